@@ -1,0 +1,2 @@
+//! bundle crate (skeleton; filled in by its issue).
+#![warn(missing_docs)]

@@ -1,0 +1,2 @@
+//! datasets crate (skeleton; filled in by its issue).
+#![warn(missing_docs)]

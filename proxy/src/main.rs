@@ -1,0 +1,2 @@
+//! `pate-proxy` (skeleton; see the proxy issue).
+fn main() {}

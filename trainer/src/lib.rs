@@ -1,0 +1,4 @@
+//! The PATE trainer library behind the `pate-trainer` CLI.
+#![warn(missing_docs)]
+
+pub mod cli;
