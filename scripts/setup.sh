@@ -49,7 +49,8 @@ if [ "$(cat "$VENV/.pate-setup" 2>/dev/null)" != "$want" ]; then
     "$VENV/bin/pip" install -q --no-deps "torch==$TORCH_VERSION" \
       nvidia-cuda-runtime==13.0.96 nvidia-cuda-cupti==13.0.85
   fi
-  "$VENV/bin/pip" install -q --no-deps "onnxruntime==$ORT_VERSION"
+  # numpy only so that tests can cross-check model.onnx with the Python onnxruntime.
+  "$VENV/bin/pip" install -q --no-deps "onnxruntime==$ORT_VERSION" numpy==2.3.5
   echo "$want" > "$VENV/.pate-setup"
 fi
 

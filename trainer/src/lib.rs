@@ -2,3 +2,6 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod error;
+
+pub use error::{Error, Result};

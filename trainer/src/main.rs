@@ -1,11 +1,55 @@
-//! `pate-trainer`: the PATE pipeline, one subcommand per stage.
+//! `pate-trainer`: the PATE pipeline, one subcommand per stage, each reading and writing a typed
+//! artifact.
 use clap::Parser;
+use trainer::cli;
 
-/// Train a private malicious-request detector with PATE.
+/// Train a malicious-request detector with PATE (Private Aggregation of Teacher Ensembles).
 #[derive(Parser)]
-#[command(name = "pate-trainer", version, about)]
-enum Cli {}
+#[command(name = "pate-trainer", version, about, long_about = None)]
+enum Cli {
+    /// Inspect datasets (`data stats`).
+    Data(cli::data::Args),
+    /// Fit or inspect the featurizer artifact.
+    Featurize(cli::featurize::Args),
+    /// Train teachers on disjoint shards of the private data.
+    Teach(cli::teach::Args),
+    /// Add Laplace noise to the student's query features (local DP, "Trusted Curator B").
+    Privatize(cli::privatize::Args),
+    /// Let trained teachers vote on the student's queries; writes a vote file.
+    Vote(cli::vote::Args),
+    /// Noisy aggregation of a vote file into labels (LNMax, GNMax, Confident-GNMax).
+    Aggregate(cli::aggregate::Args),
+    /// Privacy accounting of a vote file; prints one JSON object.
+    Account(cli::account::Args),
+    /// Train the student on the privately labelled queries.
+    Student(cli::student::Args),
+    /// Evaluate a model on a labelled test set.
+    Evaluate(cli::evaluate::Args),
+    /// Export the student as an ONNX bundle for pate-proxy.
+    Export(cli::export::Args),
+    /// Score requests with an exported bundle through ONNX Runtime.
+    Score(cli::score::Args),
+    /// Run the whole pipeline from a YAML config.
+    Run(cli::run::Args),
+}
 
 fn main() {
-    let _ = Cli::parse();
+    let result = match Cli::parse() {
+        Cli::Data(a) => cli::data::run(a),
+        Cli::Featurize(a) => cli::featurize::run(a),
+        Cli::Teach(a) => cli::teach::run(a),
+        Cli::Privatize(a) => cli::privatize::run(a),
+        Cli::Vote(a) => cli::vote::run(a),
+        Cli::Aggregate(a) => cli::aggregate::run(a),
+        Cli::Account(a) => cli::account::run(a),
+        Cli::Student(a) => cli::student::run(a),
+        Cli::Evaluate(a) => cli::evaluate::run(a),
+        Cli::Export(a) => cli::export::run(a),
+        Cli::Score(a) => cli::score::run(a),
+        Cli::Run(a) => cli::run::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("pate-trainer: error: {e}");
+        std::process::exit(1);
+    }
 }
