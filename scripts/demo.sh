@@ -1,5 +1,73 @@
 #!/usr/bin/env bash
-# The main job on the in-repo sample (extended as the trainer and proxy land).
+# The main job, on the in-repo sample: train a PATE detector, export the ONNX bundle, start Apache
+# and pate-proxy (block mode) in front of it on loopback, send one normal and one attack request,
+# and print the proxy's metrics. Everything it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p trainer
+ROOT=$PWD
+RUN=$ROOT/runs/demo
+APACHE_PORT=${APACHE_PORT:-18081}
+PROXY_PORT=${PROXY_PORT:-18080}
+ADMIN_PORT=${ADMIN_PORT:-19090}
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "build (release)"
+cargo build --release -p trainer -p proxy 2>&1 | grep -E '^(error|warning: unused)|Finished' || true
+TRAINER=$ROOT/target/release/pate-trainer
+PROXY=$ROOT/target/release/pate-proxy
+
+step "the in-repo sample (data/sample, see its README for provenance)"
+"$TRAINER" data stats --format csic data/sample/csic_normal.txt data/sample/csic_anomalous.txt
+
+step "train: pate-trainer run --config configs/quick.yaml --out runs/demo"
+rm -rf "$RUN"
+"$TRAINER" run --config configs/quick.yaml --out "$RUN"
+python3 - "$RUN/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+keys = ["teachers", "queries", "answered", "mechanism", "delta", "data_independent_epsilon",
+        "data_dependent_epsilon", "student_local_epsilon"]
+print(json.dumps({k: r.get(k) for k in keys}, indent=2))
+print("student test metrics:", json.dumps(r.get("student", r.get("test", {})))[:400])
+PY
+
+step "start Apache on 127.0.0.1:$APACHE_PORT and pate-proxy (block mode) on 127.0.0.1:$PROXY_PORT"
+WORK=$(mktemp -d /tmp/pate-demo.XXXXXX)
+chmod 755 "$WORK"
+CONF=$(scripts/apache-conf.sh "$WORK/apache" "$APACHE_PORT")
+cleanup() {
+  [ -n "${PROXY_PID:-}" ] && kill -INT "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID" 2>/dev/null
+  apache2 -f "$CONF" -k stop 2>/dev/null || true
+}
+trap cleanup EXIT
+apache2 -f "$CONF" -k start
+cat > "$WORK/proxy.yaml" <<YAML
+listen: "127.0.0.1:$PROXY_PORT"
+upstream: "127.0.0.1:$APACHE_PORT"
+admin_listen: "127.0.0.1:$ADMIN_PORT"
+bundle: "$RUN/bundle"
+mode: block
+audit_log: "$WORK/audit.jsonl"
+grace_period_seconds: 1
+YAML
+"$PROXY" --config "$WORK/proxy.yaml" > "$WORK/proxy.log" 2>&1 &
+PROXY_PID=$!
+for _ in $(seq 1 100); do
+  curl -fs "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null 2>&1 && break
+  kill -0 "$PROXY_PID" 2>/dev/null || { cat "$WORK/proxy.log"; exit 1; }
+  sleep 0.2
+done
+
+step "a normal request (from CSIC 2010 normal traffic)"
+NORMAL='/tienda1/publico/anadir.jsp?id=3&nombre=Vino+Rioja&precio=100&cantidad=55&B1=A%F1adir+al+carrito'
+curl -s -o /dev/null -w "GET $NORMAL -> %{http_code}\n" "http://127.0.0.1:$PROXY_PORT$NORMAL"
+step "an attack (SQL injection, from CSIC 2010 anomalous traffic)"
+ATTACK="/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&precio=85&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25&B1=A%F1adir+al+carrito"
+curl -s -w "\nGET (attack) -> %{http_code}\n" "http://127.0.0.1:$PROXY_PORT$ATTACK"
+step "what reached Apache (its access log)"
+cat "$WORK/apache/logs/access.log"
+step "audit log"
+cat "$WORK/audit.jsonl" 2>/dev/null || true
+step "metrics (http://127.0.0.1:$ADMIN_PORT/metrics)"
+curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep -E '^patewaf_' | grep -v '_bucket'
