@@ -1,10 +1,736 @@
-//! featurizer crate (skeleton; filled in by its issue).
+//! The one place where an HTTP request becomes a feature vector.
+//!
+//! The seeds of this project (a PATE thesis and paper on malicious web requests, after Papernot
+//! et al., "Semi-supervised Knowledge Transfer for Deep Learning from Private Training Data",
+//! ICLR 2017) represent a request by the unigram tokens of its URI, keep the K = 500 most frequent
+//! tokens, and feed an l1-normalized TF-IDF vector to the teachers and the student. This crate
+//! does exactly that, in four documented steps:
+//!
+//! 1. **Normalization** ([`normalize`]): the raw target (path + query) and, when given, the form
+//!    body are joined (`target ? body`, or `target & body` when the target already has a query),
+//!    truncated to [`FeaturizerConfig::max_input_bytes`] (flagged, never a panic),
+//!    percent-decoded repeatedly (at most [`FeaturizerConfig::decode_rounds`] rounds, stopping
+//!    early when a round changes nothing; `+` is a space in the query and body in the first round
+//!    only, because a `+` that appears after decoding came from `%2B` and is a literal plus), the
+//!    bytes are turned into text (valid UTF-8 sequences as UTF-8, every other byte as Latin-1, so
+//!    `%F1` and `%C3%B1` both become `ñ` and invalid UTF-8 is data, not an error), and
+//!    lower-cased.
+//! 2. **Tokenization** ([`tokenize`], regex [`TOKEN_PATTERN`]): a token is either a maximal run of
+//!    letters, combining marks and digits (`\p{L}\p{M}\p{N}`), or one single character that is
+//!    neither such a character nor white space (punctuation, symbols, control characters such as
+//!    NUL). White space separates tokens and is never a token. So `' or 1=1--` is
+//!    `'`, `or`, `1`, `=`, `1`, `-`, `-`.
+//! 3. **Vocabulary** ([`Featurizer::fit`]): the `top_k` tokens with the highest document
+//!    frequency (number of requests that contain the token at least once), ties broken by the
+//!    token's string (byte order), ascending. The vocabulary index of a token is its rank.
+//! 4. **Weights** ([`Featurizer::transform`]): `tf(t, r) = count(t, r) / tokens(r)` where
+//!    `tokens(r)` counts every token of the request (in the vocabulary or not);
+//!    `idf(t) = ln((1 + n) / (1 + df(t))) + 1` (the smoothed IDF of scikit-learn's
+//!    `TfidfTransformer(smooth_idf=True)`, n = number of fitted documents); the vector
+//!    `w_t = tf(t, r) · idf(t)` is then l1-normalized (`Σ |w_t| = 1`). A request with no
+//!    vocabulary token gives the empty (all-zero) vector.
+//!
+//! The fitted [`Featurizer`] is a versioned JSON artifact ([`Featurizer::to_json`]) holding every
+//! setting, the vocabulary, the document frequencies, the IDF and a sha256 content hash; fitting
+//! is deterministic, so the same corpus and settings give a byte-identical artifact.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Name written into every artifact, so that a wrong file is recognised as such.
+pub const ARTIFACT_KIND: &str = "pate-waf-featurizer";
+/// Version of the artifact format (and of the normalization + tokenization rules: a change to
+/// either changes the features, so it must bump this number).
+pub const FORMAT_VERSION: u32 = 1;
+/// The tokenizer's regular expression (see the crate documentation for the rules).
+pub const TOKEN_PATTERN: &str = r"[\p{L}\p{M}\p{N}]+|[^\p{L}\p{M}\p{N}\s]";
+
+/// The parts of an HTTP request that the featurizer reads. Bytes, not text: what arrives on the
+/// wire need not be UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestParts<'a> {
+    /// Request method (`GET`, `POST`, ...). Not a feature today (the seeds use the URI only);
+    /// carried so that callers need not change when it becomes one.
+    pub method: &'a str,
+    /// Request target in origin form: path plus optional `?query`, as sent (still encoded).
+    pub target: &'a [u8],
+    /// Form body (`application/x-www-form-urlencoded`), when there is one.
+    pub body: Option<&'a [u8]>,
+}
+
+impl<'a> RequestParts<'a> {
+    /// A `GET` of `target` without a body.
+    pub fn get(target: &'a str) -> Self {
+        RequestParts { method: "GET", target: target.as_bytes(), body: None }
+    }
+}
+
+/// Every setting of the featurizer; all of them are stored in the artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeaturizerConfig {
+    /// Number of vocabulary tokens kept (K). The seeds use 500.
+    pub top_k: usize,
+    /// Longest raw input (target + joining character + body) read, in bytes. Longer inputs are
+    /// truncated and the output is flagged [`SparseVector::truncated`].
+    pub max_input_bytes: usize,
+    /// Most rounds of percent-decoding (attackers double- and triple-encode). 0 turns decoding off.
+    pub decode_rounds: usize,
+    /// Whether the form body is read (joined to the query) when given.
+    pub include_body: bool,
+}
+
+impl Default for FeaturizerConfig {
+    fn default() -> Self {
+        FeaturizerConfig { top_k: 500, max_input_bytes: 8192, decode_rounds: 3, include_body: true }
+    }
+}
+
+/// A sparse feature vector: strictly increasing `indices` into the vocabulary and their
+/// `values`. l1-normalized (values sum to 1) or empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SparseVector {
+    /// Vocabulary indices, strictly increasing.
+    pub indices: Vec<u32>,
+    /// Weight of each index (same length as `indices`).
+    pub values: Vec<f32>,
+    /// The input was longer than [`FeaturizerConfig::max_input_bytes`] and was cut.
+    pub truncated: bool,
+}
+
+impl SparseVector {
+    /// The dense form, of length `dim`.
+    pub fn to_dense(&self, dim: usize) -> Vec<f32> {
+        let mut dense = vec![0.0f32; dim];
+        self.write_dense(&mut dense);
+        dense
+    }
+
+    /// Writes the weights into `dense` (which the caller has zeroed), e.g. one row of a batch.
+    pub fn write_dense(&self, dense: &mut [f32]) {
+        for (&i, &v) in self.indices.iter().zip(&self.values) {
+            if let Some(slot) = dense.get_mut(i as usize) {
+                *slot = v;
+            }
+        }
+    }
+
+    /// Whether no token of the request is in the vocabulary.
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+}
+
+/// What the featurizer saw in one request, for humans (`pate-trainer featurize show`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// The normalized text (decoded, lower-cased, possibly truncated).
+    pub normalized: String,
+    /// All tokens, in order.
+    pub tokens: Vec<String>,
+    /// Whether the input was truncated.
+    pub truncated: bool,
+    /// The non-zero weights, by vocabulary index.
+    pub weights: Vec<TokenWeight>,
+}
+
+/// One non-zero weight of an [`Explanation`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenWeight {
+    /// The vocabulary token.
+    pub token: String,
+    /// Its vocabulary index.
+    pub index: u32,
+    /// How often it occurs in the request.
+    pub count: u32,
+    /// Its l1-normalized TF-IDF weight.
+    pub weight: f32,
+}
 
 /// Errors of the featurizer crate.
 #[derive(Debug, thiserror::Error)]
 pub enum FeaturizerError {
-    /// Placeholder until the crate is implemented.
-    #[error("{0}")]
-    Other(String),
+    /// Reading or writing an artifact failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a featurizer artifact (bad JSON or missing fields).
+    #[error("not a featurizer artifact: {0}")]
+    Parse(#[source] serde_json::Error),
+    /// The artifact is of another kind or format version.
+    #[error("featurizer artifact is {found}, expected {ARTIFACT_KIND} version {FORMAT_VERSION}; refit the featurizer with this version")]
+    Version {
+        /// What the file says it is.
+        found: String,
+    },
+    /// The stored content hash does not match the content (the file was edited or corrupted).
+    #[error("featurizer artifact content hash mismatch: file says {stored}, content hashes to {computed}")]
+    HashMismatch {
+        /// The hash written in the file.
+        stored: String,
+        /// The hash of the content as read.
+        computed: String,
+    },
+    /// The artifact or the settings are inconsistent (e.g. vocabulary and IDF lengths differ).
+    #[error("invalid featurizer: {0}")]
+    Invalid(String),
+    /// An error while loading a file, with the file named.
+    #[error("{path}: {source}")]
+    InFile {
+        /// The artifact file.
+        path: PathBuf,
+        /// What went wrong.
+        source: Box<FeaturizerError>,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalization
+
+/// Reusable buffers for [`Featurizer::transform_into`], so that the hot path allocates nothing
+/// once the buffers have grown.
+#[derive(Debug, Default, Clone)]
+pub struct Scratch {
+    raw: Vec<u8>,
+    decoded: Vec<u8>,
+    text: String,
+    counts: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+/// Normalizes a request (see the crate documentation, step 1). Returns the text and whether the
+/// input was truncated.
+pub fn normalize(config: &FeaturizerConfig, req: &RequestParts) -> (String, bool) {
+    let mut scratch = Scratch::default();
+    let truncated = normalize_into(config, req, &mut scratch);
+    (std::mem::take(&mut scratch.text), truncated)
+}
+
+/// Normalization into `scratch.text`; returns the truncation flag.
+fn normalize_into(config: &FeaturizerConfig, req: &RequestParts, scratch: &mut Scratch) -> bool {
+    let Scratch { raw, decoded, text, .. } = scratch;
+    raw.clear();
+    raw.extend_from_slice(req.target);
+    // Where the query (form-encoded part) starts: after the first raw '?'. An encoded `%3F` is
+    // part of the path, as a server would see it.
+    let mut query_start = raw.iter().position(|&b| b == b'?').map(|p| p + 1);
+    if let (true, Some(body)) = (config.include_body, req.body) {
+        if !body.is_empty() {
+            match query_start {
+                Some(_) => raw.push(b'&'),
+                None => {
+                    raw.push(b'?');
+                    query_start = Some(raw.len());
+                }
+            }
+            raw.extend_from_slice(body);
+        }
+    }
+    let truncated = raw.len() > config.max_input_bytes;
+    if truncated {
+        raw.truncate(config.max_input_bytes);
+    }
+    let query_start = query_start.map(|q| q.min(raw.len()));
+
+    // Bounded repeated percent-decoding. Round 1 also maps '+' to ' ' in the query.
+    for round in 0..config.decode_rounds {
+        let plus_from = if round == 0 { query_start } else { None };
+        if !percent_decode(raw, plus_from, decoded) {
+            break;
+        }
+        std::mem::swap(raw, decoded);
+    }
+
+    text.clear();
+    push_lowercase_latin1_or_utf8(raw, text);
+    truncated
+}
+
+/// One round of percent-decoding of `input` into `out`; `+` becomes a space from byte
+/// `plus_from` on. Malformed escapes (`%zz`, a trailing `%`) stay as they are. Returns whether
+/// anything changed.
+fn percent_decode(input: &[u8], plus_from: Option<usize>, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let plus_from = plus_from.unwrap_or(usize::MAX);
+    let mut changed = false;
+    let mut i = 0;
+    while i < input.len() {
+        let b = input[i];
+        if b == b'%' && i + 2 < input.len() {
+            if let (Some(h), Some(l)) = (hex_value(input[i + 1]), hex_value(input[i + 2])) {
+                out.push(h << 4 | l);
+                i += 3;
+                changed = true;
+                continue;
+            }
+        }
+        if b == b'+' && i >= plus_from {
+            out.push(b' ');
+            changed = true;
+        } else {
+            out.push(b);
+        }
+        i += 1;
+    }
+    changed
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Appends `bytes` to `out` as lower-case text: valid UTF-8 sequences as UTF-8, every byte of an
+/// invalid sequence as the Latin-1 character of the same value (CSIC encodes `ñ` as `%F1`).
+fn push_lowercase_latin1_or_utf8(mut bytes: &[u8], out: &mut String) {
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(valid) => {
+                push_lowercase(valid, out);
+                return;
+            }
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                // from_utf8 has checked this prefix; re-checking cannot fail.
+                push_lowercase(std::str::from_utf8(valid).unwrap_or_default(), out);
+                let bad = e.error_len().unwrap_or(rest.len());
+                for &b in &rest[..bad] {
+                    push_lowercase_char(char::from(b), out);
+                }
+                bytes = &rest[bad..];
+            }
+        }
+    }
+}
+
+fn push_lowercase(s: &str, out: &mut String) {
+    if s.is_ascii() {
+        let start = out.len();
+        out.push_str(s);
+        out[start..].make_ascii_lowercase();
+    } else {
+        for c in s.chars() {
+            push_lowercase_char(c, out);
+        }
+    }
+}
+
+fn push_lowercase_char(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase());
+    } else {
+        out.extend(c.to_lowercase());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokenization
+
+fn token_regex() -> &'static regex::Regex {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    // The pattern is a compile-time constant covered by tests; failing to compile it is a bug.
+    RE.get_or_init(|| regex::Regex::new(TOKEN_PATTERN).expect("TOKEN_PATTERN compiles"))
+}
+
+/// Tokenizes normalized text (see the crate documentation, step 2).
+pub fn tokenize(text: &str) -> impl Iterator<Item = &str> {
+    token_regex().find_iter(text).map(|m| m.as_str())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fitted featurizer
+
+/// FxHash (the rustc hasher): a fast hash for the read-only vocabulary map. Hash flooding is not
+/// a concern: attacker-controlled tokens are only looked up, never inserted, so the table's
+/// chains are fixed when the artifact is loaded.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(SEED);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(SEED);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write(&[i]);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type VocabIndex = HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>;
+
+/// What the artifact's hash covers: everything but the hash itself. Field order is the canonical
+/// order (serde_json writes struct fields in declaration order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Content {
+    kind: String,
+    format_version: u32,
+    token_pattern: String,
+    idf_formula: String,
+    config: FeaturizerConfig,
+    documents: u64,
+    vocabulary: Vec<String>,
+    document_frequency: Vec<u64>,
+    idf: Vec<f32>,
+}
+
+/// The artifact as stored: the content plus its sha256.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Artifact {
+    #[serde(flatten)]
+    content: Content,
+    content_hash: String,
+}
+
+/// Only the two fields needed to decide whether the rest can be read at all.
+#[derive(Deserialize)]
+struct ArtifactHeader {
+    kind: Option<String>,
+    format_version: Option<serde_json::Value>,
+}
+
+const IDF_FORMULA: &str = "ln((1+n)/(1+df))+1";
+
+/// A fitted featurizer: settings, vocabulary and IDF. Serializes as the versioned artifact.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "Artifact", try_from = "Artifact")]
+pub struct Featurizer {
+    content: Content,
+    content_hash: String,
+    index: VocabIndex,
+}
+
+impl PartialEq for Featurizer {
+    fn eq(&self, other: &Self) -> bool {
+        self.content == other.content && self.content_hash == other.content_hash
+    }
+}
+
+impl From<Featurizer> for Artifact {
+    fn from(f: Featurizer) -> Self {
+        Artifact { content: f.content, content_hash: f.content_hash }
+    }
+}
+
+impl TryFrom<Artifact> for Featurizer {
+    type Error = FeaturizerError;
+    fn try_from(a: Artifact) -> Result<Self, FeaturizerError> {
+        Featurizer::from_artifact(a)
+    }
+}
+
+fn hash_content(content: &Content) -> String {
+    // Serializing plain data to a Vec cannot fail.
+    let bytes = serde_json::to_vec(content).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}
+
+impl Featurizer {
+    /// Fits the vocabulary and IDF on `docs` (see the crate documentation, steps 3 and 4).
+    /// Fewer than `top_k` distinct tokens give a smaller vocabulary ([`Featurizer::dim`]).
+    pub fn fit<'a>(
+        config: FeaturizerConfig,
+        docs: impl IntoIterator<Item = RequestParts<'a>>,
+    ) -> Result<Self, FeaturizerError> {
+        validate_config(&config)?;
+        let mut df: HashMap<String, u64> = HashMap::new();
+        let mut scratch = Scratch::default();
+        let mut n: u64 = 0;
+        for doc in docs {
+            n += 1;
+            normalize_into(&config, &doc, &mut scratch);
+            // Document frequency counts each distinct token once per request.
+            let mut distinct: Vec<&str> = tokenize(&scratch.text).collect();
+            distinct.sort_unstable();
+            distinct.dedup();
+            for tok in distinct {
+                match df.get_mut(tok) {
+                    Some(c) => *c += 1,
+                    None => {
+                        df.insert(tok.to_owned(), 1);
+                    }
+                }
+            }
+        }
+        if n == 0 {
+            return Err(FeaturizerError::Invalid("cannot fit on an empty corpus (0 requests)".into()));
+        }
+        let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
+        // Highest document frequency first; ties by token, ascending (deterministic).
+        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        ranked.truncate(config.top_k);
+        let idf = ranked
+            .iter()
+            .map(|(_, d)| (((1.0 + n as f64) / (1.0 + *d as f64)).ln() + 1.0) as f32)
+            .collect();
+        let (vocabulary, document_frequency) = ranked.into_iter().unzip();
+        let content = Content {
+            kind: ARTIFACT_KIND.into(),
+            format_version: FORMAT_VERSION,
+            token_pattern: TOKEN_PATTERN.into(),
+            idf_formula: IDF_FORMULA.into(),
+            config,
+            documents: n,
+            vocabulary,
+            document_frequency,
+            idf,
+        };
+        let content_hash = hash_content(&content);
+        Featurizer::from_artifact(Artifact { content, content_hash })
+    }
+
+    fn from_artifact(a: Artifact) -> Result<Self, FeaturizerError> {
+        let c = &a.content;
+        if c.kind != ARTIFACT_KIND || c.format_version != FORMAT_VERSION {
+            return Err(FeaturizerError::Version { found: format!("{} version {}", c.kind, c.format_version) });
+        }
+        let computed = hash_content(c);
+        if computed != a.content_hash {
+            return Err(FeaturizerError::HashMismatch { stored: a.content_hash, computed });
+        }
+        if c.token_pattern != TOKEN_PATTERN || c.idf_formula != IDF_FORMULA {
+            return Err(FeaturizerError::Invalid(format!(
+                "artifact uses token pattern {:?} and IDF {:?}; this build uses {:?} and {:?}",
+                c.token_pattern, c.idf_formula, TOKEN_PATTERN, IDF_FORMULA
+            )));
+        }
+        validate_config(&c.config)?;
+        let k = c.vocabulary.len();
+        if c.idf.len() != k || c.document_frequency.len() != k {
+            return Err(FeaturizerError::Invalid(format!(
+                "vocabulary has {k} tokens but idf has {} and document_frequency {}",
+                c.idf.len(),
+                c.document_frequency.len()
+            )));
+        }
+        if k > c.config.top_k || k > u32::MAX as usize {
+            return Err(FeaturizerError::Invalid(format!("vocabulary has {k} tokens, more than top_k = {}", c.config.top_k)));
+        }
+        if let Some(bad) = c.idf.iter().find(|v| !v.is_finite() || **v <= 0.0) {
+            return Err(FeaturizerError::Invalid(format!("idf value {bad} is not a positive finite number")));
+        }
+        let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
+        for (i, tok) in c.vocabulary.iter().enumerate() {
+            let mut toks = tokenize(tok);
+            if toks.next() != Some(tok.as_str()) || toks.next().is_some() {
+                return Err(FeaturizerError::Invalid(format!("vocabulary entry {i} ({tok:?}) is not a single token")));
+            }
+            if index.insert(tok.as_str().into(), i as u32).is_some() {
+                return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
+            }
+        }
+        Ok(Featurizer { content: a.content, content_hash: a.content_hash, index })
+    }
+
+    /// The settings it was fitted with.
+    pub fn config(&self) -> &FeaturizerConfig {
+        &self.content.config
+    }
+
+    /// Dimension of the feature vectors (vocabulary size; at most `top_k`).
+    pub fn dim(&self) -> usize {
+        self.content.vocabulary.len()
+    }
+
+    /// Number of requests it was fitted on.
+    pub fn documents(&self) -> u64 {
+        self.content.documents
+    }
+
+    /// The vocabulary; index i is feature i.
+    pub fn vocabulary(&self) -> &[String] {
+        &self.content.vocabulary
+    }
+
+    /// IDF of each vocabulary token.
+    pub fn idf(&self) -> &[f32] {
+        &self.content.idf
+    }
+
+    /// sha256 (hex) of the canonical JSON of the artifact's content (everything but the hash).
+    pub fn content_hash(&self) -> &str {
+        &self.content_hash
+    }
+
+    /// The l1-normalized TF-IDF vector of a request, or the empty vector.
+    pub fn transform(&self, req: &RequestParts) -> SparseVector {
+        let mut scratch = Scratch::default();
+        let mut out = SparseVector::default();
+        self.transform_into(req, &mut scratch, &mut out);
+        out
+    }
+
+    /// [`Featurizer::transform`] reusing `scratch` and `out`: the hot path of the proxy
+    /// (allocation-free once the buffers have grown).
+    pub fn transform_into(&self, req: &RequestParts, scratch: &mut Scratch, out: &mut SparseVector) {
+        out.indices.clear();
+        out.values.clear();
+        out.truncated = normalize_into(&self.content.config, req, scratch);
+        let Scratch { text, counts, touched, .. } = scratch;
+        if counts.len() != self.dim() {
+            counts.clear();
+            counts.resize(self.dim(), 0);
+        }
+        touched.clear();
+        let mut tokens: u32 = 0;
+        for tok in tokenize(text) {
+            tokens += 1;
+            if let Some(&i) = self.index.get(tok) {
+                let c = &mut counts[i as usize];
+                if *c == 0 {
+                    touched.push(i);
+                }
+                *c += 1;
+            }
+        }
+        if touched.is_empty() {
+            return;
+        }
+        touched.sort_unstable();
+        // Weights in f64, l1-normalized, then rounded once to f32.
+        let mut sum = 0.0f64;
+        for &i in touched.iter() {
+            let tf = f64::from(counts[i as usize]) / f64::from(tokens);
+            sum += tf * f64::from(self.content.idf[i as usize]);
+        }
+        for &i in touched.iter() {
+            let tf = f64::from(counts[i as usize]) / f64::from(tokens);
+            let w = tf * f64::from(self.content.idf[i as usize]) / sum;
+            out.indices.push(i);
+            out.values.push(w as f32);
+            counts[i as usize] = 0;
+        }
+    }
+
+    /// The dense form of [`Featurizer::transform`] (length [`Featurizer::dim`]).
+    pub fn transform_dense(&self, req: &RequestParts) -> Vec<f32> {
+        self.transform(req).to_dense(self.dim())
+    }
+
+    /// The normalized text, the tokens and the non-zero weights of a request.
+    pub fn explain(&self, req: &RequestParts) -> Explanation {
+        let (normalized, truncated) = normalize(&self.content.config, req);
+        let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
+        let v = self.transform(req);
+        let weights = v
+            .indices
+            .iter()
+            .zip(&v.values)
+            .map(|(&index, &weight)| {
+                let token = self.content.vocabulary[index as usize].clone();
+                let count = tokens.iter().filter(|t| **t == token).count() as u32;
+                TokenWeight { token, index, count, weight }
+            })
+            .collect();
+        Explanation { normalized, tokens, truncated, weights }
+    }
+
+    /// The artifact as pretty JSON (deterministic; ends with a newline).
+    pub fn to_json(&self) -> Vec<u8> {
+        let artifact = Artifact { content: self.content.clone(), content_hash: self.content_hash.clone() };
+        let mut bytes = serde_json::to_vec_pretty(&artifact).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Reads an artifact, checking its kind, format version, content hash and consistency.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, FeaturizerError> {
+        // Check kind and version first, so that an artifact of another version gets a version
+        // error rather than a confusing "missing field".
+        let header: ArtifactHeader = serde_json::from_slice(bytes).map_err(FeaturizerError::Parse)?;
+        let kind = header.kind.unwrap_or_else(|| "(no kind)".into());
+        let version_ok = header.format_version.as_ref().and_then(|v| v.as_u64()) == Some(u64::from(FORMAT_VERSION));
+        if kind != ARTIFACT_KIND || !version_ok {
+            let version = header.format_version.map(|v| v.to_string()).unwrap_or_else(|| "(none)".into());
+            return Err(FeaturizerError::Version { found: format!("{kind} version {version}") });
+        }
+        let artifact: Artifact = serde_json::from_slice(bytes).map_err(FeaturizerError::Parse)?;
+        Featurizer::from_artifact(artifact)
+    }
+
+    /// Writes the artifact atomically ([`write_atomic`]).
+    pub fn save(&self, path: &Path) -> Result<(), FeaturizerError> {
+        write_atomic(path, &self.to_json()).map_err(|source| FeaturizerError::Io { path: path.to_owned(), source })
+    }
+
+    /// Reads and checks an artifact file (errors name the file).
+    pub fn load(path: &Path) -> Result<Self, FeaturizerError> {
+        let bytes = std::fs::read(path).map_err(|source| FeaturizerError::Io { path: path.to_owned(), source })?;
+        Featurizer::from_json(&bytes)
+            .map_err(|e| FeaturizerError::InFile { path: path.to_owned(), source: Box::new(e) })
+    }
+}
+
+fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
+    if c.top_k == 0 {
+        return Err(FeaturizerError::Invalid("top_k must be at least 1".into()));
+    }
+    if c.max_input_bytes == 0 {
+        return Err(FeaturizerError::Invalid("max_input_bytes must be at least 1".into()));
+    }
+    if c.decode_rounds > 16 {
+        return Err(FeaturizerError::Invalid(format!("decode_rounds = {} (at most 16)", c.decode_rounds)));
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename
+/// over `path`, then fsync of the directory (best effort). Readers see the old file or the new
+/// one, never a partial one; on error the temporary file is removed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let file_name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{}: not a file path", path.display()))
+    })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(file_name);
+    tmp_name.push(format!(".tmp.{}.{n}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return result;
+    }
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
