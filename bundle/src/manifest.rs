@@ -1,0 +1,349 @@
+//! The bundle directory: `model.onnx`, `featurizer.json` and `bundle.yaml` (the manifest), written
+//! atomically and loaded with every hash checked.
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use featurizer::Featurizer;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::onnx::{decode_onnx, encode_onnx, Mlp, IR_VERSION, OPSET_VERSION};
+use crate::BundleError;
+
+/// Version of the bundle layout and of `bundle.yaml`; [`Bundle::load`] rejects any other.
+pub const FORMAT_VERSION: u32 = 1;
+/// File name of the ONNX model inside a bundle.
+pub const MODEL_FILE: &str = "model.onnx";
+/// File name of the featurizer artifact inside a bundle.
+pub const FEATURIZER_FILE: &str = "featurizer.json";
+/// File name of the manifest inside a bundle.
+pub const MANIFEST_FILE: &str = "bundle.yaml";
+
+/// Shape of the exported network, for humans and dashboards.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSummary {
+    /// Widths from input to output, e.g. `[500, 512, 128, 1]`.
+    pub widths: Vec<usize>,
+    /// Number of weights and biases.
+    pub parameters: usize,
+    /// ONNX IR version of `model.onnx`.
+    pub onnx_ir_version: i64,
+    /// ONNX default-domain opset of `model.onnx`.
+    pub onnx_opset: i64,
+}
+
+/// `bundle.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Layout version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// Identity of the model: by default the first 16 hex digits of `model.onnx`'s sha256.
+    pub model_version: String,
+    /// Creation time, RFC 3339 UTC (`2026-11-22T12:34:56Z`).
+    pub created: String,
+    /// Decision threshold on the probability: a score at or above it is malicious ([`is_block`]).
+    pub threshold: f32,
+    /// Width of the model input, equal to the featurizer's dimension.
+    pub input_dim: usize,
+    /// The featurizer's own content hash (as in `featurizer.json`).
+    pub featurizer_content_hash: String,
+    /// Shape of the network.
+    pub model: ModelSummary,
+    /// The privacy report of the run (ε values, δ, mechanism, ...), as the trainer wrote it.
+    pub privacy: serde_json::Value,
+    /// Test metrics of the student (TPR, TNR, AUC, ...), as the trainer wrote them.
+    pub metrics: serde_json::Value,
+    /// sha256 (hex) of every other file of the bundle, by file name.
+    pub files: BTreeMap<String, String>,
+}
+
+/// The parts of a privacy report that a dashboard label needs (from the trainer's report keys).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PrivacySummary {
+    /// The publishable ε: `sanitized_epsilon` if present, else `data_independent_epsilon`.
+    pub epsilon: Option<f64>,
+    /// δ.
+    pub delta: Option<f64>,
+    /// Aggregation mechanism (`lnmax`, `gnmax`, ...).
+    pub mechanism: Option<String>,
+}
+
+/// `true` when `score` is at or above `threshold`: the request is judged malicious (blocked in
+/// block mode). One definition, shared by `pate-trainer score` and `pate-proxy`.
+pub fn is_block(score: f32, threshold: f32) -> bool {
+    score >= threshold
+}
+
+impl Manifest {
+    /// `"block"` or `"allow"` for a score under this bundle's threshold.
+    pub fn verdict(&self, score: f32) -> &'static str {
+        if is_block(score, self.threshold) { "block" } else { "allow" }
+    }
+
+    /// ε, δ and mechanism read from the privacy report, where present.
+    pub fn privacy_summary(&self) -> PrivacySummary {
+        let number = |key: &str| self.privacy.get(key).and_then(serde_json::Value::as_f64);
+        PrivacySummary {
+            epsilon: number("sanitized_epsilon").or_else(|| number("data_independent_epsilon")),
+            delta: number("delta"),
+            mechanism: self.privacy.get("mechanism").and_then(|m| match m {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Object(o) => o.get("name").and_then(|n| n.as_str()).map(str::to_owned),
+                _ => None,
+            }),
+        }
+    }
+}
+
+/// What [`write_bundle`] writes.
+#[derive(Debug, Clone)]
+pub struct BundleContents<'a> {
+    /// The student network.
+    pub mlp: &'a Mlp,
+    /// The featurizer it was trained with.
+    pub featurizer: &'a Featurizer,
+    /// Decision threshold on the probability, in [0, 1].
+    pub threshold: f32,
+    /// Privacy report (any JSON; `serde_json::Value::Null` when there is none).
+    pub privacy: serde_json::Value,
+    /// Test metrics (any JSON; `Null` when there are none).
+    pub metrics: serde_json::Value,
+    /// Model version; `None` = derived from the model's hash.
+    pub model_version: Option<String>,
+}
+
+/// A loaded, verified bundle.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    /// Directory it was loaded from.
+    pub dir: PathBuf,
+    /// `bundle.yaml`.
+    pub manifest: Manifest,
+    /// The bytes of `model.onnx` (hash-checked).
+    pub model_onnx: Vec<u8>,
+    /// The featurizer (hash-checked).
+    pub featurizer: Featurizer,
+}
+
+/// sha256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Writes a bundle into `dir` (e.g. `RUN_DIR/bundle`): all files go into a temporary directory
+/// beside `dir`, which is then renamed into place. An existing bundle is renamed away first and
+/// removed after, so a reader sees the old bundle or the new one, and on error the old one stays.
+/// Returns the manifest written.
+pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, BundleError> {
+    let BundleContents { mlp, featurizer, threshold, .. } = *contents;
+    if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
+        return Err(BundleError::InvalidModel(format!("threshold {threshold} is not a probability in [0, 1]")));
+    }
+    if featurizer.dim() != mlp.input_dim() {
+        return Err(BundleError::InvalidModel(format!(
+            "the featurizer has dimension {} but the model's input has {}",
+            featurizer.dim(),
+            mlp.input_dim()
+        )));
+    }
+    let model_bytes = encode_onnx(mlp)?;
+    let featurizer_bytes = featurizer.to_json();
+    let model_hash = sha256_hex(&model_bytes);
+    let files = BTreeMap::from([
+        (MODEL_FILE.to_string(), model_hash.clone()),
+        (FEATURIZER_FILE.to_string(), sha256_hex(&featurizer_bytes)),
+    ]);
+    let mut widths = vec![mlp.input_dim()];
+    widths.extend(mlp.layers.iter().map(|l| l.out_dim));
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        model_version: contents.model_version.clone().unwrap_or_else(|| model_hash[..16].to_string()),
+        created: rfc3339_utc(std::time::SystemTime::now()),
+        threshold,
+        input_dim: mlp.input_dim(),
+        featurizer_content_hash: featurizer.content_hash().to_string(),
+        model: ModelSummary { widths, parameters: mlp.parameter_count(), onnx_ir_version: IR_VERSION, onnx_opset: OPSET_VERSION },
+        privacy: contents.privacy.clone(),
+        metrics: contents.metrics.clone(),
+        files,
+    };
+    let manifest_bytes = serde_yaml::to_string(&manifest)
+        .map_err(|e| BundleError::Manifest { path: dir.join(MANIFEST_FILE), message: e.to_string() })?;
+
+    let name = dir
+        .file_name()
+        .ok_or_else(|| BundleError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a directory name"),
+        })?
+        .to_string_lossy()
+        .into_owned();
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BundleError::Io { path, source }
+    };
+    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+    let unique = format!("{}.{}", std::process::id(), unique_counter());
+    let tmp = parent.join(format!(".{name}.tmp.{unique}"));
+    std::fs::create_dir(&tmp).map_err(io(&tmp))?;
+    let written = (|| {
+        for (file, bytes) in [
+            (MODEL_FILE, model_bytes.as_slice()),
+            (FEATURIZER_FILE, featurizer_bytes.as_slice()),
+            (MANIFEST_FILE, manifest_bytes.as_bytes()),
+        ] {
+            let path = tmp.join(file);
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(io(&path))?;
+            f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io(&path))?;
+        }
+        sync_dir(&tmp);
+        swap_into_place(&tmp, dir, &parent.join(format!(".{name}.old.{unique}")))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    written?;
+    sync_dir(&parent);
+    Ok(manifest)
+}
+
+fn unique_counter() -> u64 {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Best effort: persist a directory's entries (renames) on filesystems that need it.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Renames `new` to `dir`; an existing `dir` is first renamed to `old` (restored on failure) and
+/// removed afterwards. POSIX cannot atomically exchange two directories, so between the two
+/// renames `dir` is briefly absent; a reader retries or keeps its previous bundle.
+fn swap_into_place(new: &Path, dir: &Path, old: &Path) -> Result<(), BundleError> {
+    let io = |path: &Path, source| BundleError::Io { path: path.to_path_buf(), source };
+    if std::fs::symlink_metadata(dir).is_err() {
+        return std::fs::rename(new, dir).map_err(|e| io(dir, e));
+    }
+    std::fs::rename(dir, old).map_err(|e| io(dir, e))?;
+    if let Err(e) = std::fs::rename(new, dir) {
+        let _ = std::fs::rename(old, dir);
+        return Err(io(dir, e));
+    }
+    let _ = std::fs::remove_dir_all(old).or_else(|_| std::fs::remove_file(old));
+    Ok(())
+}
+
+/// Only the version, read first so that a bundle of another version gets a version error rather
+/// than a "missing field" one.
+#[derive(Deserialize)]
+struct ManifestHeader {
+    format_version: Option<serde_yaml::Value>,
+}
+
+impl Bundle {
+    /// Loads `dir`, checking the format version, the sha256 of every file listed in
+    /// `bundle.yaml` (both `model.onnx` and `featurizer.json` must be listed), that the model is
+    /// the graph [`encode_onnx`] writes, and that its input width equals the featurizer's
+    /// dimension and the manifest's `input_dim`.
+    pub fn load(dir: &Path) -> Result<Bundle, BundleError> {
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let bad = |message: String| BundleError::Manifest { path: manifest_path.clone(), message };
+        let read = |path: &Path| std::fs::read(path).map_err(|source| BundleError::Io { path: path.to_path_buf(), source });
+        let text = read(&manifest_path)?;
+        let header: ManifestHeader = serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        match header.format_version.as_ref().and_then(serde_yaml::Value::as_u64) {
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(v) => return Err(bad(format!("format_version {v} is not supported (this build reads {FORMAT_VERSION})"))),
+            None => return Err(bad(format!("format_version is missing or not an integer (expected {FORMAT_VERSION})"))),
+        }
+        let manifest: Manifest = serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        if !(manifest.threshold.is_finite() && (0.0..=1.0).contains(&manifest.threshold)) {
+            return Err(bad(format!("threshold {} is not a probability in [0, 1]", manifest.threshold)));
+        }
+        let mut contents = BTreeMap::new();
+        for required in [MODEL_FILE, FEATURIZER_FILE] {
+            if !manifest.files.contains_key(required) {
+                return Err(bad(format!("files: has no sha256 for {required}")));
+            }
+        }
+        for (file, expected) in &manifest.files {
+            if file.contains('/') || file.contains('\\') || file == ".." || file == MANIFEST_FILE {
+                return Err(bad(format!("files: `{file}` is not a file of the bundle")));
+            }
+            let bytes = read(&dir.join(file))?;
+            let actual = sha256_hex(&bytes);
+            if !actual.eq_ignore_ascii_case(expected) {
+                return Err(bad(format!(
+                    "sha256 of {file} does not match: bundle.yaml records {expected}, the file has {actual} \
+                     (the file was modified or the bundle is incomplete)"
+                )));
+            }
+            contents.insert(file.clone(), bytes);
+        }
+        let model_onnx = contents.remove(MODEL_FILE).unwrap_or_default();
+        let featurizer_bytes = contents.remove(FEATURIZER_FILE).unwrap_or_default();
+        let featurizer = Featurizer::from_json(&featurizer_bytes).map_err(|source| BundleError::Featurizer {
+            path: dir.join(FEATURIZER_FILE),
+            source,
+        })?;
+        let mlp = decode_onnx(&model_onnx).map_err(|e| BundleError::InvalidModel(format!("{}: {e}", dir.display())))?;
+        if featurizer.dim() != mlp.input_dim() || manifest.input_dim != mlp.input_dim() {
+            return Err(bad(format!(
+                "dimensions disagree: featurizer.json has {}, model.onnx's input has {}, input_dim says {}",
+                featurizer.dim(),
+                mlp.input_dim(),
+                manifest.input_dim
+            )));
+        }
+        Ok(Bundle { dir: dir.to_path_buf(), manifest, model_onnx, featurizer })
+    }
+
+    /// The network stored in `model.onnx`.
+    pub fn mlp(&self) -> Result<Mlp, BundleError> {
+        decode_onnx(&self.model_onnx)
+    }
+}
+
+/// Formats a time as RFC 3339 in UTC with second precision (`YYYY-MM-DDTHH:MM:SSZ`).
+pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
+    let secs = time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
+/// (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms", `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        let at = |s: u64| rfc3339_utc(std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_795_350_896), "2026-11-22T12:34:56Z");
+    }
+}

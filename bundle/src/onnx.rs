@@ -1,0 +1,301 @@
+//! ONNX encoding of the student: a fully connected network with ReLU between layers and a sigmoid
+//! at the end, written as an ONNX `ModelProto` with `prost` (no Python, no onnx crate).
+//!
+//! Graph (ONNX operators, opset [`OPSET_VERSION`]):
+//! `features` float[batch, K] → `Gemm(transB=1)` → `Relu` → … → `Gemm(transB=1)` → `Sigmoid` →
+//! `score` float[batch, 1]. `Gemm` computes `Y = X·Wᵀ + b` (ONNX operator spec, "Gemm", with
+//! `alpha = beta = 1`), so a weight stored row-major `[out][in]` — the layout of
+//! `torch.nn.Linear.weight` — is used as is.
+use prost::Message;
+use serde::{Deserialize, Serialize};
+
+use crate::proto::{
+    AttributeProto, Dimension, DimensionValue, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
+    ATTRIBUTE_TYPE_INT, DATA_TYPE_FLOAT,
+};
+use crate::BundleError;
+
+/// ONNX IR version written into the model (IR 8 = ONNX 1.10+, read by every ONNX Runtime ≥ 1.10).
+pub const IR_VERSION: i64 = 8;
+/// Default-domain operator set version (Gemm-13, Relu-14, Sigmoid-13 are the current versions).
+pub const OPSET_VERSION: i64 = 17;
+/// Name of the graph input: float[batch, K].
+pub const INPUT_NAME: &str = "features";
+/// Name of the graph output: float[batch, 1], the malicious probability.
+pub const OUTPUT_NAME: &str = "score";
+/// Symbolic name of the batch dimension.
+pub const BATCH_DIM: &str = "batch";
+
+/// One fully connected layer: `y = W·x + b`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dense {
+    /// Input width.
+    pub in_dim: usize,
+    /// Output width.
+    pub out_dim: usize,
+    /// Weights, row-major `[out_dim][in_dim]` (the layout of `torch.nn.Linear.weight`).
+    pub weight: Vec<f32>,
+    /// Biases, `out_dim` values.
+    pub bias: Vec<f32>,
+}
+
+/// A fully connected network: ReLU after every layer but the last, sigmoid after the last, whose
+/// width must be 1 (one logit → the malicious probability).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mlp {
+    /// The layers, input side first.
+    pub layers: Vec<Dense>,
+}
+
+impl Dense {
+    /// Checks the dimensions against the buffers and that every parameter is finite.
+    fn validate(&self, index: usize) -> Result<(), BundleError> {
+        let invalid = |msg: String| Err(BundleError::InvalidModel(format!("layer {index}: {msg}")));
+        if self.in_dim == 0 || self.out_dim == 0 {
+            return invalid(format!("dimensions must be positive, got in_dim={} out_dim={}", self.in_dim, self.out_dim));
+        }
+        let expected = match self.in_dim.checked_mul(self.out_dim) {
+            Some(n) if n <= i64::MAX as usize / 4 => n,
+            _ => return invalid(format!("{}×{} weights are too many", self.out_dim, self.in_dim)),
+        };
+        if self.weight.len() != expected {
+            return invalid(format!(
+                "weight has {} values, expected out_dim×in_dim = {}×{} = {expected}",
+                self.weight.len(),
+                self.out_dim,
+                self.in_dim
+            ));
+        }
+        if self.bias.len() != self.out_dim {
+            return invalid(format!("bias has {} values, expected out_dim = {}", self.bias.len(), self.out_dim));
+        }
+        if let Some(i) = self.weight.iter().position(|w| !w.is_finite()) {
+            return invalid(format!("weight[{i}] is not finite ({})", self.weight[i]));
+        }
+        if let Some(i) = self.bias.iter().position(|b| !b.is_finite()) {
+            return invalid(format!("bias[{i}] is not finite ({})", self.bias[i]));
+        }
+        Ok(())
+    }
+}
+
+impl Mlp {
+    /// Checks that the layers chain (`in_dim` of each = `out_dim` of the previous), that the last
+    /// layer has one output, and every layer's buffers.
+    pub fn validate(&self) -> Result<(), BundleError> {
+        if self.layers.is_empty() {
+            return Err(BundleError::InvalidModel("the network has no layers".into()));
+        }
+        for (i, layer) in self.layers.iter().enumerate() {
+            layer.validate(i)?;
+            if i > 0 && layer.in_dim != self.layers[i - 1].out_dim {
+                return Err(BundleError::InvalidModel(format!(
+                    "layer {i}: in_dim {} does not match layer {}'s out_dim {}",
+                    layer.in_dim,
+                    i - 1,
+                    self.layers[i - 1].out_dim
+                )));
+            }
+        }
+        let last = self.layers.len() - 1;
+        if self.layers[last].out_dim != 1 {
+            return Err(BundleError::InvalidModel(format!(
+                "layer {last} (the last) must have out_dim 1 (one logit), got {}",
+                self.layers[last].out_dim
+            )));
+        }
+        Ok(())
+    }
+
+    /// Width of the input (`K`, the featurizer's dimension).
+    pub fn input_dim(&self) -> usize {
+        self.layers.first().map_or(0, |l| l.in_dim)
+    }
+
+    /// Number of parameters (weights and biases).
+    pub fn parameter_count(&self) -> usize {
+        self.layers.iter().map(|l| l.weight.len() + l.bias.len()).sum()
+    }
+
+    /// Plain-Rust f32 forward pass of one input: the reference the ONNX graph is tested against.
+    pub fn forward(&self, input: &[f32]) -> Result<f32, BundleError> {
+        self.validate()?;
+        if input.len() != self.input_dim() {
+            return Err(BundleError::Input(format!(
+                "input has {} values, the model expects {}",
+                input.len(),
+                self.input_dim()
+            )));
+        }
+        let mut activation = input.to_vec();
+        let last = self.layers.len() - 1;
+        for (index, layer) in self.layers.iter().enumerate() {
+            let mut next = layer.bias.clone();
+            for (o, out) in next.iter_mut().enumerate() {
+                let row = &layer.weight[o * layer.in_dim..(o + 1) * layer.in_dim];
+                *out += row.iter().zip(&activation).map(|(w, x)| w * x).sum::<f32>();
+                if index < last {
+                    *out = out.max(0.0);
+                }
+            }
+            activation = next;
+        }
+        Ok(sigmoid(activation[0]))
+    }
+}
+
+/// The logistic function `1 / (1 + e^(−z))`.
+pub fn sigmoid(z: f32) -> f32 {
+    1.0 / (1.0 + (-z).exp())
+}
+
+fn float_tensor(name: String, dims: Vec<i64>, values: &[f32]) -> TensorProto {
+    // raw_data is the little-endian byte image of the values (onnx.proto, TensorProto.raw_data).
+    let raw_data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    TensorProto { dims, data_type: DATA_TYPE_FLOAT, name, raw_data, ..Default::default() }
+}
+
+fn float_value_info(name: &str, dims: [DimensionValue; 2]) -> ValueInfoProto {
+    ValueInfoProto {
+        name: name.into(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TypeProtoTensor {
+                elem_type: DATA_TYPE_FLOAT,
+                shape: Some(TensorShapeProto {
+                    dim: dims.into_iter().map(|d| Dimension { value: Some(d), denotation: String::new() }).collect(),
+                }),
+            }),
+            denotation: String::new(),
+        }),
+        doc_string: String::new(),
+    }
+}
+
+fn node(op_type: &str, name: String, inputs: Vec<String>, output: String, attribute: Vec<AttributeProto>) -> NodeProto {
+    NodeProto { input: inputs, output: vec![output], name, op_type: op_type.into(), attribute, ..Default::default() }
+}
+
+/// Encodes the network as a serialized ONNX `ModelProto` (see the module documentation for the
+/// graph). Errors (never panics) when the layers do not fit together.
+pub fn encode_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
+    mlp.validate()?;
+    let mut nodes = Vec::new();
+    let mut initializers = Vec::new();
+    let mut current = INPUT_NAME.to_string();
+    let last = mlp.layers.len() - 1;
+    for (i, layer) in mlp.layers.iter().enumerate() {
+        let (w, b) = (format!("layer{i}.weight"), format!("layer{i}.bias"));
+        initializers.push(float_tensor(w.clone(), vec![layer.out_dim as i64, layer.in_dim as i64], &layer.weight));
+        initializers.push(float_tensor(b.clone(), vec![layer.out_dim as i64], &layer.bias));
+        let trans_b = AttributeProto { name: "transB".into(), r#type: ATTRIBUTE_TYPE_INT, i: 1, ..Default::default() };
+        let linear = if i == last { "logit".to_string() } else { format!("layer{i}.linear") };
+        nodes.push(node("Gemm", format!("layer{i}.gemm"), vec![current, w, b], linear.clone(), vec![trans_b]));
+        current = if i == last {
+            nodes.push(node("Sigmoid", "sigmoid".into(), vec![linear], OUTPUT_NAME.into(), vec![]));
+            OUTPUT_NAME.into()
+        } else {
+            let relu = format!("layer{i}.relu");
+            nodes.push(node("Relu", relu.clone(), vec![linear], relu.clone(), vec![]));
+            relu
+        };
+    }
+    let model = ModelProto {
+        ir_version: IR_VERSION,
+        opset_import: vec![OperatorSetIdProto { domain: String::new(), version: OPSET_VERSION }],
+        producer_name: "pate-waf".into(),
+        producer_version: env!("CARGO_PKG_VERSION").into(),
+        domain: "pate-waf".into(),
+        model_version: 1,
+        doc_string: "PATE student: malicious-request probability from l1-normalized TF-IDF features".into(),
+        graph: Some(GraphProto {
+            node: nodes,
+            name: "pate_student".into(),
+            initializer: initializers,
+            input: vec![float_value_info(
+                INPUT_NAME,
+                [DimensionValue::DimParam(BATCH_DIM.into()), DimensionValue::DimValue(mlp.input_dim() as i64)],
+            )],
+            output: vec![float_value_info(
+                OUTPUT_NAME,
+                [DimensionValue::DimParam(BATCH_DIM.into()), DimensionValue::DimValue(1)],
+            )],
+            ..Default::default()
+        }),
+        metadata_props: vec![StringStringEntryProto { key: "layers".into(), value: layer_summary(mlp) }],
+    };
+    Ok(model.encode_to_vec())
+}
+
+fn layer_summary(mlp: &Mlp) -> String {
+    let mut widths = vec![mlp.input_dim().to_string()];
+    widths.extend(mlp.layers.iter().map(|l| l.out_dim.to_string()));
+    widths.join("-")
+}
+
+/// Decodes a model written by [`encode_onnx`] back into the network. Anything else (other
+/// operators, other input/output names, missing initializers) is an error: the bundle loader uses
+/// this to check that `model.onnx` is the graph the proxy expects and to learn its input width.
+pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
+    let bad = |msg: String| BundleError::InvalidModel(format!("model.onnx: {msg}"));
+    let model = ModelProto::decode(bytes).map_err(|e| bad(format!("not an ONNX ModelProto: {e}")))?;
+    let graph = model.graph.ok_or_else(|| bad("has no graph".into()))?;
+    if graph.input.len() != 1 || graph.input[0].name != INPUT_NAME {
+        return Err(bad(format!("expected exactly one input named `{INPUT_NAME}`")));
+    }
+    if graph.output.len() != 1 || graph.output[0].name != OUTPUT_NAME {
+        return Err(bad(format!("expected exactly one output named `{OUTPUT_NAME}`")));
+    }
+    let tensor = |name: &str| -> Result<(Vec<i64>, Vec<f32>), BundleError> {
+        let t = graph
+            .initializer
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| bad(format!("initializer `{name}` is missing")))?;
+        if t.data_type != DATA_TYPE_FLOAT {
+            return Err(bad(format!("initializer `{name}` is not float (data_type {})", t.data_type)));
+        }
+        let values = if !t.raw_data.is_empty() {
+            if t.raw_data.len() % 4 != 0 {
+                return Err(bad(format!("initializer `{name}` has {} raw bytes, not a multiple of 4", t.raw_data.len())));
+            }
+            t.raw_data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+        } else {
+            t.float_data.clone()
+        };
+        Ok((t.dims.clone(), values))
+    };
+    let mut layers = Vec::new();
+    let mut current = INPUT_NAME.to_string();
+    let mut nodes = graph.node.iter().peekable();
+    while let Some(gemm) = nodes.next() {
+        let i = layers.len();
+        if gemm.op_type != "Gemm" || gemm.input.len() != 3 || gemm.input[0] != current || gemm.output.len() != 1 {
+            return Err(bad(format!("node {} (`{}`) is not the Gemm of layer {i} reading `{current}`", gemm.name, gemm.op_type)));
+        }
+        let trans_b = gemm.attribute.iter().any(|a| a.name == "transB" && a.i == 1);
+        let other_attrs = gemm.attribute.iter().any(|a| a.name != "transB");
+        if !trans_b || other_attrs {
+            return Err(bad(format!("Gemm of layer {i} must have exactly transB=1")));
+        }
+        let (wdims, weight) = tensor(&gemm.input[1])?;
+        let (bdims, bias) = tensor(&gemm.input[2])?;
+        if wdims.len() != 2 || bdims.len() != 1 || wdims.iter().chain(&bdims).any(|&d| d <= 0) {
+            return Err(bad(format!("layer {i}: weight dims {wdims:?} / bias dims {bdims:?} are not [out, in] / [out]")));
+        }
+        layers.push(Dense { in_dim: wdims[1] as usize, out_dim: wdims[0] as usize, weight, bias });
+        let activation = nodes.next().ok_or_else(|| bad(format!("layer {i} has no activation")))?;
+        if activation.input.len() != 1 || activation.input[0] != gemm.output[0] || activation.output.len() != 1 {
+            return Err(bad(format!("node {} does not read layer {i}'s Gemm", activation.name)));
+        }
+        current = activation.output[0].clone();
+        match (activation.op_type.as_str(), nodes.peek().is_none()) {
+            ("Relu", false) => {}
+            ("Sigmoid", true) if current == OUTPUT_NAME => {}
+            (op, _) => return Err(bad(format!("unexpected `{op}` after layer {i}: expected Relu between layers and Sigmoid → `{OUTPUT_NAME}` at the end"))),
+        }
+    }
+    let mlp = Mlp { layers };
+    mlp.validate().map_err(|e| bad(e.to_string()))?;
+    Ok(mlp)
+}

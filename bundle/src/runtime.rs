@@ -1,0 +1,207 @@
+//! Scoring through ONNX Runtime (`ort`, loaded dynamically from `libonnxruntime.so`).
+//!
+//! `ort` panics (or, in some versions, aborts inside `dlopen`) when the library is missing, so
+//! [`init_onnxruntime`] checks the path first and returns an error that says how to fix it.
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ort::environment::Environment;
+use ort::session::Session;
+use ort::value::TensorRef;
+
+use crate::onnx::{INPUT_NAME, OUTPUT_NAME};
+use crate::{Bundle, BundleError};
+
+/// The environment variable naming the ONNX Runtime library.
+pub const ORT_DYLIB_ENV: &str = "ORT_DYLIB_PATH";
+
+/// The ONNX Runtime environment of this process with the library it was loaded from. `ort`
+/// allows one environment per process and one library, so the first successful
+/// [`init_onnxruntime`] wins.
+static ENVIRONMENT: Mutex<Option<(Environment, PathBuf)>> = Mutex::new(None);
+
+/// Where the ONNX Runtime library comes from: the argument, else `$ORT_DYLIB_PATH` at run time,
+/// else the `ORT_DYLIB_PATH` that `.cargo/config.toml` set when this crate was compiled.
+pub fn resolve_library_path(explicit: Option<&Path>) -> Result<PathBuf, BundleError> {
+    if let Some(path) = explicit {
+        return Ok(path.to_path_buf());
+    }
+    if let Some(path) = std::env::var_os(ORT_DYLIB_ENV).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    if let Some(path) = option_env!("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    Err(BundleError::OrtLibrary {
+        path: PathBuf::new(),
+        reason: format!(
+            "no ONNX Runtime library given: pass its path or set {ORT_DYLIB_ENV}=/path/to/libonnxruntime.so \
+             (scripts/setup.sh makes .deps/libonnxruntime.so)"
+        ),
+    })
+}
+
+/// Checks that `path` is a readable regular file, before `ort` would try (and panic) to load it.
+pub fn check_library_path(path: &Path) -> Result<(), BundleError> {
+    let hint = format!(
+        "set {ORT_DYLIB_ENV} (or the proxy's configuration) to the path of ONNX Runtime's shared library, \
+         e.g. .deps/libonnxruntime.so made by scripts/setup.sh"
+    );
+    let fail = |what: String| Err(BundleError::OrtLibrary { path: path.to_path_buf(), reason: format!("{what}; {hint}") });
+    match std::fs::metadata(path) {
+        Err(e) => fail(format!("cannot access the ONNX Runtime library: {e}")),
+        Ok(meta) if !meta.is_file() => fail("the ONNX Runtime library path is not a regular file".into()),
+        Ok(_) => match std::fs::File::open(path) {
+            Err(e) => fail(format!("cannot read the ONNX Runtime library: {e}")),
+            Ok(_) => Ok(()),
+        },
+    }
+}
+
+/// Loads ONNX Runtime once per process (later calls return the library already in use, whatever
+/// path they pass) and returns the library's path. See [`resolve_library_path`] for where the
+/// path comes from.
+pub fn init_onnxruntime(path: Option<&Path>) -> Result<PathBuf, BundleError> {
+    environment(path).map(|(_, p)| p)
+}
+
+fn environment(path: Option<&Path>) -> Result<(Environment, PathBuf), BundleError> {
+    let mut guard = ENVIRONMENT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((env, loaded)) = guard.as_ref() {
+        return Ok((env.clone(), loaded.clone()));
+    }
+    let library = resolve_library_path(path)?;
+    check_library_path(&library)?;
+    let ort_error = |e: String| BundleError::OrtLibrary { path: library.clone(), reason: e };
+    let env = ort::init_from(&library)
+        .map_err(|e| ort_error(e.to_string()))?
+        .with_name("pate-waf")
+        .build()
+        .map_err(|e| ort_error(e.to_string()))?;
+    *guard = Some((env.clone(), library.clone()));
+    Ok((env, library))
+}
+
+/// An ONNX Runtime session of a bundle's model.
+///
+/// `ort`'s `Session::run` takes `&mut self`, so scoring does too: share a `Scorer` between threads
+/// behind a `Mutex`, or keep one per worker (it is `Send`; sessions of the same model are cheap,
+/// a 500→512→128→1 network is 1.3 MB).
+pub struct Scorer {
+    session: Session,
+    input_dim: usize,
+    /// Reused dense row for [`Scorer::score_sparse`].
+    dense: Vec<f32>,
+}
+
+impl std::fmt::Debug for Scorer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scorer").field("input_dim", &self.input_dim).finish_non_exhaustive()
+    }
+}
+
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Scorer>();
+};
+
+impl Scorer {
+    /// A session for the bundle's model (ONNX Runtime must load: this calls [`init_onnxruntime`]
+    /// with no path if nobody did), one intra-op thread, warmed up with one run.
+    pub fn new(bundle: &Bundle) -> Result<Self, BundleError> {
+        Self::from_onnx(&bundle.model_onnx, bundle.manifest.input_dim)
+    }
+
+    /// A session for serialized ONNX bytes with input `features` float[N, `input_dim`] and output
+    /// `score` float[N, 1] (what [`crate::onnx::encode_onnx`] writes).
+    pub fn from_onnx(model: &[u8], input_dim: usize) -> Result<Self, BundleError> {
+        let (env, _) = environment(None)?;
+        let ort_error = |e: String| BundleError::Ort(format!("creating the session: {e}"));
+        let session = Session::builder(&env)
+            .map_err(|e| ort_error(e.to_string()))?
+            .with_intra_threads(1)
+            .map_err(|e| ort_error(e.to_string()))?
+            .with_inter_threads(1)
+            .map_err(|e| ort_error(e.to_string()))?
+            .commit_from_memory(model)
+            .map_err(|e| ort_error(e.to_string()))?;
+        let names_ok = session.inputs().len() == 1
+            && session.inputs()[0].name() == INPUT_NAME
+            && session.outputs().len() == 1
+            && session.outputs()[0].name() == OUTPUT_NAME;
+        if !names_ok {
+            return Err(BundleError::InvalidModel(format!(
+                "model.onnx must have one input `{INPUT_NAME}` and one output `{OUTPUT_NAME}`"
+            )));
+        }
+        let mut scorer = Scorer { session, input_dim, dense: vec![0.0; input_dim] };
+        // The first run allocates and plans; do it now rather than on the first request.
+        let warm = scorer.score(&vec![0.0; input_dim])?;
+        if !warm.is_finite() {
+            return Err(BundleError::InvalidModel(format!("warm-up run scored the zero vector as {warm}")));
+        }
+        Ok(scorer)
+    }
+
+    /// Width of the model's input.
+    pub fn input_dim(&self) -> usize {
+        self.input_dim
+    }
+
+    /// Malicious probability of one dense feature row.
+    pub fn score(&mut self, dense: &[f32]) -> Result<f32, BundleError> {
+        let scores = self.score_flat(dense)?;
+        Ok(scores[0])
+    }
+
+    /// Malicious probability of one sparse feature vector (the featurizer's output).
+    pub fn score_sparse(&mut self, indices: &[u32], values: &[f32]) -> Result<f32, BundleError> {
+        if indices.len() != values.len() {
+            return Err(BundleError::Input(format!("{} indices but {} values", indices.len(), values.len())));
+        }
+        let mut dense = std::mem::take(&mut self.dense);
+        dense.clear();
+        dense.resize(self.input_dim, 0.0);
+        let mut result = Ok(());
+        for (&i, &v) in indices.iter().zip(values) {
+            match dense.get_mut(i as usize) {
+                Some(slot) => *slot += v,
+                None => {
+                    result = Err(BundleError::Input(format!("feature index {i} ≥ input dimension {}", self.input_dim)));
+                    break;
+                }
+            }
+        }
+        let score = result.and_then(|()| self.score(&dense));
+        self.dense = dense;
+        score
+    }
+
+    /// Malicious probabilities of several dense rows (one ONNX Runtime run).
+    pub fn score_batch(&mut self, rows: &[Vec<f32>]) -> Result<Vec<f32>, BundleError> {
+        if let Some((i, row)) = rows.iter().enumerate().find(|(_, r)| r.len() != self.input_dim) {
+            return Err(BundleError::Input(format!("row {i} has {} values, the model expects {}", row.len(), self.input_dim)));
+        }
+        self.score_flat(&rows.concat())
+    }
+
+    /// Malicious probabilities of rows stored back to back (row-major `[n][input_dim]`).
+    pub fn score_flat(&mut self, flat: &[f32]) -> Result<Vec<f32>, BundleError> {
+        if self.input_dim == 0 || flat.is_empty() || flat.len() % self.input_dim != 0 {
+            return Err(BundleError::Input(format!(
+                "{} values are not a positive number of rows of {}",
+                flat.len(),
+                self.input_dim
+            )));
+        }
+        let rows = flat.len() / self.input_dim;
+        let run_error = |e: ort::Error| BundleError::Ort(format!("scoring {rows} row(s): {e}"));
+        let input = TensorRef::from_array_view(([rows, self.input_dim], flat)).map_err(run_error)?;
+        let outputs = self.session.run(ort::inputs![INPUT_NAME => input]).map_err(run_error)?;
+        let (shape, scores) = outputs[OUTPUT_NAME].try_extract_tensor::<f32>().map_err(run_error)?;
+        if scores.len() != rows {
+            return Err(BundleError::Ort(format!("output `{OUTPUT_NAME}` has shape {shape:?}, expected [{rows}, 1]")));
+        }
+        Ok(scores.to_vec())
+    }
+}

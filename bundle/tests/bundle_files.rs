@@ -1,0 +1,197 @@
+//! The bundle directory: write, load, tamper, versions, replacement, and the ONNX Runtime library
+//! check.
+mod common;
+
+use std::path::Path;
+
+use bundle::runtime::{check_library_path, resolve_library_path};
+use bundle::{write_bundle, Bundle, BundleContents, BundleError, Scorer, FEATURIZER_FILE, MANIFEST_FILE, MODEL_FILE};
+use common::{random_mlp, sample_featurizer, sample_targets, SplitMix};
+use featurizer::RequestParts;
+
+fn privacy_report() -> serde_json::Value {
+    serde_json::json!({
+        "teachers": 250, "queries": 1000, "answered": 1000, "mechanism": "lnmax", "gamma": 0.05,
+        "delta": 1e-5, "data_independent_epsilon": 8.03, "data_dependent_epsilon": 2.5,
+        "student_local_epsilon": null
+    })
+}
+
+fn write_sample(dir: &Path, seed: u64) -> (bundle::Mlp, featurizer::Featurizer, bundle::Manifest) {
+    let featurizer = sample_featurizer(500);
+    let mut rng = SplitMix(seed);
+    let mlp = random_mlp(&[featurizer.dim(), 16, 1], 3.0, &mut rng);
+    let manifest = write_bundle(
+        dir,
+        &BundleContents {
+            mlp: &mlp,
+            featurizer: &featurizer,
+            threshold: 0.42,
+            privacy: privacy_report(),
+            metrics: serde_json::json!({"tpr": 0.9, "tnr": 0.95, "roc_auc": 0.97}),
+            model_version: None,
+        },
+    )
+    .unwrap();
+    (mlp, featurizer, manifest)
+}
+
+#[test]
+fn round_trip_keeps_everything_and_scores_like_the_network() {
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("bundle");
+    let (mlp, featurizer, written) = write_sample(&dir, 10);
+    let loaded = Bundle::load(&dir).unwrap();
+    assert_eq!(loaded.manifest, written);
+    assert_eq!(loaded.featurizer, featurizer);
+    assert_eq!(loaded.mlp().unwrap(), mlp);
+    assert_eq!(loaded.manifest.threshold, 0.42);
+    assert_eq!(loaded.manifest.input_dim, featurizer.dim());
+    assert_eq!(loaded.manifest.model.widths, vec![featurizer.dim(), 16, 1]);
+    assert_eq!(loaded.manifest.model_version.len(), 16);
+    assert!(loaded.manifest.created.ends_with('Z') && loaded.manifest.created.len() == 20);
+    assert_eq!(loaded.manifest.files.len(), 2);
+    let summary = loaded.manifest.privacy_summary();
+    assert_eq!((summary.epsilon, summary.delta, summary.mechanism.as_deref()), (Some(8.03), Some(1e-5), Some("lnmax")));
+    // Only the three files, and no temporary directory left beside the bundle.
+    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, [MANIFEST_FILE, FEATURIZER_FILE, MODEL_FILE]);
+    assert_eq!(std::fs::read_dir(run.path()).unwrap().count(), 1);
+
+    let mut scorer = Scorer::new(&loaded).unwrap();
+    for target in sample_targets() {
+        let dense = loaded.featurizer.transform_dense(&RequestParts::get(&target));
+        let expected = mlp.forward(&dense).unwrap();
+        let got = scorer.score(&dense).unwrap();
+        assert!((got - expected).abs() <= 1e-5, "{target}: ORT {got} vs Rust {expected}");
+    }
+}
+
+#[test]
+fn tampered_files_are_rejected_with_the_file_named() {
+    for file in [MODEL_FILE, FEATURIZER_FILE] {
+        let run = tempfile::tempdir().unwrap();
+        let dir = run.path().join("bundle");
+        write_sample(&dir, 11);
+        let path = dir.join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 2;
+        bytes[last] ^= 0x01;
+        std::fs::write(&path, bytes).unwrap();
+        let err = Bundle::load(&dir).unwrap_err().to_string();
+        assert!(err.contains(&format!("sha256 of {file} does not match")), "{err}");
+        assert!(err.contains("bundle.yaml"), "{err}");
+    }
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("bundle");
+    write_sample(&dir, 12);
+    std::fs::remove_file(dir.join(MODEL_FILE)).unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("model.onnx"), "{err}");
+}
+
+#[test]
+fn other_format_versions_and_broken_manifests_are_rejected() {
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("bundle");
+    write_sample(&dir, 13);
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let original = std::fs::read_to_string(&manifest_path).unwrap();
+    assert!(original.starts_with("format_version: 1\n"), "{original}");
+
+    std::fs::write(&manifest_path, original.replacen("format_version: 1", "format_version: 2", 1)).unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("format_version 2 is not supported"), "{err}");
+
+    std::fs::write(&manifest_path, original.replacen("format_version: 1\n", "", 1)).unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("format_version is missing"), "{err}");
+
+    std::fs::write(&manifest_path, original.replacen("threshold: 0.42", "threshold: 1.5", 1)).unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("threshold 1.5"), "{err}");
+
+    std::fs::write(&manifest_path, "format_version: 1\nthreshold: [\n").unwrap();
+    assert!(matches!(Bundle::load(&dir), Err(BundleError::Manifest { .. })));
+
+    std::fs::write(&manifest_path, &original).unwrap();
+    Bundle::load(&dir).unwrap();
+}
+
+#[test]
+fn writing_replaces_an_existing_bundle_and_refuses_bad_inputs() {
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("bundle");
+    let (_, _, first) = write_sample(&dir, 14);
+    let (_, featurizer, second) = write_sample(&dir, 15);
+    assert_ne!(first.model_version, second.model_version);
+    assert_eq!(Bundle::load(&dir).unwrap().manifest.model_version, second.model_version);
+    assert_eq!(std::fs::read_dir(run.path()).unwrap().count(), 1, "old or temporary directories left behind");
+
+    // A network whose input width is not the featurizer's: error, and the old bundle stays.
+    let mut rng = SplitMix(16);
+    let wrong = random_mlp(&[featurizer.dim() + 1, 4, 1], 1.0, &mut rng);
+    let contents = |threshold| BundleContents {
+        mlp: &wrong,
+        featurizer: &featurizer,
+        threshold,
+        privacy: serde_json::Value::Null,
+        metrics: serde_json::Value::Null,
+        model_version: Some("x".into()),
+    };
+    let err = write_bundle(&dir, &contents(0.5)).unwrap_err().to_string();
+    assert!(err.contains("dimension"), "{err}");
+    let right = random_mlp(&[featurizer.dim(), 4, 1], 1.0, &mut rng);
+    let err = write_bundle(&dir, &BundleContents { mlp: &right, ..contents(f32::NAN) }).unwrap_err().to_string();
+    assert!(err.contains("threshold"), "{err}");
+    assert_eq!(Bundle::load(&dir).unwrap().manifest.model_version, second.model_version);
+    assert_eq!(std::fs::read_dir(run.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn model_and_featurizer_of_different_widths_are_rejected_on_load() {
+    // Two valid bundles of different widths; swap their model files and fix the hashes in the
+    // manifest so that only the dimension check can catch it.
+    let run = tempfile::tempdir().unwrap();
+    let (a, b) = (run.path().join("a"), run.path().join("b"));
+    write_sample(&a, 17);
+    let featurizer = sample_featurizer(20);
+    let mut rng = SplitMix(18);
+    let mlp = random_mlp(&[featurizer.dim(), 3, 1], 1.0, &mut rng);
+    write_bundle(
+        &b,
+        &BundleContents {
+            mlp: &mlp,
+            featurizer: &featurizer,
+            threshold: 0.5,
+            privacy: serde_json::Value::Null,
+            metrics: serde_json::Value::Null,
+            model_version: None,
+        },
+    )
+    .unwrap();
+    let model_b = std::fs::read(b.join(MODEL_FILE)).unwrap();
+    let old_hash = bundle::sha256_hex(&std::fs::read(a.join(MODEL_FILE)).unwrap());
+    std::fs::write(a.join(MODEL_FILE), &model_b).unwrap();
+    let manifest = std::fs::read_to_string(a.join(MANIFEST_FILE)).unwrap();
+    std::fs::write(a.join(MANIFEST_FILE), manifest.replace(&old_hash, &bundle::sha256_hex(&model_b))).unwrap();
+    let err = Bundle::load(&a).unwrap_err().to_string();
+    assert!(err.contains("dimensions disagree"), "{err}");
+}
+
+#[test]
+fn a_missing_onnxruntime_library_is_a_clear_error() {
+    let missing = Path::new("/nonexistent/libonnxruntime.so");
+    let err = check_library_path(missing).unwrap_err().to_string();
+    assert!(err.contains("/nonexistent/libonnxruntime.so"), "{err}");
+    assert!(err.contains("ORT_DYLIB_PATH"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let err = check_library_path(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("not a regular file"), "{err}");
+    // An explicit path wins over the environment and the compile-time default.
+    assert_eq!(resolve_library_path(Some(missing)).unwrap(), missing);
+    // The configured library (from .cargo/config.toml) exists and passes the check.
+    let configured = resolve_library_path(None).unwrap();
+    check_library_path(&configured).unwrap();
+}

@@ -1,0 +1,171 @@
+//! `encode_onnx` against a plain-Rust forward pass, through the real ONNX Runtime (Rust `ort`)
+//! and the venv's Python `onnxruntime`.
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use bundle::onnx::{decode_onnx, encode_onnx};
+use bundle::{BundleError, Dense, Mlp, Scorer};
+use common::{random_inputs, random_mlp, SplitMix};
+
+const TOLERANCE: f32 = 1e-5;
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn check_against_rust(widths: &[usize], seed: u64) {
+    let mut rng = SplitMix(seed);
+    let mlp = random_mlp(widths, 3.0, &mut rng);
+    let inputs = random_inputs(1000, widths[0], &mut rng);
+    let expected: Vec<f32> = inputs.iter().map(|x| mlp.forward(x).unwrap()).collect();
+    // The scores must cover the range, or the comparison would prove little.
+    let (lo, hi) = expected.iter().fold((1.0f32, 0.0f32), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+    assert!(lo < 0.2 && hi > 0.8, "scores span only [{lo}, {hi}]");
+
+    let model = encode_onnx(&mlp).unwrap();
+    let mut scorer = Scorer::from_onnx(&model, widths[0]).unwrap();
+    // One row at a time (the proxy's path) and as one batch.
+    let single: Vec<f32> = inputs.iter().map(|x| scorer.score(x).unwrap()).collect();
+    let batch = scorer.score_batch(&inputs).unwrap();
+    let d1 = max_abs_diff(&single, &expected);
+    let d2 = max_abs_diff(&batch, &expected);
+    eprintln!("{widths:?}: max |ORT - Rust| = {d1:e} (single), {d2:e} (batch); scores in [{lo}, {hi}]");
+    assert!(d1 <= TOLERANCE, "{widths:?}: single-row ORT scores differ from Rust by {d1}");
+    assert!(d2 <= TOLERANCE, "{widths:?}: batched ORT scores differ from Rust by {d2}");
+
+    // Sparse entry point equals the dense one.
+    let x = &inputs[2];
+    let (idx, val): (Vec<u32>, Vec<f32>) =
+        x.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(i, v)| (i as u32, *v)).unzip();
+    assert!((scorer.score_sparse(&idx, &val).unwrap() - single[2]).abs() <= 1e-7);
+}
+
+#[test]
+fn ort_scores_equal_rust_forward_500_64_1() {
+    check_against_rust(&[500, 64, 1], 1);
+}
+
+#[test]
+fn ort_scores_equal_rust_forward_500_512_128_1() {
+    check_against_rust(&[500, 512, 128, 1], 2);
+}
+
+#[test]
+fn single_layer_logistic_regression_works() {
+    check_against_rust(&[500, 1], 3);
+}
+
+#[test]
+fn decode_returns_the_encoded_network() {
+    let mut rng = SplitMix(4);
+    let mlp = random_mlp(&[30, 8, 4, 1], 1.0, &mut rng);
+    assert_eq!(decode_onnx(&encode_onnx(&mlp).unwrap()).unwrap(), mlp);
+    assert!(decode_onnx(b"definitely not protobuf").is_err());
+}
+
+#[test]
+fn bad_networks_are_errors_not_panics() {
+    let mut rng = SplitMix(5);
+    let good = random_mlp(&[10, 4, 1], 1.0, &mut rng);
+    let cases: Vec<(Mlp, &str)> = vec![
+        (Mlp { layers: vec![] }, "no layers"),
+        (
+            {
+                let mut m = good.clone();
+                m.layers[0].weight.pop();
+                m
+            },
+            "weight has 39 values",
+        ),
+        (
+            {
+                let mut m = good.clone();
+                m.layers[1].in_dim = 5;
+                m.layers[1].weight = vec![0.0; 5];
+                m
+            },
+            "does not match layer 0's out_dim 4",
+        ),
+        (
+            {
+                let mut m = good.clone();
+                m.layers[1].bias.push(0.0);
+                m
+            },
+            "bias has 2 values",
+        ),
+        (random_mlp(&[10, 2], 1.0, &mut rng), "must have out_dim 1"),
+        (
+            {
+                let mut m = good.clone();
+                m.layers[0].weight[3] = f32::NAN;
+                m
+            },
+            "weight[3] is not finite",
+        ),
+        (Mlp { layers: vec![Dense { in_dim: 0, out_dim: 1, weight: vec![], bias: vec![0.0] }] }, "must be positive"),
+    ];
+    for (mlp, expected) in cases {
+        match encode_onnx(&mlp) {
+            Err(BundleError::InvalidModel(msg)) => assert!(msg.contains(expected), "{msg:?} lacks {expected:?}"),
+            other => panic!("expected InvalidModel({expected}), got {other:?}"),
+        }
+    }
+    let mut scorer = Scorer::from_onnx(&encode_onnx(&good).unwrap(), 10).unwrap();
+    assert!(matches!(scorer.score(&[0.0; 9]), Err(BundleError::Input(_))));
+    assert!(matches!(scorer.score_sparse(&[10], &[1.0]), Err(BundleError::Input(_))));
+    assert!(matches!(good.forward(&[0.0; 11]), Err(BundleError::Input(_))));
+}
+
+/// The venv's Python onnxruntime loads `model.onnx` and gives the same scores.
+#[test]
+fn python_onnxruntime_gives_the_same_scores() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    assert!(python.exists(), "{} is missing: run scripts/setup.sh", python.display());
+    let mut rng = SplitMix(6);
+    let widths = [500, 512, 128, 1];
+    let mlp = random_mlp(&widths, 3.0, &mut rng);
+    let inputs = random_inputs(1000, widths[0], &mut rng);
+    let dir = tempfile::tempdir().unwrap();
+    let model_path = dir.path().join("model.onnx");
+    std::fs::write(&model_path, encode_onnx(&mlp).unwrap()).unwrap();
+    let input_path = dir.path().join("inputs.f32");
+    std::fs::write(&input_path, inputs.iter().flatten().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let output_path = dir.path().join("scores.f32");
+    let script = r#"
+import sys, numpy as np, onnxruntime as ort
+model, inputs, outputs, dim = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+assert [i.name for i in session.get_inputs()] == ["features"], session.get_inputs()
+assert [o.name for o in session.get_outputs()] == ["score"], session.get_outputs()
+assert session.get_inputs()[0].shape[1] == dim, session.get_inputs()[0].shape
+x = np.fromfile(inputs, dtype="<f4").reshape(-1, dim)
+(score,) = session.run(["score"], {"features": x})
+assert score.shape == (x.shape[0], 1), score.shape
+score.astype("<f4").tofile(outputs)
+"#;
+    let out = Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .args([&model_path, &input_path, &output_path])
+        .arg(widths[0].to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "python onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
+    let python_scores: Vec<f32> = std::fs::read(&output_path)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let expected: Vec<f32> = inputs.iter().map(|x| mlp.forward(x).unwrap()).collect();
+    let d = max_abs_diff(&python_scores, &expected);
+    eprintln!("max |Python ORT - Rust| = {d:e}");
+    assert!(d <= TOLERANCE, "Python onnxruntime scores differ from Rust by {d}");
+    let mut scorer = Scorer::from_onnx(&std::fs::read(&model_path).unwrap(), widths[0]).unwrap();
+    let rust_ort = scorer.score_batch(&inputs).unwrap();
+    let d = max_abs_diff(&python_scores, &rust_ort);
+    assert!(d <= TOLERANCE, "Python and Rust ONNX Runtime differ by {d}");
+}
