@@ -1,0 +1,166 @@
+//! Noisy aggregation of teacher votes into labels.
+//!
+//! * LNMax (Papernot et al. 2017, §2.2, Eq. 1): f(x) = argmax_j { n_j(x) + Lap(1/γ) }.
+//! * GNMax (Papernot et al. 2018, §4.1): argmax_j { n_j(x) + N(0, σ²) }.
+//! * Confident-GNMax (Papernot et al. 2018, Algorithm 1): answer only if
+//!   max_j n_j(x) + N(0, σ₁²) ≥ T, then label with GNMax(σ₂).
+//!
+//! Counts are integers, so the noise is the exact discrete Laplace / discrete Gaussian
+//! ([`crate::noise`]); the threshold test compares integers, so T is used as ⌈T⌉ (identical
+//! outcome for integer left-hand sides). Ties in the noisy argmax go to the lowest class index
+//! (a deterministic post-processing of the noisy histogram, so it costs no privacy).
+use crate::noise::{DiscreteGaussian, DiscreteLaplace};
+use crate::rng::NoiseRng;
+use crate::votes::VoteMatrix;
+use crate::{PrivacyError, Result};
+use serde::{Deserialize, Serialize};
+
+/// LNMax with Laplace parameter γ (noise scale 1/γ).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Lnmax {
+    /// γ: the inverse noise scale.
+    pub gamma: f64,
+}
+
+/// GNMax with Gaussian standard deviation σ.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Gnmax {
+    /// σ of the Gaussian noise on each count.
+    pub sigma: f64,
+}
+
+/// Confident-GNMax: threshold T checked with N(0, σ₁²), then GNMax(σ₂).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ConfidentGnmax {
+    /// The threshold T on the noisy maximum count.
+    pub threshold: f64,
+    /// σ₁ of the threshold check.
+    pub sigma1: f64,
+    /// σ₂ of the GNMax step.
+    pub sigma2: f64,
+}
+
+/// A noisy aggregator: one label per query, `None` when it declined to answer.
+pub trait Aggregator {
+    /// Mechanism name as used on the CLI (`lnmax`, `gnmax`, `confident-gnmax`).
+    fn name(&self) -> &'static str;
+    /// Label of one query.
+    fn aggregate_query(&self, counts: &[u64], rng: &mut NoiseRng) -> Result<Option<usize>>;
+    /// Labels of every query of `votes`.
+    fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
+        votes.rows().map(|r| self.aggregate_query(r, rng)).collect()
+    }
+}
+
+fn noisy_argmax(counts: &[u64], mut noise: impl FnMut() -> i128) -> Result<usize> {
+    if counts.is_empty() {
+        return Err(PrivacyError::InvalidInput("a query has no classes".into()));
+    }
+    let mut best = (0usize, i128::MIN);
+    for (j, &c) in counts.iter().enumerate() {
+        let v = c as i128 + noise();
+        if v > best.1 {
+            best = (j, v);
+        }
+    }
+    Ok(best.0)
+}
+
+impl Aggregator for Lnmax {
+    fn name(&self) -> &'static str {
+        "lnmax"
+    }
+    fn aggregate_query(&self, counts: &[u64], rng: &mut NoiseRng) -> Result<Option<usize>> {
+        let d = DiscreteLaplace::new(self.gamma)?;
+        noisy_argmax(counts, || d.sample(rng)).map(Some)
+    }
+    fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
+        let d = DiscreteLaplace::new(self.gamma)?;
+        votes.rows().map(|r| noisy_argmax(r, || d.sample(rng)).map(Some)).collect()
+    }
+}
+
+impl Aggregator for Gnmax {
+    fn name(&self) -> &'static str {
+        "gnmax"
+    }
+    fn aggregate_query(&self, counts: &[u64], rng: &mut NoiseRng) -> Result<Option<usize>> {
+        let d = DiscreteGaussian::new(self.sigma)?;
+        noisy_argmax(counts, || d.sample(rng)).map(Some)
+    }
+    fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
+        let d = DiscreteGaussian::new(self.sigma)?;
+        votes.rows().map(|r| noisy_argmax(r, || d.sample(rng)).map(Some)).collect()
+    }
+}
+
+impl ConfidentGnmax {
+    /// ⌈T⌉ as an integer (T must be finite; negative thresholds always pass).
+    pub fn integer_threshold(&self) -> Result<i128> {
+        if !self.threshold.is_finite() || self.threshold.abs() > 1e15 {
+            return Err(PrivacyError::InvalidParameter(format!(
+                "threshold must be a finite number of votes, got {}",
+                self.threshold
+            )));
+        }
+        Ok(self.threshold.ceil() as i128)
+    }
+    fn run(&self, counts: &[u64], rng: &mut NoiseRng, d1: &DiscreteGaussian, d2: &DiscreteGaussian, t: i128) -> Result<Option<usize>> {
+        let max = counts.iter().copied().max().ok_or_else(|| PrivacyError::InvalidInput("a query has no classes".into()))?;
+        if max as i128 + d1.sample(rng) >= t {
+            noisy_argmax(counts, || d2.sample(rng)).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+impl Aggregator for ConfidentGnmax {
+    fn name(&self) -> &'static str {
+        "confident-gnmax"
+    }
+    fn aggregate_query(&self, counts: &[u64], rng: &mut NoiseRng) -> Result<Option<usize>> {
+        let (d1, d2, t) = (DiscreteGaussian::new(self.sigma1)?, DiscreteGaussian::new(self.sigma2)?, self.integer_threshold()?);
+        self.run(counts, rng, &d1, &d2, t)
+    }
+    fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
+        let (d1, d2, t) = (DiscreteGaussian::new(self.sigma1)?, DiscreteGaussian::new(self.sigma2)?, self.integer_threshold()?);
+        votes.rows().map(|r| self.run(r, rng, &d1, &d2, t)).collect()
+    }
+}
+
+/// Renders labels one per line: the class index, or `-` for "no answer".
+pub fn format_labels(labels: &[Option<usize>]) -> String {
+    let mut s = String::new();
+    for l in labels {
+        match l {
+            Some(c) => s.push_str(&c.to_string()),
+            None => s.push('-'),
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Parses a label file (as written by [`format_labels`]): one line per query, a class index or
+/// `-` (no answer); `#` lines are comments. `path` is only used in error messages.
+pub fn parse_labels(text: &str, path: &std::path::Path) -> Result<Vec<Option<usize>>> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        if line == "-" {
+            out.push(None);
+        } else {
+            let v = line.parse::<usize>().map_err(|_| PrivacyError::Parse {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message: format!("{line:?}; expected a class index or \"-\" (no answer)"),
+            })?;
+            out.push(Some(v));
+        }
+    }
+    Ok(out)
+}

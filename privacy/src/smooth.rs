@@ -1,0 +1,227 @@
+//! Smooth-sensitivity sanitization of the data-dependent ε (Papernot et al. 2018, §4.2 and
+//! Appendix C; Nissim, Raskhodnikova & Smith 2007).
+//!
+//! The data-dependent RDP total f(D) = Σᵢ fᵢ(votesᵢ) at a fixed order α is a function of the
+//! private votes. Its β-smooth sensitivity is SS_β(D) = max_{d ≥ 0} e^{−βd}·A⁽ᵈ⁾(D), where A⁽ᵈ⁾ is
+//! the largest local sensitivity of f over vote matrices within d changed teachers of D
+//! (Papernot et al. 2018, Definition 19 and Algorithm 4); A⁽ᵈ⁾(D) ≤ Σᵢ A⁽ᵈ⁾ᵢ since one teacher
+//! changes every query's votes. The release f(D) + SS_β(D)·σ_s·N(0, 1) ("GNSS") is
+//! (α, α·e^{2β}/σ_s² + (βα − ½·ln(1 − 2αβ))/(α − 1))-RDP for 1 < α < 1/(2β)
+//! (Papernot et al. 2018, Theorem 23), and that cost is added to the sanitized ε.
+//!
+//! Per-query bound on A⁽ᵈ⁾ᵢ (this implementation; the paper's Algorithm 3 needs closed-form
+//! bounds on how far q moves per teacher, which do not hold for discrete noise). With the counts
+//! sorted c₀ ≥ c₁ ≥ …, gaps Δⱼ = c₀ − cⱼ and top gap G = Δ₁, every vote vector within k = d + 1
+//! changed teachers has its union-bound q in [T(G + 2k), Σⱼ T(Δⱼ − 2k)] (upper end 1 if G ≤ 2k),
+//! where T(Δ) is the per-class tail used by the accountant: a change of k teachers moves each gap by
+//! at most 2k. Both the vote vector at distance ≤ d and its neighbour lie in that ball, so
+//! A⁽ᵈ⁾ᵢ ≤ max fᵢ − min fᵢ over that q range, evaluated on a 33-point grid in ln q including both
+//! ends (exact when fᵢ is monotone in q on the range, the paper's condition C5). For the
+//! Confident-GNMax threshold step fᵢ depends only on v = maxⱼ cⱼ, and A⁽ᵈ⁾ᵢ is the largest
+//! one-step change of fᵢ(v′) over v′ ∈ [v − d, v + d] (Papernot et al. 2018, Algorithm 5),
+//! computed exactly. Distances beyond N (the number of teachers) reach every vote matrix, so the
+//! maximum over d ≤ N is the smooth sensitivity.
+use crate::accountant::{
+    analyse, gnmax_rdp_data_dependent, lnmax_moment_data_dependent, threshold_ln_q, AccountOptions,
+    EpsilonReport, LabelledEpsilon, Mechanism, SanitizedEpsilon, LABEL_SANITIZED,
+};
+use crate::noise::{self, DiscreteGaussian, DiscreteLaplace};
+use crate::rng::NoiseRng;
+use crate::special::{ln_discrete_laplace_diff_sf, logsumexp, DiscreteGaussianTails};
+use crate::votes::VoteMatrix;
+use crate::{PrivacyError, Result};
+use std::collections::HashMap;
+
+/// Parameters of the sanitized release.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SanitizeOptions {
+    /// σ_s: the noise added is SS_β·σ_s·N(0,1). Larger: cheaper release, noisier value.
+    pub noise_multiplier: f64,
+    /// β; default 0.4/α (Theorem 23 needs α < 1/(2β)).
+    pub beta: Option<f64>,
+    /// The order (same unit as the report: λ for LNMax, α for RDP); default: the data-dependent
+    /// optimal order of the report, as in Papernot et al. 2018's tables (that choice itself
+    /// looks at the data; pass a fixed order to avoid it).
+    pub order: Option<f64>,
+}
+
+impl Default for SanitizeOptions {
+    fn default() -> Self {
+        SanitizeOptions { noise_multiplier: 10.0, beta: None, order: None }
+    }
+}
+
+const GRID: usize = 33;
+
+fn range_of(f: &dyn Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
+    // ln q below −10⁶ gives the same (zero) bound as anything smaller.
+    let lo = lo.max(-1e6);
+    let (mut mn, mut mx) = (f64::INFINITY, f64::NEG_INFINITY);
+    for i in 0..GRID {
+        let x = lo + (hi - lo) * i as f64 / (GRID - 1) as f64;
+        let v = f(x);
+        mn = mn.min(v);
+        mx = mx.max(v);
+    }
+    (mx - mn).max(0.0)
+}
+
+/// Local-sensitivity bounds A⁽ᵈ⁾ for d = 0..=n of one noisy-argmax query.
+fn argmax_query_ls(sorted: &[u64], n: u64, ln_tail: &dyn Fn(u64) -> f64, f: &dyn Fn(f64) -> f64) -> Vec<f64> {
+    let g = sorted[0] - sorted[1];
+    (0..=n)
+        .map(|d| {
+            let k = 2 * (d + 1);
+            let lo = ln_tail(g + k);
+            let hi = if g > k { logsumexp(sorted[1..].iter().map(|&c| ln_tail(sorted[0] - c - k))).min(0.0) } else { 0.0 };
+            range_of(f, lo.min(hi), hi)
+        })
+        .collect()
+}
+
+/// β-smooth sensitivity of the data-dependent RDP total at RDP order `alpha`; `per_order_scale`
+/// turns the analysis' per-query values into RDP (1/λ for moments, 1 otherwise).
+fn smooth_sensitivity(votes: &VoteMatrix, mechanism: &Mechanism, answered: Option<&[bool]>, order: f64, beta: f64) -> Result<f64> {
+    let n = votes.max_teachers().max(1);
+    let mut cumulative = vec![0.0f64; n as usize + 1];
+    let mut add = |ls: &[f64], times: usize| {
+        for (c, l) in cumulative.iter_mut().zip(ls) {
+            *c += l * times as f64;
+        }
+    };
+    let sorted_rows = |filter: &dyn Fn(usize) -> bool| {
+        let mut groups: HashMap<Vec<u64>, usize> = HashMap::new();
+        for (i, r) in votes.rows().enumerate() {
+            if filter(i) {
+                let mut s = r.to_vec();
+                s.sort_unstable_by(|a, b| b.cmp(a));
+                *groups.entry(s).or_default() += 1;
+            }
+        }
+        groups
+    };
+    let tail_table = |f: &dyn Fn(u64) -> f64| -> Vec<f64> { (0..=3 * n + 4).map(f).collect() };
+    match mechanism {
+        Mechanism::Lnmax(m) => {
+            let gamma = DiscreteLaplace::new(m.gamma)?.gamma.to_f64();
+            let table = tail_table(&|d| ln_discrete_laplace_diff_sf(gamma, d));
+            let tail = |d: u64| table[(d as usize).min(table.len() - 1)];
+            // Moments α(λ) at λ = order is λ·RDP(λ + 1).
+            let f = |ln_q: f64| lnmax_moment_data_dependent(ln_q, gamma, order) / order;
+            for (row, times) in sorted_rows(&|_| true) {
+                add(&argmax_query_ls(&row, n, &tail, &f), times);
+            }
+        }
+        Mechanism::Gnmax(m) => {
+            let d = DiscreteGaussian::new(m.sigma)?;
+            let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
+            let table = tail_table(&|x| tails.ln_diff_sf(x as i64));
+            let tail = |x: u64| table[(x as usize).min(table.len() - 1)];
+            let sigma = d.sigma();
+            let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma, order);
+            for (row, times) in sorted_rows(&|_| true) {
+                add(&argmax_query_ls(&row, n, &tail, &f), times);
+            }
+        }
+        Mechanism::ConfidentGnmax(m) => {
+            let d1 = DiscreteGaussian::new(m.sigma1)?;
+            let d2 = DiscreteGaussian::new(m.sigma2)?;
+            let t = m.integer_threshold()?;
+            let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
+            let s1 = d1.sigma() * std::f64::consts::SQRT_2;
+            // Threshold step: f(v) for v = 0..=n, then the largest one-step change in a window.
+            let fv: Vec<f64> = (0..=n).map(|v| gnmax_rdp_data_dependent(threshold_ln_q(v, t, &tails1), s1, order)).collect();
+            let step: Vec<f64> = (0..=n as usize)
+                .map(|v| {
+                    let up = if v < n as usize { (fv[v + 1] - fv[v]).abs() } else { 0.0 };
+                    let down = if v > 0 { (fv[v] - fv[v - 1]).abs() } else { 0.0 };
+                    up.max(down)
+                })
+                .collect();
+            let mut by_max: HashMap<u64, usize> = HashMap::new();
+            for r in votes.rows() {
+                *by_max.entry(r.iter().copied().max().unwrap_or(0).min(n)).or_default() += 1;
+            }
+            for (v, times) in by_max {
+                let mut acc = 0.0f64;
+                let ls: Vec<f64> = (0..=n)
+                    .map(|d| {
+                        let lo = v.saturating_sub(d) as usize;
+                        let hi = (v + d).min(n) as usize;
+                        acc = acc.max(step[lo]).max(step[hi]);
+                        acc
+                    })
+                    .collect();
+                add(&ls, times);
+            }
+            // GNMax step, only for the charged (answered) queries.
+            let tails2 = DiscreteGaussianTails::new(d2.sigma2.to_f64());
+            let table = tail_table(&|x| tails2.ln_diff_sf(x as i64));
+            let tail = |x: u64| table[(x as usize).min(table.len() - 1)];
+            let sigma2 = d2.sigma();
+            let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma2, order);
+            for (row, times) in sorted_rows(&|i| answered.is_none_or(|a| a[i])) {
+                add(&argmax_query_ls(&row, n, &tail, &f), times);
+            }
+        }
+    }
+    Ok(cumulative.iter().enumerate().map(|(d, a)| (-beta * d as f64).exp() * a).fold(0.0, f64::max))
+}
+
+/// RDP of the GNSS release at order α (Papernot et al. 2018, Theorem 23), 1 < α < 1/(2β).
+pub fn gnss_rdp(beta: f64, noise_multiplier: f64, alpha: f64) -> f64 {
+    alpha * (2.0 * beta).exp() / (noise_multiplier * noise_multiplier)
+        + (beta * alpha - 0.5 * (1.0 - 2.0 * alpha * beta).ln()) / (alpha - 1.0)
+}
+
+/// Adds a sanitized ε to `report` (which must come from [`crate::accountant::account`] with the
+/// same votes, mechanism and options). The noise comes from `rng` and its provenance is recorded.
+pub fn sanitize(
+    votes: &VoteMatrix,
+    mechanism: &Mechanism,
+    opts: &AccountOptions,
+    report: &mut EpsilonReport,
+    sopts: &SanitizeOptions,
+    rng: &mut NoiseRng,
+) -> Result<()> {
+    let (analysis, _) = analyse(votes, mechanism, opts.answered.as_deref())?;
+    let moments = analysis.is_moments();
+    let (order, order_choice) = match sopts.order {
+        Some(o) => (o, "given".to_string()),
+        None => (report.data_dependent_order, "the data-dependent optimal order (as in Papernot et al. 2018)".to_string()),
+    };
+    if !(order.is_finite() && if moments { order > 0.0 } else { order > 1.0 }) {
+        return Err(PrivacyError::InvalidParameter(format!("sanitization order must be > {} , got {order}", if moments { 0 } else { 1 })));
+    }
+    let alpha = if moments { order + 1.0 } else { order };
+    let beta = sopts.beta.unwrap_or(0.4 / alpha);
+    if !(beta > 0.0 && 2.0 * alpha * beta < 1.0) {
+        return Err(PrivacyError::InvalidParameter(format!("beta must be in (0, 1/(2α)) = (0, {}), got {beta}", 1.0 / (2.0 * alpha))));
+    }
+    if !(sopts.noise_multiplier.is_finite() && sopts.noise_multiplier > 0.0) {
+        return Err(PrivacyError::InvalidParameter(format!("noise multiplier must be positive, got {}", sopts.noise_multiplier)));
+    }
+    let rdp_dep = if moments { analysis.dependent_total(order).0 / order } else { analysis.dependent_total(order).0 };
+    let ss = smooth_sensitivity(votes, mechanism, opts.answered.as_deref(), order, beta)?;
+    let noise_std = ss * sopts.noise_multiplier;
+    let noisy = (rdp_dep + noise::gaussian(rng, noise_std)).max(0.0);
+    let cost = gnss_rdp(beta, sopts.noise_multiplier, alpha);
+    let epsilon = noisy + cost + (-opts.delta.ln()) / (alpha - 1.0);
+    if !epsilon.is_finite() {
+        return Err(PrivacyError::InvalidInput(format!("sanitization produced a non-finite epsilon ({epsilon})")));
+    }
+    report.epsilons.push(LabelledEpsilon { label: LABEL_SANITIZED.into(), epsilon, order });
+    report.sanitized = Some(SanitizedEpsilon {
+        epsilon,
+        label: LABEL_SANITIZED.into(),
+        rdp_order: alpha,
+        order_choice,
+        beta,
+        noise_multiplier: sopts.noise_multiplier,
+        noise_std,
+        release_rdp_cost: cost,
+        rng: rng.provenance(),
+    });
+    Ok(())
+}
+
