@@ -1,0 +1,317 @@
+//! The YAML configuration of `pate-trainer run` (see `configs/train.yaml` for every key with its
+//! meaning). Unknown keys are errors (`deny_unknown_fields`), and every check names its key.
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceChoice;
+use crate::ensemble::{Mode, TrainConfig};
+use crate::error::{Error, Result};
+
+/// The whole run configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// A fixed seed for every random choice (shards, initialization, batches, noise). Only for
+    /// experiments: the privacy guarantee assumes fresh OS randomness, which is the default (absent
+    /// or null); a seeded run is recorded as such in every artifact.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// `auto`, `cpu`, `cuda` or `cuda:<i>` (the command line's `--device` overrides it).
+    #[serde(default = "default_device")]
+    pub device: DeviceChoice,
+    /// The labelled request files, pooled and then split by request hash.
+    pub datasets: Vec<DatasetSource>,
+    /// Fractions of the pooled requests per split.
+    #[serde(default)]
+    pub split: SplitConfig,
+    /// The featurizer.
+    #[serde(default)]
+    pub featurizer: FeaturizerSection,
+    /// The teachers.
+    #[serde(default)]
+    pub teachers: TeachersConfig,
+    /// The student.
+    #[serde(default)]
+    pub student: StudentConfig,
+    /// Query privatization, aggregation and accounting.
+    #[serde(default)]
+    pub privacy: PrivacyConfig,
+}
+
+fn default_device() -> DeviceChoice {
+    DeviceChoice::Auto
+}
+
+/// One dataset file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSource {
+    /// The file; a relative path is relative to the directory of the config file.
+    pub path: PathBuf,
+    /// Its format (`csic|fwaf|httpparams|csv|apache`).
+    pub format: datasets::Format,
+    /// Label every request of the file with this label, whatever the file says.
+    #[serde(default)]
+    pub label: Option<datasets::Label>,
+    /// Use at most this many requests of the file (the first ones), e.g. for quick runs.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// How the pooled requests are split. A request goes to a split by a hash of its method, target
+/// and body, so identical requests never land in two splits (a duplicate in the test split would
+/// otherwise have been trained on).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitConfig {
+    /// The teachers' private data (partitioned into disjoint shards).
+    pub private: f64,
+    /// The public side: the featurizer's fitting corpus and the pool the student's queries are
+    /// drawn from (its labels are never used).
+    pub public: f64,
+    /// Labelled public samples for the student's early stopping and threshold.
+    pub student_validation: f64,
+    /// The test split (evaluation only).
+    pub test: f64,
+}
+
+impl Default for SplitConfig {
+    fn default() -> Self {
+        SplitConfig { private: 0.6, public: 0.15, student_validation: 0.05, test: 0.2 }
+    }
+}
+
+/// Where the featurizer's vocabulary and IDF come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FitOn {
+    /// The public (student) side: no privacy cost.
+    Public,
+    /// The teachers' private data: the vocabulary then reveals which tokens the private data
+    /// contains, which no PATE bound covers. The report carries a loud warning.
+    Private,
+}
+
+/// The featurizer section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeaturizerSection {
+    /// Which side the vocabulary and IDF are fitted on.
+    #[serde(default = "default_fit_on")]
+    pub fit_on: FitOn,
+    /// The featurizer's own settings (`top_k`, `max_input_bytes`, `decode_rounds`, `include_body`).
+    #[serde(default)]
+    pub config: featurizer::FeaturizerConfig,
+}
+
+fn default_fit_on() -> FitOn {
+    FitOn::Public
+}
+
+impl Default for FeaturizerSection {
+    fn default() -> Self {
+        FeaturizerSection { fit_on: FitOn::Public, config: featurizer::FeaturizerConfig::default() }
+    }
+}
+
+/// The teachers section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TeachersConfig {
+    /// Number of teachers (disjoint shards of the private data).
+    pub count: usize,
+    /// `batched` (one `[N, in, out]` model) or `sequential`.
+    pub mode: Mode,
+    /// Share of each shard held out for early stopping and the teacher's threshold.
+    pub holdout_fraction: f64,
+    /// At most this many held-out samples per teacher (the seeds used 800).
+    pub holdout_max: usize,
+    /// Network and optimizer.
+    pub training: TrainConfig,
+}
+
+impl Default for TeachersConfig {
+    fn default() -> Self {
+        TeachersConfig { count: 250, mode: Mode::Batched, holdout_fraction: 0.2, holdout_max: 800, training: TrainConfig::default() }
+    }
+}
+
+/// The student section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StudentConfig {
+    /// Number of queries drawn from the public split and sent to the teachers.
+    pub queries: usize,
+    /// At most this many labelled validation samples (early stopping and threshold; the seeds
+    /// used 200).
+    pub validation_max: usize,
+    /// Network and optimizer.
+    pub training: TrainConfig,
+}
+
+impl Default for StudentConfig {
+    fn default() -> Self {
+        StudentConfig { queries: 1000, validation_max: 200, training: TrainConfig::default() }
+    }
+}
+
+/// The noisy aggregation mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// Laplace noisy max (Papernot et al. 2017), noise Lap(1/γ).
+    Lnmax,
+    /// Gaussian noisy max (Papernot et al. 2018), noise N(0, σ²).
+    Gnmax,
+    /// Confident GNMax (Papernot et al. 2018, Algorithm 1).
+    ConfidentGnmax,
+}
+
+/// The privacy section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrivacyConfig {
+    /// Laplace privatization of the student's query features with scale 1/ρ
+    /// ((2ρ, 0)-local DP per query); null to send the features as they are.
+    pub rho: Option<f64>,
+    /// The aggregation mechanism.
+    pub mechanism: Mechanism,
+    /// LNMax: inverse noise scale γ (noise Lap(1/γ)).
+    pub gamma: f64,
+    /// GNMax: noise standard deviation σ.
+    pub sigma: f64,
+    /// Confident-GNMax: threshold T on the noisy top vote count.
+    pub threshold: f64,
+    /// Confident-GNMax: σ₁ of the threshold check.
+    pub sigma1: f64,
+    /// Confident-GNMax: σ₂ of the answer.
+    pub sigma2: f64,
+    /// δ of the (ε, δ) guarantee.
+    pub delta: f64,
+}
+
+impl Default for PrivacyConfig {
+    fn default() -> Self {
+        PrivacyConfig {
+            rho: None,
+            mechanism: Mechanism::Lnmax,
+            gamma: 0.05,
+            sigma: 40.0,
+            threshold: 200.0,
+            sigma1: 150.0,
+            sigma2: 40.0,
+            delta: 1e-5,
+        }
+    }
+}
+
+impl RunConfig {
+    /// Reads and validates a config file; relative dataset paths are resolved against its
+    /// directory.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let mut config = Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for d in &mut config.datasets {
+            if d.path.is_relative() {
+                d.path = base.join(&d.path);
+            }
+        }
+        Ok(config)
+    }
+
+    /// Parses and validates YAML text (serde_yaml's messages name the key and line).
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        let config: RunConfig = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        config.validate().map_err(|e| match e {
+            Error::Config(m) => m,
+            other => other.to_string(),
+        })?;
+        Ok(config)
+    }
+
+    /// Checks every value, naming the key.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |key: &str, why: String| Err(Error::Config(format!("{key}: {why}")));
+        if self.datasets.is_empty() {
+            return bad("datasets", "at least one dataset is needed".into());
+        }
+        let s = &self.split;
+        for (key, v) in [
+            ("split.private", s.private),
+            ("split.public", s.public),
+            ("split.student_validation", s.student_validation),
+            ("split.test", s.test),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(key, format!("must be a positive fraction, got {v}"));
+            }
+        }
+        let total = s.private + s.public + s.student_validation + s.test;
+        if (total - 1.0).abs() > 1e-6 {
+            return bad("split", format!("fractions must sum to 1, they sum to {total}"));
+        }
+        if self.teachers.count < 1 {
+            return bad("teachers.count", "must be at least 1".into());
+        }
+        if !(self.teachers.holdout_fraction > 0.0 && self.teachers.holdout_fraction < 1.0) {
+            return bad("teachers.holdout_fraction", format!("must be in (0, 1), got {}", self.teachers.holdout_fraction));
+        }
+        if self.teachers.holdout_max < 1 {
+            return bad("teachers.holdout_max", "must be at least 1".into());
+        }
+        self.teachers.training.validate("teachers.training")?;
+        if self.student.queries < 1 {
+            return bad("student.queries", "must be at least 1".into());
+        }
+        if self.student.validation_max < 2 {
+            return bad("student.validation_max", "must be at least 2 (one per class)".into());
+        }
+        self.student.training.validate("student.training")?;
+        let p = &self.privacy;
+        if let Some(rho) = p.rho {
+            if !(rho.is_finite() && rho > 0.0) {
+                return bad("privacy.rho", format!("must be a positive number or null, got {rho}"));
+            }
+        }
+        for (key, v) in [
+            ("privacy.gamma", p.gamma),
+            ("privacy.sigma", p.sigma),
+            ("privacy.sigma1", p.sigma1),
+            ("privacy.sigma2", p.sigma2),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(key, format!("must be a positive number, got {v}"));
+            }
+        }
+        if !p.threshold.is_finite() {
+            return bad("privacy.threshold", "must be a number".into());
+        }
+        if !(p.delta > 0.0 && p.delta < 1.0) {
+            return bad("privacy.delta", format!("must be in (0, 1), got {}", p.delta));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        let base = "datasets: [{path: a.txt, format: csic}]\n";
+        let e = RunConfig::parse(&format!("{base}teachers: {{count: 3, bogus: 1}}\n")).unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+        let e = RunConfig::parse(&format!("{base}teachers: {{training: {{batch_size: 0}}}}\n")).unwrap_err();
+        assert!(e.contains("teachers.training.batch_size"), "{e}");
+        let e = RunConfig::parse(&format!("{base}privacy: {{delta: 2}}\n")).unwrap_err();
+        assert!(e.contains("privacy.delta"), "{e}");
+        let e = RunConfig::parse(&format!("{base}device: tpu\n")).unwrap_err();
+        assert!(e.contains("device"), "{e}");
+        let ok = RunConfig::parse(base).unwrap();
+        assert_eq!(ok.teachers.count, 250);
+        assert_eq!(ok.privacy.mechanism, Mechanism::Lnmax);
+    }
+}

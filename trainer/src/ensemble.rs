@@ -1,0 +1,688 @@
+//! N networks of the same shape trained at once as one batched model: layer `l` holds weights
+//! `[N, in, out]` and biases `[N, 1, out]`, the forward pass is one `bmm` per layer, and each
+//! member sees only its own batch (`[N, B, in]`).
+//!
+//! The loss is the sum over members of each member's mean binary cross-entropy, so member k's
+//! gradient is exactly the gradient of its own loss (the other terms do not depend on its weights).
+//! Adam is applied elementwise with per-member step counts and a per-member mask (Kingma & Ba
+//! 2015, "Adam", Algorithm 1): a masked member's parameters and moments stay bit-for-bit unchanged,
+//! so training N members together equals N independent trainings, each with its own early
+//! stopping (Prechelt 1998, "Early Stopping — But When?": keep the weights of the epoch with the
+//! lowest held-out loss, stop after `patience` epochs without improvement). PATE (Papernot et
+//! al. 2017, §2.1) trains its teachers independently on disjoint partitions; this is the same
+//! computation, only batched.
+use rand::{Rng, RngExt};
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Tensor};
+
+use crate::dense::DenseMatrix;
+use crate::error::{Error, Result};
+use crate::metrics::youden_threshold;
+use crate::model::{DenseWeights, MlpWeights};
+
+/// Upper bound on the floats of one intermediate activation tensor when scoring in chunks.
+const CHUNK_ELEMENTS: usize = 1 << 23;
+
+/// How the positive (malicious) class is weighted in the loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassBalance {
+    /// `pos_weight = negatives / positives` of the member's training data in
+    /// `BCEWithLogits(pos_weight)`, so both classes weigh the same in total.
+    PosWeight,
+    /// Plain binary cross-entropy.
+    None,
+}
+
+/// Hyper-parameters of one training (teachers or student).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Hidden layer widths (the input width comes from the featurizer, the output is 1).
+    pub hidden: Vec<usize>,
+    /// Upper bound on epochs (early stopping usually ends training before).
+    pub max_epochs: usize,
+    /// Mini-batch size.
+    pub batch_size: usize,
+    /// Adam step size.
+    pub learning_rate: f64,
+    /// Epochs without a lower held-out loss before a member stops.
+    pub patience: usize,
+    /// Class weighting in the loss.
+    pub class_balance: ClassBalance,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            hidden: vec![512, 128],
+            max_epochs: 100,
+            batch_size: 64,
+            learning_rate: 1e-3,
+            patience: 5,
+            class_balance: ClassBalance::PosWeight,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Checks the values, naming the offending key under `prefix` (e.g. `teachers.batch_size`).
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        let bad = |key: &str, why: &str| Err(Error::Config(format!("{prefix}.{key}: {why}")));
+        if self.hidden.contains(&0) {
+            return bad("hidden", "every hidden width must be at least 1");
+        }
+        if self.max_epochs == 0 {
+            return bad("max_epochs", "must be at least 1");
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size", "must be at least 1");
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return bad("learning_rate", "must be a positive number");
+        }
+        if self.patience == 0 {
+            return bad("patience", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Layer widths for `input` features: input, hidden..., 1.
+    pub fn dims(&self, input: usize) -> Vec<usize> {
+        let mut dims = vec![input];
+        dims.extend(&self.hidden);
+        dims.push(1);
+        dims
+    }
+}
+
+/// Labelled feature rows (label true = malicious).
+#[derive(Debug, Clone, Default)]
+pub struct LabeledRows {
+    /// One row per sample.
+    pub x: DenseMatrix,
+    /// One label per row.
+    pub y: Vec<bool>,
+}
+
+/// One member's data: what it trains on and what it is early-stopped and thresholded on.
+#[derive(Debug, Clone, Default)]
+pub struct MemberData {
+    /// Training samples.
+    pub train: LabeledRows,
+    /// Held-out samples (early stopping and the Youden threshold).
+    pub holdout: LabeledRows,
+}
+
+/// Batched (all members at once) or one member after the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// One `[N, in, out]` model, one `bmm` per layer.
+    Batched,
+    /// N separate trainings of a one-member model.
+    Sequential,
+}
+
+/// What happened to one member during training.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberReport {
+    /// Training samples.
+    pub train_samples: usize,
+    /// Held-out samples.
+    pub holdout_samples: usize,
+    /// Malicious training samples.
+    pub train_positives: usize,
+    /// The loss weight of the malicious class.
+    pub pos_weight: f32,
+    /// Epochs run before stopping.
+    pub epochs: usize,
+    /// The epoch (1-based) whose weights were kept.
+    pub best_epoch: usize,
+    /// The held-out loss of the kept weights.
+    pub best_holdout_loss: f64,
+    /// The decision threshold on the malicious probability (Youden's J on the held-out samples).
+    pub threshold: f32,
+    /// True when the held-out samples had only one class, so 0.5 was used instead.
+    pub threshold_fallback: bool,
+}
+
+/// N networks of the same shape, stacked on one device.
+pub struct Ensemble {
+    device: Device,
+    dims: Vec<usize>,
+    /// Layer l: `[N, dims[l], dims[l+1]]`.
+    weights: Vec<Tensor>,
+    /// Layer l: `[N, 1, dims[l+1]]`.
+    biases: Vec<Tensor>,
+}
+
+impl std::fmt::Debug for Ensemble {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ensemble").field("members", &self.len()).field("dims", &self.dims).field("device", &self.device).finish()
+    }
+}
+
+impl Ensemble {
+    /// Stacks `members` (all of the same shape) onto `device`.
+    pub fn from_members(members: &[MlpWeights], device: Device) -> Result<Self> {
+        let first = members.first().ok_or_else(|| Error::Invalid("an ensemble needs at least one member".into()))?;
+        let dims = first.dims();
+        for (k, m) in members.iter().enumerate() {
+            m.validate().map_err(|e| Error::Invalid(format!("member {k}: {e}")))?;
+            if m.dims() != dims {
+                return Err(Error::Invalid(format!("member {k} has layer widths {:?}, member 0 has {dims:?}", m.dims())));
+            }
+        }
+        let n = members.len() as i64;
+        let mut weights = Vec::new();
+        let mut biases = Vec::new();
+        for l in 0..dims.len() - 1 {
+            let (i, o) = (dims[l] as i64, dims[l + 1] as i64);
+            // Stored [out][in]; the batched layer multiplies by [in, out].
+            let mut w = Vec::with_capacity(members.len() * (i * o) as usize);
+            let mut b = Vec::with_capacity(members.len() * o as usize);
+            for m in members {
+                w.extend_from_slice(&m.layers[l].weight);
+                b.extend_from_slice(&m.layers[l].bias);
+            }
+            let w = Tensor::from_slice(&w).view([n, o, i]).transpose(1, 2).contiguous().to_device(device);
+            let b = Tensor::from_slice(&b).view([n, 1, o]).to_device(device);
+            weights.push(w);
+            biases.push(b);
+        }
+        Ok(Ensemble { device, dims, weights, biases })
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.weights[0].size()[0] as usize
+    }
+
+    /// Always false: an ensemble has at least one member.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Layer widths, input first.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Copies every member's weights back to the CPU.
+    pub fn members(&self) -> Result<Vec<MlpWeights>> {
+        let n = self.len();
+        let mut members = vec![MlpWeights { layers: Vec::new() }; n];
+        for l in 0..self.weights.len() {
+            let (i, o) = (self.dims[l], self.dims[l + 1]);
+            let w = Vec::<f32>::try_from(self.weights[l].transpose(1, 2).contiguous().to_device(Device::Cpu).view([-1]))?;
+            let b = Vec::<f32>::try_from(self.biases[l].to_device(Device::Cpu).contiguous().view([-1]))?;
+            for (k, m) in members.iter_mut().enumerate() {
+                m.layers.push(DenseWeights {
+                    in_dim: i,
+                    out_dim: o,
+                    weight: w[k * i * o..(k + 1) * i * o].to_vec(),
+                    bias: b[k * o..(k + 1) * o].to_vec(),
+                });
+            }
+        }
+        Ok(members)
+    }
+
+    /// Logits `[N, B]` of per-member batches `x: [N, B, in]`.
+    fn logits(&self, x: &Tensor) -> Tensor {
+        let last = self.weights.len() - 1;
+        let mut h = x.shallow_clone();
+        for (l, (w, b)) in self.weights.iter().zip(&self.biases).enumerate() {
+            h = h.bmm(w) + b;
+            if l < last {
+                h = h.relu();
+            }
+        }
+        h.squeeze_dim(-1)
+    }
+
+    /// Logits `[N, B]` of every member on the same rows `x: [B, in]`.
+    fn logits_shared(&self, x: &Tensor) -> Tensor {
+        let last = self.weights.len() - 1;
+        // [B, in] @ [N, in, out] broadcasts to [N, B, out] without copying x N times.
+        let mut h = x.matmul(&self.weights[0]) + &self.biases[0];
+        for l in 1..=last {
+            h = h.relu();
+            h = h.bmm(&self.weights[l]) + &self.biases[l];
+        }
+        if last == 0 {
+            return h.squeeze_dim(-1);
+        }
+        h.squeeze_dim(-1)
+    }
+
+    /// Malicious probabilities of every member on every row of `x`: `result[k][r]`.
+    pub fn scores(&self, x: &DenseMatrix) -> Result<Vec<Vec<f32>>> {
+        if x.cols != self.dims[0] {
+            return Err(Error::Invalid(format!("the model takes {} features, the matrix has {}", self.dims[0], x.cols)));
+        }
+        let n = self.len();
+        let widest = *self.dims.iter().max().unwrap_or(&1);
+        let chunk = (CHUNK_ELEMENTS / (n * widest)).max(1);
+        let mut out = vec![Vec::with_capacity(x.rows); n];
+        let _guard = tch::no_grad_guard();
+        for start in (0..x.rows).step_by(chunk) {
+            let end = (start + chunk).min(x.rows);
+            let rows = &x.values[start * x.cols..end * x.cols];
+            let t = Tensor::from_slice(rows).view([(end - start) as i64, x.cols as i64]).to_device(self.device);
+            let p = self.logits_shared(&t).sigmoid().to_device(Device::Cpu).contiguous();
+            let p = Vec::<f32>::try_from(p.view([-1]))?;
+            for (k, member) in out.iter_mut().enumerate() {
+                member.extend_from_slice(&p[k * (end - start)..(k + 1) * (end - start)]);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Pads every member's rows to the same count: `x: [N * max, in]` (flat, for `index_select`),
+/// `y` and `w` (1 for a real row, 0 for padding) `[N, max]`.
+struct Padded {
+    x: Tensor,
+    y: Tensor,
+    w: Tensor,
+    max: usize,
+}
+
+fn pad(sets: &[&LabeledRows], cols: usize, device: Device) -> Padded {
+    let max = sets.iter().map(|s| s.y.len()).max().unwrap_or(0).max(1);
+    let n = sets.len();
+    let mut x = vec![0f32; n * max * cols];
+    let mut y = vec![0f32; n * max];
+    let mut w = vec![0f32; n * max];
+    for (k, s) in sets.iter().enumerate() {
+        x[k * max * cols..k * max * cols + s.x.values.len()].copy_from_slice(&s.x.values);
+        for (r, &label) in s.y.iter().enumerate() {
+            y[k * max + r] = if label { 1.0 } else { 0.0 };
+            w[k * max + r] = 1.0;
+        }
+    }
+    Padded {
+        x: Tensor::from_slice(&x).view([(n * max) as i64, cols as i64]).to_device(device),
+        y: Tensor::from_slice(&y).view([n as i64, max as i64]).to_device(device),
+        w: Tensor::from_slice(&w).view([n as i64, max as i64]).to_device(device),
+        max,
+    }
+}
+
+/// Elementwise ℓ = −[p·y·log σ(z) + (1 − y)·log σ(−z)] (PyTorch's `BCEWithLogitsLoss` with
+/// `pos_weight`, computed through log-sigmoid for stability).
+fn bce_rows(logits: &Tensor, y: &Tensor, pos_weight: &Tensor) -> Tensor {
+    let positive: Tensor = logits.log_sigmoid() * y * pos_weight;
+    let negative: Tensor = logits.neg().log_sigmoid() * (y.ones_like() - y);
+    (positive + negative).neg()
+}
+
+/// Per-member mean of `BCEWithLogits(pos_weight)` over the rows with weight 1:
+/// ℓ = −[p·y·log σ(z) + (1 − y)·log σ(−z)], returned as `[N]`.
+fn member_losses(logits: &Tensor, y: &Tensor, w: &Tensor, pos_weight: &Tensor) -> Tensor {
+    let per_row = bce_rows(logits, y, pos_weight);
+    (per_row * w).sum_dim_intlist(1, false, Kind::Float) / w.sum_dim_intlist(1, false, Kind::Float).clamp_min(1.0)
+}
+
+/// Adam's constants (Kingma & Ba 2015, §2: β₁ = 0.9, β₂ = 0.999, ε = 1e-8, PyTorch's defaults).
+const BETA1: f64 = 0.9;
+const BETA2: f64 = 0.999;
+const EPSILON: f64 = 1e-8;
+
+/// The trainable state of a batched ensemble: parameters with gradients, Adam moments and each
+/// member's step count. Exposed so that tests can drive single masked steps.
+pub struct Trainer {
+    ensemble: Ensemble,
+    first_moments: Vec<Tensor>,
+    second_moments: Vec<Tensor>,
+    steps: Vec<u64>,
+    learning_rate: f64,
+}
+
+impl Trainer {
+    /// Prepares `ensemble` for training with Adam at `learning_rate`.
+    pub fn new(mut ensemble: Ensemble, learning_rate: f64) -> Self {
+        for p in ensemble.weights.iter_mut().chain(ensemble.biases.iter_mut()) {
+            *p = p.detach().set_requires_grad(true);
+        }
+        let zeros = |ps: &[Tensor]| ps.iter().map(|p| p.zeros_like()).collect::<Vec<_>>();
+        let params = ensemble.weights.iter().chain(&ensemble.biases).map(|p| p.shallow_clone()).collect::<Vec<_>>();
+        let n = ensemble.len();
+        Trainer { first_moments: zeros(&params), second_moments: zeros(&params), steps: vec![0; n], learning_rate, ensemble }
+    }
+
+    fn params(&self) -> Vec<Tensor> {
+        self.ensemble.weights.iter().chain(&self.ensemble.biases).map(|p| p.shallow_clone()).collect()
+    }
+
+    /// One Adam step on per-member batches `x: [N, B, in]`, `y`, `w: [N, B]` (w = 0 marks padding);
+    /// members with `active[k] == false` are left exactly as they are (parameters and moments).
+    /// Returns each member's batch loss.
+    pub fn step(&mut self, x: &Tensor, y: &Tensor, w: &Tensor, pos_weight: &Tensor, active: &[bool]) -> Result<Vec<f32>> {
+        let n = self.ensemble.len();
+        if active.len() != n {
+            return Err(Error::Invalid(format!("{} activity flags for {n} members", active.len())));
+        }
+        let losses = member_losses(&self.ensemble.logits(x), y, w, pos_weight);
+        losses.sum(Kind::Float).backward();
+        let device = self.ensemble.device;
+        for (k, &a) in active.iter().enumerate() {
+            if a {
+                self.steps[k] += 1;
+            }
+        }
+        // Bias corrections per member (a member that never stepped gets 1: it is masked anyway).
+        let step_size: Vec<f32> = self
+            .steps
+            .iter()
+            .map(|&t| if t == 0 { 0.0 } else { (self.learning_rate / (1.0 - BETA1.powi(t as i32))) as f32 })
+            .collect();
+        let sqrt_bc2: Vec<f32> =
+            self.steps.iter().map(|&t| if t == 0 { 1.0 } else { (1.0 - BETA2.powi(t as i32)).sqrt() as f32 }).collect();
+        let shape = [n as i64, 1, 1];
+        let step_size = Tensor::from_slice(&step_size).view(shape).to_device(device);
+        let sqrt_bc2 = Tensor::from_slice(&sqrt_bc2).view(shape).to_device(device);
+        let all_active = active.iter().all(|&a| a);
+        let mask = Tensor::from_slice(active).view(shape).to_device(device);
+        let _guard = tch::no_grad_guard();
+        for (i, mut p) in self.params().into_iter().enumerate() {
+            let mut g = p.grad();
+            let m = &mut self.first_moments[i];
+            let v = &mut self.second_moments[i];
+            let m_new = &*m * BETA1 + &g * (1.0 - BETA1);
+            let v_new = &*v * BETA2 + &g * &g * (1.0 - BETA2);
+            let update = &m_new * &step_size / (v_new.sqrt() / &sqrt_bc2 + EPSILON);
+            if all_active {
+                m.copy_(&m_new);
+                v.copy_(&v_new);
+                let _ = p.f_sub_(&update)?;
+            } else {
+                m.copy_(&m_new.where_self(&mask, m));
+                v.copy_(&v_new.where_self(&mask, v));
+                let _ = p.f_sub_(&update.where_self(&mask, &update.zeros_like()))?;
+            }
+            let _ = g.zero_();
+        }
+        Ok(Vec::<f32>::try_from(losses.detach().to_device(Device::Cpu))?)
+    }
+
+    /// The ensemble being trained.
+    pub fn ensemble(&self) -> &Ensemble {
+        &self.ensemble
+    }
+
+    /// Ends training and returns the ensemble (without gradients).
+    pub fn into_ensemble(self) -> Ensemble {
+        let mut e = self.ensemble;
+        for p in e.weights.iter_mut().chain(e.biases.iter_mut()) {
+            *p = p.detach();
+        }
+        e
+    }
+}
+
+/// Per-member `pos_weight` (negatives / positives; 1 when a class is missing or balancing is off).
+fn pos_weights(data: &[MemberData], balance: ClassBalance) -> Vec<f32> {
+    data.iter()
+        .map(|d| {
+            let pos = d.train.y.iter().filter(|&&y| y).count();
+            let neg = d.train.y.len() - pos;
+            match balance {
+                ClassBalance::PosWeight if pos > 0 && neg > 0 => neg as f32 / pos as f32,
+                _ => 1.0,
+            }
+        })
+        .collect()
+}
+
+/// Fisher–Yates shuffle with the member's own random stream.
+fn permutation(n: usize, rng: &mut impl Rng) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = rng.random_range(0..=i);
+        p.swap(i, j);
+    }
+    p
+}
+
+/// Trains every member of `ensemble` on its own `data[k]` with its own random stream `rngs[k]`
+/// (mini-batch order), early-stops each on its held-out loss, keeps each member's best weights and
+/// picks each member's threshold by Youden's J on its held-out samples. `Mode::Sequential` trains
+/// one member after the other (for comparison; results equal `Mode::Batched` up to float
+/// rounding). Progress goes to stderr under `label` unless it is empty.
+pub fn train<R: Rng>(
+    ensemble: Ensemble,
+    data: &[MemberData],
+    config: &TrainConfig,
+    rngs: &mut [R],
+    mode: Mode,
+    label: &str,
+) -> Result<(Ensemble, Vec<MemberReport>)> {
+    let n = ensemble.len();
+    if data.len() != n || rngs.len() != n {
+        return Err(Error::Invalid(format!("{n} members but {} data sets and {} random streams", data.len(), rngs.len())));
+    }
+    for (k, d) in data.iter().enumerate() {
+        if d.train.y.is_empty() || d.holdout.y.is_empty() {
+            return Err(Error::Invalid(format!(
+                "member {k} has {} training and {} held-out samples; both must be at least 1",
+                d.train.y.len(),
+                d.holdout.y.len()
+            )));
+        }
+        for (what, set) in [("training", &d.train), ("held-out", &d.holdout)] {
+            if set.x.rows != set.y.len() || set.x.cols != ensemble.dims[0] {
+                return Err(Error::Invalid(format!(
+                    "member {k}: {what} set has {} rows of {} features and {} labels (model takes {})",
+                    set.x.rows,
+                    set.x.cols,
+                    set.y.len(),
+                    ensemble.dims[0]
+                )));
+            }
+        }
+    }
+    match mode {
+        Mode::Batched => train_batched(ensemble, data, config, rngs, label),
+        Mode::Sequential => {
+            let device = ensemble.device;
+            let members = ensemble.members()?;
+            let mut trained = Vec::with_capacity(n);
+            let mut reports = Vec::with_capacity(n);
+            for k in 0..n {
+                let one = Ensemble::from_members(std::slice::from_ref(&members[k]), device)?;
+                let sub_label = if label.is_empty() { String::new() } else { format!("{label} {}/{n}", k + 1) };
+                let (one, mut report) = train_batched(one, &data[k..=k], config, &mut rngs[k..=k], &sub_label)?;
+                trained.push(one.members()?.remove(0));
+                reports.push(report.remove(0));
+            }
+            Ok((Ensemble::from_members(&trained, device)?, reports))
+        }
+    }
+}
+
+fn train_batched<R: Rng>(
+    ensemble: Ensemble,
+    data: &[MemberData],
+    config: &TrainConfig,
+    rngs: &mut [R],
+    label: &str,
+) -> Result<(Ensemble, Vec<MemberReport>)> {
+    let n = ensemble.len();
+    let cols = ensemble.dims[0];
+    let device = ensemble.device;
+    let train_sets: Vec<&LabeledRows> = data.iter().map(|d| &d.train).collect();
+    let holdout_sets: Vec<&LabeledRows> = data.iter().map(|d| &d.holdout).collect();
+    let train_data = pad(&train_sets, cols, device);
+    let holdout = pad(&holdout_sets, cols, device);
+    let holdout_x = holdout.x.view([n as i64, holdout.max as i64, cols as i64]);
+    let pos_weight_values = pos_weights(data, config.class_balance);
+    let pos_weight = Tensor::from_slice(&pos_weight_values).view([n as i64, 1]).to_device(device);
+    let sizes: Vec<usize> = data.iter().map(|d| d.train.y.len()).collect();
+    let batch = config.batch_size.min(train_data.max);
+
+    let mut trainer = Trainer::new(ensemble, config.learning_rate);
+    let mut best: Vec<Tensor> = trainer.params().iter().map(|p| p.detach().copy()).collect();
+    let mut best_loss = vec![f64::INFINITY; n];
+    let mut best_epoch = vec![0usize; n];
+    let mut epochs = vec![0usize; n];
+    let mut bad_epochs = vec![0usize; n];
+    let mut active = vec![true; n];
+
+    for epoch in 1..=config.max_epochs {
+        if !active.iter().any(|&a| a) {
+            break;
+        }
+        let perms: Vec<Option<Vec<usize>>> =
+            (0..n).map(|k| active[k].then(|| permutation(sizes[k], &mut rngs[k]))).collect();
+        let steps: Vec<usize> = (0..n).map(|k| if active[k] { sizes[k].div_ceil(batch) } else { 0 }).collect();
+        let max_steps = steps.iter().copied().max().unwrap_or(0);
+        for s in 0..max_steps {
+            let mut index = vec![0i64; n * batch];
+            let mut weight = vec![0f32; n * batch];
+            let mut step_active = vec![false; n];
+            for k in 0..n {
+                let Some(perm) = &perms[k] else { continue };
+                if s >= steps[k] {
+                    continue;
+                }
+                step_active[k] = true;
+                for j in 0..batch {
+                    let r = s * batch + j;
+                    if r < sizes[k] {
+                        index[k * batch + j] = (k * train_data.max + perm[r]) as i64;
+                        weight[k * batch + j] = 1.0;
+                    } else {
+                        index[k * batch + j] = (k * train_data.max) as i64;
+                    }
+                }
+            }
+            let index = Tensor::from_slice(&index).to_device(device);
+            let x = train_data.x.index_select(0, &index).view([n as i64, batch as i64, cols as i64]);
+            let y = train_data.y.view([-1]).index_select(0, &index).view([n as i64, batch as i64]);
+            let w = Tensor::from_slice(&weight).view([n as i64, batch as i64]).to_device(device);
+            trainer.step(&x, &y, &w, &pos_weight, &step_active)?;
+        }
+        // Held-out loss per member, then keep the improved members' weights.
+        let losses = {
+            let _guard = tch::no_grad_guard();
+            let widest = *trainer.ensemble.dims.iter().max().unwrap_or(&1);
+            let chunk = (CHUNK_ELEMENTS / (n * widest)).max(1) as i64;
+            let mut sum = Tensor::zeros([n as i64], (Kind::Float, device));
+            let max = holdout.max as i64;
+            let mut start = 0;
+            while start < max {
+                let len = chunk.min(max - start);
+                let x = holdout_x.narrow(1, start, len);
+                let y = holdout.y.narrow(1, start, len);
+                let w = holdout.w.narrow(1, start, len);
+                let logits = trainer.ensemble.logits(&x);
+                let per_row = bce_rows(&logits, &y, &pos_weight);
+                sum += (per_row * &w).sum_dim_intlist(1, false, Kind::Float);
+                start += len;
+            }
+            let counts = holdout.w.sum_dim_intlist(1, false, Kind::Float);
+            Vec::<f32>::try_from((sum / counts).to_device(Device::Cpu))?
+        };
+        let mut improved = vec![false; n];
+        for k in 0..n {
+            if !active[k] {
+                continue;
+            }
+            epochs[k] = epoch;
+            let loss = losses[k] as f64;
+            if loss < best_loss[k] {
+                best_loss[k] = loss;
+                best_epoch[k] = epoch;
+                bad_epochs[k] = 0;
+                improved[k] = true;
+            } else {
+                bad_epochs[k] += 1;
+                if bad_epochs[k] >= config.patience {
+                    active[k] = false;
+                }
+            }
+        }
+        if improved.iter().any(|&i| i) {
+            let _guard = tch::no_grad_guard();
+            let mask = Tensor::from_slice(&improved).view([n as i64, 1, 1]).to_device(device);
+            for (b, p) in best.iter_mut().zip(trainer.params()) {
+                let updated = p.detach().where_self(&mask, b);
+                *b = updated;
+            }
+        }
+        if !label.is_empty() {
+            let running = active.iter().filter(|&&a| a).count();
+            let finite: Vec<f64> = best_loss.iter().copied().filter(|l| l.is_finite()).collect();
+            let mean = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
+            eprintln!(
+                "{label}: epoch {epoch}/{}: {running}/{n} still training, mean best held-out loss {mean:.4}",
+                config.max_epochs
+            );
+        }
+    }
+
+    // Restore each member's best weights.
+    let mut ensemble = trainer.into_ensemble();
+    let layers = ensemble.weights.len();
+    for (i, b) in best.into_iter().enumerate() {
+        if i < layers {
+            ensemble.weights[i] = b;
+        } else {
+            ensemble.biases[i - layers] = b;
+        }
+    }
+
+    // Thresholds: Youden's J on each member's held-out scores.
+    let mut reports = Vec::with_capacity(n);
+    let holdout_scores = {
+        let _guard = tch::no_grad_guard();
+        let logits = ensemble.logits(&holdout_x);
+        Vec::<f32>::try_from(logits.sigmoid().to_device(Device::Cpu).contiguous().view([-1]))?
+    };
+    for k in 0..n {
+        let h = &data[k].holdout;
+        let scores = &holdout_scores[k * holdout.max..k * holdout.max + h.y.len()];
+        let (threshold, fallback) = match youden_threshold(scores, &h.y) {
+            Some(t) => (t, false),
+            None => (0.5, true),
+        };
+        reports.push(MemberReport {
+            train_samples: data[k].train.y.len(),
+            holdout_samples: h.y.len(),
+            train_positives: data[k].train.y.iter().filter(|&&y| y).count(),
+            pos_weight: pos_weight_values[k],
+            epochs: epochs[k],
+            best_epoch: best_epoch[k],
+            best_holdout_loss: best_loss[k],
+            threshold,
+            threshold_fallback: fallback,
+        });
+    }
+    Ok((ensemble, reports))
+}
+
+/// Random initial weights for `n` members, member k from `rngs[k]`.
+pub fn init_members<R: Rng>(dims: &[usize], rngs: &mut [R]) -> Vec<MlpWeights> {
+    rngs.iter_mut().map(|rng| MlpWeights::init(dims, rng)).collect()
+}
+
+/// Counts member votes: `votes[r] = [benign, malicious]`, member k voting malicious on row r when
+/// its probability reaches its threshold (`scores[k][r] >= thresholds[k]`).
+pub fn count_votes(scores: &[Vec<f32>], thresholds: &[f32]) -> Vec<[u32; 2]> {
+    let rows = scores.first().map_or(0, |s| s.len());
+    let mut votes = vec![[0u32; 2]; rows];
+    for (member, &t) in scores.iter().zip(thresholds) {
+        for (v, &s) in votes.iter_mut().zip(member) {
+            v[usize::from(s >= t)] += 1;
+        }
+    }
+    votes
+}

@@ -1,0 +1,440 @@
+//! The stages of the PATE pipeline as library functions; the subcommands and `run` call them.
+//!
+//! PATE (Papernot et al. 2017, "Semi-supervised Knowledge Transfer for Deep Learning from Private
+//! Training Data", §2): teachers trained on disjoint partitions of the private data label public
+//! queries through a noisy aggregation; a student trained on those labels is what gets published.
+use std::path::Path;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
+use tch::Device;
+
+use crate::config::{DatasetSource, SplitConfig};
+use crate::dense::DenseMatrix;
+use crate::ensemble::{self, count_votes, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
+use crate::error::{Error, Result};
+use crate::metrics::{roc_curve, Metrics, RocPoint};
+use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
+
+/// Where every random choice of a run comes from: 256 bits from the OS (the default) or, for
+/// experiments only, a recorded seed. Each purpose (shards, teacher k, student, ...) gets its own
+/// ChaCha20 stream derived as sha256(master ‖ purpose), so teacher k's initialization and batch
+/// order do not depend on how many teachers train beside it.
+pub struct RunRng {
+    master: [u8; 32],
+    seed: Option<u64>,
+}
+
+impl RunRng {
+    /// Fresh OS randomness unless `seed` is given.
+    pub fn new(seed: Option<u64>) -> Result<Self> {
+        let master = match seed {
+            Some(s) => Sha256::digest([b"pate-waf experiment seed ".as_slice(), &s.to_le_bytes()].concat()).into(),
+            None => {
+                let mut rng = ChaCha20Rng::try_from_rng(&mut rand::rngs::SysRng)
+                    .map_err(|e| Error::Invalid(format!("no OS entropy: {e}")))?;
+                let mut master = [0u8; 32];
+                rand::Rng::fill_bytes(&mut rng, &mut master);
+                master
+            }
+        };
+        Ok(RunRng { master, seed })
+    }
+
+    /// The random stream for `purpose`.
+    pub fn stream(&self, purpose: &str) -> ChaCha20Rng {
+        let digest: [u8; 32] = Sha256::new().chain_update(self.master).chain_update(purpose.as_bytes()).finalize().into();
+        ChaCha20Rng::from_seed(digest)
+    }
+
+    /// The privacy noise generator (the privacy crate's CSPRNG; seeded only when the run is).
+    pub fn noise(&self) -> Result<privacy::NoiseRng> {
+        Ok(privacy::NoiseRng::from_option(self.seed)?)
+    }
+
+    /// `{"rng": "os"}` or `{"rng": "seeded", "seed": N}`.
+    pub fn provenance(&self) -> serde_json::Value {
+        match self.seed {
+            Some(seed) => serde_json::json!({"rng": "seeded", "seed": seed}),
+            None => serde_json::json!({"rng": "os"}),
+        }
+    }
+}
+
+/// Loads every dataset of the config (label override and limit applied). Errors name the file
+/// and line; a request without a label is an error (every split needs labels somewhere: the
+/// private side for training, validation and test for evaluation).
+pub fn load_datasets(sources: &[DatasetSource]) -> Result<Vec<datasets::Record>> {
+    let mut all = Vec::new();
+    for source in sources {
+        let options = datasets::LoadOptions { label: source.label, label_file: None };
+        let mut records = datasets::load_with(source.format, &source.path, &options)?;
+        if let Some(limit) = source.limit {
+            records.truncate(limit);
+        }
+        if let Some(r) = records.iter().find(|r| r.label.is_none()) {
+            return Err(Error::Invalid(format!(
+                "{}:{}: request has no label (give the dataset a `label:` in the config)",
+                source.path.display(),
+                r.line
+            )));
+        }
+        eprintln!("data: {} requests from {} ({})", records.len(), source.path.display(), source.format.name());
+        all.extend(records);
+    }
+    Ok(all)
+}
+
+/// sha256 of a request's method, target and body: identical requests hash identically.
+pub fn request_hash(r: &datasets::Record) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(r.method.as_bytes());
+    h.update([0]);
+    h.update(&r.target);
+    match &r.body {
+        Some(b) => {
+            h.update([1]);
+            h.update(b);
+        }
+        None => h.update([0]),
+    }
+    h.finalize().into()
+}
+
+/// Indices of the records in each split.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Splits {
+    /// Teachers' private data.
+    pub private: Vec<usize>,
+    /// Public side (featurizer corpus, student query pool).
+    pub public: Vec<usize>,
+    /// Labelled public samples for the student's early stopping and threshold.
+    pub student_validation: Vec<usize>,
+    /// Test samples.
+    pub test: Vec<usize>,
+}
+
+/// Assigns each request to a split by the first 8 bytes of [`request_hash`] read as a number in
+/// [0, 1), against the cumulative fractions: deterministic, and duplicates never straddle splits.
+pub fn split_by_hash(records: &[datasets::Record], config: &SplitConfig) -> Splits {
+    let bounds = [
+        config.private,
+        config.private + config.public,
+        config.private + config.public + config.student_validation,
+    ];
+    let mut s = Splits::default();
+    for (i, r) in records.iter().enumerate() {
+        let h = request_hash(r);
+        let u = u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as f64 / 2f64.powi(64);
+        let bucket = if u < bounds[0] {
+            &mut s.private
+        } else if u < bounds[1] {
+            &mut s.public
+        } else if u < bounds[2] {
+            &mut s.student_validation
+        } else {
+            &mut s.test
+        };
+        bucket.push(i);
+    }
+    s
+}
+
+/// The dense features of `records[indices]`.
+pub fn featurize_rows(f: &featurizer::Featurizer, records: &[datasets::Record], indices: &[usize]) -> DenseMatrix {
+    let dim = f.dim();
+    let mut values = vec![0f32; indices.len() * dim];
+    for (row, &i) in indices.iter().enumerate() {
+        f.transform(&records[i].parts()).write_dense(&mut values[row * dim..(row + 1) * dim]);
+    }
+    DenseMatrix { rows: indices.len(), cols: dim, values }
+}
+
+/// Labels of `records[indices]` (true = malicious); an unlabelled record is an error.
+pub fn labels_of(records: &[datasets::Record], indices: &[usize]) -> Result<Vec<bool>> {
+    indices
+        .iter()
+        .map(|&i| match records[i].label {
+            Some(l) => Ok(l == datasets::Label::Malicious),
+            None => Err(Error::Invalid(format!("request at line {} has no label", records[i].line))),
+        })
+        .collect()
+}
+
+/// Fisher–Yates shuffle of 0..n.
+pub fn shuffled(n: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
+    use rand::RngExt;
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        p.swap(i, rng.random_range(0..=i));
+    }
+    p
+}
+
+/// Partitions `0..n` into `count` disjoint shards of sizes differing by at most one (random
+/// assignment from `rng`), each sorted.
+pub fn partition(n: usize, count: usize, rng: &mut impl rand::Rng) -> Vec<Vec<usize>> {
+    let perm = shuffled(n, rng);
+    let mut shards = vec![Vec::with_capacity(n / count + 1); count];
+    for (j, &i) in perm.iter().enumerate() {
+        shards[j % count].push(i);
+    }
+    shards.iter_mut().for_each(|s| s.sort_unstable());
+    shards
+}
+
+/// Splits one teacher's shard into training and held-out samples: the held-out share is
+/// `fraction` of the shard, at most `max`, at least 1 (and at least one training sample is left).
+pub fn teacher_member_data(
+    x: &DenseMatrix,
+    y: &[bool],
+    fraction: f64,
+    max: usize,
+    rng: &mut impl rand::Rng,
+) -> Result<MemberData> {
+    let n = y.len();
+    if n < 2 {
+        return Err(Error::Invalid(format!("a shard of {n} samples cannot be split into training and held-out samples")));
+    }
+    let holdout = ((n as f64 * fraction).round() as usize).clamp(1, max.max(1)).min(n - 1);
+    let perm = shuffled(n, rng);
+    let (h, t) = perm.split_at(holdout);
+    let pick = |idx: &[usize]| LabeledRows { x: x.select_rows(idx), y: idx.iter().map(|&i| y[i]).collect() };
+    Ok(MemberData { train: pick(t), holdout: pick(h) })
+}
+
+/// What a teacher is trained on, hashed: a saved teacher is reused only when this matches.
+pub fn shard_hash(featurizer_hash: &str, x: &DenseMatrix, y: &[bool], training: &serde_json::Value) -> String {
+    let mut h = Sha256::new();
+    h.update(featurizer_hash.as_bytes());
+    h.update(training.to_string().as_bytes());
+    h.update((x.rows as u64).to_le_bytes());
+    h.update((x.cols as u64).to_le_bytes());
+    for v in &x.values {
+        h.update(v.to_le_bytes());
+    }
+    h.update(y.iter().map(|&b| b as u8).collect::<Vec<_>>());
+    hex::encode(h.finalize())
+}
+
+/// Everything a teaching stage needs.
+pub struct TeachJob<'a> {
+    /// One `(features, labels)` per shard to train; `None` for shards this job does not train.
+    pub shards: Vec<Option<(DenseMatrix, Vec<bool>)>>,
+    /// Held-out fraction and cap per teacher.
+    pub holdout_fraction: f64,
+    /// Held-out cap.
+    pub holdout_max: usize,
+    /// Network and optimizer.
+    pub training: &'a TrainConfig,
+    /// Batched or sequential.
+    pub mode: Mode,
+    /// The featurizer's content hash (recorded in every teacher).
+    pub featurizer_hash: String,
+    /// Where `teacher-*.safetensors` go.
+    pub out_dir: &'a Path,
+    /// Training device.
+    pub device: Device,
+}
+
+/// Trains the teachers of `job` that are not already saved in `job.out_dir` with a matching
+/// shard hash (finished teachers are kept and skipped, so an interrupted run resumes), writing
+/// one file per teacher. Returns how many were trained and how many reused.
+pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
+    let count = job.shards.len();
+    std::fs::create_dir_all(job.out_dir).map_err(|source| Error::Io { path: job.out_dir.to_owned(), source })?;
+    let training_json = serde_json::json!({
+        "training": job.training,
+        "holdout_fraction": job.holdout_fraction,
+        "holdout_max": job.holdout_max,
+    });
+    let mut todo = Vec::new();
+    let mut reused = 0;
+    for (k, shard) in job.shards.iter().enumerate() {
+        let Some((x, y)) = shard else { continue };
+        let hash = shard_hash(&job.featurizer_hash, x, y, &training_json);
+        let path = job.out_dir.join(teacher_file_name(k));
+        if path.exists() {
+            match ModelFile::load(&path) {
+                Ok(saved) if saved.info.data_hash == hash && saved.info.shards == Some(count) => {
+                    reused += 1;
+                    continue;
+                }
+                Ok(_) => eprintln!("teach: {} was trained on other data; training it again", path.display()),
+                Err(e) => eprintln!("teach: {e}; training it again"),
+            }
+        }
+        todo.push((k, hash));
+    }
+    if todo.is_empty() {
+        eprintln!("teach: all {reused} teacher(s) already trained in {}", job.out_dir.display());
+        return Ok((0, reused));
+    }
+    let dims = job.training.dims(job.shards.iter().flatten().next().map_or(0, |(x, _)| x.cols));
+    let mut rngs: Vec<ChaCha20Rng> = todo.iter().map(|(k, _)| rng.stream(&format!("teacher/{k}"))).collect();
+    let mut data = Vec::with_capacity(todo.len());
+    for ((k, _), r) in todo.iter().zip(rngs.iter_mut()) {
+        let (x, y) = job.shards[*k].as_ref().expect("listed shards exist");
+        data.push(
+            teacher_member_data(x, y, job.holdout_fraction, job.holdout_max, r)
+                .map_err(|e| Error::Invalid(format!("teacher {k}: {e}")))?,
+        );
+    }
+    let init = ensemble::init_members(&dims, &mut rngs);
+    eprintln!(
+        "teach: training {} teacher(s) ({} reused) of widths {dims:?}, {} mode, ~{} samples per shard",
+        todo.len(),
+        reused,
+        match job.mode {
+            Mode::Batched => "batched",
+            Mode::Sequential => "sequential",
+        },
+        data.iter().map(|d| d.train.y.len() + d.holdout.y.len()).sum::<usize>() / data.len()
+    );
+    let model = Ensemble::from_members(&init, job.device)?;
+    let (model, reports) = ensemble::train(model, &data, job.training, &mut rngs, job.mode, "teach")?;
+    for (((k, hash), weights), report) in todo.iter().zip(model.members()?).zip(reports) {
+        let file = ModelFile {
+            weights,
+            info: ModelInfo {
+                format_version: MODEL_FILE_VERSION,
+                role: ModelRole::Teacher,
+                shard: Some(*k),
+                shards: Some(count),
+                data_hash: hash.clone(),
+                featurizer_hash: job.featurizer_hash.clone(),
+                threshold: report.threshold,
+                training: report,
+                rng: rng.provenance(),
+                trainer_version: env!("CARGO_PKG_VERSION").into(),
+            },
+        };
+        file.save(&job.out_dir.join(teacher_file_name(*k)))?;
+    }
+    Ok((todo.len(), reused))
+}
+
+/// Every teacher's vote on every query row: `[benign, malicious]` counts, the teachers batched.
+pub fn vote(teachers: &[ModelFile], queries: &DenseMatrix, device: Device) -> Result<privacy::VoteMatrix> {
+    let weights: Vec<_> = teachers.iter().map(|t| t.weights.clone()).collect();
+    let thresholds: Vec<f32> = teachers.iter().map(|t| t.info.threshold).collect();
+    let model = Ensemble::from_members(&weights, device)?;
+    let scores = model.scores(queries)?;
+    let votes = count_votes(&scores, &thresholds);
+    let rows: Vec<[u64; 2]> = votes.iter().map(|v| [v[0] as u64, v[1] as u64]).collect();
+    Ok(privacy::VoteMatrix::from_rows(&rows)?)
+}
+
+/// The teacher ensemble's score of each row: the fraction of teachers voting malicious (the
+/// noiseless plurality decides at 0.5).
+pub fn ensemble_vote_fraction(teachers: &[ModelFile], x: &DenseMatrix, device: Device) -> Result<Vec<f32>> {
+    let votes = vote(teachers, x, device)?;
+    Ok(votes.rows().map(|r| r[1] as f32 / (r[0] + r[1]).max(1) as f32).collect())
+}
+
+/// Trains the student on `queries` with their (noisily aggregated) labels; early stopping and the
+/// Youden threshold on the labelled validation samples.
+pub fn train_student(
+    train: LabeledRows,
+    validation: LabeledRows,
+    config: &TrainConfig,
+    featurizer_hash: &str,
+    rng: &RunRng,
+    device: Device,
+) -> Result<ModelFile> {
+    let dims = config.dims(train.x.cols);
+    let mut rngs = vec![rng.stream("student")];
+    let init = ensemble::init_members(&dims, &mut rngs);
+    let data_hash = shard_hash(featurizer_hash, &train.x, &train.y, &serde_json::json!({"training": config}));
+    eprintln!(
+        "student: {} labelled queries ({} malicious), {} validation samples, widths {dims:?}",
+        train.y.len(),
+        train.y.iter().filter(|&&y| y).count(),
+        validation.y.len()
+    );
+    let model = Ensemble::from_members(&init, device)?;
+    let (model, mut reports) =
+        ensemble::train(model, &[MemberData { train, holdout: validation }], config, &mut rngs, Mode::Batched, "student")?;
+    let report = reports.remove(0);
+    Ok(ModelFile {
+        weights: model.members()?.remove(0),
+        info: ModelInfo {
+            format_version: MODEL_FILE_VERSION,
+            role: ModelRole::Student,
+            shard: None,
+            shards: None,
+            data_hash,
+            featurizer_hash: featurizer_hash.into(),
+            threshold: report.threshold,
+            training: report,
+            rng: rng.provenance(),
+            trainer_version: env!("CARGO_PKG_VERSION").into(),
+        },
+    })
+}
+
+/// Scores of one model (e.g. the student) with libtorch.
+pub fn model_scores(model: &ModelFile, x: &DenseMatrix, device: Device) -> Result<Vec<f32>> {
+    let e = Ensemble::from_members(std::slice::from_ref(&model.weights), device)?;
+    Ok(e.scores(x)?.remove(0))
+}
+
+/// Metrics and ROC curve of `scores` at `threshold`.
+pub fn evaluate_scores(scores: &[f32], labels: &[bool], threshold: f32) -> (Metrics, Vec<RocPoint>) {
+    (Metrics::compute(scores, labels, threshold), roc_curve(scores, labels))
+}
+
+/// Reads a labels file (privacy format: one class index per line, `-` for no answer) as
+/// `Option<bool>` (true = malicious).
+pub fn read_labels(path: &Path) -> Result<Vec<Option<bool>>> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    let labels = privacy::aggregate::parse_labels(&text, path)?;
+    labels
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match l {
+            None => Ok(None),
+            Some(0) => Ok(Some(false)),
+            Some(1) => Ok(Some(true)),
+            Some(c) => Err(Error::Invalid(format!("{}:{}: class {c} (expected 0 = benign or 1 = malicious)", path.display(), i + 1))),
+        })
+        .collect()
+}
+
+/// Writes labels (true = malicious) in the privacy crate's label-file format, atomically.
+pub fn write_labels(path: &Path, labels: &[Option<bool>]) -> Result<()> {
+    let classes: Vec<Option<usize>> = labels.iter().map(|l| l.map(usize::from)).collect();
+    write_file(path, privacy::aggregate::format_labels(&classes).as_bytes())
+}
+
+/// Writes a file atomically.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    featurizer::write_atomic(path, bytes).map_err(|source| Error::Io { path: path.to_owned(), source })
+}
+
+/// Writes pretty JSON atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    bytes.push(b'\n');
+    write_file(path, &bytes)
+}
+
+/// Reads a feature matrix (the privacy crate's little-endian f32 matrix file).
+pub fn read_matrix(path: &Path) -> Result<DenseMatrix> {
+    let m = privacy::matrix::read_f32_matrix(path)?;
+    DenseMatrix::new(m.rows, m.cols, m.data)
+}
+
+/// Writes a feature matrix atomically (the privacy crate's f32 matrix file).
+pub fn write_matrix(path: &Path, m: &DenseMatrix) -> Result<()> {
+    let pm = privacy::matrix::F32Matrix::new(m.rows, m.cols, m.values.clone())?;
+    privacy::matrix::write_f32_matrix(path, &pm)?;
+    Ok(())
+}
+
+/// sha256 hex of a file's bytes.
+pub fn file_sha256(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    Ok(hex::encode(Sha256::digest(&bytes)))
+}
