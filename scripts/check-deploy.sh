@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# Validates every file under deploy/ as far as this machine allows (no Docker daemon, no running
+# systemd, no Kubernetes cluster), then runs the loopback Prometheus scrape check:
+#
+#   promtool      check config / check rules / test rules (alert unit tests)
+#   apache2 -t    the host site files, the container's httpd.conf, the Kubernetes ConfigMap's one
+#   systemd       systemd-analyze verify (must print nothing) and security --offline exposure
+#   pate-proxy    check-config on every proxy YAML in deploy/ (against a real bundle)
+#   Grafana       dashboard JSON: panels, metric names, PromQL syntax (via promtool)
+#   compose       compose-spec schema (check-jsonschema) and that every bind-mounted file exists
+#   Dockerfiles   hadolint
+#   Kubernetes    kubernetes-validate --strict (1.31 and 1.37 schemas) and cross-references
+#                 (ports, probes, ConfigMap keys, volumes, Indexed Job shard count)
+#   docs          every file in deploy/ is named in docs/deploy.md
+#   scrape        scripts/prometheus-scrape-check.sh (Apache + pate-proxy + Prometheus, loopback)
+#
+# Prints one line per check and ends with "N passed, N failed"; exits 1 if any failed.
+# PATE_SKIP_SCRAPE_CHECK=1 leaves the scrape check out (it needs pate-proxy and a bundle).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TMP=$(mktemp -d /tmp/pate-check-deploy.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+TOOLS=$ROOT/.deps/deploy-tools
+PROXY=${PATE_PROXY:-$ROOT/target/release/pate-proxy}
+passed=0; failed=0; skipped=0; failed_names=()
+skip() { skipped=$((skipped + 1)); printf 'skip  %s\n' "$1"; }
+
+# check NAME COMMAND...: runs it quietly; prints its output only when it fails.
+check() {
+  local name=$1; shift
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1)); printf 'ok    %s\n' "$name"
+    [ -n "${VERBOSE:-}" ] && [ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/      /'
+  else
+    failed=$((failed + 1)); failed_names+=("$name"); printf 'FAIL  %s\n' "$name"
+    printf '%s\n' "$out" | tail -n 40 | sed 's/^/      /'
+  fi
+  return 0
+}
+
+# --- validators from PyPI (deploy/check-tools.txt), in a venv of their own ----------------------
+ensure_tools() {
+  local want; want=$(sha256sum deploy/check-tools.txt | cut -d' ' -f1)
+  if [ "$(cat "$TOOLS/.installed" 2>/dev/null)" != "$want" ]; then
+    echo "[check-deploy] installing validators into .deps/deploy-tools (deploy/check-tools.txt)" >&2
+    python3 -m venv "$TOOLS" && "$TOOLS/bin/pip" install -q -r deploy/check-tools.txt && echo "$want" > "$TOOLS/.installed"
+  fi
+}
+ensure_tools || echo "[check-deploy] could not install the validators; their checks will fail" >&2
+PY=$TOOLS/bin/python
+
+# --- Prometheus -------------------------------------------------------------------------------
+check "promtool check config deploy/prometheus/prometheus.yml" promtool check config deploy/prometheus/prometheus.yml
+check "promtool check rules deploy/prometheus/pate-waf.rules.yml" promtool check rules deploy/prometheus/pate-waf.rules.yml
+check "promtool test rules deploy/prometheus/pate-waf.rules.test.yml (alert unit tests)" \
+  promtool test rules deploy/prometheus/pate-waf.rules.test.yml
+compose_prometheus() {  # the compose file mounts both files into one directory: do the same
+  mkdir -p "$TMP/compose-prom"
+  cp deploy/container/prometheus.yml deploy/prometheus/pate-waf.rules.yml "$TMP/compose-prom/"
+  promtool check config "$TMP/compose-prom/prometheus.yml"
+}
+check "promtool check config deploy/container/prometheus.yml (with the rules beside it, as compose mounts them)" compose_prometheus
+
+# --- Apache -------------------------------------------------------------------------------------
+M=/usr/lib/apache2/modules
+apache_host_files() {
+  mkdir -p "$TMP/apache-host"
+  cat > "$TMP/apache-host/httpd.conf" <<CONF
+ServerRoot "$TMP/apache-host"
+ServerName 127.0.0.1
+PidFile "$TMP/apache-host/httpd.pid"
+ErrorLog "$TMP/apache-host/error.log"
+Define APACHE_LOG_DIR $TMP/apache-host
+LoadModule mpm_event_module $M/mod_mpm_event.so
+LoadModule authz_core_module $M/mod_authz_core.so
+LoadModule remoteip_module $M/mod_remoteip.so
+LoadModule ssl_module $M/mod_ssl.so
+LoadModule socache_shmcb_module $M/mod_socache_shmcb.so
+LoadModule proxy_module $M/mod_proxy.so
+LoadModule proxy_http_module $M/mod_proxy_http.so
+LoadModule headers_module $M/mod_headers.so
+Include "$ROOT/deploy/apache/ports.conf"
+Listen 443
+Include "$ROOT/deploy/apache/pate-waf-backend.conf"
+Include "$ROOT/deploy/apache/pate-waf-tls-front.conf"
+CONF
+  apache2 -t -f "$TMP/apache-host/httpd.conf"
+}
+check "apache2 -t: deploy/apache/{ports.conf,pate-waf-backend.conf,pate-waf-tls-front.conf}" apache_host_files
+
+# apache_image_conf FILE: an httpd.conf written for the httpd:2.4 image, checked with Debian's
+# apache2: ServerRoot moved to a temp dir whose modules/ is Debian's, and the LoadModule lines of
+# modules Debian compiles in (log_config, unixd...) dropped.
+apache_image_conf() {
+  local src=$1 root; root=$(mktemp -d "$TMP/httpd-image.XXXX")
+  mkdir -p "$root/conf" "$root/htdocs"
+  ln -s "$M" "$root/modules"
+  cp /etc/mime.types "$root/conf/mime.types"
+  local builtin; builtin=$(apache2 -l | sed -n 's/^ *mod_\(.*\)\.c$/\1_module/p' | paste -sd'|')
+  sed -E -e "s#/usr/local/apache2#$root#g" -e "/^[[:space:]]*LoadModule ($builtin) /d" "$src" > "$root/conf/httpd.conf"
+  apache2 -t -f "$root/conf/httpd.conf"
+}
+check "apache2 -t: deploy/container/apache-httpd.conf (httpd:2.4 image layout)" apache_image_conf deploy/container/apache-httpd.conf
+configmap_key() {  # configmap_key FILE KEY OUT: extracts data.KEY of the ConfigMap in FILE
+  "$PY" - "$1" "$2" "$3" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+cm = next(d for d in docs if d["kind"] == "ConfigMap")
+open(sys.argv[3], "w").write(cm["data"][sys.argv[2]])
+PY
+}
+k8s_httpd() {
+  configmap_key deploy/kubernetes/proxy/configmap.yaml httpd.conf "$TMP/k8s-httpd.conf" && apache_image_conf "$TMP/k8s-httpd.conf"
+}
+check "apache2 -t: httpd.conf in deploy/kubernetes/proxy/configmap.yaml" k8s_httpd
+
+# --- systemd ----------------------------------------------------------------------------------
+systemd_verify() {
+  command -v systemd-analyze >/dev/null || { echo "systemd-analyze not found (Debian package systemd)"; return 1; }
+  # verify checks that ExecStart's binary exists: point it at a stand-in executable.
+  mkdir -p "$TMP/systemd"
+  local stand_in="$TMP/systemd/pate-proxy"; cp /bin/true "$stand_in"
+  sed "s#/usr/local/bin/pate-proxy#$stand_in#g" deploy/systemd/pate-proxy.service > "$TMP/systemd/pate-proxy.service"
+  local out; out=$(systemd-analyze verify "$TMP/systemd/pate-proxy.service" 2>&1) || { echo "$out"; return 1; }
+  # Unknown keys and bad values are warnings with exit status 0: clean means no output at all.
+  [ -z "$out" ] || { echo "$out"; return 1; }
+  systemd-analyze security --offline=yes "$TMP/systemd/pate-proxy.service" 2>&1 | grep 'Overall exposure'
+}
+check "systemd-analyze verify deploy/systemd/pate-proxy.service (clean)" systemd_verify
+if command -v logrotate >/dev/null; then
+  # Exit status 1 on an unknown directive or a bad value.
+  check "logrotate --debug deploy/systemd/pate-proxy.logrotate" \
+    logrotate --debug --state "$TMP/logrotate.state" deploy/systemd/pate-proxy.logrotate
+else
+  skip "logrotate --debug deploy/systemd/pate-proxy.logrotate (logrotate is not installed)"
+fi
+
+# --- the proxy YAMLs --------------------------------------------------------------------------
+proxy_yamls() {
+  configmap_key deploy/kubernetes/proxy/configmap.yaml pate-proxy.yaml "$TMP/k8s-pate-proxy.yaml" || return 1
+  local files=(deploy/systemd/pate-proxy.yaml deploy/container/pate-proxy.yaml "$TMP/k8s-pate-proxy.yaml")
+  # The contract keys (ARCHITECTURE.md) are present in each.
+  "$PY" - "${files[@]}" <<'PY' || return 1
+import sys, yaml
+for f in sys.argv[1:]:
+    c = yaml.safe_load(open(f))
+    missing = [k for k in ("listen", "upstream", "admin_listen", "bundle", "mode", "audit_log") if k not in c]
+    if missing: sys.exit(f"{f}: missing contract keys {missing}")
+    if c["mode"] not in ("detect", "block"): sys.exit(f"{f}: mode {c['mode']!r}")
+    if c["upstream"] != "127.0.0.1:8081": sys.exit(f"{f}: upstream {c['upstream']!r}, expected Apache on 127.0.0.1:8081")
+    print(f"{f}: contract keys present, mode {c['mode']}")
+PY
+  [ -x "$PROXY" ] || { echo "target/release/pate-proxy not built: cargo build --release -p proxy"; return 1; }
+  local bundle; bundle=$(scripts/deploy-bundle.sh) || return 1
+  for f in "${files[@]}"; do
+    sed -e "s#^\( *\)bundle:.*#\1bundle: \"$bundle\"#" -e "s#^\( *\)audit_log:.*#\1audit_log: \"$TMP/audit.jsonl\"#" \
+      "$f" > "$TMP/check-config.yaml"
+    "$PROXY" check-config --config "$TMP/check-config.yaml" || { echo "in $f"; return 1; }
+  done
+}
+check "pate-proxy check-config: deploy/systemd, deploy/container and the Kubernetes ConfigMap's YAML" proxy_yamls
+
+# --- Grafana ----------------------------------------------------------------------------------
+grafana_dashboard() {
+  "$PY" - deploy/grafana/dashboards/pate-waf.json "$TMP/dashboard-rules.yml" <<'PY' || return 1
+import json, sys, yaml
+dash = json.load(open(sys.argv[1]))
+assert dash["uid"] and dash["title"], "uid and title"
+panels = {p["title"]: p for p in dash["panels"]}
+def exprs(title):
+    return " ".join(t["expr"] for t in panels[title]["targets"])
+expected = {  # panel -> (type, text its queries must contain)
+    "Requests by verdict": ("timeseries", "sum by (verdict) (rate(patewaf_requests_total"),
+    "Block rate": ("stat", 'verdict=~"block|flag"'),
+    "Block rate over time": ("timeseries", 'verdict=~"block|flag"'),
+    "Score distribution": ("heatmap", "patewaf_score_bucket"),
+    "Scoring latency (p50, p99)": ("timeseries", "histogram_quantile(0.99, sum by (le) (rate(patewaf_scoring_duration_seconds_bucket"),
+    "Model (version, ε, δ, mechanism)": ("table", "patewaf_model_info"),
+    "Model reloads": ("timeseries", "patewaf_model_reloads_total"),
+    "Upstream (Apache) errors / s": ("timeseries", "patewaf_upstream_errors_total"),
+    "Ready": ("stat", "patewaf_ready"),
+}
+for title, (typ, text) in expected.items():
+    assert title in panels, f"missing panel {title!r}"
+    assert panels[title]["type"] == typ, f"{title}: type {panels[title]['type']}"
+    assert text in exprs(title), f"{title}: queries lack {text!r}"
+assert "histogram_quantile(0.5," in exprs("Scoring latency (p50, p99)"), "p50"
+assert "epsilon" in exprs("Model (version, ε, δ, mechanism)"), "ε column"
+assert panels["Score distribution"]["targets"][0]["format"] == "heatmap"
+ids = [p["id"] for p in dash["panels"]]
+assert len(ids) == len(set(ids)), "duplicate panel ids"
+names = {"patewaf_requests_total", "patewaf_score_bucket", "patewaf_scoring_duration_seconds_bucket",
+         "patewaf_model_info", "patewaf_model_reloads_total", "patewaf_upstream_errors_total", "patewaf_ready"}
+import re
+used = set(re.findall(r"patewaf_[a-z_]+", " ".join(t["expr"] for p in dash["panels"] for t in p["targets"])))
+assert used <= names, f"unknown metric names {used - names} (ARCHITECTURE.md, proxy metrics)"
+# Every query as a recording rule, so promtool parses the PromQL (variables as Grafana sets them).
+rules = [{"record": f"dashboard:panel{p['id']}:{t['refId']}",
+          "expr": t["expr"].replace("$__rate_interval", "1m").replace('"$instance"', '".*"')}
+         for p in dash["panels"] for t in p["targets"]]
+yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}, open(sys.argv[2], "w"))
+print(f"{len(panels)} panels, {len(rules)} queries")
+PY
+  promtool check rules "$TMP/dashboard-rules.yml"
+}
+check "Grafana dashboard: JSON, the expected panels, metric names, PromQL syntax" grafana_dashboard
+grafana_provisioning() {
+  "$PY" - <<'PY'
+import yaml
+ds = yaml.safe_load(open("deploy/grafana/provisioning/datasources/pate-waf.yaml"))
+assert ds["apiVersion"] == 1 and ds["datasources"][0]["type"] == "prometheus", "datasource"
+dp = yaml.safe_load(open("deploy/grafana/provisioning/dashboards/pate-waf.yaml"))
+path = dp["providers"][0]["options"]["path"]
+compose = yaml.safe_load(open("deploy/compose.yaml"))
+mounts = compose["services"]["grafana"]["volumes"]
+assert f"./grafana/dashboards:{path}:ro" in mounts, f"compose does not mount the dashboards at {path}"
+assert "./grafana/provisioning:/etc/grafana/provisioning:ro" in mounts
+print("provisioning path", path, "matches the compose mount")
+PY
+}
+check "Grafana provisioning files match the compose mounts" grafana_provisioning
+
+# --- containers ---------------------------------------------------------------------------------
+check "compose.yaml against the compose specification (check-jsonschema)" \
+  "$TOOLS/bin/check-jsonschema" --builtin-schema vendor.compose-spec deploy/compose.yaml
+compose_mounts() {
+  "$PY" - <<'PY'
+import os, yaml
+c = yaml.safe_load(open("deploy/compose.yaml"))
+for name, svc in c["services"].items():
+    for v in svc.get("volumes", []):
+        src = v.split(":")[0]
+        if src.startswith("./") or src.startswith("../"):
+            assert os.path.exists(os.path.join("deploy", src)), f"{name}: {src} does not exist"
+    if "build" in svc:
+        df = os.path.join("deploy", svc["build"]["context"], svc["build"]["dockerfile"])
+        assert os.path.exists(df), f"{name}: {df} missing"
+assert c["services"]["pate-proxy"]["network_mode"] == "service:apache"
+print("bind mounts and build files exist")
+PY
+}
+check "compose.yaml: every bind-mounted file and the Dockerfile exist" compose_mounts
+check "hadolint deploy/container/Dockerfile" "$TOOLS/bin/hadolint" deploy/container/Dockerfile
+check "hadolint deploy/container/Dockerfile.trainer" "$TOOLS/bin/hadolint" deploy/container/Dockerfile.trainer
+
+# --- Kubernetes -------------------------------------------------------------------------------
+K8S=(deploy/kubernetes/namespace.yaml deploy/kubernetes/proxy/*.yaml deploy/kubernetes/training/*.yaml)
+for v in 1.31.0 1.37.0; do
+  check "kubernetes-validate --strict -k $v deploy/kubernetes/**.yaml" \
+    "$TOOLS/bin/kubernetes-validate" --strict --quiet -k "$v" "${K8S[@]}"
+done
+k8s_references() {
+  "$PY" - "${K8S[@]}" <<'PY'
+import re, sys, yaml
+objs = [d for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d]
+by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+ns = {o["metadata"].get("namespace") for o in objs if o["kind"] != "Namespace"}
+assert ns == {"pate-waf"}, f"namespaces {ns}"
+def pod_checks(kind, name, spec):
+    for vol in spec.get("volumes", []):
+        if "configMap" in vol: assert ("ConfigMap", vol["configMap"]["name"]) in by, f"{name}: ConfigMap {vol['configMap']['name']}"
+        if "persistentVolumeClaim" in vol:
+            assert ("PersistentVolumeClaim", vol["persistentVolumeClaim"]["claimName"]) in by, f"{name}: PVC {vol['persistentVolumeClaim']['claimName']}"
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    for c in spec["containers"]:
+        ports = {p["name"] for p in c.get("ports", [])}
+        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+            if probe in c and "httpGet" in c[probe]:
+                assert c[probe]["httpGet"]["port"] in ports, f"{name}/{c['name']}: {probe} port"
+        for m in c.get("volumeMounts", []):
+            assert m["name"] in vols, f"{name}/{c['name']}: volume {m['name']}"
+            v = vols[m["name"]]
+            if "subPath" in m and "configMap" in v:
+                data = by[("ConfigMap", v["configMap"]["name"])]["data"]
+                assert m["subPath"] in data, f"{name}/{c['name']}: ConfigMap key {m['subPath']}"
+dep = by[("Deployment", "pate-waf")]
+spec = dep["spec"]["template"]["spec"]
+pod_checks("Deployment", "pate-waf", spec)
+assert dep["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+proxy = next(c for c in spec["containers"] if c["name"] == "pate-proxy")
+assert proxy["readinessProbe"]["httpGet"]["path"] == "/ready" and proxy["livenessProbe"]["httpGet"]["path"] == "/live"
+cfg = yaml.safe_load(by[("ConfigMap", "pate-waf-config")]["data"]["pate-proxy.yaml"])
+admin_port = int(cfg["admin_listen"].rsplit(":", 1)[1]); http_port = int(cfg["listen"].rsplit(":", 1)[1])
+ports = {p["name"]: p["containerPort"] for p in proxy["ports"]}
+assert ports == {"http": http_port, "admin": admin_port}, f"container ports {ports} vs proxy YAML {cfg['listen']} {cfg['admin_listen']}"
+assert cfg["bundle"].startswith(next(m["mountPath"] for m in proxy["volumeMounts"] if m["name"] == "bundles"))
+assert spec["terminationGracePeriodSeconds"] > cfg["grace_period_seconds"] + 5
+svc = by[("Service", "pate-waf")]
+assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+assert svc["spec"]["ports"][0]["targetPort"] in ports
+# The Indexed Job: one pod per shard, `--shard $(JOB_COMPLETION_INDEX)/N` with N = completions = teachers.count.
+job = by[("Job", "pate-teachers")]
+assert job["spec"]["completionMode"] == "Indexed"
+jspec = job["spec"]["template"]["spec"]; pod_checks("Job", "pate-teachers", jspec)
+c = jspec["containers"][0]; args = c["args"]
+assert args[0] == "teach"
+shard = args[args.index("--shard") + 1]
+m = re.fullmatch(r"\$\(JOB_COMPLETION_INDEX\)/(\d+)", shard); assert m, f"--shard {shard}"
+assert "JOB_COMPLETION_INDEX" in {e["name"] for e in c["env"]}, "$(VAR) expands only declared env vars"
+train = yaml.safe_load(by[("ConfigMap", "pate-trainer-config")]["data"]["train.yaml"])
+n = int(m.group(1))
+assert n == job["spec"]["completions"] == train["teachers"]["count"], f"N={n}, completions={job['spec']['completions']}, teachers.count={train['teachers']['count']}"
+student = by[("Job", "pate-student")]; pod_checks("Job", "pate-student", student["spec"]["template"]["spec"])
+print(f"{len(objs)} objects; Indexed Job with {n} shards; probes, ports, ConfigMap keys and volumes resolve")
+PY
+}
+check "Kubernetes cross-references (ports, probes, ConfigMap keys, volumes, shard count)" k8s_references
+student_script() {
+  configmap_key deploy/kubernetes/training/configmap.yaml student.sh "$TMP/student.sh" && sh -n "$TMP/student.sh"
+}
+check "sh -n on student.sh in deploy/kubernetes/training/configmap.yaml" student_script
+
+# --- docs ---------------------------------------------------------------------------------------
+docs_reference_deploy() {
+  local missing=0 f
+  while IFS= read -r f; do
+    grep -qF "$f" docs/deploy.md || { echo "docs/deploy.md does not mention $f"; missing=1; }
+  done < <(git ls-files --cached --others --exclude-standard deploy | sort)
+  return $missing
+}
+check "every file in deploy/ is referenced by docs/deploy.md" docs_reference_deploy
+
+# --- the loopback scrape check ------------------------------------------------------------------
+if [ "${PATE_SKIP_SCRAPE_CHECK:-0}" = 1 ]; then
+  skip "scripts/prometheus-scrape-check.sh (PATE_SKIP_SCRAPE_CHECK=1)"
+else
+  check "scripts/prometheus-scrape-check.sh (Apache + pate-proxy + Prometheus on loopback)" scripts/prometheus-scrape-check.sh
+fi
+
+echo
+[ "$failed" -eq 0 ] || printf 'failed: %s\n' "${failed_names[@]}"
+echo "deploy: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
