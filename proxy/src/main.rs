@@ -1,2 +1,91 @@
-//! `pate-proxy` (skeleton; see the proxy issue).
-fn main() {}
+//! `pate-proxy`: the inline filter in front of Apache.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// pate-proxy: a reverse proxy (pingora) that scores every request with a PATE-trained student
+/// model (ONNX Runtime) and blocks (403) or flags it before it reaches the upstream (Apache).
+///
+/// Signals: SIGHUP reloads the bundle and reopens the audit log (like POST /reload on the admin
+/// address); SIGTERM stops gracefully (waits up to grace_period_seconds); SIGINT stops at once;
+/// SIGQUIT hands the sockets to a new process started with --upgrade.
+#[derive(Parser)]
+#[command(name = "pate-proxy", version, after_help = CONFIG_HELP)]
+struct Cli {
+    /// Configuration file (YAML; see below).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Take the listening sockets over from a running pate-proxy (after sending it SIGQUIT).
+    #[arg(long)]
+    upgrade: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate the configuration file and the bundle it names, then exit (0 = valid).
+    CheckConfig,
+    /// Run the proxy (the default when no subcommand is given).
+    Run,
+}
+
+const CONFIG_HELP: &str = "\
+Configuration keys (YAML):
+  listen: \"127.0.0.1:8080\"        address of the proxy                        (required)
+  upstream: \"127.0.0.1:8081\"      Apache                                       (required)
+  admin_listen: \"127.0.0.1:9090\"  GET /metrics /live /ready, POST /reload       (required)
+  bundle: \"runs/quick/bundle\"     bundle dir from `pate-trainer export`         (required)
+  audit_log: \"audit.jsonl\"        JSON lines for flagged/blocked/failed requests (required)
+  mode: detect|block              default detect (forward and record)
+  threshold: 0.5                  override the bundle's threshold (default: the bundle's)
+  on_error: open|closed           scoring failure: forward (default) or 503
+  body_limit_bytes: 65536         urlencoded POST/PUT body bytes scored (max 65536)
+  body_over_limit: truncate|reject  score the prefix (default) or answer 413
+  routes:                         first match wins
+    - {path: \"/health\", exclude: true}
+    - {prefix: \"/admin/\", mode: block}
+  audit_target_max_bytes: 2048    audit_redact_values: false    audit_top_tokens: 5
+  log_level: info                 threads: 2                    grace_period_seconds: 5
+  upstream_connect_timeout_ms: 2000   onnxruntime_library: null (= $ORT_DYLIB_PATH)
+  upgrade_sock: null (= /tmp/pate-proxy-<port>.upgrade.sock)";
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Some(path) = cli.config else {
+        eprintln!("error: --config FILE is required (see --help)");
+        return ExitCode::from(2);
+    };
+    let config = match proxy::Config::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command {
+        Some(Command::CheckConfig) => match proxy::server::check_config(&config) {
+            Ok(summary) => {
+                println!("{}: {summary}", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", path.display());
+                ExitCode::from(2)
+            }
+        },
+        Some(Command::Run) | None => {
+            proxy::server::init_logging(&config.log_level);
+            match proxy::server::run(config, cli.upgrade) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

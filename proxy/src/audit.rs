@@ -1,0 +1,245 @@
+//! The audit log: one JSON object per line for every flagged, blocked or failed request.
+//!
+//! Every value goes through `serde_json`, so the line is valid JSON whatever bytes the client sent
+//! (invalid UTF-8 is replaced by U+FFFD first). The file is opened in append mode and can be
+//! reopened (SIGHUP, `POST /reload`) so that logrotate's `create`/`move` scheme works.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::error::ProxyError;
+
+/// One token and its weight in the request's feature vector (from `Featurizer::explain`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenWeight {
+    /// The vocabulary token.
+    pub token: String,
+    /// Its l1-normalized TF-IDF weight in this request.
+    pub weight: f32,
+}
+
+/// One audit record (one line).
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditRecord<'a> {
+    /// RFC 3339 UTC time with milliseconds.
+    pub time: String,
+    /// The id also sent to the client (403 body, `X-Request-Id`).
+    pub request_id: &'a str,
+    /// Client IP and port.
+    pub client: String,
+    /// HTTP method.
+    pub method: &'a str,
+    /// Path and query, possibly redacted, truncated to `audit_target_max_bytes`.
+    pub target: String,
+    /// Whether `target` was cut.
+    pub target_truncated: bool,
+    /// Scored body prefix (urlencoded POST/PUT), possibly redacted and truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Student probability; `None` when scoring failed.
+    pub score: Option<f32>,
+    /// Threshold in force.
+    pub threshold: Option<f32>,
+    /// `block`, `flag` or `error`.
+    pub verdict: &'a str,
+    /// Mode in force for this request (global or route override).
+    pub mode: &'a str,
+    /// Serving model version.
+    pub model_version: Option<&'a str>,
+    /// Highest-weighted tokens, heaviest first.
+    pub top_tokens: Vec<TokenWeight>,
+    /// Why, when it is not the score (e.g. `scoring_error: ...`, `body_over_limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Append-only JSON-lines writer that can reopen its file.
+pub struct AuditLog {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+fn open_append(path: &Path) -> Result<File, ProxyError> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| ProxyError::Io { path: path.to_path_buf(), source: e })
+}
+
+impl AuditLog {
+    /// Opens (creates) `path` for appending.
+    pub fn open(path: &Path) -> Result<Self, ProxyError> {
+        Ok(Self { path: path.to_path_buf(), file: Mutex::new(open_append(path)?) })
+    }
+
+    /// The file this log writes to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reopens the file (after rotation); on failure the old handle stays.
+    pub fn reopen(&self) -> Result<(), ProxyError> {
+        let fresh = open_append(&self.path)?;
+        let mut guard = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *guard = fresh;
+        Ok(())
+    }
+
+    /// Writes one record as one line. One `write_all` of the whole line on an `O_APPEND` file, so
+    /// concurrent writers (and a rotated file) never interleave partial lines.
+    pub fn write(&self, record: &AuditRecord<'_>) -> Result<(), ProxyError> {
+        let mut line = serde_json::to_vec(record)
+            .map_err(|e| ProxyError::Io { path: self.path.clone(), source: e.into() })?;
+        line.push(b'\n');
+        let mut guard = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        guard
+            .write_all(&line)
+            .map_err(|e| ProxyError::Io { path: self.path.clone(), source: e })
+    }
+}
+
+/// Lossy UTF-8 of `bytes`, cut to at most `max_bytes` bytes at a character boundary.
+/// Returns the text and whether it was cut.
+pub fn truncate_text(bytes: &[u8], max_bytes: usize) -> (String, bool) {
+    let text = String::from_utf8_lossy(bytes);
+    if text.len() <= max_bytes {
+        return (text.into_owned(), false);
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (text[..end].to_string(), true)
+}
+
+/// Replaces the value of every `name=value` pair of a query string or urlencoded body by
+/// `REDACTED` (names stay: they say what was sent without saying the secret).
+pub fn redact_pairs(pairs: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(pairs.len());
+    for (i, pair) in pairs.split(|&b| b == b'&').enumerate() {
+        if i > 0 {
+            out.push(b'&');
+        }
+        match pair.iter().position(|&b| b == b'=') {
+            Some(eq) => {
+                out.extend_from_slice(&pair[..=eq]);
+                if eq + 1 < pair.len() {
+                    out.extend_from_slice(b"REDACTED");
+                }
+            }
+            None => out.extend_from_slice(pair),
+        }
+    }
+    out
+}
+
+/// Redacts the query part of a request target (`/path?a=1` → `/path?a=REDACTED`).
+pub fn redact_target(target: &[u8]) -> Vec<u8> {
+    match target.iter().position(|&b| b == b'?') {
+        Some(q) => {
+            let mut out = target[..=q].to_vec();
+            out.extend(redact_pairs(&target[q + 1..]));
+            out
+        }
+        None => target.to_vec(),
+    }
+}
+
+/// Current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-22T12:34:56.789Z`.
+pub fn now_rfc3339() -> String {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    format_rfc3339(since_epoch.as_secs() as i64, since_epoch.subsec_millis())
+}
+
+/// Formats Unix seconds + milliseconds as RFC 3339 UTC.
+///
+/// Civil date from days since 1970-01-01: H. Hinnant, "chrono-Compatible Low-Level Date
+/// Algorithms", `civil_from_days`.
+pub fn format_rfc3339(unix_seconds: i64, millis: u32) -> String {
+    let days = unix_seconds.div_euclid(86_400);
+    let secs_of_day = unix_seconds.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        secs_of_day / 3600,
+        secs_of_day % 3600 / 60,
+        secs_of_day % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(format_rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(format_rfc3339(1_795_350_896, 789), "2026-11-22T12:34:56.789Z");
+    }
+
+    #[test]
+    fn truncation_keeps_utf8_boundaries() {
+        assert_eq!(truncate_text(b"abc", 3), ("abc".to_string(), false));
+        let (t, cut) = truncate_text("aé€".as_bytes(), 3);
+        assert_eq!((t.as_str(), cut), ("aé", true));
+        let (t, cut) = truncate_text(b"\xff\xfeok", 100);
+        assert_eq!((t.as_str(), cut), ("\u{fffd}\u{fffd}ok", false));
+    }
+
+    #[test]
+    fn redaction_keeps_names_drops_values() {
+        assert_eq!(redact_target(b"/a/b?user=x&pw=secret&flag"), b"/a/b?user=REDACTED&pw=REDACTED&flag");
+        assert_eq!(redact_target(b"/no/query"), b"/no/query");
+        assert_eq!(redact_pairs(b"a=&b=2"), b"a=&b=REDACTED");
+    }
+
+    #[test]
+    fn lines_are_valid_json_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let nasty = "\"quote\" \\ back\nnewline \u{0} nul </script>";
+        let record = AuditRecord {
+            time: now_rfc3339(),
+            request_id: "id-1",
+            client: "127.0.0.1:5".into(),
+            method: "GET",
+            target: nasty.into(),
+            target_truncated: false,
+            body: None,
+            score: Some(0.9),
+            threshold: Some(0.5),
+            verdict: "block",
+            mode: "block",
+            model_version: Some("v1"),
+            top_tokens: vec![TokenWeight { token: "'".into(), weight: 0.5 }],
+            reason: None,
+        };
+        log.write(&record).unwrap();
+        std::fs::rename(&path, dir.path().join("audit.jsonl.1")).unwrap();
+        log.reopen().unwrap();
+        log.write(&record).unwrap();
+        for file in [dir.path().join("audit.jsonl.1"), path] {
+            let text = std::fs::read_to_string(file).unwrap();
+            assert_eq!(text.lines().count(), 1);
+            let v: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+            assert_eq!(v["target"], nasty);
+            assert_eq!(v["verdict"], "block");
+        }
+    }
+}

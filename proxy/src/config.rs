@@ -1,0 +1,345 @@
+//! The proxy's one YAML configuration file.
+//!
+//! The top-level keys `listen`, `upstream`, `admin_listen`, `bundle`, `mode` and `audit_log` are a
+//! fixed contract (scripts, docs and the deployment examples rely on them); every other key has a
+//! default. Unknown keys are rejected (`deny_unknown_fields`) so that a typo such as `treshold`
+//! is an error naming the key, not a silently ignored setting.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ProxyError;
+
+/// The largest request body the proxy buffers before connecting upstream.
+///
+/// pingora replays a buffered body to the upstream from its retry buffer, which holds at most
+/// 64 KiB (`BODY_BUF_LIMIT` in pingora-core 0.9); a larger buffer would lose bytes, so the limit
+/// is capped there and `check-config` rejects anything above it.
+pub const MAX_BODY_LIMIT_BYTES: usize = 64 * 1024;
+
+/// What the proxy does with a request whose score is at or above the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Answer 403 before any byte reaches the upstream.
+    Block,
+    /// Forward everything and record the verdict (the safe default, as ModSecurity and Coraza ship).
+    Detect,
+}
+
+impl Mode {
+    /// The lowercase name used in the audit log and the YAML file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Block => "block",
+            Mode::Detect => "detect",
+        }
+    }
+}
+
+/// What the proxy does when scoring fails (no model, featurizer or ONNX Runtime error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// Log, count, forward the request.
+    Open,
+    /// Log, count, answer 503.
+    Closed,
+}
+
+/// What the proxy does with an urlencoded body larger than `body_limit_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyOverLimit {
+    /// Score the first `body_limit_bytes` bytes, forward the whole body.
+    Truncate,
+    /// Answer 413 without connecting upstream.
+    Reject,
+}
+
+/// One per-route rule; the first rule whose path matches applies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// Exact path (without the query) this rule applies to.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Path prefix this rule applies to.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// `true`: forward without scoring (counted as `verdict="excluded"`).
+    #[serde(default)]
+    pub exclude: bool,
+    /// Mode for this route, overriding the global `mode`.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+}
+
+impl Route {
+    /// Whether `path` (the request path without the query) is covered by this rule.
+    pub fn matches(&self, path: &str) -> bool {
+        match (&self.path, &self.prefix) {
+            (Some(exact), _) => path == exact,
+            (None, Some(prefix)) => path.starts_with(prefix.as_str()),
+            (None, None) => false,
+        }
+    }
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address the proxy listens on, e.g. `"127.0.0.1:8080"`.
+    pub listen: String,
+    /// Upstream (Apache) address, e.g. `"127.0.0.1:8081"`.
+    pub upstream: String,
+    /// Admin server address (`/metrics`, `/live`, `/ready`, `/reload`), e.g. `"127.0.0.1:9090"`.
+    pub admin_listen: String,
+    /// Bundle directory written by `pate-trainer export` (model.onnx, featurizer.json, bundle.yaml).
+    pub bundle: PathBuf,
+    /// `detect` (default) or `block`.
+    #[serde(default = "default_mode")]
+    pub mode: Mode,
+    /// JSON-lines audit log of flagged, blocked and failed requests.
+    pub audit_log: PathBuf,
+    /// Threshold override; `null` uses the bundle's threshold.
+    #[serde(default)]
+    pub threshold: Option<f32>,
+    /// `open` (default: forward) or `closed` (503) when scoring fails.
+    #[serde(default = "default_on_error")]
+    pub on_error: OnError,
+    /// Bytes of an urlencoded POST/PUT body read and scored before connecting upstream.
+    #[serde(default = "default_body_limit")]
+    pub body_limit_bytes: usize,
+    /// `truncate` (default: score the prefix) or `reject` (413) for a body over the limit.
+    #[serde(default = "default_body_over_limit")]
+    pub body_over_limit: BodyOverLimit,
+    /// Per-route exclusions and mode overrides; the first match wins.
+    #[serde(default)]
+    pub routes: Vec<Route>,
+    /// Path and query longer than this are truncated in the audit log (at a UTF-8 boundary).
+    #[serde(default = "default_audit_target_max_bytes")]
+    pub audit_target_max_bytes: usize,
+    /// Replace every query/body parameter value by `REDACTED` in the audit log.
+    #[serde(default)]
+    pub audit_redact_values: bool,
+    /// How many of the highest-weighted tokens the audit log records.
+    #[serde(default = "default_audit_top_tokens")]
+    pub audit_top_tokens: usize,
+    /// `error`, `warn`, `info`, `debug` or `trace`; `RUST_LOG` overrides it.
+    #[serde(default = "default_log_level")]
+    pub log_level: String,
+    /// Worker threads of the proxy service (also the number of ONNX Runtime sessions).
+    #[serde(default = "default_threads")]
+    pub threads: usize,
+    /// Seconds pingora waits for in-flight requests on SIGTERM before stopping.
+    #[serde(default = "default_grace_period_seconds")]
+    pub grace_period_seconds: u64,
+    /// Timeout for connecting to the upstream, in milliseconds.
+    #[serde(default = "default_upstream_connect_timeout_ms")]
+    pub upstream_connect_timeout_ms: u64,
+    /// Path of the ONNX Runtime shared library; `null` uses `ORT_DYLIB_PATH`.
+    #[serde(default)]
+    pub onnxruntime_library: Option<PathBuf>,
+    /// Unix socket for pingora's graceful upgrade (SIGQUIT to the old process, `--upgrade` on the
+    /// new one); `null` = `/tmp/pate-proxy-<listen port>.upgrade.sock`.
+    #[serde(default)]
+    pub upgrade_sock: Option<PathBuf>,
+}
+
+fn default_mode() -> Mode {
+    Mode::Detect
+}
+fn default_on_error() -> OnError {
+    OnError::Open
+}
+fn default_body_limit() -> usize {
+    MAX_BODY_LIMIT_BYTES
+}
+fn default_body_over_limit() -> BodyOverLimit {
+    BodyOverLimit::Truncate
+}
+fn default_audit_target_max_bytes() -> usize {
+    2048
+}
+fn default_audit_top_tokens() -> usize {
+    5
+}
+fn default_log_level() -> String {
+    "info".to_string()
+}
+fn default_threads() -> usize {
+    2
+}
+fn default_grace_period_seconds() -> u64 {
+    5
+}
+fn default_upstream_connect_timeout_ms() -> u64 {
+    2000
+}
+
+const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+
+impl Config {
+    /// Parses YAML text; `origin` names the file in errors.
+    ///
+    /// serde_yaml's messages name the offending key and its line (e.g. ``unknown field `treshold`,
+    /// expected one of ... at line 7 column 1``); semantic checks name the key themselves.
+    pub fn from_yaml(text: &str, origin: &Path) -> Result<Self, ProxyError> {
+        let config: Config = serde_yaml::from_str(text).map_err(|e| ProxyError::Config {
+            path: origin.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        config.validate(origin)?;
+        Ok(config)
+    }
+
+    /// Reads and parses a configuration file.
+    pub fn load(path: &Path) -> Result<Self, ProxyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ProxyError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        Self::from_yaml(&text, path)
+    }
+
+    /// Checks what the YAML schema cannot: addresses, ranges, route rules.
+    pub fn validate(&self, origin: &Path) -> Result<(), ProxyError> {
+        let bad = |key: &str, message: String| ProxyError::Config {
+            path: origin.to_path_buf(),
+            message: format!("key `{key}`: {message}"),
+        };
+        for (key, value) in [
+            ("listen", &self.listen),
+            ("upstream", &self.upstream),
+            ("admin_listen", &self.admin_listen),
+        ] {
+            value.parse::<SocketAddr>().map_err(|e| {
+                bad(key, format!("expected an IP:port address such as \"127.0.0.1:8080\", got {value:?} ({e})"))
+            })?;
+        }
+        if self.listen == self.admin_listen {
+            return Err(bad("admin_listen", format!("must differ from `listen` ({})", self.listen)));
+        }
+        if let Some(t) = self.threshold {
+            if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
+                return Err(bad("threshold", format!("expected a probability in [0, 1], got {t}")));
+            }
+        }
+        if self.body_limit_bytes > MAX_BODY_LIMIT_BYTES {
+            return Err(bad(
+                "body_limit_bytes",
+                format!(
+                    "at most {MAX_BODY_LIMIT_BYTES} (pingora's replay buffer), got {}",
+                    self.body_limit_bytes
+                ),
+            ));
+        }
+        if self.threads == 0 {
+            return Err(bad("threads", "expected at least 1".to_string()));
+        }
+        if !LOG_LEVELS.contains(&self.log_level.as_str()) {
+            return Err(bad(
+                "log_level",
+                format!("expected one of {LOG_LEVELS:?}, got {:?}", self.log_level),
+            ));
+        }
+        for (i, route) in self.routes.iter().enumerate() {
+            let key = format!("routes[{i}]");
+            let pattern = match (&route.path, &route.prefix) {
+                (Some(p), None) | (None, Some(p)) => p,
+                _ => return Err(bad(&key, "expected exactly one of `path` or `prefix`".to_string())),
+            };
+            if !pattern.starts_with('/') {
+                return Err(bad(&key, format!("a path or prefix starts with '/', got {pattern:?}")));
+            }
+            if route.exclude && route.mode.is_some() {
+                return Err(bad(&key, "`exclude: true` and `mode` exclude each other".to_string()));
+            }
+            if !route.exclude && route.mode.is_none() {
+                return Err(bad(&key, "expected `exclude: true` or a `mode`".to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The graceful-upgrade socket in force.
+    pub fn upgrade_sock_path(&self) -> PathBuf {
+        self.upgrade_sock.clone().unwrap_or_else(|| {
+            let port = self.listen.rsplit(':').next().unwrap_or("0");
+            PathBuf::from(format!("/tmp/pate-proxy-{port}.upgrade.sock"))
+        })
+    }
+
+    /// The rule that applies to `path`, if any.
+    pub fn route_for(&self, path: &str) -> Option<&Route> {
+        self.routes.iter().find(|r| r.matches(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "listen: \"127.0.0.1:8080\"\nupstream: \"127.0.0.1:8081\"\nadmin_listen: \"127.0.0.1:9090\"\nbundle: \"runs/quick/bundle\"\naudit_log: \"audit.jsonl\"\n";
+
+    #[test]
+    fn minimal_config_gets_defaults() {
+        let c = Config::from_yaml(MINIMAL, Path::new("m.yaml")).unwrap();
+        assert_eq!(c.mode, Mode::Detect);
+        assert_eq!(c.on_error, OnError::Open);
+        assert_eq!(c.body_limit_bytes, MAX_BODY_LIMIT_BYTES);
+        assert!(c.routes.is_empty());
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_its_line() {
+        let text = format!("{MINIMAL}treshold: 0.5\n");
+        let err = Config::from_yaml(&text, Path::new("t.yaml")).unwrap_err().to_string();
+        assert!(err.contains("treshold"), "{err}");
+        assert!(err.contains("t.yaml"), "{err}");
+        assert!(err.contains("line 6"), "{err}");
+    }
+
+    #[test]
+    fn missing_contract_key_is_named() {
+        let text = MINIMAL.replace("bundle: \"runs/quick/bundle\"\n", "");
+        let err = Config::from_yaml(&text, Path::new("t.yaml")).unwrap_err().to_string();
+        assert!(err.contains("bundle"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (line, key) in [
+            ("mode: blocking\n", "mode"),
+            ("threshold: 1.5\n", "threshold"),
+            ("body_limit_bytes: 1000000\n", "body_limit_bytes"),
+            ("log_level: loud\n", "log_level"),
+            ("routes:\n  - prefix: \"static\"\n    exclude: true\n", "routes[0]"),
+            ("routes:\n  - path: \"/a\"\n    prefix: \"/b\"\n    exclude: true\n", "routes[0]"),
+        ] {
+            let err = Config::from_yaml(&format!("{MINIMAL}{line}"), Path::new("t.yaml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{line:?}: {err}");
+        }
+        let err = Config::from_yaml(&MINIMAL.replace("127.0.0.1:8081", "apache"), Path::new("t.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("upstream"), "{err}");
+    }
+
+    #[test]
+    fn first_matching_route_wins() {
+        let text = format!(
+            "{MINIMAL}routes:\n  - path: \"/health\"\n    exclude: true\n  - prefix: \"/admin/\"\n    mode: block\n  - prefix: \"/\"\n    mode: detect\n"
+        );
+        let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
+        assert!(c.route_for("/health").unwrap().exclude);
+        assert!(c.route_for("/healthz").is_some_and(|r| r.mode == Some(Mode::Detect)));
+        assert_eq!(c.route_for("/admin/x").unwrap().mode, Some(Mode::Block));
+    }
+}

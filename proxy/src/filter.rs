@@ -1,0 +1,308 @@
+//! The request path: pingora's `ProxyHttp` callbacks.
+//!
+//! The verdict is reached in `request_filter`, which pingora runs before it selects or connects
+//! to the upstream, so a blocked request never reaches Apache. For urlencoded POST/PUT bodies the
+//! body is read there too (up to `body_limit_bytes`) with pingora's retry buffering on: pingora
+//! then replays the buffered bytes to the upstream and streams the rest.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use featurizer::RequestParts;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::prelude::HttpPeer;
+use pingora::proxy::{ProxyHttp, Session};
+use pingora::{Error, ErrorSource, Result};
+
+use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
+use crate::config::{BodyOverLimit, Mode, OnError};
+use crate::error::ProxyError;
+use crate::model::ServingModel;
+use crate::state::Shared;
+
+/// `Via` value added to forwarded requests (RFC 9110 §7.6.3).
+pub const VIA: &str = "1.1 pate-waf";
+
+/// The pingora proxy application.
+pub struct WafProxy {
+    shared: Arc<Shared>,
+    upstream: SocketAddr,
+}
+
+/// Per-request state.
+#[derive(Debug, Default)]
+pub struct RequestCtx {
+    /// Sent to the client (`X-Request-Id`, 403 body), the upstream and the audit log.
+    pub request_id: String,
+    /// The verdict counted for this request.
+    pub verdict: Option<&'static str>,
+}
+
+/// What reading the request body for scoring gave.
+enum ScoredBody {
+    /// No body is scored (not an urlencoded POST/PUT).
+    NotScored,
+    /// The body, or its first `body_limit_bytes` bytes.
+    Prefix(Vec<u8>),
+    /// The body is larger than the limit (or than pingora can replay) and must be refused.
+    OverLimit(String),
+}
+
+impl WafProxy {
+    /// A proxy that forwards to the configured upstream.
+    pub fn new(shared: Arc<Shared>) -> Result<Self, ProxyError> {
+        let upstream = shared.config.upstream.parse::<SocketAddr>().map_err(|e| ProxyError::Config {
+            path: Default::default(),
+            message: format!("key `upstream`: {e}"),
+        })?;
+        Ok(Self { shared, upstream })
+    }
+
+    /// Reads the body of an urlencoded POST/PUT up to the limit, before any upstream connection.
+    async fn read_scored_body(&self, session: &mut Session) -> Result<ScoredBody> {
+        let header = session.req_header();
+        let method = &header.method;
+        if method != http::Method::POST && method != http::Method::PUT {
+            return Ok(ScoredBody::NotScored);
+        }
+        let urlencoded = header
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded"));
+        if !urlencoded {
+            return Ok(ScoredBody::NotScored);
+        }
+        let declared = header
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let limit = self.shared.config.body_limit_bytes;
+        let policy = self.shared.config.body_over_limit;
+        if policy == BodyOverLimit::Reject && declared.is_some_and(|n| n > limit as u64) {
+            return Ok(ScoredBody::OverLimit(format!(
+                "body_over_limit: Content-Length {} > body_limit_bytes {limit}",
+                declared.unwrap_or_default()
+            )));
+        }
+        session.enable_retry_buffering();
+        let mut body = Vec::new();
+        while body.len() < limit {
+            match session.read_request_body().await? {
+                Some(chunk) => body.extend_from_slice(&chunk),
+                None => break,
+            }
+        }
+        let over = body.len() > limit || !session.is_body_done();
+        if over && policy == BodyOverLimit::Reject {
+            return Ok(ScoredBody::OverLimit(format!("body_over_limit: more than body_limit_bytes {limit}")));
+        }
+        // pingora replays at most 64 KiB of buffered body; beyond that the bytes already read are
+        // gone, and forwarding the rest alone would corrupt the request.
+        if session.as_ref().retry_buffer_truncated() {
+            return Ok(ScoredBody::OverLimit(format!(
+                "body_over_limit: {} bytes read before the verdict exceed pingora's replay buffer",
+                body.len()
+            )));
+        }
+        body.truncate(limit);
+        Ok(ScoredBody::Prefix(body))
+    }
+
+    fn audit(
+        &self,
+        ctx: &RequestCtx,
+        session: &Session,
+        parts: &RequestParts<'_>,
+        model: Option<&ServingModel>,
+        score: Option<f32>,
+        mode: Mode,
+        reason: Option<String>,
+    ) {
+        let Some(verdict) = ctx.verdict else { return };
+        let config = &self.shared.config;
+        let redact = config.audit_redact_values;
+        let raw_target = if redact { redact_target(parts.target) } else { parts.target.to_vec() };
+        let (target, target_truncated) = truncate_text(&raw_target, config.audit_target_max_bytes);
+        let body = parts.body.map(|b| {
+            let raw = if redact { redact_pairs(b) } else { b.to_vec() };
+            truncate_text(&raw, config.audit_target_max_bytes).0
+        });
+        let top_tokens = match (model, score) {
+            (Some(m), Some(_)) => m.top_tokens(parts, config.audit_top_tokens),
+            _ => Vec::new(),
+        };
+        let record = AuditRecord {
+            time: now_rfc3339(),
+            request_id: &ctx.request_id,
+            client: session.client_addr().map(|a| a.to_string()).unwrap_or_default(),
+            method: parts.method,
+            target,
+            target_truncated,
+            body,
+            score,
+            threshold: model.map(|m| m.threshold),
+            verdict,
+            mode: mode.as_str(),
+            model_version: model.map(|m| m.version.as_str()),
+            top_tokens,
+            reason,
+        };
+        if let Err(e) = self.shared.audit.write(&record) {
+            tracing::error!(request_id = %ctx.request_id, "audit log: {e}");
+        }
+    }
+
+    fn count(&self, ctx: &mut RequestCtx, verdict: &'static str) {
+        ctx.verdict = Some(verdict);
+        self.shared.metrics.count(verdict);
+    }
+}
+
+/// Writes a small plain-text answer that carries the request id, and closes the connection
+/// (an unread request body may follow).
+async fn respond(session: &mut Session, status: u16, what: &str, request_id: &str) -> Result<()> {
+    let body = format!("{status} {what}\nrequest id: {request_id}\n");
+    let mut header = ResponseHeader::build(status, Some(5))?;
+    header.insert_header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")?;
+    header.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
+    header.insert_header(http::header::CACHE_CONTROL, "no-store")?;
+    header.insert_header("x-request-id", request_id)?;
+    session.set_keepalive(None);
+    session.write_response_header(Box::new(header), false).await?;
+    session.write_response_body(Some(Bytes::from(body)), true).await
+}
+
+#[async_trait]
+impl ProxyHttp for WafProxy {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> RequestCtx {
+        RequestCtx { request_id: self.shared.next_request_id(), verdict: None }
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
+        let config = &self.shared.config;
+        let route = config.route_for(session.req_header().uri.path());
+        if route.is_some_and(|r| r.exclude) {
+            self.count(ctx, "excluded");
+            return Ok(false);
+        }
+        let mode = route.and_then(|r| r.mode).unwrap_or(config.mode);
+        let body = match self.read_scored_body(session).await? {
+            ScoredBody::NotScored => None,
+            ScoredBody::Prefix(body) => Some(body),
+            ScoredBody::OverLimit(reason) => {
+                self.count(ctx, "block");
+                let method = session.req_header().method.as_str().to_string();
+                let target = session.req_header().raw_path().to_vec();
+                let parts = RequestParts { method: &method, target: &target, body: None };
+                let model = self.shared.model.get();
+                self.audit(ctx, session, &parts, model.as_deref(), None, mode, Some(reason));
+                respond(session, 413, "Content Too Large", &ctx.request_id).await?;
+                return Ok(true);
+            }
+        };
+        let method = session.req_header().method.as_str().to_string();
+        let target = session.req_header().raw_path().to_vec();
+        let parts = RequestParts { method: &method, target: &target, body: body.as_deref() };
+        let model = self.shared.model.get();
+        let scored = match model.as_deref() {
+            Some(m) => m.score(&parts),
+            None => Err(ProxyError::Scoring("no model loaded".to_string())),
+        };
+        match scored {
+            Ok(scored) => {
+                let metrics = &self.shared.metrics;
+                metrics.score.observe(f64::from(scored.score));
+                metrics.scoring_duration.observe(scored.seconds);
+                if !scored.malicious {
+                    self.count(ctx, "allow");
+                    return Ok(false);
+                }
+                let verdict = match mode {
+                    Mode::Block => "block",
+                    Mode::Detect => "flag",
+                };
+                self.count(ctx, verdict);
+                self.audit(ctx, session, &parts, model.as_deref(), Some(scored.score), mode, None);
+                if mode == Mode::Block {
+                    respond(session, 403, "Forbidden: blocked by pate-waf", &ctx.request_id).await?;
+                    return Ok(true);
+                }
+                Ok(false)
+            }
+            Err(e) => {
+                self.count(ctx, "error");
+                tracing::error!(request_id = %ctx.request_id, on_error = ?config.on_error, "{e}");
+                let reason = Some(format!("scoring_error: {e}"));
+                self.audit(ctx, session, &parts, model.as_deref(), None, mode, reason);
+                match config.on_error {
+                    OnError::Open => Ok(false),
+                    OnError::Closed => {
+                        respond(session, 503, "Service Unavailable: request could not be scored", &ctx.request_id)
+                            .await?;
+                        Ok(true)
+                    }
+                }
+            }
+        }
+    }
+
+    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut RequestCtx) -> Result<Box<HttpPeer>> {
+        let mut peer = HttpPeer::new(self.upstream, false, String::new());
+        peer.options.connection_timeout =
+            Some(Duration::from_millis(self.shared.config.upstream_connect_timeout_ms));
+        Ok(Box::new(peer))
+    }
+
+    async fn upstream_request_filter(
+        &self,
+        session: &mut Session,
+        upstream_request: &mut RequestHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if let Some(ip) = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip().to_string()) {
+            let forwarded_for = match upstream_request
+                .headers
+                .get("x-forwarded-for")
+                .and_then(|v| v.to_str().ok())
+            {
+                Some(earlier) if !earlier.trim().is_empty() => format!("{earlier}, {ip}"),
+                _ => ip,
+            };
+            upstream_request.insert_header("x-forwarded-for", forwarded_for)?;
+        }
+        upstream_request.insert_header("x-forwarded-proto", "http")?;
+        let via = match upstream_request.headers.get(http::header::VIA).and_then(|v| v.to_str().ok()) {
+            Some(earlier) if !earlier.trim().is_empty() => format!("{earlier}, {VIA}"),
+            _ => VIA.to_string(),
+        };
+        upstream_request.insert_header(http::header::VIA, via)?;
+        upstream_request.insert_header("x-request-id", ctx.request_id.as_str())?;
+        Ok(())
+    }
+
+    async fn response_filter(
+        &self,
+        _session: &mut Session,
+        upstream_response: &mut ResponseHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        upstream_response.insert_header("x-request-id", ctx.request_id.as_str())?;
+        Ok(())
+    }
+
+    async fn logging(&self, _session: &mut Session, e: Option<&Error>, ctx: &mut RequestCtx) {
+        if let Some(e) = e {
+            if *e.esource() == ErrorSource::Upstream {
+                self.shared.metrics.upstream_errors.inc();
+                tracing::warn!(request_id = %ctx.request_id, "upstream error: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Test and benchmark fixtures written by code: a featurizer fitted on CSIC-2010-style requests
+//! and a one-layer "student" whose weights are set by hand to put positive weight on tokens that
+//! mark SQL injection and XSS, saved with the bundle crate's own [`bundle::write_bundle`].
+//!
+//! Not a trained model: it exists so that the proxy's tests and benchmarks can run without the
+//! trainer, with verdicts that are predictable by construction (a request whose attack tokens
+//! carry enough of its l1-normalized TF-IDF mass scores high).
+
+use std::path::Path;
+
+use bundle::{write_bundle, BundleContents, Dense, Manifest, Mlp};
+use featurizer::{Featurizer, FeaturizerConfig, RequestParts};
+
+use crate::error::ProxyError;
+
+/// Tokens (as the featurizer tokenizes: single punctuation characters or alphanumeric runs) that
+/// the fixture model weighs as malicious.
+pub const ATTACK_TOKENS: &[&str] = &[
+    "'", "\"", "<", ">", ";", "(", ")", "*", "|", "-", "script", "select", "union", "drop", "from", "table",
+    "alert", "or", "and", "where", "exec", "passwd", "etc",
+];
+
+/// Benign requests in the style of CSIC 2010's normal traffic (the shop `tienda1`).
+pub const NORMAL_REQUESTS: &[(&str, &str, Option<&str>)] = &[
+    ("GET", "/tienda1/index.jsp", None),
+    ("GET", "/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&precio=85&cantidad=49&B1=A%F1adir+al+carrito", None),
+    ("GET", "/tienda1/publico/autenticar.jsp?modo=entrar&login=grimshaw&pwd=G%2F%2FlAc%2CIAr&remember=on&B1=Entrar", None),
+    ("GET", "/tienda1/publico/caracteristicas.jsp?id=2", None),
+    ("GET", "/tienda1/publico/productos.jsp", None),
+    ("GET", "/tienda1/publico/pagar.jsp?modo=insertar&precio=5702&B1=Pasar+por+caja", None),
+    ("GET", "/tienda1/miembros/editar.jsp?modo=registro&login=mantel&password=3nt0nces&nombre=Mantel&apellidos=Aguado+Veiga&email=mantel%40sanpedro.es&dni=22459112W&direccion=Plaza+Mayor+3&ciudad=Salamanca&cp=37001&provincia=Salamanca&ntc=8441418216426830&B1=Registrar", None),
+    ("POST", "/tienda1/publico/anadir.jsp", Some("id=3&nombre=Queso+Manchego&precio=39&cantidad=61&B1=A%F1adir+al+carrito")),
+    ("POST", "/tienda1/publico/autenticar.jsp", Some("modo=entrar&login=caesar&pwd=d1ab0l1c0&remember=off&B1=Entrar")),
+    ("GET", "/tienda1/imagenes/logo.gif", None),
+    ("GET", "/tienda1/publico/vaciar.jsp?B2=Vaciar+carrito", None),
+    ("GET", "/tienda1/global/menum.jsp", None),
+];
+
+/// Attacks in the style of CSIC 2010's anomalous traffic.
+pub const ATTACK_REQUESTS: &[(&str, &str, Option<&str>)] = &[
+    ("GET", "/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&precio=85&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25&B1=A%F1adir+al+carrito", None),
+    ("GET", "/tienda1/publico/caracteristicas.jsp?id=%3Cscript%3Ealert%28%22XSS%22%29%3C%2Fscript%3E", None),
+    ("GET", "/tienda1/publico/autenticar.jsp?modo=entrar&login=admin%27+or+%271%27%3D%271&pwd=x%27--&B1=Entrar", None),
+    ("GET", "/tienda1/publico/productos.jsp?id=1+UNION+SELECT+password+FROM+usuarios--", None),
+    ("POST", "/tienda1/publico/anadir.jsp", Some("id=3&nombre=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E&precio=39&cantidad=1")),
+    ("GET", "/tienda1/publico/pagar.jsp?modo=insertar&precio=1%7Ccat+%2Fetc%2Fpasswd", None),
+];
+
+/// `RequestParts` of a `(method, target, body)` triple.
+pub fn parts<'a>(request: &'a (&'a str, &'a str, Option<&'a str>)) -> RequestParts<'a> {
+    RequestParts { method: request.0, target: request.1.as_bytes(), body: request.2.map(str::as_bytes) }
+}
+
+/// The featurizer fitted (default settings, K = 500) on the fixture's normal and attack requests.
+pub fn fixture_featurizer() -> Result<Featurizer, ProxyError> {
+    let docs = NORMAL_REQUESTS.iter().chain(ATTACK_REQUESTS).map(parts);
+    Featurizer::fit(FeaturizerConfig::default(), docs).map_err(|e| ProxyError::Scoring(e.to_string()))
+}
+
+/// A one-layer logistic model over `featurizer`'s vocabulary: weight `attack_weight` on every
+/// vocabulary token listed in `attack_tokens`, 0 elsewhere, bias `bias`. The score of a request
+/// is `sigmoid(bias + attack_weight · m)` where `m ∈ [0, 1]` is the l1 mass of its attack tokens.
+pub fn token_mlp(featurizer: &Featurizer, attack_tokens: &[&str], attack_weight: f32, bias: f32) -> Mlp {
+    let weight = featurizer
+        .vocabulary()
+        .iter()
+        .map(|t| if attack_tokens.contains(&t.as_str()) { attack_weight } else { 0.0 })
+        .collect();
+    Mlp { layers: vec![Dense { in_dim: featurizer.dim(), out_dim: 1, weight, bias: vec![bias] }] }
+}
+
+/// Writes a fixture bundle into `dir` (atomically, with the bundle crate's writer): the fixture
+/// featurizer and [`token_mlp`] with weight 12 and bias −3 on [`ATTACK_TOKENS`], so a request
+/// whose attack tokens carry more than a quarter of its TF-IDF mass scores above 0.5.
+/// `attack_tokens` = `None` uses [`ATTACK_TOKENS`].
+pub fn write_fixture_bundle(
+    dir: &Path,
+    attack_tokens: Option<&[&str]>,
+    threshold: f32,
+    model_version: &str,
+) -> Result<Manifest, ProxyError> {
+    let featurizer = fixture_featurizer()?;
+    let mlp = token_mlp(&featurizer, attack_tokens.unwrap_or(ATTACK_TOKENS), 12.0, -3.0);
+    write_bundle(
+        dir,
+        &BundleContents {
+            mlp: &mlp,
+            featurizer: &featurizer,
+            threshold,
+            privacy: serde_json::json!({
+                "mechanism": "gnmax",
+                "data_independent_epsilon": 8.0,
+                "delta": 1e-5,
+                "note": "fixture: weights set by code, not trained"
+            }),
+            metrics: serde_json::Value::Null,
+            model_version: Some(model_version.to_string()),
+        },
+    )
+    .map_err(|e| ProxyError::Bundle { path: dir.to_path_buf(), message: e.to_string() })
+}

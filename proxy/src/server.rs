@@ -1,0 +1,92 @@
+//! Builds and runs the pingora server: the proxy service, the admin service and the SIGHUP
+//! handler, around one [`Shared`] state.
+
+use std::sync::Arc;
+
+use pingora::proxy::http_proxy_service;
+use pingora::server::configuration::{Opt, ServerConf};
+use pingora::server::Server;
+use pingora::services::background::background_service;
+use pingora::services::listening::Service;
+
+use crate::admin::{AdminApp, HangupReloader};
+use crate::config::Config;
+use crate::error::ProxyError;
+use crate::filter::WafProxy;
+use crate::state::Shared;
+
+/// Sets up logging at the configured level (`RUST_LOG` overrides); pingora's `log` records are
+/// forwarded to the same subscriber.
+pub fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // A second initialization (tests, benches) is not an error worth failing for.
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+}
+
+/// Loads ONNX Runtime and the bundle (failing fast with a clear error), then runs the proxy
+/// until SIGINT (fast) or SIGTERM (graceful: waits at most `grace_period_seconds`).
+/// `upgrade`: take the listening sockets over from a running instance (pingora graceful upgrade).
+pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
+    bundle::init_onnxruntime(config.onnxruntime_library.as_deref())
+        .map_err(|e| ProxyError::Server(e.to_string()))?;
+    let shared = Shared::new(config)?;
+    let loaded = shared.load_blocking()?;
+    tracing::info!(
+        listen = %shared.config.listen,
+        upstream = %shared.config.upstream,
+        admin = %shared.config.admin_listen,
+        mode = shared.config.mode.as_str(),
+        model = %loaded.version,
+        "pate-proxy starting"
+    );
+
+    let conf = ServerConf {
+        threads: shared.config.threads,
+        grace_period_seconds: Some(shared.config.grace_period_seconds),
+        graceful_shutdown_timeout_seconds: Some(shared.config.grace_period_seconds.max(1)),
+        upgrade_sock: shared.config.upgrade_sock_path().to_string_lossy().into_owned(),
+        pid_file: std::env::temp_dir()
+            .join(format!("pate-proxy-{}.pid", std::process::id()))
+            .to_string_lossy()
+            .into_owned(),
+        ..ServerConf::default()
+    };
+    let opt = Opt { upgrade, ..Opt::default() };
+    let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
+    server.bootstrap();
+
+    let mut proxy = http_proxy_service(&server.configuration, WafProxy::new(shared.clone())?);
+    proxy.add_tcp(&shared.config.listen);
+    let mut admin = Service::new("pate-proxy admin".to_string(), AdminApp::new(shared.clone()));
+    admin.add_tcp(&shared.config.admin_listen);
+    let hangup = background_service("pate-proxy SIGHUP reload", HangupReloader::new(shared));
+    server.add_service(proxy);
+    server.add_service(admin);
+    server.add_service(hangup);
+    server.run(pingora::server::RunArgs::default());
+    Ok(())
+}
+
+/// What `check-config` verifies: the YAML (every key known, contract keys present, values in
+/// range) and the bundle it names (hashes and versions, without ONNX Runtime).
+pub fn check_config(config: &Config) -> Result<String, ProxyError> {
+    let bundle = bundle::Bundle::load(&config.bundle).map_err(|e| ProxyError::Config {
+        path: config.bundle.clone(),
+        message: format!("key `bundle`: {e}"),
+    })?;
+    let threshold = config.threshold.unwrap_or(bundle.manifest.threshold);
+    Ok(format!(
+        "ok: listen {} → upstream {}, admin {}, mode {}, bundle {} (model {}, threshold {threshold}), audit log {}",
+        config.listen,
+        config.upstream,
+        config.admin_listen,
+        config.mode.as_str(),
+        config.bundle.display(),
+        bundle.manifest.model_version,
+        config.audit_log.display()
+    ))
+}
+
+/// Keeps `Arc` in the public signature family used by tests that embed the services.
+pub type SharedState = Arc<Shared>;
