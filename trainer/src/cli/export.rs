@@ -1,11 +1,211 @@
-//! `pate-trainer export` (not implemented yet: see the issue that builds it).
+//! `pate-trainer export`: writes the deployable bundle (`model.onnx`, `featurizer.json`,
+//! `bundle.yaml`) that `pate-proxy` and `pate-trainer score` load.
+//!
+//! The pipeline calls [`export_bundle`]; the command line reads the student from a run directory
+//! (`--run`) or from explicit files.
+use std::path::{Path, PathBuf};
+
+use bundle::{Bundle, BundleContents, Manifest, Mlp, Scorer};
+use featurizer::Featurizer;
+
 use crate::error::{Error, Result};
+use crate::model::MlpWeights;
+use crate::model_file::ModelFile;
+
+/// The student's model file inside a run directory (a [`ModelFile`], safetensors).
+pub const RUN_STUDENT_FILE: &str = "student.safetensors";
+/// The featurizer artifact inside a run directory.
+pub const RUN_FEATURIZER_FILE: &str = "featurizer.json";
+/// The run report inside a run directory (privacy report and test metrics).
+pub const RUN_REPORT_FILE: &str = "report.json";
+/// The bundle directory inside a run directory.
+pub const RUN_BUNDLE_DIR: &str = "bundle";
+
+/// Keys of the run report that hold test metrics (the first one present is used); everything
+/// else in the report goes into the bundle's privacy section.
+const METRICS_KEYS: [&str; 3] = ["metrics", "test_metrics", "student_metrics"];
 
 /// Arguments of `pate-trainer export`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run directory: reads `student.safetensors`, `featurizer.json` and (if present)
+    /// `report.json` from it and writes `RUN_DIR/bundle/`. The options below override each part.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub run: Option<PathBuf>,
+    /// The student: a pate-trainer model file (`.safetensors`, carries its threshold and the
+    /// featurizer hash it was trained with) or a JSON file of `bundle::onnx::Mlp`
+    /// (`{"layers": [{"in_dim", "out_dim", "weight": [out×in, row-major], "bias"}]}`).
+    #[arg(long, alias = "weights", value_name = "FILE")]
+    pub student: Option<PathBuf>,
+    /// Featurizer artifact the student was trained with.
+    #[arg(long, value_name = "FILE")]
+    pub featurizer: Option<PathBuf>,
+    /// Decision threshold on the malicious probability (default: the student file's, else the
+    /// report's `threshold`).
+    #[arg(long)]
+    pub threshold: Option<f32>,
+    /// Run report (JSON): its metrics (`metrics`/`test_metrics`) and the rest as privacy report.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Bundle directory to write (replaced atomically if it exists).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Model version recorded in bundle.yaml (default: derived from the model's sha256).
+    #[arg(long)]
+    pub model_version: Option<String>,
+}
+
+/// The bundle's network for trainer weights (same layout: row-major `[out][in]`).
+pub fn to_bundle_mlp(weights: &MlpWeights) -> Mlp {
+    Mlp {
+        layers: weights
+            .layers
+            .iter()
+            .map(|l| bundle::Dense { in_dim: l.in_dim, out_dim: l.out_dim, weight: l.weight.clone(), bias: l.bias.clone() })
+            .collect(),
+    }
+}
+
+/// Writes the bundle into `out_dir` (e.g. `RUN_DIR/bundle`) atomically, loads it back (hashes,
+/// versions, dimensions) and returns its manifest. `privacy_report` and `metrics` are stored as
+/// given (`serde_json::Value::Null` when there are none).
+pub fn export_bundle(
+    out_dir: &Path,
+    mlp: &Mlp,
+    featurizer: &Featurizer,
+    threshold: f32,
+    privacy_report: serde_json::Value,
+    metrics: serde_json::Value,
+) -> Result<Manifest> {
+    export_bundle_versioned(out_dir, mlp, featurizer, threshold, privacy_report, metrics, None)
+}
+
+/// [`export_bundle`] with an explicit model version.
+pub fn export_bundle_versioned(
+    out_dir: &Path,
+    mlp: &Mlp,
+    featurizer: &Featurizer,
+    threshold: f32,
+    privacy_report: serde_json::Value,
+    metrics: serde_json::Value,
+    model_version: Option<String>,
+) -> Result<Manifest> {
+    let contents = BundleContents { mlp, featurizer, threshold, privacy: privacy_report, metrics, model_version };
+    let written = bundle::write_bundle(out_dir, &contents)?;
+    let loaded = Bundle::load(out_dir)?;
+    if loaded.manifest != written {
+        return Err(Error::Invalid(format!("{}: bundle.yaml read back differs from what was written", out_dir.display())));
+    }
+    Ok(written)
+}
+
+/// Checks through ONNX Runtime that the exported model scores like the network it came from, on
+/// the zero vector and a few one-hot and spread inputs. Returns the largest difference.
+pub fn verify_with_onnxruntime(bundle: &Bundle, mlp: &Mlp) -> Result<f32> {
+    let dim = bundle.manifest.input_dim;
+    let mut scorer = Scorer::new(bundle)?;
+    let mut rows = vec![vec![0.0f32; dim], vec![1.0 / dim as f32; dim]];
+    for k in 0..dim.min(8) {
+        let mut row = vec![0.0f32; dim];
+        row[k * dim / dim.min(8)] = 1.0;
+        rows.push(row);
+    }
+    let scores = scorer.score_batch(&rows)?;
+    let mut worst = 0.0f32;
+    for (row, got) in rows.iter().zip(&scores) {
+        worst = worst.max((got - mlp.forward(row)?).abs());
+    }
+    if worst > 1e-4 {
+        return Err(Error::Invalid(format!(
+            "{}: ONNX Runtime scores differ from the network by {worst} (tolerance 1e-4)",
+            bundle.dir.display()
+        )));
+    }
+    Ok(worst)
+}
+
+fn read_json(path: &Path) -> Result<serde_json::Value> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Invalid(format!("{}: not valid JSON: {e}", path.display())))
+}
+
+/// Splits a run report into (privacy report, metrics): the first of [`METRICS_KEYS`] present is
+/// the metrics, the rest of the object is the privacy report.
+pub fn split_report(report: serde_json::Value) -> (serde_json::Value, serde_json::Value) {
+    match report {
+        serde_json::Value::Object(mut map) => {
+            let metrics = METRICS_KEYS.iter().find_map(|k| map.remove(*k)).unwrap_or(serde_json::Value::Null);
+            (serde_json::Value::Object(map), metrics)
+        }
+        other => (other, serde_json::Value::Null),
+    }
+}
+
+/// The student and the threshold (and featurizer hash) its file records, if any.
+fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || bytes.first() == Some(&b'{');
+    if is_json {
+        let mlp: Mlp = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Invalid(format!("{}: not a JSON network {{\"layers\": [...]}}: {e}", path.display())))?;
+        mlp.validate().map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        Ok((mlp, None, None))
+    } else {
+        let file = ModelFile::from_bytes(&bytes, path)?;
+        Ok((to_bundle_mlp(&file.weights), Some(file.info.threshold), Some(file.info.featurizer_hash)))
+    }
+}
 
 /// Runs `pate-trainer export`.
-pub fn run(_args: Args) -> Result<()> {
-    Err(Error::Invalid("`export` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<()> {
+    let in_run = |name: &str| args.run.as_ref().map(|r| r.join(name));
+    let missing = |what: &str, flag: &str| {
+        Error::Config(format!("export: no {what}: pass --{flag} FILE or --run RUN_DIR"))
+    };
+    let student_path = args.student.clone().or_else(|| in_run(RUN_STUDENT_FILE)).ok_or_else(|| missing("student", "student"))?;
+    let featurizer_path =
+        args.featurizer.clone().or_else(|| in_run(RUN_FEATURIZER_FILE)).ok_or_else(|| missing("featurizer", "featurizer"))?;
+    let out = args.out.clone().or_else(|| in_run(RUN_BUNDLE_DIR)).ok_or_else(|| missing("output directory", "out"))?;
+    // The report is optional: with --run it is used when the file exists.
+    let report_path = args.report.clone().or_else(|| in_run(RUN_REPORT_FILE).filter(|p| p.exists()));
+
+    let (mlp, file_threshold, featurizer_hash) = read_student(&student_path)?;
+    let featurizer = Featurizer::load(&featurizer_path)?;
+    if let Some(hash) = featurizer_hash {
+        if hash != featurizer.content_hash() {
+            return Err(Error::Invalid(format!(
+                "{} was trained with featurizer {hash}, but {} is {}",
+                student_path.display(),
+                featurizer_path.display(),
+                featurizer.content_hash()
+            )));
+        }
+    }
+    let report = report_path.as_deref().map(read_json).transpose()?.unwrap_or(serde_json::Value::Null);
+    let report_threshold = report
+        .get("threshold")
+        .or_else(|| METRICS_KEYS.iter().find_map(|k| report.get(*k).and_then(|m| m.get("threshold"))))
+        .and_then(serde_json::Value::as_f64)
+        .map(|t| t as f32);
+    let threshold = args.threshold.or(file_threshold).or(report_threshold).ok_or_else(|| {
+        Error::Config(format!(
+            "export: no threshold: {} does not record one; pass --threshold",
+            student_path.display()
+        ))
+    })?;
+    let (privacy, metrics) = split_report(report);
+    let manifest = export_bundle_versioned(&out, &mlp, &featurizer, threshold, privacy, metrics, args.model_version)?;
+    let loaded = Bundle::load(&out)?;
+    let difference = verify_with_onnxruntime(&loaded, &mlp)?;
+    let summary = serde_json::json!({
+        "bundle": out.display().to_string(),
+        "model_version": manifest.model_version,
+        "threshold": manifest.threshold,
+        "input_dim": manifest.input_dim,
+        "widths": manifest.model.widths,
+        "parameters": manifest.model.parameters,
+        "onnxruntime_max_abs_difference": difference,
+    });
+    println!("{summary}");
+    Ok(())
 }

@@ -1,0 +1,257 @@
+//! `pate-trainer export` and `pate-trainer score` end to end: the real binary, real ONNX Runtime,
+//! real CSIC sample requests; scores compared with a plain-Rust forward pass of the same network.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use bundle::{Bundle, Dense, Mlp};
+use featurizer::{Featurizer, FeaturizerConfig};
+use trainer::ensemble::MemberReport;
+use trainer::model::{DenseWeights, MlpWeights};
+use trainer::model_file::{ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
+
+const TOLERANCE: f32 = 1e-5;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn trainer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pate-trainer")).args(args).output().expect("run pate-trainer")
+}
+
+fn ok(output: Output) -> String {
+    assert!(output.status.success(), "pate-trainer failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn failure(output: Output) -> String {
+    assert!(!output.status.success(), "pate-trainer should have failed; stdout: {}", String::from_utf8_lossy(&output.stdout));
+    String::from_utf8(output.stderr).unwrap()
+}
+
+/// SplitMix64 test randomness.
+struct SplitMix(u64);
+impl SplitMix {
+    fn symmetric(&mut self, a: f32) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * a
+    }
+}
+
+/// A random network whose weights are large enough for its scores to spread over (0, 1) on
+/// l1-normalized inputs.
+fn random_mlp(widths: &[usize], seed: u64) -> Mlp {
+    let mut rng = SplitMix(seed);
+    Mlp {
+        layers: widths
+            .windows(2)
+            .map(|w| Dense {
+                in_dim: w[0],
+                out_dim: w[1],
+                weight: (0..w[0] * w[1]).map(|_| rng.symmetric(6.0)).collect(),
+                bias: (0..w[1]).map(|_| rng.symmetric(0.5)).collect(),
+            })
+            .collect(),
+    }
+}
+
+fn csic_sample(name: &str) -> PathBuf {
+    repo().join("data/sample").join(name)
+}
+
+/// A featurizer fitted on the in-repo CSIC normal-traffic sample.
+fn fitted_featurizer() -> Featurizer {
+    let records = datasets::load(datasets::Format::Csic, &csic_sample("csic_normalTrafficTraining_sample.txt")).unwrap();
+    Featurizer::fit(FeaturizerConfig::default(), records.iter().map(|r| r.parts())).unwrap()
+}
+
+fn report_json() -> serde_json::Value {
+    serde_json::json!({
+        "teachers": 250, "queries": 1000, "answered": 998, "mechanism": "lnmax", "gamma": 0.05, "delta": 1e-5,
+        "data_independent_epsilon": 8.03, "data_dependent_epsilon": 1.9, "student_local_epsilon": null,
+        "metrics": {"tpr": 0.91, "tnr": 0.97, "roc_auc": 0.98, "threshold": 0.61}
+    })
+}
+
+#[test]
+fn exported_bundle_scores_like_the_network_through_the_cli() {
+    let tmp = tempfile::tempdir().unwrap();
+    let featurizer = fitted_featurizer();
+    let featurizer_path = tmp.path().join("featurizer.json");
+    featurizer.save(&featurizer_path).unwrap();
+    let mlp = random_mlp(&[featurizer.dim(), 32, 8, 1], 21);
+    let weights_path = tmp.path().join("student.json");
+    std::fs::write(&weights_path, serde_json::to_vec(&mlp).unwrap()).unwrap();
+    let report_path = tmp.path().join("report.json");
+    std::fs::write(&report_path, report_json().to_string()).unwrap();
+    let bundle_dir = tmp.path().join("run/bundle");
+    let bundle_arg = bundle_dir.to_str().unwrap();
+
+    let summary: serde_json::Value = serde_json::from_str(&ok(trainer(&[
+        "export",
+        "--weights", weights_path.to_str().unwrap(),
+        "--featurizer", featurizer_path.to_str().unwrap(),
+        "--report", report_path.to_str().unwrap(),
+        "--out", bundle_arg,
+    ])))
+    .unwrap();
+    // No --threshold: taken from the report's metrics.
+    assert_eq!(summary["threshold"].as_f64().unwrap() as f32, 0.61);
+    let bundle = Bundle::load(&bundle_dir).unwrap();
+    assert_eq!(bundle.mlp().unwrap(), mlp);
+    assert_eq!(bundle.manifest.metrics["roc_auc"], 0.98);
+    assert_eq!(bundle.manifest.privacy["data_independent_epsilon"], 8.03);
+    assert!(bundle.manifest.privacy.get("metrics").is_none());
+    let threshold = bundle.manifest.threshold;
+
+    // One request.
+    let target = "/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&precio=85&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25&B1=A%F1adir+al+carrito";
+    let one: serde_json::Value = serde_json::from_str(&ok(trainer(&["score", "--bundle", bundle_arg, "--target", target]))).unwrap();
+    let expected = mlp.forward(&featurizer.transform_dense(&featurizer::RequestParts::get(target))).unwrap();
+    let got = one["score"].as_f64().unwrap() as f32;
+    assert!((got - expected).abs() <= TOLERANCE, "score {got} vs Rust {expected}");
+    assert_eq!(one["threshold"].as_f64().unwrap() as f32, threshold);
+    assert_eq!(one["verdict"], if expected >= threshold { "block" } else { "allow" });
+
+    // A POST body is featurized too (the body joins the query).
+    let post: serde_json::Value = serde_json::from_str(&ok(trainer(&[
+        "score", "--bundle", bundle_arg, "--target", "/tienda1/publico/anadir.jsp", "--method", "POST",
+        "--body", "id=2&nombre=%3Cscript%3Ealert(1)%3C/script%3E",
+    ])))
+    .unwrap();
+    let parts = featurizer::RequestParts {
+        method: "POST",
+        target: b"/tienda1/publico/anadir.jsp",
+        body: Some(b"id=2&nombre=%3Cscript%3Ealert(1)%3C/script%3E"),
+    };
+    let expected = mlp.forward(&featurizer.transform_dense(&parts)).unwrap();
+    assert!((post["score"].as_f64().unwrap() as f32 - expected).abs() <= TOLERANCE);
+
+    // Every request of a real CSIC file, one JSON line each, in order.
+    let input = csic_sample("csic_anomalousTrafficTest_A_sample.txt");
+    let records = datasets::load(datasets::Format::Csic, &input).unwrap();
+    assert!(records.len() >= 500, "{} records", records.len());
+    let listing = ok(trainer(&["score", "--bundle", bundle_arg, "--input", input.to_str().unwrap(), "--format", "csic"]));
+    let lines: Vec<serde_json::Value> = listing.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), records.len());
+    let (mut blocked, mut worst) = (0, 0.0f32);
+    for (i, (line, record)) in lines.iter().zip(&records).enumerate() {
+        let expected = mlp.forward(&featurizer.transform_dense(&record.parts())).unwrap();
+        let got = line["score"].as_f64().unwrap() as f32;
+        worst = worst.max((got - expected).abs());
+        assert_eq!(line["index"], i);
+        assert_eq!(line["line"], record.line);
+        assert_eq!(line["label"], "malicious");
+        let verdict = if got >= threshold { "block" } else { "allow" };
+        assert_eq!(line["verdict"], verdict);
+        blocked += usize::from(verdict == "block");
+    }
+    assert!(worst <= TOLERANCE, "CLI scores differ from Rust by {worst}");
+    // Both verdicts occur, so the comparison above tested both branches.
+    assert!(blocked > 0 && blocked < records.len(), "{blocked} of {} blocked", records.len());
+
+    // --threshold overrides the bundle's.
+    let strict: serde_json::Value =
+        serde_json::from_str(&ok(trainer(&["score", "--bundle", bundle_arg, "--target", target, "--threshold", "0"]))).unwrap();
+    assert_eq!(strict["verdict"], "block");
+}
+
+#[test]
+fn export_from_a_run_directory_uses_the_student_model_file() {
+    let run = tempfile::tempdir().unwrap();
+    let featurizer = fitted_featurizer();
+    featurizer.save(&run.path().join("featurizer.json")).unwrap();
+    let mlp = random_mlp(&[featurizer.dim(), 16, 1], 22);
+    let weights = MlpWeights {
+        layers: mlp
+            .layers
+            .iter()
+            .map(|l| DenseWeights { in_dim: l.in_dim, out_dim: l.out_dim, weight: l.weight.clone(), bias: l.bias.clone() })
+            .collect(),
+    };
+    let info = |featurizer_hash: &str| ModelInfo {
+        format_version: MODEL_FILE_VERSION,
+        role: ModelRole::Student,
+        shard: None,
+        shards: None,
+        data_hash: "test".into(),
+        featurizer_hash: featurizer_hash.into(),
+        threshold: 0.37,
+        training: MemberReport {
+            train_samples: 10,
+            holdout_samples: 2,
+            train_positives: 5,
+            pos_weight: 1.0,
+            epochs: 1,
+            best_epoch: 1,
+            best_holdout_loss: 0.5,
+            threshold: 0.37,
+            threshold_fallback: false,
+        },
+        rng: serde_json::json!({"rng": "seeded", "seed": 1}),
+        trainer_version: "test".into(),
+    };
+    let student = run.path().join("student.safetensors");
+    ModelFile { weights: weights.clone(), info: info(featurizer.content_hash()) }.save(&student).unwrap();
+    std::fs::write(run.path().join("report.json"), report_json().to_string()).unwrap();
+
+    ok(trainer(&["export", "--run", run.path().to_str().unwrap()]));
+    let bundle = Bundle::load(&run.path().join("bundle")).unwrap();
+    // The student file's threshold wins over the report's.
+    assert_eq!(bundle.manifest.threshold, 0.37);
+    assert_eq!(bundle.mlp().unwrap(), mlp);
+    assert_eq!(trainer::cli::export::to_bundle_mlp(&weights), mlp);
+
+    // A student trained with another featurizer is refused, and the bundle is left as it was.
+    ModelFile { weights, info: info("0000") }.save(&student).unwrap();
+    let err = failure(trainer(&["export", "--run", run.path().to_str().unwrap(), "--threshold", "0.9"]));
+    assert!(err.contains("was trained with featurizer 0000"), "{err}");
+    assert_eq!(Bundle::load(&run.path().join("bundle")).unwrap().manifest.threshold, 0.37);
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let featurizer = fitted_featurizer();
+    let featurizer_path = tmp.path().join("featurizer.json");
+    featurizer.save(&featurizer_path).unwrap();
+    let wrong = random_mlp(&[featurizer.dim() + 3, 4, 1], 23);
+    let weights_path = tmp.path().join("student.json");
+    std::fs::write(&weights_path, serde_json::to_vec(&wrong).unwrap()).unwrap();
+    let out = tmp.path().join("bundle");
+    let err = failure(trainer(&[
+        "export", "--weights", weights_path.to_str().unwrap(), "--featurizer", featurizer_path.to_str().unwrap(),
+        "--threshold", "0.5", "--out", out.to_str().unwrap(),
+    ]));
+    assert!(err.contains("dimension"), "{err}");
+    assert!(!out.exists(), "a failed export left a bundle behind");
+
+    let mlp = random_mlp(&[featurizer.dim(), 4, 1], 24);
+    std::fs::write(&weights_path, serde_json::to_vec(&mlp).unwrap()).unwrap();
+    let err = failure(trainer(&[
+        "export", "--weights", weights_path.to_str().unwrap(), "--featurizer", featurizer_path.to_str().unwrap(),
+        "--out", out.to_str().unwrap(),
+    ]));
+    assert!(err.contains("no threshold"), "{err}");
+
+    let err = failure(trainer(&["score", "--bundle", tmp.path().join("nope").to_str().unwrap(), "--target", "/"]));
+    assert!(err.contains("bundle.yaml"), "{err}");
+
+    ok(trainer(&[
+        "export", "--weights", weights_path.to_str().unwrap(), "--featurizer", featurizer_path.to_str().unwrap(),
+        "--threshold", "0.5", "--out", out.to_str().unwrap(),
+    ]));
+    let err = failure(
+        Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+            .args(["score", "--bundle", out.to_str().unwrap(), "--target", "/"])
+            .env("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so")
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("/nonexistent/libonnxruntime.so") && err.contains("ORT_DYLIB_PATH"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
