@@ -1,0 +1,259 @@
+//! The batched ensemble against independent trainings, masking, Adam against libtorch's own, and
+//! Youden's threshold on a hand-made ROC. Real libtorch on the CPU.
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use tch::nn::OptimizerConfig;
+use tch::{Device, Kind, Tensor};
+use trainer::dense::DenseMatrix;
+use trainer::ensemble::{self, ClassBalance, Ensemble, LabeledRows, MemberData, Mode, TrainConfig, Trainer};
+use trainer::metrics::{roc_curve, youden_threshold};
+use trainer::model::MlpWeights;
+
+const DIM: usize = 12;
+
+/// `n` rows; label = malicious when the first features outweigh the next ones, flipped with
+/// probability `noise` (so members differ in how fast they stop improving).
+fn synthetic(n: usize, noise: f64, rng: &mut ChaCha20Rng) -> LabeledRows {
+    let mut values = Vec::with_capacity(n * DIM);
+    let mut y = Vec::with_capacity(n);
+    for _ in 0..n {
+        let row: Vec<f32> = (0..DIM).map(|_| rng.random_range(0.0f32..1.0)).collect();
+        let signal = row[0] + row[1] - row[2] - row[3] > 0.3;
+        y.push(if rng.random_range(0.0..1.0) < noise { !signal } else { signal });
+        values.extend(row);
+    }
+    LabeledRows { x: DenseMatrix::new(n, DIM, values).unwrap(), y }
+}
+
+fn member_data(seed: u64) -> Vec<MemberData> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    // Different shard sizes and label noise per member: they stop at different epochs.
+    [(40, 0.0), (55, 0.3), (33, 0.1), (61, 0.45), (47, 0.05)]
+        .iter()
+        .map(|&(n, noise)| MemberData { train: synthetic(n, noise, &mut rng), holdout: synthetic(n / 3, noise, &mut rng) })
+        .collect()
+}
+
+fn config() -> TrainConfig {
+    TrainConfig {
+        hidden: vec![16, 8],
+        max_epochs: 40,
+        batch_size: 8,
+        learning_rate: 0.01,
+        patience: 3,
+        class_balance: ClassBalance::PosWeight,
+    }
+}
+
+fn streams(n: usize) -> Vec<ChaCha20Rng> {
+    (0..n).map(|k| ChaCha20Rng::seed_from_u64(1000 + k as u64)).collect()
+}
+
+fn max_abs_diff(a: &MlpWeights, b: &MlpWeights) -> f32 {
+    a.layers
+        .iter()
+        .zip(&b.layers)
+        .flat_map(|(la, lb)| la.weight.iter().zip(&lb.weight).chain(la.bias.iter().zip(&lb.bias)))
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn batched_training_equals_independent_trainings() {
+    let data = member_data(7);
+    let cfg = config();
+    let dims = cfg.dims(DIM);
+    let init = ensemble::init_members(&dims, &mut streams(data.len()));
+
+    let batched = Ensemble::from_members(&init, Device::Cpu).unwrap();
+    let (batched, batched_reports) =
+        ensemble::train(batched, &data, &cfg, &mut streams(data.len()), Mode::Batched, "").unwrap();
+    let batched = batched.members().unwrap();
+
+    // Each member alone: a one-member model, its own data, its own stream, nothing else.
+    for k in 0..data.len() {
+        let mut rngs = streams(data.len());
+        let one = Ensemble::from_members(std::slice::from_ref(&init[k]), Device::Cpu).unwrap();
+        let (one, reports) =
+            ensemble::train(one, &data[k..=k], &cfg, &mut rngs[k..=k], Mode::Batched, "").unwrap();
+        let alone = one.members().unwrap().remove(0);
+        let diff = max_abs_diff(&alone, &batched[k]);
+        assert!(diff < 1e-4, "member {k}: batched and independent weights differ by {diff}");
+        assert_eq!(reports[0].epochs, batched_reports[k].epochs, "member {k}: epochs");
+        assert_eq!(reports[0].best_epoch, batched_reports[k].best_epoch, "member {k}: best epoch");
+        assert!((reports[0].threshold - batched_reports[k].threshold).abs() < 1e-4, "member {k}: threshold");
+        // Training changed the weights.
+        assert!(max_abs_diff(&alone, &init[k]) > 1e-3, "member {k} did not train");
+    }
+    // The test only means something if members stopped at different epochs (masking was used).
+    let mut epochs: Vec<usize> = batched_reports.iter().map(|r| r.epochs).collect();
+    epochs.sort_unstable();
+    epochs.dedup();
+    assert!(epochs.len() > 1, "all members stopped at the same epoch: {batched_reports:?}");
+
+    // Sequential mode gives the same result as batched mode.
+    let seq = Ensemble::from_members(&init, Device::Cpu).unwrap();
+    let (seq, seq_reports) = ensemble::train(seq, &data, &cfg, &mut streams(data.len()), Mode::Sequential, "").unwrap();
+    for (k, m) in seq.members().unwrap().iter().enumerate() {
+        assert!(max_abs_diff(m, &batched[k]) < 1e-4, "member {k}: sequential differs from batched");
+        assert_eq!(seq_reports[k].epochs, batched_reports[k].epochs);
+    }
+}
+
+fn batch(rng: &mut ChaCha20Rng, n: usize, b: usize) -> (Tensor, Tensor, Tensor) {
+    let rows: Vec<LabeledRows> = (0..n).map(|_| synthetic(b, 0.1, rng)).collect();
+    let x: Vec<f32> = rows.iter().flat_map(|r| r.x.values.clone()).collect();
+    let y: Vec<f32> = rows.iter().flat_map(|r| r.y.iter().map(|&v| v as u8 as f32)).collect();
+    (
+        Tensor::from_slice(&x).view([n as i64, b as i64, DIM as i64]),
+        Tensor::from_slice(&y).view([n as i64, b as i64]),
+        Tensor::ones([n as i64, b as i64], (Kind::Float, Device::Cpu)),
+    )
+}
+
+/// One member of the batched Adam equals libtorch's `nn::Adam` on a plain (unbatched) network
+/// with libtorch's `binary_cross_entropy_with_logits(pos_weight)`.
+#[test]
+fn masked_adam_step_matches_libtorch_adam() {
+    let dims = [DIM, 10, 1];
+    let init = ensemble::init_members(&dims, &mut streams(3));
+    let mut trainer = Trainer::new(Ensemble::from_members(&init, Device::Cpu).unwrap(), 0.01);
+    let pos_weight_values = [1.0f32, 2.5, 0.5];
+    let pos_weight = Tensor::from_slice(&pos_weight_values).view([3, 1]);
+
+    // Reference for member 1.
+    let k = 1;
+    let vs = tch::nn::VarStore::new(Device::Cpu);
+    let root = vs.root();
+    let mut params = Vec::new();
+    for (l, layer) in init[k].layers.iter().enumerate() {
+        let w = Tensor::from_slice(&layer.weight).view([layer.out_dim as i64, layer.in_dim as i64]);
+        let b = Tensor::from_slice(&layer.bias);
+        params.push((root.var_copy(&format!("w{l}"), &w), root.var_copy(&format!("b{l}"), &b)));
+    }
+    let mut opt = tch::nn::Adam::default().build(&vs, 0.01).unwrap();
+
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    for _ in 0..12 {
+        let (x, y, w) = batch(&mut rng, 3, 6);
+        trainer.step(&x, &y, &w, &pos_weight, &[true, true, true]).unwrap();
+        let xk = x.get(k as i64);
+        let h = xk.matmul(&params[0].0.tr()) + &params[0].1;
+        let logits = (h.relu().matmul(&params[1].0.tr()) + &params[1].1).squeeze_dim(-1);
+        let loss = logits.binary_cross_entropy_with_logits::<Tensor>(
+            &y.get(k as i64),
+            None,
+            Some(Tensor::from_slice(&[pos_weight_values[k]])),
+            tch::Reduction::Mean,
+        );
+        opt.backward_step(&loss);
+    }
+    let ours = &trainer.ensemble().members().unwrap()[k];
+    for (l, layer) in ours.layers.iter().enumerate() {
+        let w_ref = Vec::<f32>::try_from(params[l].0.detach().contiguous().view([-1])).unwrap();
+        let b_ref = Vec::<f32>::try_from(params[l].1.detach()).unwrap();
+        for (a, b) in layer.weight.iter().zip(&w_ref).chain(layer.bias.iter().zip(&b_ref)) {
+            assert!((a - b).abs() < 1e-5, "layer {l}: {a} vs libtorch Adam {b}");
+        }
+    }
+}
+
+/// A masked (stopped) member keeps its weights and its Adam state bit for bit while the others
+/// train.
+#[test]
+fn masked_members_stay_fixed() {
+    let dims = [DIM, 8, 1];
+    let init = ensemble::init_members(&dims, &mut streams(3));
+    let mut trainer = Trainer::new(Ensemble::from_members(&init, Device::Cpu).unwrap(), 0.05);
+    let pos_weight = Tensor::ones([3, 1], (Kind::Float, Device::Cpu));
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    for _ in 0..5 {
+        let (x, y, w) = batch(&mut rng, 3, 5);
+        trainer.step(&x, &y, &w, &pos_weight, &[true, false, true]).unwrap();
+    }
+    let after = trainer.ensemble().members().unwrap();
+    assert_eq!(after[1], init[1], "a masked member changed");
+    assert!(max_abs_diff(&after[0], &init[0]) > 1e-4 && max_abs_diff(&after[2], &init[2]) > 1e-4);
+
+    // Its Adam state was untouched too: its first real step equals a fresh trainer's first step.
+    let (x, y, w) = batch(&mut rng, 3, 5);
+    trainer.step(&x, &y, &w, &pos_weight, &[false, true, false]).unwrap();
+    let mut fresh = Trainer::new(Ensemble::from_members(&init[1..2], Device::Cpu).unwrap(), 0.05);
+    fresh
+        .step(&x.narrow(0, 1, 1), &y.narrow(0, 1, 1), &w.narrow(0, 1, 1), &pos_weight.narrow(0, 1, 1), &[true])
+        .unwrap();
+    let diff = max_abs_diff(&trainer.ensemble().members().unwrap()[1], &fresh.ensemble().members().unwrap()[0]);
+    assert!(diff < 1e-6, "masked member's first step differs from a fresh one by {diff}");
+}
+
+/// Early stopping keeps the best epoch's weights: re-scoring the held-out samples with the returned
+/// weights gives the reported best held-out loss.
+#[test]
+fn early_stopping_returns_best_weights() {
+    let data = member_data(11);
+    let cfg = config();
+    let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(data.len()));
+    let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
+    let (model, reports) = ensemble::train(model, &data, &cfg, &mut streams(data.len()), Mode::Batched, "").unwrap();
+    let members = model.members().unwrap();
+    let mut stopped_early = 0;
+    for (k, (m, r)) in members.iter().zip(&reports).enumerate() {
+        assert!(r.best_epoch <= r.epochs);
+        if r.best_epoch < r.epochs {
+            stopped_early += 1;
+        }
+        let h = &data[k].holdout;
+        let loss: f64 = (0..h.y.len())
+            .map(|i| {
+                let p = m.score_row(h.x.row(i)) as f64;
+                let p = p.clamp(1e-7, 1.0 - 1e-7);
+                if h.y[i] {
+                    -(r.pos_weight as f64) * p.ln()
+                } else {
+                    -(1.0 - p).ln()
+                }
+            })
+            .sum::<f64>()
+            / h.y.len() as f64;
+        assert!((loss - r.best_holdout_loss).abs() < 1e-3 * (1.0 + loss), "member {k}: {loss} vs {}", r.best_holdout_loss);
+    }
+    assert!(stopped_early > 0, "no member stopped early: {reports:?}");
+}
+
+#[test]
+fn youden_threshold_on_a_hand_made_roc() {
+    // benign: 0.1 0.2 0.3 0.6 | malicious: 0.4 0.7 0.8 0.9
+    let scores = [0.1, 0.2, 0.3, 0.6, 0.4, 0.7, 0.8, 0.9];
+    let labels = [false, false, false, false, true, true, true, true];
+    let curve = roc_curve(&scores, &labels);
+    // (fpr, tpr) at each threshold, highest first.
+    let expected = [
+        (f32::INFINITY, 0.0, 0.0),
+        (0.9, 0.0, 0.25),
+        (0.8, 0.0, 0.5),
+        (0.7, 0.0, 0.75),
+        (0.6, 0.25, 0.75),
+        (0.4, 0.25, 1.0),
+        (0.3, 0.5, 1.0),
+        (0.2, 0.75, 1.0),
+        (0.1, 1.0, 1.0),
+    ];
+    assert_eq!(curve.len(), expected.len());
+    for (p, &(t, fpr, tpr)) in curve.iter().zip(&expected) {
+        assert_eq!((p.threshold, p.fpr, p.tpr), (t, fpr, tpr));
+    }
+    // J = 0.75 at 0.7 and at 0.4: the tie goes to the higher threshold.
+    assert_eq!(youden_threshold(&scores, &labels), Some(0.7));
+    // Moving one benign score above 0.7 leaves 0.4 as the unique best (J = 0.75 vs 0.5).
+    let scores2 = [0.1, 0.2, 0.3, 0.75, 0.4, 0.7, 0.8, 0.9];
+    assert_eq!(youden_threshold(&scores2, &labels), Some(0.4));
+    // One class only: undefined.
+    assert_eq!(youden_threshold(&[0.2, 0.3], &[true, true]), None);
+}
+
+#[test]
+fn vote_counts_use_each_members_threshold() {
+    let scores = vec![vec![0.2, 0.9], vec![0.6, 0.6], vec![0.5, 0.1]];
+    let votes = ensemble::count_votes(&scores, &[0.5, 0.7, 0.5]);
+    assert_eq!(votes, vec![[2, 1], [2, 1]]);
+}
