@@ -31,6 +31,8 @@ enum Cli {
     Score(cli::score::Args),
     /// Run the whole pipeline from a YAML config.
     Run(cli::run::Args),
+    /// Replay labelled requests against a running WAF (Apache + CRS, pate-proxy); TPR/FPR.
+    Replay(cli::replay::Args),
 }
 
 fn main() {
@@ -47,6 +49,7 @@ fn main() {
         Cli::Export(a) => cli::export::run(a),
         Cli::Score(a) => cli::score::run(a),
         Cli::Run(a) => cli::run::run(a),
+        Cli::Replay(a) => cli::replay::run(a),
     };
     if let Err(e) = result {
         eprintln!("pate-trainer: error: {e}");

@@ -11,3 +11,4 @@ pub mod evaluate;
 pub mod export;
 pub mod score;
 pub mod run;
+pub mod replay;
