@@ -215,4 +215,25 @@ for panel in dash["panels"]:
 print(f"[scrape-check] ok: {n} Grafana dashboard queries run against Prometheus")
 PY
 
+# --- reload and stop, as systemd does them (ExecReload=/bin/kill -HUP, KillSignal=SIGTERM) --------
+kill -HUP "$PROXY_PID"
+reloaded() {
+  [ "$(json "$P/api/v1/query?query=sum(patewaf_model_reloads_total%7Bresult%3D%22ok%22%7D)" "d['data']['result'][0]['value'][1] if d['data']['result'] else ''")" = 1 ]
+}
+wait_for 30 "patewaf_model_reloads_total{result=\"ok\"} = 1 in Prometheus after SIGHUP" reloaded
+curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null || die "not ready after SIGHUP"
+say "ok: SIGHUP reloaded the bundle (Prometheus sees patewaf_model_reloads_total{result=\"ok\"} 1), still ready"
+start=$(date +%s)
+kill -TERM "$PROXY_PID"
+for ((i = 0; i < 150; i++)); do kill -0 "$PROXY_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$PROXY_PID" 2>/dev/null && die "pate-proxy still running 15 s after SIGTERM (grace_period_seconds: 1)"
+wait "$PROXY_PID" 2>/dev/null; rc=$?
+PROXY_PID=""
+say "ok: SIGTERM: pate-proxy exited (status $rc) in $(( $(date +%s) - start )) s with grace_period_seconds: 1"
+down() {
+  [ "$(json "$P/api/v1/targets" "','.join(t['health'] for t in d['data']['activeTargets'] if t['labels']['job'] == 'pate-proxy')")" = down ]
+}
+wait_for 30 "the targets API to report the stopped proxy down" down
+say "ok: targets API reports the stopped proxy down (what PateProxyDown alerts on)"
+
 say "PASS"
