@@ -49,6 +49,26 @@ pub struct Args {
     pub onnxruntime: Option<PathBuf>,
 }
 
+/// Output of `score --target` (a struct rather than `json!` so that f32 values print in their
+/// shortest f32 form, e.g. `0.51428175`, not widened to f64 digits).
+#[derive(serde::Serialize)]
+struct OneScore<'a> {
+    score: f32,
+    threshold: f32,
+    verdict: &'static str,
+    model_version: &'a str,
+}
+
+/// One line of `score --input`.
+#[derive(serde::Serialize)]
+struct RecordScore {
+    index: usize,
+    line: usize,
+    label: Option<datasets::Label>,
+    score: f32,
+    verdict: &'static str,
+}
+
 fn verdict(score: f32, threshold: f32) -> &'static str {
     if bundle::is_block(score, threshold) { "block" } else { "allow" }
 }
@@ -70,13 +90,8 @@ pub fn run(args: Args) -> Result<()> {
             body: args.body.as_deref().map(str::as_bytes),
         };
         let score = scorer.score(&bundle.featurizer.transform_dense(&parts))?;
-        let out = serde_json::json!({
-            "score": score,
-            "threshold": threshold,
-            "verdict": verdict(score, threshold),
-            "model_version": bundle.manifest.model_version,
-        });
-        println!("{out}");
+        let out = OneScore { score, threshold, verdict: verdict(score, threshold), model_version: &bundle.manifest.model_version };
+        println!("{}", serde_json::to_string(&out).map_err(|e| Error::Invalid(e.to_string()))?);
         return Ok(());
     }
 
@@ -96,13 +111,14 @@ pub fn run(args: Args) -> Result<()> {
         }
         let scores = scorer.score_flat(&flat)?;
         for (offset, (record, score)) in chunk.iter().zip(scores).enumerate() {
-            let line = serde_json::json!({
-                "index": chunk_index * BATCH_ROWS + offset,
-                "line": record.line,
-                "label": record.label,
-                "score": score,
-                "verdict": verdict(score, threshold),
-            });
+            let line = RecordScore {
+                index: chunk_index * BATCH_ROWS + offset,
+                line: record.line,
+                label: record.label,
+                score,
+                verdict: verdict(score, threshold),
+            };
+            let line = serde_json::to_string(&line).map_err(|e| Error::Invalid(e.to_string()))?;
             if let Err(e) = writeln!(out, "{line}") {
                 // A closed pipe (`| head`) ends the listing quietly.
                 return if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(stdout_error(e)) };
