@@ -2,11 +2,13 @@
 # Proves the deploy topology of deploy/ on loopback, with the real programs (docs/deploy.md):
 #
 #   curl ──► pate-proxy 127.0.0.1:P ──► Apache 127.0.0.1:A (deploy/apache/ files, mod_remoteip)
+#   curl -k ─TLS─► Apache 127.0.0.1:T (pate-waf-tls-front.conf) ──┘ (through the proxy too)
 #                 │ admin 127.0.0.1:M /metrics
 #                 ▼
 #            Prometheus 127.0.0.1:Q (Debian's prometheus, scrape every 1 s, deploy/prometheus rules)
 #
-# and checks: Apache logs the client address from X-Forwarded-For; the proxy starts from the
+# and checks: Apache logs the client address from X-Forwarded-For; HTTPS through the TLS front
+# reaches Apache through the proxy; the proxy starts from the
 # systemd deploy config (deploy/systemd/pate-proxy.yaml, addresses and paths moved to a temp dir)
 # and gets ready; Prometheus' targets API reports the proxy `up`; a query of
 # patewaf_requests_total returns exactly the number of requests sent; the alert rules load and
@@ -64,10 +66,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Four free loopback ports, held open together so they differ.
-read -r APACHE_PORT PROXY_PORT ADMIN_PORT PROM_PORT < <(python3 -c '
+# Five free loopback ports, held open together so they differ.
+read -r APACHE_PORT PROXY_PORT ADMIN_PORT PROM_PORT TLS_PORT < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])')
 
@@ -81,12 +83,22 @@ json() {  # json URL PYTHON-EXPR: fetch JSON and print the expression over it (b
 }
 
 # --- Apache: the deploy files, moved to a free port and a temp docroot ---------------------------
-say "Apache on 127.0.0.1:$APACHE_PORT with deploy/apache/ports.conf and pate-waf-backend.conf"
+say "Apache on 127.0.0.1:$APACHE_PORT with deploy/apache/ports.conf and pate-waf-backend.conf, TLS front on 127.0.0.1:$TLS_PORT"
 mkdir -p "$WORK/apache/htdocs" "$WORK/apache/logs"
 echo '<html><body>pate-waf scrape check upstream</body></html>' > "$WORK/apache/htdocs/index.html"
 sed "s/127.0.0.1:8081/127.0.0.1:$APACHE_PORT/" deploy/apache/ports.conf > "$WORK/apache/ports.conf"
 sed -e "s/127.0.0.1:8081/127.0.0.1:$APACHE_PORT/" -e "s#/var/www/html#$WORK/apache/htdocs#g" \
   deploy/apache/pate-waf-backend.conf > "$WORK/apache/pate-waf-backend.conf"
+# The TLS front (optional HTTPS setup): its :443 and the proxy's :80 moved to the free ports, a
+# throwaway self-signed certificate instead of Debian's snakeoil pair.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+  -keyout "$WORK/apache/tls.key" -out "$WORK/apache/tls.crt" 2>/dev/null || die "openssl could not make a test certificate"
+sed -e "s/<VirtualHost \*:443>/<VirtualHost 127.0.0.1:$TLS_PORT>/" \
+    -e "s#http://127.0.0.1:80/#http://127.0.0.1:$PROXY_PORT/#g" \
+    -e "s#^\( *SSLCertificateFile\).*#\1 $WORK/apache/tls.crt#" \
+    -e "s#^\( *SSLCertificateKeyFile\).*#\1 $WORK/apache/tls.key#" \
+    -e "s#\${APACHE_LOG_DIR}#$WORK/apache/logs#g" \
+  deploy/apache/pate-waf-tls-front.conf > "$WORK/apache/pate-waf-tls-front.conf"
 M=/usr/lib/apache2/modules
 APACHE_CONF=$WORK/apache/httpd.conf
 cat > "$APACHE_CONF" <<CONF
@@ -100,11 +112,18 @@ LoadModule authz_core_module $M/mod_authz_core.so
 LoadModule mime_module $M/mod_mime.so
 LoadModule dir_module $M/mod_dir.so
 LoadModule remoteip_module $M/mod_remoteip.so
+LoadModule ssl_module $M/mod_ssl.so
+LoadModule socache_shmcb_module $M/mod_socache_shmcb.so
+LoadModule proxy_module $M/mod_proxy.so
+LoadModule proxy_http_module $M/mod_proxy_http.so
+LoadModule headers_module $M/mod_headers.so
 TypesConfig /etc/mime.types
 DirectoryIndex index.html
 $( [ "$(id -u)" = 0 ] && printf 'User www-data\nGroup www-data' )
 Include "$WORK/apache/ports.conf"
 Include "$WORK/apache/pate-waf-backend.conf"
+Listen 127.0.0.1:$TLS_PORT
+Include "$WORK/apache/pate-waf-tls-front.conf"
 CONF
 apache2 -t -f "$APACHE_CONF" 2>&1 | grep -q 'Syntax OK' || die "apache2 -t: $(apache2 -t -f "$APACHE_CONF" 2>&1)"
 apache2 -f "$APACHE_CONF" -k start
@@ -166,6 +185,16 @@ for target in "$NORMAL" "$ATTACK" "$NORMAL"; do
   [ "$code" = 200 ] || die "GET $target through the proxy: HTTP $code (detect mode forwards everything)"
   SENT=$((SENT + 1))
 done
+# HTTPS: Apache's TLS front ──► pate-proxy ──► Apache's backend; the proxy's X-Request-Id header
+# on the response shows it went through the proxy.
+headers=$(curl -sk --max-time 5 -D - -o /dev/null "https://127.0.0.1:$TLS_PORT$NORMAL") || die "HTTPS through the TLS front failed"
+case "$headers" in
+  "HTTP/1.1 200"*) ;;
+  *) die "HTTPS through the TLS front: expected 200, got: $(printf '%s' "$headers" | head -n 1)" ;;
+esac
+printf '%s' "$headers" | grep -qi '^x-request-id: ' || die "the TLS front's response has no X-Request-Id: it did not go through the proxy"
+SENT=$((SENT + 1))
+say "ok: HTTPS via deploy/apache/pate-waf-tls-front.conf went through the proxy ($(printf '%s' "$headers" | grep -i '^x-request-id' | tr -d '\r'))"
 say "sent $SENT requests through the proxy (all 200: detect mode)"
 direct=$(curl -fsS --max-time 5 "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '/^patewaf_requests_total/ {s += $2} END {print s + 0}')
 [ "$direct" = "$SENT" ] || die "the proxy's /metrics counts $direct requests, sent $SENT"
