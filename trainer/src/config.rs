@@ -20,6 +20,10 @@ pub struct RunConfig {
     /// `auto`, `cpu`, `cuda` or `cuda:<i>` (the command line's `--device` overrides it).
     #[serde(default = "default_device")]
     pub device: DeviceChoice,
+    /// libtorch intra-op CPU threads (null: libtorch's default, one per core). Small networks
+    /// on a busy machine run much faster with 1 (OpenMP threads spin while waiting).
+    #[serde(default)]
+    pub threads: Option<usize>,
     /// The labelled request files, pooled and then split by request hash.
     pub datasets: Vec<DatasetSource>,
     /// Fractions of the pooled requests per split.
@@ -234,6 +238,9 @@ impl RunConfig {
     /// Checks every value, naming the key.
     pub fn validate(&self) -> Result<()> {
         let bad = |key: &str, why: String| Err(Error::Config(format!("{key}: {why}")));
+        if self.threads == Some(0) {
+            return bad("threads", "must be at least 1 (or null for libtorch's default)".into());
+        }
         if self.datasets.is_empty() {
             return bad("datasets", "at least one dataset is needed".into());
         }

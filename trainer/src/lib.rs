@@ -11,5 +11,6 @@ pub mod metrics;
 pub mod model;
 pub mod model_file;
 pub mod pipeline;
+pub mod rundir;
 
 pub use error::{Error, Result};

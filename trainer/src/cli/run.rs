@@ -1,11 +1,410 @@
-//! `pate-trainer run` (not implemented yet: see the issue that builds it).
+//! `pate-trainer run --config configs/train.yaml --out RUN_DIR`: the whole pipeline.
+//!
+//! load datasets → split by request hash → fit the featurizer (public side by default) →
+//! featurize → teach (batched ensemble) → privatize the queries (Lap(1/ρ), optional) → vote →
+//! noisy aggregation → accounting → student on the ORIGINAL query features with the aggregated
+//! labels → evaluate on the test split → export the ONNX bundle → `report.json` and `roc.svg`.
+use std::path::PathBuf;
+use std::time::Instant;
+
+use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};
+use privacy::accountant::{AccountOptions, Mechanism as AccountedMechanism};
+
+use crate::config::{FitOn, Mechanism, RunConfig};
+use crate::device::{self, DeviceChoice};
+use crate::ensemble::{LabeledRows, Mode};
 use crate::error::{Error, Result};
+use crate::metrics::{roc_svg, Metrics};
+use crate::model_file::{load_teachers, ModelFile};
+use crate::pipeline::{self, RunRng, TeachJob};
+use crate::rundir::{sets, RunDir, RunManifest};
 
 /// Arguments of `pate-trainer run`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The YAML configuration (see configs/train.yaml); dataset paths are relative to its directory.
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// The run directory to write (created; an existing one is reused, and teachers already
+    /// trained on the same data are kept).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub out: PathBuf,
+    /// `auto`, `cpu`, `cuda` or `cuda:<i>` (overrides the config's `device`).
+    #[arg(long, value_parser = parse_device)]
+    pub device: Option<DeviceChoice>,
+    /// Teacher training mode (overrides `teachers.mode`).
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// libtorch CPU threads (overrides the config's `threads`).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// clap parser for `--device`.
+pub fn parse_device(s: &str) -> std::result::Result<DeviceChoice, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+/// The warning put in the report when the featurizer was fitted on the private data.
+pub const PRIVATE_FEATURIZER_WARNING: &str = "WARNING: the featurizer's vocabulary and IDF were fitted on the \
+teachers' PRIVATE data (featurizer.fit_on: private). The vocabulary reveals which tokens the private requests \
+contain and no PATE bound covers that: the epsilons below do NOT account for it. Fit on the public side \
+(fit_on: public, the default) for the stated guarantee to hold.";
 
 /// Runs `pate-trainer run`.
-pub fn run(_args: Args) -> Result<()> {
-    Err(Error::Invalid("`run` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<()> {
+    let started = Instant::now();
+    let mut config = RunConfig::load(&args.config)?;
+    if let Some(d) = args.device {
+        config.device = d;
+    }
+    if args.threads.is_some() {
+        config.threads = args.threads;
+    }
+    if let Some(m) = args.mode {
+        config.teachers.mode = m;
+    }
+    let report = run_pipeline(&config, &RunDir::new(&args.out), started)?;
+    eprintln!(
+        "run: done in {:.1} s; student TPR {} TNR {}; report {}",
+        started.elapsed().as_secs_f64(),
+        fmt_rate(report["metrics"]["tpr"].as_f64()),
+        fmt_rate(report["metrics"]["tnr"].as_f64()),
+        args.out.join("report.json").display()
+    );
+    Ok(())
+}
+
+fn fmt_rate(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.4}"))
+}
+
+fn stage(name: &str, started: Instant) {
+    eprintln!("[{:>7.1} s] == {name}", started.elapsed().as_secs_f64());
+}
+
+/// Runs every stage into `run` and returns the report (also written to `report.json`).
+pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Result<serde_json::Value> {
+    run.create()?;
+    let rng = RunRng::new(config.seed)?;
+    if config.seed.is_some() {
+        eprintln!("run: SEEDED randomness (seed: {:?}) — reproducible, not private; for experiments only", config.seed);
+    }
+    if let Some(t) = config.threads {
+        tch::set_num_threads(t as i32);
+    }
+    let device = device::resolve(config.device)?;
+    let config_yaml = serde_yaml::to_string(config).map_err(|e| Error::Config(e.to_string()))?;
+    pipeline::write_file(&run.config(), config_yaml.as_bytes())?;
+    let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
+    let mut manifest = RunManifest::new(rng.provenance(), device::name(device), config_json);
+    manifest.record(run, "config", &[run.config()])?;
+
+    // ---- data and splits
+    stage("load datasets and split by request hash", started);
+    let records = pipeline::load_datasets(&config.datasets)?;
+    let splits = pipeline::split_by_hash(&records, &config.split);
+    eprintln!(
+        "split: {} private, {} public, {} student validation, {} test",
+        splits.private.len(),
+        splits.public.len(),
+        splits.student_validation.len(),
+        splits.test.len()
+    );
+    let teachers = config.teachers.count;
+    if splits.private.len() < 2 * teachers {
+        return Err(Error::Config(format!(
+            "teachers.count: {teachers} teachers need at least {} private requests, the split has {}",
+            2 * teachers,
+            splits.private.len()
+        )));
+    }
+    if splits.public.len() < config.student.queries {
+        return Err(Error::Config(format!(
+            "student.queries: {} queries asked but the public split has only {} requests",
+            config.student.queries,
+            splits.public.len()
+        )));
+    }
+    let mut query_rng = rng.stream("queries");
+    let query_rows: Vec<usize> = pipeline::shuffled(splits.public.len(), &mut query_rng)
+        .into_iter()
+        .take(config.student.queries)
+        .map(|i| splits.public[i])
+        .collect();
+    let mut validation_rng = rng.stream("student-validation");
+    let validation_rows: Vec<usize> = pipeline::shuffled(splits.student_validation.len(), &mut validation_rng)
+        .into_iter()
+        .take(config.student.validation_max)
+        .map(|i| splits.student_validation[i])
+        .collect();
+    let where_from = |idx: &[usize]| -> Vec<serde_json::Value> {
+        idx.iter().map(|&i| serde_json::json!([records[i].line])).collect()
+    };
+    pipeline::write_json(
+        &run.path("splits.json"),
+        &serde_json::json!({
+            "method": "sha256(method, target, body) → [0,1) against cumulative split fractions",
+            "fractions": config.split,
+            "counts": {
+                "private": splits.private.len(), "public": splits.public.len(),
+                "student_validation": splits.student_validation.len(), "test": splits.test.len(),
+                "queries": query_rows.len(), "student_validation_used": validation_rows.len(),
+            },
+            "lines": {
+                "private": where_from(&splits.private), "queries": where_from(&query_rows),
+                "student_validation": where_from(&validation_rows), "test": where_from(&splits.test),
+            },
+        }),
+    )?;
+    manifest.record(run, "split", &[run.path("splits.json")])?;
+
+    // ---- featurizer
+    let fit_rows = match config.featurizer.fit_on {
+        FitOn::Public => &splits.public,
+        FitOn::Private => {
+            eprintln!("\n{PRIVATE_FEATURIZER_WARNING}\n");
+            &splits.private
+        }
+    };
+    stage(&format!("fit the featurizer on {} {} requests", fit_rows.len(), match config.featurizer.fit_on {
+        FitOn::Public => "public",
+        FitOn::Private => "PRIVATE",
+    }), started);
+    let featurizer =
+        featurizer::Featurizer::fit(config.featurizer.config.clone(), fit_rows.iter().map(|&i| records[i].parts()))?;
+    featurizer.save(&run.featurizer())?;
+    let fhash = featurizer.content_hash().to_string();
+
+    stage("featurize", started);
+    let mut written = vec![run.featurizer()];
+    let mut feature_set = |set: &str, rows: &[usize]| -> Result<(crate::dense::DenseMatrix, Vec<bool>)> {
+        let x = pipeline::featurize_rows(&featurizer, &records, rows);
+        let y = pipeline::labels_of(&records, rows)?;
+        pipeline::write_matrix(&run.features(set), &x)?;
+        pipeline::write_labels(&run.labels(set), &y.iter().map(|&l| Some(l)).collect::<Vec<_>>())?;
+        written.push(run.features(set));
+        written.push(run.labels(set));
+        Ok((x, y))
+    };
+    let (private_x, private_y) = feature_set(sets::PRIVATE, &splits.private)?;
+    let (query_x, query_y) = feature_set(sets::QUERIES, &query_rows)?;
+    let (validation_x, validation_y) = feature_set(sets::STUDENT_VALIDATION, &validation_rows)?;
+    let (test_x, test_y) = feature_set(sets::TEST, &splits.test)?;
+    for (what, y) in [("student validation", &validation_y), ("test", &test_y)] {
+        if !y.contains(&true) || !y.contains(&false) {
+            return Err(Error::Config(format!("the {what} split needs both benign and malicious requests; add data or change split")));
+        }
+    }
+    manifest.record(run, "featurize", &written)?;
+
+    // ---- teachers
+    stage(&format!("teach {teachers} teachers"), started);
+    let shards = pipeline::partition(private_x.rows, teachers, &mut rng.stream("shards"));
+    pipeline::write_json(&run.shards(), &shards)?;
+    let job = TeachJob {
+        shards: shards
+            .iter()
+            .map(|s| Some((private_x.select_rows(s), s.iter().map(|&i| private_y[i]).collect())))
+            .collect(),
+        holdout_fraction: config.teachers.holdout_fraction,
+        holdout_max: config.teachers.holdout_max,
+        training: &config.teachers.training,
+        mode: config.teachers.mode,
+        featurizer_hash: fhash.clone(),
+        out_dir: &run.teachers(),
+        device,
+    };
+    let teach_started = Instant::now();
+    let (trained, reused) = pipeline::teach(&job, &rng)?;
+    let teach_seconds = teach_started.elapsed().as_secs_f64();
+    drop(job);
+    let teacher_files = load_teachers(&run.teachers())?;
+    if teacher_files.len() != teachers {
+        return Err(Error::Invalid(format!(
+            "{}: {} teacher files, expected {teachers} (remove stale files)",
+            run.teachers().display(),
+            teacher_files.len()
+        )));
+    }
+    manifest.record(run, "teach", &[run.shards(), run.teachers()])?;
+
+    // ---- privatize + vote
+    let mut noise = rng.noise()?;
+    let mut sent = query_x.clone();
+    if let Some(rho) = config.privacy.rho {
+        stage(&format!("privatize {} queries with Lap(1/ρ), ρ = {rho}", sent.rows), started);
+        privacy::privatize::laplace(&mut sent.values, rho, &mut noise)?;
+    }
+    pipeline::write_matrix(&run.features(sets::QUERIES_SENT), &sent)?;
+    stage(&format!("vote: {} teachers on {} queries", teacher_files.len(), sent.rows), started);
+    let votes = pipeline::vote(&teacher_files, &sent, device)?;
+    privacy::votes::write_vote_file(&run.votes(), &votes)?;
+    manifest.record(run, "vote", &[run.features(sets::QUERIES_SENT), run.votes()])?;
+
+    // ---- aggregate + account
+    let p = &config.privacy;
+    let (aggregator, accounted): (Box<dyn Aggregator>, AccountedMechanism) = match p.mechanism {
+        Mechanism::Lnmax => (Box::new(Lnmax { gamma: p.gamma }), AccountedMechanism::Lnmax(Lnmax { gamma: p.gamma })),
+        Mechanism::Gnmax => (Box::new(Gnmax { sigma: p.sigma }), AccountedMechanism::Gnmax(Gnmax { sigma: p.sigma })),
+        Mechanism::ConfidentGnmax => {
+            let m = ConfidentGnmax { threshold: p.threshold, sigma1: p.sigma1, sigma2: p.sigma2 };
+            (Box::new(m), AccountedMechanism::ConfidentGnmax(m))
+        }
+    };
+    stage(&format!("aggregate with {}", aggregator.name()), started);
+    let noisy_labels = aggregator.aggregate(&votes, &mut noise)?;
+    let labels: Vec<Option<bool>> = noisy_labels.iter().map(|l| l.map(|c| c == 1)).collect();
+    pipeline::write_labels(&run.aggregate_labels(), &labels)?;
+    stage("account", started);
+    let answered_flags: Vec<bool> = labels.iter().map(Option::is_some).collect();
+    let options = AccountOptions {
+        delta: p.delta,
+        orders: None,
+        answered: matches!(p.mechanism, Mechanism::ConfidentGnmax).then(|| answered_flags.clone()),
+    };
+    let epsilon = privacy::accountant::account(&votes, &accounted, &options)?;
+    pipeline::write_json(&run.privacy(), &epsilon)?;
+    manifest.record(run, "aggregate+account", &[run.aggregate_labels(), run.privacy()])?;
+
+    // ---- student
+    let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
+    if answered.is_empty() {
+        return Err(Error::Invalid("the aggregator answered no query: nothing to train the student on".into()));
+    }
+    let student_labels: Vec<bool> = answered.iter().map(|&i| labels[i].expect("answered")).collect();
+    let label_agreement =
+        answered.iter().filter(|&&i| labels[i] == Some(query_y[i])).count() as f64 / answered.len() as f64;
+    stage(&format!("student on {} answered queries (original features)", answered.len()), started);
+    let student = pipeline::train_student(
+        LabeledRows { x: query_x.select_rows(&answered), y: student_labels },
+        LabeledRows { x: validation_x, y: validation_y },
+        &config.student.training,
+        &fhash,
+        &rng,
+        device,
+    )?;
+    student.save(&run.student())?;
+    manifest.record(run, "student", &[run.student()])?;
+
+    // ---- evaluate
+    stage(&format!("evaluate on {} test requests", test_x.rows), started);
+    let evaluation = evaluate(&student, &teacher_files, &test_x, &test_y, device)?;
+    pipeline::write_file(&run.path("roc.svg"), evaluation.svg.as_bytes())?;
+    pipeline::write_json(&run.path("evaluation.json"), &evaluation.json)?;
+    manifest.record(run, "evaluate", &[run.path("evaluation.json"), run.path("roc.svg")])?;
+
+    // ---- report
+    let mechanism_parameters = match p.mechanism {
+        Mechanism::Lnmax => serde_json::json!({"gamma": p.gamma}),
+        Mechanism::Gnmax => serde_json::json!({"sigma": p.sigma}),
+        Mechanism::ConfidentGnmax => serde_json::json!({"threshold": p.threshold, "sigma1": p.sigma1, "sigma2": p.sigma2}),
+    };
+    let mut report = serde_json::json!({
+        "teachers": teachers,
+        "queries": query_rows.len(),
+        "answered": answered.len(),
+        "mechanism": aggregator.name(),
+        "mechanism_parameters": mechanism_parameters,
+        "delta": p.delta,
+        "data_independent_epsilon": epsilon.data_independent_epsilon,
+        "data_independent_epsilon_label": epsilon.data_independent_label,
+        "data_dependent_epsilon": epsilon.data_dependent_epsilon,
+        "data_dependent_epsilon_label": epsilon.data_dependent_label,
+        "student_local_epsilon": p.rho.map(privacy::privatize::local_epsilon),
+        "rho": p.rho,
+        "rng": rng.provenance(),
+        "featurizer": {
+            "fit_on": config.featurizer.fit_on,
+            "content_hash": fhash,
+            "dim": featurizer.dim(),
+            "warning": matches!(config.featurizer.fit_on, FitOn::Private).then_some(PRIVATE_FEATURIZER_WARNING),
+        },
+        "threshold": student.info.threshold,
+        "metrics": evaluation.student,
+        "teacher_ensemble_metrics": evaluation.ensemble,
+        "aggregated_label_agreement": label_agreement,
+        "aggregated_label_agreement_note": "share of answered queries whose noisy label equals the query's true label (public-side labels; diagnostic only)",
+        "splits": {
+            "private": splits.private.len(), "public": splits.public.len(),
+            "student_validation": splits.student_validation.len(), "test": splits.test.len(),
+        },
+        "training": {
+            "device": device::name(device),
+            "teacher_mode": config.teachers.mode,
+            "teachers_trained": trained,
+            "teachers_reused": reused,
+            "teach_seconds": teach_seconds,
+            "teacher_widths": config.teachers.training.dims(featurizer.dim()),
+            "student_widths": config.student.training.dims(featurizer.dim()),
+            "student": student.info.training,
+        },
+        "privacy_report": epsilon,
+    });
+    if matches!(config.featurizer.fit_on, FitOn::Private) {
+        report["WARNING"] = serde_json::Value::String(PRIVATE_FEATURIZER_WARNING.into());
+    }
+
+    // ---- export
+    stage("export the ONNX bundle", started);
+    let (privacy_part, metrics_part) = crate::cli::export::split_report(report.clone());
+    let bundle_dir = run.path(crate::cli::export::RUN_BUNDLE_DIR);
+    crate::cli::export::export_bundle(
+        &bundle_dir,
+        &crate::cli::export::to_bundle_mlp(&student.weights),
+        &featurizer,
+        student.info.threshold,
+        privacy_part,
+        metrics_part,
+    )?;
+    report["bundle"] = serde_json::Value::String(bundle_dir.display().to_string());
+    report["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
+    pipeline::write_json(&run.path(crate::cli::export::RUN_REPORT_FILE), &report)?;
+    manifest.record(run, "export+report", &[bundle_dir, run.path(crate::cli::export::RUN_REPORT_FILE)])?;
+    Ok(report)
+}
+
+/// What `evaluate` produces.
+pub struct Evaluation {
+    /// Student metrics at its threshold.
+    pub student: Metrics,
+    /// Teacher-ensemble metrics (score = share of teachers voting malicious, threshold 0.5).
+    pub ensemble: Option<Metrics>,
+    /// evaluation.json.
+    pub json: serde_json::Value,
+    /// roc.svg.
+    pub svg: String,
+}
+
+/// Evaluates the student (and the teacher ensemble when given) on labelled rows.
+pub fn evaluate(
+    student: &ModelFile,
+    teachers: &[ModelFile],
+    x: &crate::dense::DenseMatrix,
+    y: &[bool],
+    device: tch::Device,
+) -> Result<Evaluation> {
+    let scores = pipeline::model_scores(student, x, device)?;
+    let (student_metrics, student_roc) = pipeline::evaluate_scores(&scores, y, student.info.threshold);
+    let (ensemble_metrics, ensemble_roc) = if teachers.is_empty() {
+        (None, Vec::new())
+    } else {
+        let fraction = pipeline::ensemble_vote_fraction(teachers, x, device)?;
+        let (m, roc) = pipeline::evaluate_scores(&fraction, y, 0.5);
+        (Some(m), roc)
+    };
+    let mut curves: Vec<(&str, &[crate::metrics::RocPoint])> = Vec::new();
+    let ensemble_name = format!("teacher ensemble ({} teachers, noiseless votes)", teachers.len());
+    if !ensemble_roc.is_empty() {
+        curves.push((&ensemble_name, &ensemble_roc));
+    }
+    curves.push(("student", &student_roc));
+    let svg = roc_svg(&curves);
+    let json = serde_json::json!({
+        "samples": y.len(),
+        "student": student_metrics,
+        "teacher_ensemble": ensemble_metrics,
+        "teacher_ensemble_score": "share of teachers voting malicious; malicious when >= 0.5",
+    });
+    Ok(Evaluation { student: student_metrics, ensemble: ensemble_metrics, json, svg })
 }

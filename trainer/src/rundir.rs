@@ -1,0 +1,202 @@
+//! The run directory: where every stage reads and writes its typed artifacts, and the manifest
+//! (`manifest.json`) that records the config, where randomness came from, versions and the sha256
+//! of every artifact.
+//!
+//! ```text
+//! RUN_DIR/
+//!   config.yaml            the effective configuration
+//!   manifest.json          config, rng provenance, versions, sha256 of every artifact
+//!   splits.json            which request (dataset, line) went to which split
+//!   featurizer.json        vocabulary + IDF (fitted on the public side by default)
+//!   features/*.f32         dense features (privacy crate's f32 matrix files)
+//!   features/*.labels      labels, one class index per line (0 benign, 1 malicious)
+//!   shards.json            rows of features/private.f32 per teacher
+//!   teachers/teacher-NNNNN.safetensors
+//!   votes.csv              per-query vote counts "benign,malicious" (privacy format)
+//!   aggregate.labels       noisy labels (class index or `-` for no answer)
+//!   privacy.json           the accountant's EpsilonReport
+//!   student.safetensors    the student
+//!   evaluation.json, roc.svg, report.json, bundle/
+//! ```
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::pipeline::{file_sha256, write_json};
+
+/// Paths inside a run directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// The run directory.
+    pub root: PathBuf,
+}
+
+/// Names of the feature sets.
+pub mod sets {
+    /// Teachers' private data.
+    pub const PRIVATE: &str = "private";
+    /// The student's queries (original features).
+    pub const QUERIES: &str = "queries";
+    /// The student's queries as sent to the teachers (Laplace-privatized when ρ is set).
+    pub const QUERIES_SENT: &str = "queries.sent";
+    /// Student validation (early stopping, threshold).
+    pub const STUDENT_VALIDATION: &str = "student_validation";
+    /// Test.
+    pub const TEST: &str = "test";
+}
+
+impl RunDir {
+    /// A run directory at `root` (not created).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        RunDir { root: root.into() }
+    }
+
+    /// Creates the directory (and `features/`, `teachers/`).
+    pub fn create(&self) -> Result<()> {
+        for d in [self.root.clone(), self.root.join("features"), self.teachers()] {
+            std::fs::create_dir_all(&d).map_err(|source| Error::Io { path: d, source })?;
+        }
+        Ok(())
+    }
+
+    /// A path inside the run directory.
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// `features/<set>.f32`.
+    pub fn features(&self, set: &str) -> PathBuf {
+        self.root.join("features").join(format!("{set}.f32"))
+    }
+
+    /// `features/<set>.labels`.
+    pub fn labels(&self, set: &str) -> PathBuf {
+        self.root.join("features").join(format!("{set}.labels"))
+    }
+
+    /// `teachers/`.
+    pub fn teachers(&self) -> PathBuf {
+        self.root.join("teachers")
+    }
+
+    /// `config.yaml`.
+    pub fn config(&self) -> PathBuf {
+        self.root.join("config.yaml")
+    }
+
+    /// `featurizer.json`.
+    pub fn featurizer(&self) -> PathBuf {
+        self.root.join("featurizer.json")
+    }
+
+    /// `shards.json`.
+    pub fn shards(&self) -> PathBuf {
+        self.root.join("shards.json")
+    }
+
+    /// `votes.csv`.
+    pub fn votes(&self) -> PathBuf {
+        self.root.join("votes.csv")
+    }
+
+    /// `aggregate.labels`.
+    pub fn aggregate_labels(&self) -> PathBuf {
+        self.root.join("aggregate.labels")
+    }
+
+    /// `privacy.json`.
+    pub fn privacy(&self) -> PathBuf {
+        self.root.join("privacy.json")
+    }
+
+    /// `student.safetensors`.
+    pub fn student(&self) -> PathBuf {
+        self.root.join(crate::cli::export::RUN_STUDENT_FILE)
+    }
+
+    /// `manifest.json`.
+    pub fn manifest(&self) -> PathBuf {
+        self.root.join("manifest.json")
+    }
+
+    /// Reads `config.yaml` (written by `run`).
+    pub fn load_config(&self) -> Result<crate::config::RunConfig> {
+        crate::config::RunConfig::load(&self.config())
+    }
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunManifest {
+    /// Layout version of the run directory.
+    pub format_version: u32,
+    /// When the run started (RFC 3339, UTC).
+    pub created: String,
+    /// `{"rng": "os"}` or `{"rng": "seeded", "seed": N}` (seeded only via the config's `seed:`).
+    pub rng: serde_json::Value,
+    /// Versions of the software.
+    pub versions: BTreeMap<String, String>,
+    /// The device that trained.
+    pub device: String,
+    /// The effective configuration.
+    pub config: serde_json::Value,
+    /// Stages completed, in order.
+    pub stages: Vec<String>,
+    /// sha256 (hex) of every artifact, by path relative to the run directory.
+    pub artifacts: BTreeMap<String, String>,
+}
+
+impl RunManifest {
+    /// A new manifest.
+    pub fn new(rng: serde_json::Value, device: String, config: serde_json::Value) -> Self {
+        let versions = BTreeMap::from([
+            ("pate-trainer".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+            ("tch".to_string(), "0.26.0".to_string()),
+            ("featurizer-artifact".to_string(), featurizer_version()),
+        ]);
+        RunManifest {
+            format_version: 1,
+            created: bundle::rfc3339_utc(std::time::SystemTime::now()),
+            rng,
+            versions,
+            device,
+            config,
+            stages: Vec::new(),
+            artifacts: BTreeMap::new(),
+        }
+    }
+
+    /// Records a finished stage and the hashes of the files it wrote, then rewrites
+    /// `manifest.json` atomically.
+    pub fn record(&mut self, run: &RunDir, stage: &str, files: &[PathBuf]) -> Result<()> {
+        for f in files {
+            self.add_file(run, f)?;
+        }
+        self.stages.push(stage.to_string());
+        write_json(&run.manifest(), self)
+    }
+
+    fn add_file(&mut self, run: &RunDir, f: &Path) -> Result<()> {
+        if f.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(f)
+                .map_err(|source| Error::Io { path: f.to_owned(), source })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            entries.sort();
+            for e in entries {
+                self.add_file(run, &e)?;
+            }
+            return Ok(());
+        }
+        let relative = f.strip_prefix(&run.root).unwrap_or(f).to_string_lossy().into_owned();
+        self.artifacts.insert(relative, file_sha256(f)?);
+        Ok(())
+    }
+}
+
+fn featurizer_version() -> String {
+    // The artifact's own version is inside featurizer.json; the crate version pins the code.
+    format!("featurizer crate {}", env!("CARGO_PKG_VERSION"))
+}
