@@ -367,6 +367,22 @@ student_script() {
 }
 check "sh -n on student.sh in deploy/kubernetes/training/configmap.yaml" student_script
 
+# train.yaml of the training ConfigMap: pate-trainer parses and validates the whole config before
+# it reads any data, so a valid config stops at the first dataset under /data (which exists only
+# in the cluster), and an invalid one stops with "invalid configuration" naming the key.
+trainer_config() {
+  local trainer=$ROOT/target/release/pate-trainer
+  [ -x "$trainer" ] || { echo "target/release/pate-trainer not built: cargo build --release -p trainer"; return 1; }
+  configmap_key deploy/kubernetes/training/configmap.yaml train.yaml "$TMP/k8s-train.yaml" || return 1
+  local out; out=$("$trainer" run --config "$TMP/k8s-train.yaml" --out "$TMP/k8s-train-run" 2>&1) && { echo "$out"; echo "unexpected success"; return 1; }
+  case "$out" in
+    *"invalid configuration"*) echo "$out"; return 1 ;;
+    *"/data/"*"No such file"*) echo "config accepted; stopped at: $(printf '%s\n' "$out" | grep -m1 '/data/')" ;;
+    *) echo "$out"; echo "expected to stop at a missing /data file"; return 1 ;;
+  esac
+}
+check "pate-trainer accepts train.yaml of deploy/kubernetes/training/configmap.yaml" trainer_config
+
 # --- docs ---------------------------------------------------------------------------------------
 docs_reference_deploy() {
   local missing=0 f
