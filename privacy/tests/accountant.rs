@@ -1,0 +1,265 @@
+//! Accountants: the published value, hand-computed cases (values from independent numpy
+//! computations of the paper formulas, quoted in comments) and properties.
+use privacy::accountant::{
+    account, gnmax_ln_q, gnmax_rdp_data_dependent, lnmax_ln_q, lnmax_moment_data_dependent, threshold_ln_q, AccountOptions,
+    Mechanism, LABEL_DATA_DEPENDENT, LABEL_DATA_INDEPENDENT, LABEL_SANITIZED,
+};
+use privacy::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
+use privacy::smooth::{sanitize, SanitizeOptions};
+use privacy::special::DiscreteGaussianTails;
+use privacy::{EpsilonReport, NoiseRng, VoteMatrix};
+use proptest::prelude::*;
+
+fn votes(rows: &[[u64; 2]]) -> VoteMatrix {
+    VoteMatrix::from_rows(rows).unwrap()
+}
+
+fn opts(delta: f64, orders: Option<Vec<f64>>) -> AccountOptions {
+    AccountOptions { delta, orders, answered: None }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-300)
+}
+
+fn lnmax(gamma: f64) -> Mechanism {
+    Mechanism::Lnmax(Lnmax { gamma })
+}
+fn gnmax(sigma: f64) -> Mechanism {
+    Mechanism::Gnmax(Gnmax { sigma })
+}
+
+#[test]
+fn published_lnmax_value_t1000_gamma005_delta1e5() {
+    // Papernot et al. 2017 / the seeds: α_total(λ) = 1000·2·0.05²·λ(λ+1) = 5λ(λ+1), so
+    // ε(λ) = 5λ + 5 + ln(1e5)/λ, minimal at λ = √(11.512925/5) = 1.5174 with ε = 20.1743.
+    let v = votes(&vec![[140, 110]; 1000]);
+    let r = account(&v, &lnmax(0.05), &opts(1e-5, None)).unwrap();
+    assert!((r.data_independent_epsilon - 20.1743).abs() < 5e-5, "{}", r.data_independent_epsilon);
+    assert!((r.data_independent_order - 1.5174).abs() < 5e-5, "{}", r.data_independent_order);
+    let c = r.continuous.as_ref().unwrap();
+    assert_eq!(c.data_independent_epsilon, r.data_independent_epsilon);
+    // The integer grid can only do worse: λ = 2 gives (30 + 11.512925)/2 = 20.756463.
+    assert!((r.discrete.data_independent_epsilon - 20.756463).abs() < 1e-5);
+    assert_eq!(r.discrete.data_independent_order, 2.0);
+    assert_eq!(r.queries, 1000);
+    assert_eq!(r.mechanism, "lnmax");
+}
+
+#[test]
+fn lnmax_data_independent_with_given_orders() {
+    // T = 10, γ = 0.1: α_total = 0.2λ(λ+1); ε(1) = 11.912925, ε(2) = 6.356463, ε(3) = 4.637642.
+    let v = votes(&vec![[5, 5]; 10]);
+    let r = account(&v, &lnmax(0.1), &opts(1e-5, Some(vec![1.0, 2.0, 3.0]))).unwrap();
+    assert!((r.data_independent_epsilon - 4.637642).abs() < 1e-6);
+    assert_eq!(r.data_independent_order, 3.0);
+    assert_eq!(r.orders, vec![1.0, 2.0, 3.0]);
+    assert!(r.continuous.is_none(), "--orders restricts to exactly the given orders");
+    // Ties everywhere: q ≥ 1/2 > 1/(e^{0.2}+1), Theorem 3 never applies.
+    assert_eq!(r.data_dependent_epsilon, r.data_independent_epsilon);
+    assert_eq!(r.data_dependent_queries, 0);
+}
+
+#[test]
+fn lnmax_data_dependent_single_unanimous_query() {
+    // Votes [250, 0], γ = 0.05: exact discrete-Laplace tail q = P(Y ≥ 250) = 1.3821017e-5
+    // (Lemma 4's continuous value is 1.3509118e-5). Theorem 3:
+    // α(λ) = ln((1−q)((1−q)/(1−e^{0.1}q))^λ + q e^{0.1λ}) = 2.90714e-6, 5.96714e-6, 9.19608e-6
+    // for λ = 1, 2, 3 (data-independent 0.01, 0.03, 0.06); ε = min_λ (α + ln 1e5)/λ = 3.8376449
+    // at λ = 3, data-independent 3.8576418.
+    let q = lnmax_ln_q(&[250, 0], 0.05).exp();
+    assert!(close(q, 1.382_101_693_965_545_5e-5, 1e-9), "{q}");
+    assert!(q >= 1.350_911_774_878_518e-5);
+    for (lambda, expected) in [(1.0, 2.907_135_967_518_479_7e-6), (2.0, 5.967_137_886_609_358_5e-6), (3.0, 9.196_082_019_520_182e-6)] {
+        let a = lnmax_moment_data_dependent(q.ln(), 0.05, lambda);
+        assert!(close(a, expected, 1e-6), "λ={lambda}: {a} vs {expected}");
+    }
+    let r = account(&votes(&[[250, 0]]), &lnmax(0.05), &opts(1e-5, Some(vec![1.0, 2.0, 3.0]))).unwrap();
+    assert!((r.data_dependent_epsilon - 3.837_644_887_017_416_5).abs() < 1e-8);
+    assert!((r.data_independent_epsilon - 3.857_641_821_656_743).abs() < 1e-8);
+    assert_eq!(r.data_dependent_order, 3.0);
+}
+
+#[test]
+fn gnmax_data_independent_with_given_orders() {
+    // T = 100, σ = 40: RDP_total(α) = 100α/1600; ε(10) = 0.625 + ln(1e5)/9 = 1.904214 beats
+    // ε(2) = 11.637925 and ε(5) = 3.190731.
+    let v = votes(&vec![[125, 125]; 100]);
+    let r = account(&v, &gnmax(40.0), &opts(1e-5, Some(vec![2.0, 5.0, 10.0]))).unwrap();
+    assert!((r.data_independent_epsilon - 1.904214).abs() < 1e-6);
+    assert_eq!(r.data_independent_order, 10.0);
+}
+
+#[test]
+fn gnmax_data_dependent_hand_computed() {
+    // Votes [200, 50], σ = 40: q = P(Z₁ − Z₂ ≥ 150) for iid discrete Gaussians = 0.00411062085
+    // (exact sums; the continuous Proposition 7 value is erfc(150/80)/2 = 0.00400497).
+    // Theorem 6 with μ₂ = σ√(ln 1/q), μ₁ = μ₂ + 1: RDP(α) = 1.021988e-3, 1.125066e-3,
+    // 1.363252e-3, 2.274124e-3, 1.737735e-2 for α = 2, 5, 10, 20, 50.
+    let tails = DiscreteGaussianTails::new(1600.0);
+    let ln_q = gnmax_ln_q(&[200, 50], &tails);
+    assert!(close(ln_q.exp(), 0.004_110_620_851_521_677, 1e-9), "{}", ln_q.exp());
+    for (alpha, expected) in [
+        (2.0, 0.001_021_987_987_851_08),
+        (5.0, 0.001_125_065_789_529_091_2),
+        (10.0, 0.001_363_252_457_617_762_8),
+        (20.0, 0.002_274_123_719_172_341_3),
+        (50.0, 0.017_377_352_565_322_735),
+    ] {
+        let v = gnmax_rdp_data_dependent(ln_q, 40.0, alpha);
+        assert!(close(v, expected, 1e-6), "α={alpha}: {v} vs {expected}");
+        assert!(v < alpha / 1600.0);
+    }
+}
+
+#[test]
+fn confident_gnmax_threshold_step_hand_computed() {
+    // max = 200, T = 100, σ₁ = 20: P[no answer] = P(Z ≥ 101) = 2.5103083e-7 < P[answer];
+    // threshold RDP with σ₁√2 (Theorem 6): 1.593548e-7, 2.064868e-7, 3.885256e-7, 2.612365e-6
+    // for α = 2, 5, 10, 20 (data-independent α/(2σ₁²) = 0.0025, 0.00625, 0.0125, 0.025).
+    let tails = DiscreteGaussianTails::new(400.0);
+    let ln_q = threshold_ln_q(200, 100, &tails);
+    assert!(close(ln_q.exp(), 2.510_308_320_581_314e-7, 1e-8), "{}", ln_q.exp());
+    let s = 20.0 * std::f64::consts::SQRT_2;
+    for (alpha, expected) in [
+        (2.0, 1.593_548_359_530_570_4e-7),
+        (5.0, 2.064_867_734_490_000_5e-7),
+        (10.0, 3.885_256_239_185_223_7e-7),
+        (20.0, 2.612_365_271_971_835_7e-6),
+    ] {
+        let v = gnmax_rdp_data_dependent(ln_q, s, alpha);
+        assert!(close(v, expected, 1e-6), "α={alpha}: {v} vs {expected}");
+    }
+}
+
+#[test]
+fn confident_gnmax_data_independent_charges_answered_queries() {
+    // 4 queries, 2 answered, σ₁ = 20, σ₂ = 40, α = 5: RDP = 4·5/(2·400) + 2·5/1600 = 0.03125,
+    // ε = 0.03125 + ln(1e5)/4 = 2.909481. Without the answered list all 4 are charged:
+    // 0.0375 + 2.878231 = 2.915731.
+    let v = votes(&[[200, 50], [130, 120], [250, 0], [125, 125]]);
+    let m = Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 150.0, sigma1: 20.0, sigma2: 40.0 });
+    let mut o = opts(1e-5, Some(vec![5.0]));
+    let all = account(&v, &m, &o).unwrap();
+    assert!((all.data_independent_epsilon - 2.915_731).abs() < 1e-6, "{}", all.data_independent_epsilon);
+    o.answered = Some(vec![true, false, true, false]);
+    let r = account(&v, &m, &o).unwrap();
+    assert!((r.data_independent_epsilon - 2.909_481).abs() < 1e-6, "{}", r.data_independent_epsilon);
+    assert_eq!(r.answered, Some(2));
+    assert!(r.data_dependent_epsilon <= r.data_independent_epsilon);
+    o.answered = Some(vec![true]);
+    assert!(account(&v, &m, &o).is_err(), "answered list of the wrong length");
+}
+
+fn all_finite(r: &EpsilonReport) {
+    for e in &r.epsilons {
+        assert!(e.epsilon.is_finite() && e.epsilon >= 0.0 && e.order.is_finite(), "{e:?}");
+    }
+    let json = serde_json::to_string(r).unwrap();
+    assert!(!json.contains("null") && !json.contains("NaN") && !json.contains("inf"), "{json}");
+}
+
+#[test]
+fn unanimous_binary_votes_work_for_every_mechanism() {
+    // The reference implementations crash on these (log 0, division by zero).
+    let unanimous = votes(&[[250, 0], [0, 250], [250, 0], [0, 0]]);
+    for m in [
+        lnmax(0.05),
+        gnmax(40.0),
+        gnmax(0.5),
+        Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 200.0, sigma1: 150.0, sigma2: 40.0 }),
+        Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 10.0, sigma1: 0.5, sigma2: 0.5 }),
+    ] {
+        for orders in [None, Some(vec![1.5, 2.0, 100.0])] {
+            let o = opts(1e-5, orders);
+            let mut r = account(&unanimous, &m, &o).unwrap();
+            assert!(r.data_dependent_epsilon <= r.data_independent_epsilon, "{m:?}");
+            all_finite(&r);
+            let mut rng = NoiseRng::seeded_for_experiments(9);
+            sanitize(&unanimous, &m, &o, &mut r, &SanitizeOptions::default(), &mut rng).unwrap();
+            all_finite(&r);
+        }
+    }
+    // 1000 unanimous queries: the data-dependent bound is far below the data-independent one.
+    let many = votes(&vec![[250, 0]; 1000]);
+    let r = account(&many, &gnmax(40.0), &opts(1e-5, None)).unwrap();
+    assert!(r.data_dependent_epsilon < 0.5 * r.data_independent_epsilon, "{r:?}");
+    assert_eq!(r.data_dependent_queries, 1000);
+}
+
+#[test]
+fn labels_and_json_shape() {
+    let v = votes(&vec![[200, 50]; 50]);
+    let o = opts(1e-5, None);
+    let m = gnmax(40.0);
+    let mut r = account(&v, &m, &o).unwrap();
+    let mut rng = NoiseRng::seeded_for_experiments(3);
+    sanitize(&v, &m, &o, &mut r, &SanitizeOptions::default(), &mut rng).unwrap();
+    let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+    for key in ["mechanism", "queries", "delta", "data_independent_epsilon", "data_independent_order", "data_dependent_epsilon", "data_dependent_order", "orders_used", "orders"] {
+        assert!(json.get(key).is_some(), "missing {key}");
+    }
+    let labels: Vec<&str> = r.epsilons.iter().map(|e| e.label.as_str()).collect();
+    assert_eq!(labels, vec![LABEL_DATA_INDEPENDENT, LABEL_DATA_DEPENDENT, LABEL_SANITIZED]);
+    assert_eq!(LABEL_DATA_DEPENDENT, "data-dependent (not private to publish)");
+    let s = r.sanitized.as_ref().unwrap();
+    assert_eq!(json["sanitized"]["rng"], serde_json::json!({"rng": "seeded", "seed": 3}));
+    // The published value includes the release's own cost and the δ term.
+    assert!(s.epsilon >= s.release_rdp_cost + (1e5f64).ln() / (s.rdp_order - 1.0) - 1e-12);
+    assert!(s.noise_std.is_finite() && s.noise_std >= 0.0);
+}
+
+#[test]
+fn epsilon_grows_with_queries_and_falls_with_noise() {
+    let base: Vec<[u64; 2]> = (0..200).map(|i| [150 + (i % 100), 100 - (i % 100)]).collect();
+    let double: Vec<[u64; 2]> = base.iter().chain(base.iter()).copied().collect();
+    for (small, big) in [(lnmax(0.05), lnmax(0.02)), (gnmax(40.0), gnmax(80.0))] {
+        let r1 = account(&votes(&base), &small, &opts(1e-5, None)).unwrap();
+        let r2 = account(&votes(&double), &small, &opts(1e-5, None)).unwrap();
+        assert!(r2.data_independent_epsilon > r1.data_independent_epsilon);
+        assert!(r2.data_dependent_epsilon > r1.data_dependent_epsilon);
+        let r3 = account(&votes(&base), &big, &opts(1e-5, None)).unwrap();
+        assert!(r3.data_independent_epsilon < r1.data_independent_epsilon);
+        // (Not asserted for the data-dependent ε: with strong consensus, LESS noise makes q so
+        // small that the data-dependent bound can shrink: it is not monotone in the noise.)
+    }
+    // Smaller δ costs more.
+    let a = account(&votes(&base), &gnmax(40.0), &opts(1e-5, None)).unwrap();
+    let b = account(&votes(&base), &gnmax(40.0), &opts(1e-8, None)).unwrap();
+    assert!(b.data_independent_epsilon > a.data_independent_epsilon);
+}
+
+#[test]
+fn invalid_options_are_errors() {
+    let v = votes(&[[1, 2]]);
+    assert!(account(&v, &lnmax(0.05), &opts(0.0, None)).is_err());
+    assert!(account(&v, &lnmax(0.05), &opts(1.0, None)).is_err());
+    assert!(account(&v, &lnmax(0.05), &opts(1e-5, Some(vec![]))).is_err());
+    assert!(account(&v, &lnmax(0.05), &opts(1e-5, Some(vec![-1.0]))).is_err());
+    assert!(account(&v, &gnmax(40.0), &opts(1e-5, Some(vec![1.0]))).is_err(), "RDP orders must be > 1");
+    assert!(account(&v, &gnmax(40.0), &opts(1e-5, Some(vec![f64::NAN]))).is_err());
+    assert!(account(&v, &gnmax(-3.0), &opts(1e-5, None)).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    /// Data-dependent ε never exceeds data-independent ε (same orders), for any votes.
+    #[test]
+    fn data_dependent_never_exceeds_data_independent(
+        rows in prop::collection::vec(prop::collection::vec(0u64..=250, 3), 1..40),
+        gamma in 0.01f64..1.0,
+        sigma in 1.0f64..100.0,
+        threshold in 0.0f64..300.0,
+    ) {
+        let v = VoteMatrix::from_rows(&rows).unwrap();
+        for m in [lnmax(gamma), gnmax(sigma), Mechanism::ConfidentGnmax(ConfidentGnmax { threshold, sigma1: sigma, sigma2: sigma })] {
+            for orders in [None, Some(vec![2.0, 8.0, 32.0])] {
+                let r = account(&v, &m, &opts(1e-5, orders)).unwrap();
+                prop_assert!(r.data_dependent_epsilon <= r.data_independent_epsilon + 1e-12, "{:?}", r);
+                prop_assert!(r.discrete.data_dependent_epsilon <= r.discrete.data_independent_epsilon + 1e-12);
+                prop_assert!(r.data_dependent_epsilon.is_finite() && r.data_dependent_epsilon > 0.0);
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Vote files, label files and feature-matrix files: parsing, errors with line numbers,
+//! round trips, atomic writes.
+use privacy::aggregate::{format_labels, parse_labels};
+use privacy::matrix::{read_f32_matrix, write_f32_matrix, F32Matrix};
+use privacy::votes::{parse_votes, read_vote_file, write_vote_file, VoteMatrix};
+use privacy::PrivacyError;
+use std::path::Path;
+
+fn parse_err(text: &str) -> (usize, String) {
+    match parse_votes(text, Path::new("votes.csv")) {
+        Err(PrivacyError::Parse { line, message, .. }) => (line, message),
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+}
+
+#[test]
+fn parses_counts_comments_and_blank_lines() {
+    let m = parse_votes("# header comment\n180,70\n\n 250 , 0\n# c\n0,250\n", Path::new("v")).unwrap();
+    assert_eq!(m.queries(), 3);
+    assert_eq!(m.classes(), 2);
+    assert_eq!(m.row(1), &[250, 0]);
+    assert_eq!(m.max_teachers(), 250);
+    let m3 = parse_votes("1,2,3\n4,5,6\n", Path::new("v")).unwrap();
+    assert_eq!((m3.queries(), m3.classes()), (2, 3));
+}
+
+#[test]
+fn bad_lines_name_their_line_number() {
+    let (line, msg) = parse_err("# c\n180,70\n12,x\n");
+    assert_eq!(line, 3);
+    assert!(msg.contains("\"x\"") && msg.contains("non-negative integer"), "{msg}");
+    let (line, msg) = parse_err("180,70\n1,2,3\n");
+    assert_eq!(line, 2);
+    assert!(msg.contains("expected 2"), "{msg}");
+    let (line, _) = parse_err("180,70\n-1,3\n");
+    assert_eq!(line, 2);
+    let (line, _) = parse_err("1.5,2\n");
+    assert_eq!(line, 1);
+    let (line, msg) = parse_err("7\n");
+    assert_eq!(line, 1);
+    assert!(msg.contains("at least 2"), "{msg}");
+    let (line, _) = parse_err("1,,2\n");
+    assert_eq!(line, 1);
+    let (_, msg) = parse_err("# only comments\n\n");
+    assert!(msg.contains("no data line"));
+    // The Display names the file and line.
+    let e = parse_votes("1,2\n3\n", Path::new("dir/votes.csv")).unwrap_err();
+    assert!(e.to_string().starts_with("dir/votes.csv:2:"), "{e}");
+}
+
+#[test]
+fn vote_file_round_trip_is_atomic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("votes.csv");
+    let m = VoteMatrix::from_rows(&[[180u64, 70], [0, 250]]).unwrap();
+    write_vote_file(&path, &m).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "180,70\n0,250\n");
+    assert_eq!(read_vote_file(&path).unwrap(), m);
+    // No temporary file left behind.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    assert!(VoteMatrix::from_rows(&[vec![1u64, 2], vec![3]]).is_err());
+    assert!(matches!(read_vote_file(&dir.path().join("missing.csv")), Err(PrivacyError::Io { .. })));
+}
+
+#[test]
+fn label_file_round_trip() {
+    let labels = vec![Some(0), None, Some(1)];
+    let text = format_labels(&labels);
+    assert_eq!(text, "0\n-\n1\n");
+    assert_eq!(parse_labels(&text, Path::new("l")).unwrap(), labels);
+    match parse_labels("0\nmaybe\n", Path::new("l")) {
+        Err(PrivacyError::Parse { line: 2, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn matrix_round_trip_and_format_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.bin");
+    let m = F32Matrix::new(2, 3, vec![0.5, 0.25, 0.25, 1.0, 0.0, -0.0]).unwrap();
+    write_f32_matrix(&path, &m).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(&bytes[..8], b"PATEF32\0");
+    assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().unwrap()), 2);
+    assert_eq!(u64::from_le_bytes(bytes[16..24].try_into().unwrap()), 3);
+    assert_eq!(bytes.len(), 24 + 4 * 6);
+    assert_eq!(f32::from_le_bytes(bytes[24..28].try_into().unwrap()), 0.5);
+    assert_eq!(read_f32_matrix(&path).unwrap(), m);
+    // Truncated file.
+    std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+    assert!(read_f32_matrix(&path).unwrap_err().to_string().contains("bytes"));
+    // Wrong magic.
+    let mut bad = bytes.clone();
+    bad[0] = b'X';
+    std::fs::write(&path, &bad).unwrap();
+    assert!(read_f32_matrix(&path).unwrap_err().to_string().contains("magic"));
+    // NaN value.
+    let mut nan = bytes.clone();
+    nan[28..32].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&path, &nan).unwrap();
+    let e = read_f32_matrix(&path).unwrap_err().to_string();
+    assert!(e.contains("row 0, column 1"), "{e}");
+    assert!(F32Matrix::new(2, 2, vec![0.0; 3]).is_err());
+}
