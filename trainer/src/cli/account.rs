@@ -1,11 +1,142 @@
-//! `pate-trainer account` (not implemented yet: see the issue that builds it).
+//! `pate-trainer account`: privacy accounting of a vote file; prints one JSON object
+//! ([`privacy::EpsilonReport`]) on stdout.
+//!
+//! ```text
+//! pate-trainer account --votes FILE --mechanism lnmax --gamma 0.05 --delta 1e-5 [--orders 1,2,3]
+//! pate-trainer account --votes FILE --mechanism gnmax --sigma 40 --delta 1e-5 [--orders 2,2.5,3]
+//! pate-trainer account --votes FILE --mechanism confident-gnmax --threshold 200 --sigma1 150 \
+//!     --sigma2 40 --delta 1e-5 [--answered labels.csv]
+//! ```
+//! Add `--sanitize` for a smooth-sensitivity sanitized ε (its noise comes from the OS-seeded
+//! CSPRNG, or from `--seed` for experiments, recorded in the output).
+use std::path::PathBuf;
+
+use privacy::accountant::{account, AccountOptions, Mechanism};
+use privacy::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
+use privacy::smooth::{sanitize, SanitizeOptions};
+
 use crate::error::{Error, Result};
+
+/// The noisy aggregation mechanisms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MechanismName {
+    /// LNMax (Papernot et al. 2017): Laplace noise with parameter γ.
+    Lnmax,
+    /// GNMax (Papernot et al. 2018): Gaussian noise with σ.
+    Gnmax,
+    /// Confident-GNMax (Papernot et al. 2018): threshold T with σ₁, then GNMax with σ₂.
+    ConfidentGnmax,
+}
+
+/// Mechanism parameters shared by `account` and `aggregate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MechanismArgs {
+    /// Aggregation mechanism.
+    #[arg(long, value_enum)]
+    pub mechanism: MechanismName,
+    /// LNMax: γ, the inverse scale of the Laplace noise.
+    #[arg(long)]
+    pub gamma: Option<f64>,
+    /// GNMax: σ of the Gaussian noise.
+    #[arg(long)]
+    pub sigma: Option<f64>,
+    /// Confident-GNMax: threshold T on the noisy largest vote count.
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Confident-GNMax: σ₁ of the threshold check.
+    #[arg(long)]
+    pub sigma1: Option<f64>,
+    /// Confident-GNMax: σ₂ of the GNMax step.
+    #[arg(long)]
+    pub sigma2: Option<f64>,
+}
+
+impl MechanismArgs {
+    /// The mechanism with its parameters; a missing parameter is a configuration error.
+    pub fn mechanism(&self) -> Result<Mechanism> {
+        let need = |v: Option<f64>, flag: &str, mech: &str| {
+            v.ok_or_else(|| Error::Config(format!("--{flag} is required with --mechanism {mech}")))
+        };
+        Ok(match self.mechanism {
+            MechanismName::Lnmax => Mechanism::Lnmax(Lnmax { gamma: need(self.gamma, "gamma", "lnmax")? }),
+            MechanismName::Gnmax => Mechanism::Gnmax(Gnmax { sigma: need(self.sigma, "sigma", "gnmax")? }),
+            MechanismName::ConfidentGnmax => Mechanism::ConfidentGnmax(ConfidentGnmax {
+                threshold: need(self.threshold, "threshold", "confident-gnmax")?,
+                sigma1: need(self.sigma1, "sigma1", "confident-gnmax")?,
+                sigma2: need(self.sigma2, "sigma2", "confident-gnmax")?,
+            }),
+        })
+    }
+}
 
 /// Arguments of `pate-trainer account`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Vote file: one line per query, per-class counts separated by commas, `#` comments.
+    #[arg(long)]
+    pub votes: PathBuf,
+    /// Mechanism and its parameters.
+    #[command(flatten)]
+    pub mechanism: MechanismArgs,
+    /// Target δ of the (ε, δ) guarantee.
+    #[arg(long, default_value_t = 1e-5)]
+    pub delta: f64,
+    /// Minimize over exactly these orders (λ for lnmax, α > 1 for gnmax / confident-gnmax),
+    /// comma-separated. Default: a documented grid (and, for lnmax, the minimum over real λ > 0).
+    #[arg(long, value_delimiter = ',')]
+    pub orders: Option<Vec<f64>>,
+    /// Confident-GNMax: the labels file written by `aggregate` (class index or `-` per query);
+    /// only answered queries are charged for the GNMax step. Without it every query is charged.
+    #[arg(long)]
+    pub answered: Option<PathBuf>,
+    /// Also release a smooth-sensitivity sanitized ε (Papernot et al. 2018, App. C).
+    #[arg(long)]
+    pub sanitize: bool,
+    /// Sanitization: noise multiplier σ_s (noise = smooth sensitivity × σ_s × N(0,1)).
+    #[arg(long, default_value_t = 10.0)]
+    pub ss_noise: f64,
+    /// Sanitization: β of the smooth sensitivity (default 0.4/α).
+    #[arg(long)]
+    pub ss_beta: Option<f64>,
+    /// Sanitization: order to release at (default: the data-dependent optimal order).
+    #[arg(long)]
+    pub ss_order: Option<f64>,
+    /// EXPERIMENTS ONLY: seed the sanitization noise (recorded in the output; not private).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Also write the JSON report to this file (atomically).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
 
 /// Runs `pate-trainer account`.
-pub fn run(_args: Args) -> Result<()> {
-    Err(Error::Invalid("`account` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<()> {
+    let votes = privacy::votes::read_vote_file(&args.votes)?;
+    let mechanism = args.mechanism.mechanism()?;
+    let answered = match &args.answered {
+        None => None,
+        Some(path) => {
+            if !matches!(mechanism, Mechanism::ConfidentGnmax(_)) {
+                return Err(Error::Config("--answered only applies to --mechanism confident-gnmax".into()));
+            }
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+            let labels = privacy::aggregate::parse_labels(&text, path)?;
+            Some(labels.iter().map(Option::is_some).collect::<Vec<bool>>())
+        }
+    };
+    let opts = AccountOptions { delta: args.delta, orders: args.orders.clone(), answered };
+    let mut report = account(&votes, &mechanism, &opts)?;
+    if args.sanitize {
+        let mut rng = privacy::NoiseRng::from_option(args.seed)?;
+        let sopts = SanitizeOptions { noise_multiplier: args.ss_noise, beta: args.ss_beta, order: args.ss_order };
+        sanitize(&votes, &mechanism, &opts, &mut report, &sopts, &mut rng)?;
+    } else if args.seed.is_some() {
+        return Err(Error::Config("--seed only applies with --sanitize (accounting itself uses no randomness)".into()));
+    }
+    let json = serde_json::to_string(&report).map_err(|e| Error::Invalid(format!("cannot serialize the report: {e}")))?;
+    if let Some(out) = &args.out {
+        privacy::write_atomic(out, format!("{json}\n").as_bytes())?;
+    }
+    println!("{json}");
+    Ok(())
 }

@@ -1,11 +1,64 @@
-//! `pate-trainer privatize` (not implemented yet: see the issue that builds it).
+//! `pate-trainer privatize`: adds Lap(1/ρ) to every coordinate of the student's l1-normalized
+//! feature vectors ((2ρ, 0)-local DP per record; Yovine et al. 2021, "Trusted Curator B").
+//!
+//! ```text
+//! pate-trainer privatize --rho 5 --in features.bin --out noisy.bin
+//! ```
+//! Input and output are `privacy::matrix` files (magic `PATEF32\0`, rows u64, cols u64, f32
+//! row-major, little-endian). The output is written atomically, with a JSON summary (ρ, local ε,
+//! rng provenance) on stdout and beside it as `<out>.json`.
+use std::path::PathBuf;
+
 use crate::error::{Error, Result};
 
 /// Arguments of `pate-trainer privatize`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// ρ: the Laplace noise scale is 1/ρ; each record gets local ε = 2ρ.
+    #[arg(long)]
+    pub rho: f64,
+    /// Input feature matrix (l1-normalized rows).
+    #[arg(long = "in")]
+    pub input: PathBuf,
+    /// Output (noisy) feature matrix.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// EXPERIMENTS ONLY: fixed noise seed (recorded; the output is then NOT private).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
 
 /// Runs `pate-trainer privatize`.
-pub fn run(_args: Args) -> Result<()> {
-    Err(Error::Invalid("`privatize` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<()> {
+    privacy::privatize::check_rho(args.rho)?;
+    let mut m = privacy::matrix::read_f32_matrix(&args.input)?;
+    // Warn-free check of the premise of the 2ρ bound: rows must be l1-normalized (or empty).
+    for i in 0..m.rows {
+        let l1: f64 = m.row(i).iter().map(|v| (*v as f64).abs()).sum();
+        if l1 > 1.0 + 1e-3 {
+            return Err(Error::Invalid(format!(
+                "{}: row {i} has l1 norm {l1:.6}; expected ≤ 1 (l1-normalized features), otherwise the local ε is not 2ρ",
+                args.input.display()
+            )));
+        }
+    }
+    let mut rng = privacy::NoiseRng::from_option(args.seed)?;
+    privacy::privatize::laplace(&mut m.data, args.rho, &mut rng)?;
+    privacy::matrix::write_f32_matrix(&args.out, &m)?;
+    let summary = serde_json::json!({
+        "rho": args.rho,
+        "local_epsilon": privacy::privatize::local_epsilon(args.rho),
+        "local_epsilon_label": "local (2rho, 0)-DP per record",
+        "rows": m.rows,
+        "cols": m.cols,
+        "input": args.input,
+        "output": args.out,
+        "rng": rng.provenance(),
+    });
+    let mut sidecar = args.out.clone().into_os_string();
+    sidecar.push(".json");
+    let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::Invalid(e.to_string()))?;
+    privacy::write_atomic(&PathBuf::from(sidecar), format!("{text}\n").as_bytes())?;
+    println!("{}", serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?);
+    Ok(())
 }
