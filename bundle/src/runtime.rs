@@ -187,14 +187,14 @@ impl Scorer {
 
     /// Malicious probabilities of rows stored back to back (row-major `[n][input_dim]`).
     pub fn score_flat(&mut self, flat: &[f32]) -> Result<Vec<f32>, BundleError> {
-        if self.input_dim == 0 || flat.is_empty() || flat.len() % self.input_dim != 0 {
+        let rows = flat.len().checked_div(self.input_dim).unwrap_or(0);
+        if rows == 0 || rows * self.input_dim != flat.len() {
             return Err(BundleError::Input(format!(
                 "{} values are not a positive number of rows of {}",
                 flat.len(),
                 self.input_dim
             )));
         }
-        let rows = flat.len() / self.input_dim;
         let run_error = |e: ort::Error| BundleError::Ort(format!("scoring {rows} row(s): {e}"));
         let input = TensorRef::from_array_view(([rows, self.input_dim], flat)).map_err(run_error)?;
         let outputs = self.session.run(ort::inputs![INPUT_NAME => input]).map_err(run_error)?;
