@@ -18,7 +18,7 @@ TRAINER=$ROOT/target/release/pate-trainer
 PROXY=$ROOT/target/release/pate-proxy
 
 step "the in-repo sample (data/sample, see its README for provenance)"
-"$TRAINER" data stats --format csic data/sample/csic_normal.txt data/sample/csic_anomalous.txt
+"$TRAINER" data stats --format csic data/sample/csic_*_sample.txt
 
 step "train: pate-trainer run --config configs/quick.yaml --out runs/demo"
 rm -rf "$RUN"
