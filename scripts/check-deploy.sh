@@ -300,6 +300,106 @@ check "compose.yaml: every bind-mounted file and the Dockerfile exist" compose_m
 check "hadolint deploy/container/Dockerfile" "$TOOLS/bin/hadolint" deploy/container/Dockerfile
 check "hadolint deploy/container/Dockerfile.trainer" "$TOOLS/bin/hadolint" deploy/container/Dockerfile.trainer
 
+# The runtime stage of deploy/container/Dockerfile, without Docker: its instructions (RUN, COPY,
+# ENV, USER, ENTRYPOINT, CMD) applied to a debootstrap'ed Debian trixie minbase root file system
+# (what debian:trixie-slim is made from), with the build stage's outputs taken from this build
+# (target/release/pate-proxy, .deps/libonnxruntime.so); then the image's entrypoint runs as its
+# USER in a network namespace of its own, with a bundle mounted as compose does, and must get
+# ready and answer a request through to an upstream. Opt-in (a Debian download of ~50 MB, once):
+# PATE_CHECK_CONTAINER_ROOTFS=1; the root file system is cached in .deps/rootfs-trixie.
+container_runtime_stage() {
+  [ "$(id -u)" = 0 ] || { echo "needs root (chroot, unshare)"; return 1; }
+  [ -x "$PROXY" ] || { echo "target/release/pate-proxy not built"; return 1; }
+  local cache=$ROOT/.deps/rootfs-trixie
+  if [ ! -x "$cache/bin/sh" ]; then
+    command -v debootstrap >/dev/null || { echo "debootstrap not installed (apt-get install debootstrap)"; return 1; }
+    rm -rf "$cache.tmp"
+    debootstrap --variant=minbase trixie "$cache.tmp" http://deb.debian.org/debian > "$TMP/debootstrap.log" 2>&1 \
+      || { tail -n 20 "$TMP/debootstrap.log"; return 1; }
+    mv "$cache.tmp" "$cache"
+  fi
+  local bundle; bundle=$(scripts/deploy-bundle.sh) || return 1
+  local rootfs=$TMP/rootfs; cp -a "$cache" "$rootfs"
+  "$PY" - deploy/container/Dockerfile "$rootfs" "$PROXY" "$ROOT/.deps/libonnxruntime.so" "$TMP/container-run.sh" <<'PY' || return 1
+import json, os, re, shlex, shutil, subprocess, sys
+dockerfile, rootfs, proxy, ort, run_sh = sys.argv[1:]
+build_outputs = {"/opt/pate-proxy": proxy, "/opt/libonnxruntime.so": ort}
+lines, cur = [], ""
+for raw in open(dockerfile):
+    line = raw.rstrip("\n")
+    if not cur and (line.lstrip().startswith("#") or not line.strip()):
+        continue
+    if line.lstrip().startswith("#"):
+        continue
+    if line.endswith("\\"):
+        cur += line[:-1] + " "; continue
+    lines.append(cur + line); cur = ""
+stage = [l for l in lines]
+last_from = max(i for i, l in enumerate(stage) if l.split()[0].upper() == "FROM")
+env, user, entrypoint, cmd = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, "0:0", [], []
+for l in stage[last_from + 1:]:
+    op, _, rest = l.strip().partition(" ")
+    op = op.upper(); rest = rest.strip()
+    if op == "RUN":
+        subprocess.run(["chroot", rootfs, "/bin/sh", "-c", rest], check=True, env=env)
+        print("RUN", rest[:70], "...")
+    elif op == "COPY":
+        args = shlex.split(rest)
+        frm = next((a.split("=", 1)[1] for a in args if a.startswith("--from=")), None)
+        src, dst = [a for a in args if not a.startswith("--")]
+        src = build_outputs[src] if frm else src
+        target = os.path.join(rootfs, dst.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy(src, target)
+        print("COPY", src, "->", dst)
+    elif op == "ENV":
+        for kv in shlex.split(rest):
+            k, v = kv.split("=", 1); env[k] = v
+    elif op == "USER":
+        user = rest
+    elif op == "ENTRYPOINT":
+        entrypoint = json.loads(rest)
+    elif op == "CMD":
+        cmd = json.loads(rest)
+    elif op in ("VOLUME", "EXPOSE", "STOPSIGNAL", "LABEL", "WORKDIR", "ARG", "SHELL"):
+        pass
+    else:
+        sys.exit(f"unsupported instruction in the runtime stage: {op}")
+uid, gid = (user.split(":") + [user])[:2]
+argv = entrypoint + cmd
+envs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+open(run_sh, "w").write(
+    f"exec chroot --userspec={uid}:{gid} {shlex.quote(rootfs)} /usr/bin/env -i {envs} "
+    + " ".join(shlex.quote(a) for a in argv) + "\n")
+print("USER", user, "ENTRYPOINT+CMD", argv)
+PY
+  mkdir -p "$rootfs/var/lib/pate-waf/bundle"; cp -r "$bundle"/. "$rootfs/var/lib/pate-waf/bundle/"
+  mkdir -p "$rootfs/var/www"; echo 'upstream ok' > "$rootfs/var/www/index.html"
+  # In a network namespace of its own: the image's 0.0.0.0:8080 / :9191 cannot clash with the host.
+  unshare --net bash -euo pipefail -c '
+    rootfs=$1 run=$2
+    ip link set lo up 2>/dev/null || /sbin/ip link set lo up
+    python3 -m http.server --bind 127.0.0.1 --directory "$rootfs/var/www" 8081 >/dev/null 2>&1 &
+    up=$!
+    for i in $(seq 1 50); do curl -fsS --max-time 1 http://127.0.0.1:8081/index.html >/dev/null 2>&1 && break; sleep 0.2; done
+    bash "$run" > "$rootfs/../container.log" 2>&1 &
+    pid=$!
+    trap "kill $pid $up 2>/dev/null || true" EXIT
+    for i in $(seq 1 150); do curl -fsS --max-time 2 http://127.0.0.1:9191/ready >/dev/null 2>&1 && break; kill -0 $pid || break; sleep 0.2; done
+    curl -fsS --max-time 2 http://127.0.0.1:9191/ready || { tail -n 20 "$rootfs/../container.log"; exit 1; }; echo
+    body=$(curl -fsS --max-time 5 "http://127.0.0.1:8080/index.html?id=1%27+UNION+SELECT+password+FROM+users--")
+    [ "$body" = "upstream ok" ] || { echo "through the proxy: $body"; exit 1; }
+    echo "process user: $(ps -o user=,uid= -p $(pgrep -P $pid || echo $pid) | head -n 1)"
+    curl -fsS http://127.0.0.1:9191/metrics | grep -E "^patewaf_requests_total" | grep -v " 0$"
+    ls -l "$rootfs/var/log/pate-waf/"
+  ' _ "$rootfs" "$TMP/container-run.sh"
+}
+if [ "${PATE_CHECK_CONTAINER_ROOTFS:-0}" = 1 ]; then
+  check "deploy/container/Dockerfile runtime stage replayed on a Debian trixie minbase rootfs: ready, forwards" container_runtime_stage
+else
+  skip "deploy/container/Dockerfile runtime stage on a trixie rootfs (opt-in: PATE_CHECK_CONTAINER_ROOTFS=1)"
+fi
+
 # --- Kubernetes -------------------------------------------------------------------------------
 K8S=(deploy/kubernetes/namespace.yaml deploy/kubernetes/proxy/*.yaml deploy/kubernetes/training/*.yaml)
 for v in 1.31.0 1.37.0; do
