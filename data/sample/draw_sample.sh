@@ -8,6 +8,11 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:-$here/../../../shared/datasets}
 
+# The CSIC generator sends sessions of 36 requests in a fixed order (index, anadir, autenticar,
+# ...), so a stride sharing a factor with 36 would pick only a few kinds of page (every 30th gives
+# 6 distinct requests): the strides below (29, 35, 21 on the hash-split test part) are coprime to
+# 36 or applied to a file whose order the split has broken.
+#
 # every_kth_request K FILE: CSIC raw HTTP; a request starts at a line `GET|POST|PUT ` and runs to
 # the next such line (headers, blank line, body, blank lines).
 every_kth_request() {
@@ -22,8 +27,8 @@ every_kth_row() {
     awk -v k="$1" 'NR == 1 || (NR - 2) % k == 0 { print }' "$2"
 }
 
-every_kth_request 30 "$src/csic2010/normalTrafficTraining.txt" > "$here/csic_normalTrafficTraining_sample.txt"
-every_kth_request 34 "$src/csic2010/normalTrafficTest_A.txt" > "$here/csic_normalTrafficTest_A_sample.txt"
+every_kth_request 29 "$src/csic2010/normalTrafficTraining.txt" > "$here/csic_normalTrafficTraining_sample.txt"
+every_kth_request 35 "$src/csic2010/normalTrafficTest_A.txt" > "$here/csic_normalTrafficTest_A_sample.txt"
 every_kth_request 21 "$src/csic2010/anomalousTrafficTest_A.txt" > "$here/csic_anomalousTrafficTest_A_sample.txt"
 
 # The CSV rows must be one line each for the line-based draw to be right.

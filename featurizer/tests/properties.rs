@@ -61,3 +61,50 @@ proptest! {
         prop_assert_eq!(back.to_json(), a.to_json());
     }
 }
+
+proptest! {
+    /// The ASCII fast path of `tokenize` gives exactly the regex's tokens.
+    #[test]
+    fn ascii_scanner_matches_the_regex(text in "[\\x00-\\x7f]{0,200}") {
+        let fast: Vec<&str> = featurizer::tokenize(&text).collect();
+        let regex: Vec<&str> = featurizer::tokenize_with_regex(&text).collect();
+        prop_assert_eq!(fast, regex);
+    }
+
+    #[test]
+    fn tokenize_is_the_regex_on_any_text(text in any::<String>()) {
+        let fast: Vec<&str> = featurizer::tokenize(&text).collect();
+        let regex: Vec<&str> = featurizer::tokenize_with_regex(&text).collect();
+        prop_assert_eq!(fast, regex);
+    }
+}
+
+proptest! {
+    /// Text rich in the characters where Unicode classes are subtle (marks, non-Latin digits,
+    /// Unicode spaces, symbols).
+    #[test]
+    fn tokenize_is_the_regex_on_tricky_unicode(
+        chars in prop::collection::vec(prop::sample::select(vec![
+            'a', 'Z', '0', ' ', '\t', '\u{0b}', '\u{85}', '\u{a0}', '\u{1680}', '\u{2003}', '\u{3000}',
+            'ñ', 'Ñ', 'ß', '\u{301}', '\u{903}', '٣', 'Ⅻ', '²', '½', '€', '©', '·', '\u{200b}', '\u{feff}',
+            '漢', 'ㄱ', '🙂', '\u{1d7d8}', '_', '-', '\u{0}', '\u{7f}', '\u{9f}', 'ǅ', 'ʰ',
+        ]), 0..60),
+    ) {
+        let text: String = chars.into_iter().collect();
+        let fast: Vec<&str> = featurizer::tokenize(&text).collect();
+        let regex: Vec<&str> = featurizer::tokenize_with_regex(&text).collect();
+        prop_assert_eq!(fast, regex);
+    }
+}
+
+#[test]
+fn tokenize_is_the_regex_on_every_code_point() {
+    // Each code point alone and between word characters: the per-character classes agree.
+    for cp in 0..=0x10ffffu32 {
+        let Some(c) = char::from_u32(cp) else { continue };
+        let text = format!("a{c}b {c}");
+        let fast: Vec<&str> = featurizer::tokenize(&text).collect();
+        let regex: Vec<&str> = featurizer::tokenize_with_regex(&text).collect();
+        assert_eq!(fast, regex, "U+{cp:04X}");
+    }
+}

