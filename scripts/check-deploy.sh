@@ -17,7 +17,7 @@
 # Prints one line per check and ends with "N passed, N failed"; exits 1 if any failed.
 # PATE_SKIP_SCRAPE_CHECK=1 leaves the scrape check out (it needs pate-proxy and a bundle).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 TMP=$(mktemp -d /tmp/pate-check-deploy.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT

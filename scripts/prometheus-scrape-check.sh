@@ -13,7 +13,9 @@
 # and gets ready; Prometheus' targets API reports the proxy `up`; a query of
 # patewaf_requests_total returns exactly the number of requests sent; the alert rules load and
 # evaluate without error; every query of the Grafana dashboard runs without error; patewaf_model_info
-# carries ε. Every wait is bounded; everything started is stopped on exit.
+# carries ε; SIGHUP reloads (and a corrupt bundle swapped in behind the `current` symlink is
+# rejected, the old model keeps serving, and the PateModelReloadFailed alert fires); SIGTERM stops
+# the proxy and the target goes down. Every wait is bounded; everything started is stopped on exit.
 #
 # Needs: apache2, prometheus (Debian packages, scripts/setup.sh installs them), curl, python3,
 # target/release/pate-proxy, and a bundle (scripts/deploy-bundle.sh: $PATE_BUNDLE, or one trained
@@ -139,10 +141,14 @@ esac
 
 # --- pate-proxy: the systemd deploy config, moved to loopback and a temp dir ---------------------
 say "pate-proxy on 127.0.0.1:$PROXY_PORT (admin 127.0.0.1:$ADMIN_PORT), bundle $BUNDLE"
+# As in deploy/systemd/README.md: bundles side by side, the config names a `current` symlink.
+mkdir -p "$WORK/bundles"
+cp -r "$BUNDLE" "$WORK/bundles/good"
+ln -s bundles/good "$WORK/current"
 sed -e "s#^listen:.*#listen: \"127.0.0.1:$PROXY_PORT\"#" \
     -e "s#^upstream:.*#upstream: \"127.0.0.1:$APACHE_PORT\"#" \
     -e "s#^admin_listen:.*#admin_listen: \"127.0.0.1:$ADMIN_PORT\"#" \
-    -e "s#^bundle:.*#bundle: \"$BUNDLE\"#" \
+    -e "s#^bundle:.*#bundle: \"$WORK/current\"#" \
     -e "s#^audit_log:.*#audit_log: \"$WORK/audit.jsonl\"#" \
     -e "s#^grace_period_seconds:.*#grace_period_seconds: 1#" \
     deploy/systemd/pate-proxy.yaml > "$WORK/pate-proxy.yaml"
@@ -252,6 +258,22 @@ reloaded() {
 wait_for 30 "patewaf_model_reloads_total{result=\"ok\"} = 1 in Prometheus after SIGHUP" reloaded
 curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null || die "not ready after SIGHUP"
 say "ok: SIGHUP reloaded the bundle (Prometheus sees patewaf_model_reloads_total{result=\"ok\"} 1), still ready"
+# A corrupt bundle (one byte of featurizer.json changed: its sha256 no longer matches bundle.yaml),
+# deployed the documented way (switch `current` atomically, reload): rejected, counted, alerted
+# (PateModelReloadFailed has no `for:`), and the old model keeps serving.
+cp -r "$WORK/bundles/good" "$WORK/bundles/corrupt"
+printf ' ' >> "$WORK/bundles/corrupt/featurizer.json"
+ln -s bundles/corrupt "$WORK/current.new" && mv -T "$WORK/current.new" "$WORK/current"
+kill -HUP "$PROXY_PID"
+reload_alert() {
+  [ "$(json "$P/api/v1/alerts" "','.join(a['labels']['alertname'] for a in d['data']['alerts'] if a['state'] == 'firing')")" = PateModelReloadFailed ]
+}
+wait_for 30 "alert PateModelReloadFailed to fire after a corrupt bundle" reload_alert
+curl -fsS --max-time 2 "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null || die "not ready after a rejected reload"
+code=$(curl -sS -o /dev/null --max-time 5 -w '%{http_code}' "http://127.0.0.1:$PROXY_PORT$NORMAL")
+[ "$code" = 200 ] || die "after a rejected reload: HTTP $code"
+say "ok: corrupt bundle rejected on SIGHUP; PateModelReloadFailed fires in Prometheus; the old model still serves"
+
 start=$(date +%s)
 kill -TERM "$PROXY_PID"
 for ((i = 0; i < 150; i++)); do kill -0 "$PROXY_PID" 2>/dev/null || break; sleep 0.1; done
