@@ -42,18 +42,23 @@ impl SplitMix {
     }
 }
 
-/// A random network whose weights are large enough for its scores to spread over (0, 1) on
-/// l1-normalized inputs.
+/// A random network whose scores spread over (0, 1) on l1-normalized inputs: first-layer weights
+/// in ±8 (an l1-normalized row has entries ≤ 1, so hidden units stay in a few units), later layers
+/// in ±2.5/√fan_in (torch's init, scaled up).
 fn random_mlp(widths: &[usize], seed: u64) -> Mlp {
     let mut rng = SplitMix(seed);
     Mlp {
         layers: widths
             .windows(2)
-            .map(|w| Dense {
-                in_dim: w[0],
-                out_dim: w[1],
-                weight: (0..w[0] * w[1]).map(|_| rng.symmetric(6.0)).collect(),
-                bias: (0..w[1]).map(|_| rng.symmetric(0.5)).collect(),
+            .enumerate()
+            .map(|(i, w)| {
+                let bound = if i == 0 { 8.0 } else { 2.5 / (w[0] as f32).sqrt() };
+                Dense {
+                    in_dim: w[0],
+                    out_dim: w[1],
+                    weight: (0..w[0] * w[1]).map(|_| rng.symmetric(bound)).collect(),
+                    bias: (0..w[1]).map(|_| rng.symmetric(0.5)).collect(),
+                }
             })
             .collect(),
     }
@@ -211,6 +216,70 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
     let err = failure(trainer(&["export", "--run", run.path().to_str().unwrap(), "--threshold", "0.9"]));
     assert!(err.contains("was trained with featurizer 0000"), "{err}");
     assert_eq!(Bundle::load(&run.path().join("bundle")).unwrap().manifest.threshold, 0.37);
+}
+
+/// Issue 4's check: the exported ONNX model scores like the tch model it came from, within 1e-5,
+/// on 1,000+ real requests (the CSIC test samples, normal and anomalous).
+#[test]
+fn onnx_scores_equal_tch_scores_on_real_requests() {
+    let featurizer = fitted_featurizer();
+    let mut records = datasets::load(datasets::Format::Csic, &csic_sample("csic_normalTrafficTest_A_sample.txt")).unwrap();
+    records.extend(datasets::load(datasets::Format::Csic, &csic_sample("csic_anomalousTrafficTest_A_sample.txt")).unwrap());
+    assert!(records.len() >= 1000, "{} records", records.len());
+    let indices: Vec<usize> = (0..records.len()).collect();
+    let x = trainer::pipeline::featurize_rows(&featurizer, &records, &indices);
+
+    // The default architecture (K → 512 → 128 → 1), weights spread enough to use the whole (0, 1).
+    let mlp = random_mlp(&[featurizer.dim(), 512, 128, 1], 25);
+    let weights = MlpWeights {
+        layers: mlp
+            .layers
+            .iter()
+            .map(|l| DenseWeights { in_dim: l.in_dim, out_dim: l.out_dim, weight: l.weight.clone(), bias: l.bias.clone() })
+            .collect(),
+    };
+    let model = ModelFile {
+        weights,
+        info: ModelInfo {
+            format_version: MODEL_FILE_VERSION,
+            role: ModelRole::Student,
+            shard: None,
+            shards: None,
+            data_hash: "test".into(),
+            featurizer_hash: featurizer.content_hash().into(),
+            threshold: 0.5,
+            training: MemberReport {
+                train_samples: 1,
+                holdout_samples: 1,
+                train_positives: 1,
+                pos_weight: 1.0,
+                epochs: 1,
+                best_epoch: 1,
+                best_holdout_loss: 0.0,
+                threshold: 0.5,
+                threshold_fallback: false,
+            },
+            rng: serde_json::json!({"rng": "os"}),
+            trainer_version: "test".into(),
+        },
+    };
+    let tch_scores = trainer::pipeline::model_scores(&model, &x, tch::Device::Cpu).unwrap();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    let exported = trainer::cli::export::to_bundle_mlp(&model.weights);
+    trainer::cli::export::export_bundle(&dir, &exported, &featurizer, 0.5, serde_json::Value::Null, serde_json::Value::Null)
+        .unwrap();
+    let bundle = Bundle::load(&dir).unwrap();
+    let mut scorer = bundle::Scorer::new(&bundle).unwrap();
+    let onnx_scores = scorer.score_flat(&x.values).unwrap();
+    assert_eq!(onnx_scores.len(), tch_scores.len());
+    let worst = onnx_scores.iter().zip(&tch_scores).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    let spread = onnx_scores.iter().filter(|s| **s > 0.1 && **s < 0.9).count();
+    eprintln!("{} requests: max |ONNX - tch| = {worst:e}; {spread} scores in (0.1, 0.9)", onnx_scores.len());
+    assert!(worst <= TOLERANCE, "ONNX Runtime and tch scores differ by {worst}");
+    let (lo, hi) = onnx_scores.iter().fold((1.0f32, 0.0f32), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+    assert!(lo < 0.2 && hi > 0.8, "scores span only [{lo}, {hi}]");
 }
 
 #[test]
