@@ -415,8 +415,37 @@ fn parse_fwaf(bytes: &[u8], label: Option<Label>) -> Vec<Record> {
         .collect()
 }
 
-fn csv_error(path: &Path, e: csv::Error) -> DatasetError {
-    let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
+/// Line numbers of CSV records from their byte offsets. (The csv crate's own line count is off by
+/// one after CRLF line ends, and its byte offset may point at the `\n` of the previous CRLF or at
+/// skipped blank lines, so both are corrected here.)
+struct CsvLines<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+    line: usize,
+}
+
+impl<'a> CsvLines<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        CsvLines { bytes, offset: 0, line: 1 }
+    }
+
+    /// 1-based line of the record that starts at byte `pos` (calls in increasing order).
+    fn line_at(&mut self, pos: Option<&csv::Position>) -> usize {
+        let Some(pos) = pos else { return 0 };
+        let mut at = (pos.byte() as usize).min(self.bytes.len());
+        while at < self.bytes.len() && matches!(self.bytes[at], b'\r' | b'\n') {
+            at += 1;
+        }
+        if at >= self.offset {
+            self.line += self.bytes[self.offset..at].iter().filter(|&&b| b == b'\n').count();
+            self.offset = at;
+        }
+        self.line
+    }
+}
+
+fn csv_error(path: &Path, lines: &mut CsvLines, e: csv::Error) -> DatasetError {
+    let line = lines.line_at(e.position());
     let expected = match e.kind() {
         csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
             return DatasetError::Parse {
@@ -433,7 +462,8 @@ fn csv_error(path: &Path, e: csv::Error) -> DatasetError {
 
 fn parse_httpparams(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetError> {
     let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
-    let header = reader.byte_headers().map_err(|e| csv_error(path, e))?.clone();
+    let mut csv_lines = CsvLines::new(bytes);
+    let header = reader.byte_headers().map_err(|e| csv_error(path, &mut csv_lines, e))?.clone();
     let expected_header: [&[u8]; 4] = [b"payload", b"length", b"attack_type", b"label"];
     if header.len() != 4 || header.iter().zip(expected_header).any(|(a, b)| a != b) {
         let found: Vec<String> = header.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
@@ -446,8 +476,8 @@ fn parse_httpparams(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetErr
     }
     let mut records = Vec::new();
     for row in reader.byte_records() {
-        let row = row.map_err(|e| csv_error(path, e))?;
-        let line = row.position().map(|p| p.line() as usize).unwrap_or(0);
+        let row = row.map_err(|e| csv_error(path, &mut csv_lines, e))?;
+        let line = csv_lines.line_at(row.position());
         let label = match &row[3] {
             b"norm" => Label::Benign,
             b"anom" => Label::Malicious,
@@ -471,10 +501,11 @@ fn parse_target_label_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Data
         .flexible(true)
         .delimiter(if tab { b'\t' } else { b',' })
         .from_reader(bytes);
+    let mut csv_lines = CsvLines::new(bytes);
     let mut records = Vec::new();
     for (i, row) in reader.byte_records().enumerate() {
-        let row = row.map_err(|e| csv_error(path, e))?;
-        let line = row.position().map(|p| p.line() as usize).unwrap_or(0);
+        let row = row.map_err(|e| csv_error(path, &mut csv_lines, e))?;
+        let line = csv_lines.line_at(row.position());
         if i == 0 && row.get(0).is_some_and(|f| f.eq_ignore_ascii_case(b"target")) {
             continue; // header
         }
