@@ -294,6 +294,13 @@ impl Bundle {
             path: dir.join(FEATURIZER_FILE),
             source,
         })?;
+        if featurizer.content_hash() != manifest.featurizer_content_hash {
+            return Err(bad(format!(
+                "featurizer_content_hash is {} but featurizer.json's content hash is {}",
+                manifest.featurizer_content_hash,
+                featurizer.content_hash()
+            )));
+        }
         let mlp = decode_onnx(&model_onnx).map_err(|e| BundleError::InvalidModel(format!("{}: {e}", dir.display())))?;
         if featurizer.dim() != mlp.input_dim() || manifest.input_dim != mlp.input_dim() {
             return Err(bad(format!(

@@ -297,5 +297,20 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
     }
     let mlp = Mlp { layers };
     mlp.validate().map_err(|e| bad(e.to_string()))?;
+    // The declared shapes must be what the proxy feeds and reads: [batch, K] → [batch, 1].
+    for (value, width) in [(&graph.input[0], mlp.input_dim()), (&graph.output[0], 1)] {
+        let tensor_type = value.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());
+        let dims: Vec<Option<&DimensionValue>> = tensor_type
+            .and_then(|t| t.shape.as_ref())
+            .map(|s| s.dim.iter().map(|d| d.value.as_ref()).collect())
+            .unwrap_or_default();
+        let shape_ok = tensor_type.is_some_and(|t| t.elem_type == DATA_TYPE_FLOAT)
+            && dims.len() == 2
+            && matches!(dims[0], Some(DimensionValue::DimParam(_)))
+            && dims[1] == Some(&DimensionValue::DimValue(width as i64));
+        if !shape_ok {
+            return Err(bad(format!("`{}` is not declared float[{BATCH_DIM}, {width}]", value.name)));
+        }
+    }
     Ok(mlp)
 }

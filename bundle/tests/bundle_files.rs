@@ -112,6 +112,10 @@ fn other_format_versions_and_broken_manifests_are_rejected() {
     let err = Bundle::load(&dir).unwrap_err().to_string();
     assert!(err.contains("threshold 1.5"), "{err}");
 
+    std::fs::write(&manifest_path, original.replacen("featurizer_content_hash: ", "featurizer_content_hash: 00", 1)).unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("featurizer_content_hash is 00"), "{err}");
+
     std::fs::write(&manifest_path, "format_version: 1\nthreshold: [\n").unwrap();
     assert!(matches!(Bundle::load(&dir), Err(BundleError::Manifest { .. })));
 

@@ -64,6 +64,15 @@ fn decode_returns_the_encoded_network() {
     let mlp = random_mlp(&[30, 8, 4, 1], 1.0, &mut rng);
     assert_eq!(decode_onnx(&encode_onnx(&mlp).unwrap()).unwrap(), mlp);
     assert!(decode_onnx(b"definitely not protobuf").is_err());
+
+    // A graph declaring another input width than its first layer's is refused.
+    use prost::Message;
+    let mut model = bundle::proto::ModelProto::decode(encode_onnx(&mlp).unwrap().as_slice()).unwrap();
+    let input = &mut model.graph.as_mut().unwrap().input[0];
+    let shape = input.r#type.as_mut().unwrap().tensor_type.as_mut().unwrap().shape.as_mut().unwrap();
+    shape.dim[1].value = Some(bundle::proto::DimensionValue::DimValue(31));
+    let err = decode_onnx(&model.encode_to_vec()).unwrap_err().to_string();
+    assert!(err.contains("`features` is not declared float[batch, 30]"), "{err}");
 }
 
 #[test]
