@@ -211,6 +211,21 @@ impl Default for PrivacyConfig {
 }
 
 impl RunConfig {
+    /// Every default and no dataset (for stages that read their data from elsewhere).
+    pub fn without_datasets() -> Self {
+        RunConfig {
+            seed: None,
+            device: DeviceChoice::Auto,
+            threads: None,
+            datasets: Vec::new(),
+            split: SplitConfig::default(),
+            featurizer: FeaturizerSection::default(),
+            teachers: TeachersConfig::default(),
+            student: StudentConfig::default(),
+            privacy: PrivacyConfig::default(),
+        }
+    }
+
     /// Reads and validates a config file; relative dataset paths are resolved against its
     /// directory.
     pub fn load(path: &Path) -> Result<Self> {

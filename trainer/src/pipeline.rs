@@ -184,6 +184,24 @@ pub fn partition(n: usize, count: usize, rng: &mut impl rand::Rng) -> Vec<Vec<us
     shards
 }
 
+/// Partitions the private rows (`private[j]` indexes `records`) into `count` disjoint shards
+/// whose sizes differ by at most one: the rows sorted by [`request_hash`] (ties by position) are
+/// dealt round-robin. It depends only on the data, so separate `teach --shard i/N` processes (one
+/// per Kubernetes index, say) agree on the same disjoint shards without sharing any state or seed;
+/// sorting by a cryptographic hash makes the assignment look random with respect to the content.
+/// (Assigning by `hash mod N` instead would put every copy of a frequent request with one teacher
+/// and give shards of very uneven size and quality.) Returns positions into `private`, sorted.
+pub fn hash_partition(records: &[datasets::Record], private: &[usize], count: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<([u8; 32], usize)> = private.iter().enumerate().map(|(j, &i)| (request_hash(&records[i]), j)).collect();
+    order.sort_unstable();
+    let mut shards = vec![Vec::with_capacity(private.len() / count.max(1) + 1); count];
+    for (rank, (_, j)) in order.into_iter().enumerate() {
+        shards[rank % count].push(j);
+    }
+    shards.iter_mut().for_each(|s| s.sort_unstable());
+    shards
+}
+
 /// Splits one teacher's shard into training and held-out samples: the held-out share is
 /// `fraction` of the shard, at most `max`, at least 1 (and at least one training sample is left).
 pub fn teacher_member_data(

@@ -1,11 +1,91 @@
-//! `pate-trainer evaluate` (not implemented yet: see the issue that builds it).
+//! `pate-trainer evaluate`: test metrics (TPR, TNR, FPR, precision, F1, ROC AUC at the model's
+//! threshold) of the student and, when teachers are given, of the teacher ensemble (noiseless
+//! vote share, malicious at >= 0.5); writes evaluation.json and an SVG ROC plot.
+use std::path::PathBuf;
+
+use crate::cli::run::parse_device;
+use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
+use crate::model_file::{load_teachers, ModelFile};
+use crate::pipeline;
+use crate::rundir::{sets, RunDir};
 
 /// Arguments of `pate-trainer evaluate`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run directory: defaults --model, --teachers, --features, --labels, --out and --roc.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub run: Option<PathBuf>,
+    /// The model file to evaluate (default RUN_DIR/student.safetensors).
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Teachers to evaluate as an ensemble too (default RUN_DIR/teachers when it exists).
+    #[arg(long, value_name = "DIR")]
+    pub teachers: Option<PathBuf>,
+    /// Test features (f32 matrix; default RUN_DIR/features/test.f32).
+    #[arg(long, value_name = "FILE")]
+    pub features: Option<PathBuf>,
+    /// Test labels (0 or 1 per line; default RUN_DIR/features/test.labels).
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// Where to write the metrics JSON (default RUN_DIR/evaluation.json; printed either way).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Where to write the ROC plot (default RUN_DIR/roc.svg).
+    #[arg(long, value_name = "FILE")]
+    pub roc: Option<PathBuf>,
+    /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
+    #[arg(long, value_parser = parse_device, default_value = "auto")]
+    pub device: DeviceChoice,
+    /// libtorch CPU threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
 
 /// Runs `pate-trainer evaluate`.
-pub fn run(_args: Args) -> Result<()> {
-    Err(Error::Invalid("`evaluate` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<()> {
+    let run = args.run.as_ref().map(RunDir::new);
+    let pick = |given: &Option<PathBuf>, default: &dyn Fn(&RunDir) -> PathBuf, flag: &str| {
+        given
+            .clone()
+            .or_else(|| run.as_ref().map(default))
+            .ok_or_else(|| Error::Config(format!("evaluate: pass --{flag} or --run RUN_DIR")))
+    };
+    let model_path = pick(&args.model, &|r| r.student(), "model")?;
+    let features_path = pick(&args.features, &|r| r.features(sets::TEST), "features")?;
+    let labels_path = pick(&args.labels, &|r| r.labels(sets::TEST), "labels")?;
+    let teachers_dir = args.teachers.clone().or_else(|| run.as_ref().map(|r| r.teachers()).filter(|p| p.is_dir()));
+    if let Some(t) = args.threads {
+        tch::set_num_threads(t as i32);
+    }
+    let device = device::resolve(args.device)?;
+    let model = ModelFile::load(&model_path)?;
+    let x = pipeline::read_matrix(&features_path)?;
+    let y = pipeline::read_labels(&labels_path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| l.ok_or_else(|| Error::Invalid(format!("{}:{}: test labels must be 0 or 1", labels_path.display(), i + 1))))
+        .collect::<Result<Vec<bool>>>()?;
+    if y.len() != x.rows {
+        return Err(Error::Invalid(format!(
+            "{} has {} labels for {} rows of {}",
+            labels_path.display(),
+            y.len(),
+            x.rows,
+            features_path.display()
+        )));
+    }
+    let teachers = match &teachers_dir {
+        Some(d) => load_teachers(d)?,
+        None => Vec::new(),
+    };
+    let evaluation = crate::cli::run::evaluate(&model, &teachers, &x, &y, device)?;
+    if let Some(out) = args.out.clone().or_else(|| run.as_ref().map(|r| r.path("evaluation.json"))) {
+        pipeline::write_json(&out, &evaluation.json)?;
+    }
+    if let Some(roc) = args.roc.clone().or_else(|| run.as_ref().map(|r| r.path("roc.svg"))) {
+        pipeline::write_file(&roc, evaluation.svg.as_bytes())?;
+    }
+    println!("{}", evaluation.json);
+    Ok(())
 }

@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use datasets::{Format, Label, Record};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
@@ -98,22 +97,14 @@ pub const MAX_CONSECUTIVE_FAILURES: usize = 20;
 /// drained so the server sees an orderly close).
 const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
-/// A stable 64-bit hash of a request: the first 8 bytes (big-endian) of
-/// `sha256(method ‖ 0x00 ‖ target ‖ 0x00 ‖ body)`, with a 0x01 byte before the body when there
-/// is one (so "no body" and "empty body" differ). Identical requests hash alike, so a split by
-/// this hash never puts a duplicate on both sides.
-pub fn request_hash(method: &str, target: &[u8], body: Option<&[u8]>) -> u64 {
-    let mut h = Sha256::new();
-    h.update(method.as_bytes());
-    h.update([0u8]);
-    h.update(target);
-    h.update([0u8]);
-    if let Some(b) = body {
-        h.update([1u8]);
-        h.update(b);
-    }
-    let digest = h.finalize();
-    u64::from_be_bytes(digest[..8].try_into().expect("sha256 has 32 bytes"))
+/// The number the trainer's split reads for a request: the first 8 bytes, little-endian, of
+/// [`crate::pipeline::request_hash`] (sha256 of method, target and body). `split_by_hash` puts a
+/// request in a split by `request_hash / 2^64` against the cumulative split fractions, so with the
+/// default fractions (private 0.6, public 0.15, student validation 0.05, test 0.2) a request is
+/// in the test split iff `request_hash / 2^64 >= 0.8` — whatever else is pooled with it.
+pub fn request_hash(record: &Record) -> u64 {
+    let h = crate::pipeline::request_hash(record);
+    u64::from_le_bytes(h[..8].try_into().expect("sha256 has 32 bytes"))
 }
 
 /// Checks that `url` is `http://HOST:PORT[/]` with a loopback HOST and resolves it.
@@ -339,7 +330,8 @@ pub struct Verdict {
     pub status: Option<u16>,
     /// `status == 403`; `null` when there was no response.
     pub blocked: Option<bool>,
-    /// [`request_hash`] as 16 hex digits (a JSON number would lose bits in many readers).
+    /// [`request_hash`] as 16 hex digits (a JSON number would lose bits in many readers);
+    /// `int(request_hash, 16) / 2**64` is the number the trainer's split compares.
     pub request_hash: String,
     /// Whether bytes of the target had to be percent-encoded to form a valid request line.
     pub reencoded: bool,
@@ -464,7 +456,7 @@ pub fn replay(format: Format, selected: &[Selected], options: &ReplayOptions) ->
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(sel) = selected.get(i) else { return };
                 let r = &sel.record;
-                let hash = request_hash(&r.method, &r.target, r.body.as_deref());
+                let hash = request_hash(r);
                 let (status, reencoded, error) = match build_request(format, r, &options.headers) {
                     Err(e) => (None, false, Some(e)),
                     Ok((bytes, reencoded)) => match send(options.addr, &bytes, options.timeout) {
@@ -559,12 +551,18 @@ mod tests {
     }
 
     #[test]
-    fn request_hash_separates_fields_and_is_stable() {
-        let a = request_hash("GET", b"/a?x=1", None);
-        assert_eq!(a, request_hash("GET", b"/a?x=1", None));
-        assert_ne!(a, request_hash("POST", b"/a?x=1", None));
-        assert_ne!(request_hash("GET", b"/a", Some(b"b")), request_hash("GET", b"/ab", None));
-        assert_ne!(request_hash("GET", b"/a", Some(b"")), request_hash("GET", b"/a", None));
+    fn request_hash_is_the_number_the_split_reads() {
+        let a = record("GET", b"/a?x=1", None);
+        let full = crate::pipeline::request_hash(&a);
+        assert_eq!(request_hash(&a).to_le_bytes(), full[..8]);
+        assert_eq!(request_hash(&a), request_hash(&a.clone()));
+        assert_ne!(request_hash(&a), request_hash(&record("POST", b"/a?x=1", None)));
+        assert_ne!(request_hash(&record("GET", b"/a", Some(b""))), request_hash(&record("GET", b"/a", None)));
+        // The split's bucket for this hash is the one `split_by_hash` chooses.
+        let config = crate::config::SplitConfig::default();
+        let splits = crate::pipeline::split_by_hash(std::slice::from_ref(&a), &config);
+        let u = request_hash(&a) as f64 / 2f64.powi(64);
+        assert_eq!(splits.test.len() == 1, u >= config.private + config.public + config.student_validation);
     }
 
     #[test]

@@ -200,7 +200,13 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
 
     // ---- teachers
     stage(&format!("teach {teachers} teachers"), started);
-    let shards = pipeline::partition(private_x.rows, teachers, &mut rng.stream("shards"));
+    let shards = pipeline::hash_partition(&records, &splits.private, teachers);
+    if let Some(k) = shards.iter().position(|s| s.len() < 2) {
+        return Err(Error::Config(format!(
+            "teachers.count: shard {k} of {teachers} has {} private requests (at least 2 needed); use fewer teachers",
+            shards[k].len()
+        )));
+    }
     pipeline::write_json(&run.shards(), &shards)?;
     let job = TeachJob {
         shards: shards

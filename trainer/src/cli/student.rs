@@ -1,11 +1,127 @@
-//! `pate-trainer student` (not implemented yet: see the issue that builds it).
+//! `pate-trainer student`: trains the student on the ORIGINAL features of the answered queries
+//! with their noisy labels (unanswered queries, `-`, are left out); early stopping and the Youden
+//! threshold on the labelled student-validation samples.
+use std::path::PathBuf;
+
+use crate::cli::run::parse_device;
+use crate::config::RunConfig;
+use crate::device::{self, DeviceChoice};
+use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
+use crate::pipeline::{self, RunRng};
+use crate::rundir::{sets, RunDir};
 
 /// Arguments of `pate-trainer student`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run directory: defaults every file below to its place in RUN_DIR (queries.f32,
+    /// aggregate.labels, student_validation.f32/.labels, config.yaml, featurizer.json,
+    /// student.safetensors).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub run: Option<PathBuf>,
+    /// Query features as sent by the student BEFORE privatization (f32 matrix).
+    #[arg(long, value_name = "FILE")]
+    pub queries: Option<PathBuf>,
+    /// Noisy labels of the queries (`pate-trainer aggregate` output: 0, 1 or `-` per line).
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// Validation features (f32 matrix).
+    #[arg(long, value_name = "FILE")]
+    pub validation: Option<PathBuf>,
+    /// Validation labels (0 or 1 per line).
+    #[arg(long, value_name = "FILE")]
+    pub validation_labels: Option<PathBuf>,
+    /// Run configuration (its `student.training` section; default RUN_DIR/config.yaml, else
+    /// the defaults).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The featurizer the features came from (its hash is recorded in the student).
+    #[arg(long, value_name = "FILE")]
+    pub featurizer: Option<PathBuf>,
+    /// Student model file to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
+    #[arg(long, value_parser = parse_device, default_value = "auto")]
+    pub device: DeviceChoice,
+    /// libtorch CPU threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
 
 /// Runs `pate-trainer student`.
-pub fn run(_args: Args) -> Result<()> {
-    Err(Error::Invalid("`student` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<()> {
+    let run = args.run.as_ref().map(RunDir::new);
+    let pick = |given: &Option<PathBuf>, default: &dyn Fn(&RunDir) -> PathBuf, flag: &str| {
+        given
+            .clone()
+            .or_else(|| run.as_ref().map(default))
+            .ok_or_else(|| Error::Config(format!("student: pass --{flag} or --run RUN_DIR")))
+    };
+    let queries_path = pick(&args.queries, &|r| r.features(sets::QUERIES), "queries")?;
+    let labels_path = pick(&args.labels, &|r| r.aggregate_labels(), "labels")?;
+    let validation_path = pick(&args.validation, &|r| r.features(sets::STUDENT_VALIDATION), "validation")?;
+    let validation_labels_path =
+        pick(&args.validation_labels, &|r| r.labels(sets::STUDENT_VALIDATION), "validation-labels")?;
+    let featurizer_path = pick(&args.featurizer, &|r| r.featurizer(), "featurizer")?;
+    let out = pick(&args.out, &|r| r.student(), "out")?;
+    let config = match args.config.clone().or_else(|| run.as_ref().map(|r| r.config()).filter(|p| p.exists())) {
+        Some(p) => RunConfig::load(&p)?,
+        None => RunConfig::without_datasets(),
+    };
+    if let Some(t) = args.threads.or(config.threads) {
+        tch::set_num_threads(t as i32);
+    }
+    let device = device::resolve(args.device)?;
+    let rng = RunRng::new(config.seed)?;
+    let featurizer = featurizer::Featurizer::load(&featurizer_path)?;
+
+    let queries = pipeline::read_matrix(&queries_path)?;
+    let labels = pipeline::read_labels(&labels_path)?;
+    if labels.len() != queries.rows {
+        return Err(Error::Invalid(format!(
+            "{} has {} labels but {} has {} queries",
+            labels_path.display(),
+            labels.len(),
+            queries_path.display(),
+            queries.rows
+        )));
+    }
+    let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
+    if answered.is_empty() {
+        return Err(Error::Invalid(format!("{}: no answered query", labels_path.display())));
+    }
+    let validation = pipeline::read_matrix(&validation_path)?;
+    let validation_labels = pipeline::read_labels(&validation_labels_path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            l.ok_or_else(|| Error::Invalid(format!("{}:{}: validation labels must all be 0 or 1", validation_labels_path.display(), i + 1)))
+        })
+        .collect::<Result<Vec<bool>>>()?;
+    for (path, m) in [(&queries_path, &queries), (&validation_path, &validation)] {
+        if m.cols != featurizer.dim() {
+            return Err(Error::Invalid(format!(
+                "{}: {} features, the featurizer {} has {}",
+                path.display(),
+                m.cols,
+                featurizer_path.display(),
+                featurizer.dim()
+            )));
+        }
+    }
+    let student = pipeline::train_student(
+        LabeledRows { x: queries.select_rows(&answered), y: answered.iter().map(|&i| labels[i].expect("answered")).collect() },
+        LabeledRows { x: validation, y: validation_labels },
+        &config.student.training,
+        featurizer.content_hash(),
+        &rng,
+        device,
+    )?;
+    student.save(&out)?;
+    println!(
+        "{}",
+        serde_json::json!({"student": out.display().to_string(), "answered": answered.len(), "threshold": student.info.threshold, "training": student.info.training})
+    );
+    Ok(())
 }

@@ -1,11 +1,185 @@
-//! `pate-trainer teach` (not implemented yet: see the issue that builds it).
+//! `pate-trainer teach`: trains teachers into `RUN_DIR/teachers/`, one file per shard.
+//!
+//! * `teach --config CFG --out RUN_DIR` trains every teacher on the config's private split,
+//!   partitioned into `teachers.count` disjoint shards by request hash.
+//! * `teach --config CFG --out RUN_DIR --shard i/N` trains only teacher i (0-based) of that
+//!   partition: one process per shard (e.g. a Kubernetes Indexed Job), the processes agree on the
+//!   shards without talking to each other.
+//! * `teach --shard i/N --data FILE --format F --featurizer FEATURIZER.json --out RUN_DIR`
+//!   is the multi-organization mode: organization i trains its own teacher on its own logs (all of
+//!   FILE is its shard); the featurizer comes from the public side. Teachers never leave the
+//!   organization unless it ships the file.
+//!
+//! Resumable: a teacher whose file exists and was trained on the same data (same hash of features,
+//! labels and settings) is kept and skipped.
+use std::path::PathBuf;
+
+use crate::cli::run::parse_device;
+use crate::config::{FitOn, RunConfig};
+use crate::device::{self, DeviceChoice};
+use crate::ensemble::Mode;
 use crate::error::{Error, Result};
+use crate::pipeline::{self, RunRng, TeachJob};
+use crate::rundir::RunDir;
 
 /// Arguments of `pate-trainer teach`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run configuration (datasets, split, featurizer and `teachers:` settings); without it the
+    /// defaults of configs/train.yaml's `teachers:` section apply and --data is required.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run directory: teachers go to RUN_DIR/teachers/, the featurizer is read from (or, fitted on
+    /// the public split, written to) RUN_DIR/featurizer.json.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub out: PathBuf,
+    /// Train only shard i of N (0-based i), e.g. `--shard 3/250`.
+    #[arg(long, value_name = "i/N", value_parser = parse_shard)]
+    pub shard: Option<(usize, usize)>,
+    /// Multi-organization mode: this organization's private request files (need --shard).
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    pub data: Vec<PathBuf>,
+    /// Format of the --data files.
+    #[arg(long, requires = "data")]
+    pub format: Option<datasets::Format>,
+    /// Label every --data request with this label (`benign` or `malicious`) instead of the file's.
+    #[arg(long, requires = "data")]
+    pub label: Option<datasets::Label>,
+    /// Featurizer artifact (default: RUN_DIR/featurizer.json).
+    #[arg(long, value_name = "FILE")]
+    pub featurizer: Option<PathBuf>,
+    /// `batched` (default) or `sequential`.
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
+    #[arg(long, value_parser = parse_device)]
+    pub device: Option<DeviceChoice>,
+    /// libtorch CPU threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Parses `i/N` with 0 <= i < N.
+pub fn parse_shard(s: &str) -> std::result::Result<(usize, usize), String> {
+    let (i, n) = s.split_once('/').ok_or_else(|| format!("expected i/N (e.g. 3/250), got {s:?}"))?;
+    let i: usize = i.trim().parse().map_err(|_| format!("shard index {i:?} is not a number"))?;
+    let n: usize = n.trim().parse().map_err(|_| format!("shard count {n:?} is not a number"))?;
+    if n == 0 || i >= n {
+        return Err(format!("shard {i}/{n}: the index must be in 0..{n} (0-based)"));
+    }
+    Ok((i, n))
+}
 
 /// Runs `pate-trainer teach`.
-pub fn run(_args: Args) -> Result<()> {
-    Err(Error::Invalid("`teach` is not implemented yet".into()))
+pub fn run(args: Args) -> Result<()> {
+    let config = match &args.config {
+        Some(p) => RunConfig::load(p)?,
+        None if !args.data.is_empty() => RunConfig::without_datasets(),
+        None => return Err(Error::Config("teach: pass --config CFG, or --shard i/N with --data FILE".into())),
+    };
+    if let Some(t) = args.threads.or(config.threads) {
+        tch::set_num_threads(t as i32);
+    }
+    let run = RunDir::new(&args.out);
+    run.create()?;
+    let rng = RunRng::new(config.seed)?;
+    let device = device::resolve(args.device.unwrap_or(config.device))?;
+    let count = args.shard.map_or(config.teachers.count, |(_, n)| n);
+
+    let featurizer_path = args.featurizer.clone().unwrap_or_else(|| run.featurizer());
+    if !args.data.is_empty() {
+        // Multi-organization mode: the organization's files are its whole shard.
+        let (i, n) = args.shard.expect("clap: --data requires --shard");
+        let format = args.format.ok_or_else(|| Error::Config("teach: --data needs --format".into()))?;
+        if !featurizer_path.exists() {
+            return Err(Error::Config(format!(
+                "teach: {} does not exist; pass --featurizer with the featurizer fitted on the public side",
+                featurizer_path.display()
+            )));
+        }
+        let featurizer = featurizer::Featurizer::load(&featurizer_path)?;
+        let sources: Vec<_> = args
+            .data
+            .iter()
+            .map(|p| crate::config::DatasetSource { path: p.clone(), format, label: args.label, limit: None })
+            .collect();
+        let records = pipeline::load_datasets(&sources)?;
+        let all: Vec<usize> = (0..records.len()).collect();
+        let x = pipeline::featurize_rows(&featurizer, &records, &all);
+        let y = pipeline::labels_of(&records, &all)?;
+        let mut shards = vec![None; n];
+        shards[i] = Some((x, y));
+        return train(&args, &config, shards, featurizer.content_hash(), &run, &rng, device);
+    }
+    {
+        if args.config.is_none() {
+            return Err(Error::Config("teach: without --data, --config is needed for the datasets".into()));
+        }
+        if args.shard.is_some() && count != config.teachers.count {
+            return Err(Error::Config(format!(
+                "teach: --shard i/{count} but teachers.count is {} in the config; they must agree",
+                config.teachers.count
+            )));
+        }
+        let records = pipeline::load_datasets(&config.datasets)?;
+        let splits = pipeline::split_by_hash(&records, &config.split);
+        let featurizer = if featurizer_path.exists() {
+            featurizer::Featurizer::load(&featurizer_path)?
+        } else {
+            let fit_rows = match config.featurizer.fit_on {
+                FitOn::Public => &splits.public,
+                FitOn::Private => {
+                    eprintln!("\n{}\n", crate::cli::run::PRIVATE_FEATURIZER_WARNING);
+                    &splits.private
+                }
+            };
+            eprintln!("teach: fitting the featurizer on {} requests into {}", fit_rows.len(), featurizer_path.display());
+            let f = featurizer::Featurizer::fit(
+                config.featurizer.config.clone(),
+                fit_rows.iter().map(|&i| records[i].parts()),
+            )?;
+            f.save(&featurizer_path)?;
+            f
+        };
+        let partition = pipeline::hash_partition(&records, &splits.private, count);
+        let shards = partition
+            .iter()
+            .enumerate()
+            .map(|(k, rows)| -> Result<_> {
+                if args.shard.is_some_and(|(i, _)| i != k) {
+                    return Ok(None);
+                }
+                let idx: Vec<usize> = rows.iter().map(|&j| splits.private[j]).collect();
+                Ok(Some((pipeline::featurize_rows(&featurizer, &records, &idx), pipeline::labels_of(&records, &idx)?)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        train(&args, &config, shards, featurizer.content_hash(), &run, &rng, device)
+    }
+}
+
+fn train(
+    args: &Args,
+    config: &RunConfig,
+    shards: Vec<Option<(crate::dense::DenseMatrix, Vec<bool>)>>,
+    featurizer_hash: &str,
+    run: &RunDir,
+    rng: &RunRng,
+    device: tch::Device,
+) -> Result<()> {
+    let job = TeachJob {
+        shards,
+        holdout_fraction: config.teachers.holdout_fraction,
+        holdout_max: config.teachers.holdout_max,
+        training: &config.teachers.training,
+        mode: args.mode.unwrap_or(config.teachers.mode),
+        featurizer_hash: featurizer_hash.to_string(),
+        out_dir: &run.teachers(),
+        device,
+    };
+    let (trained, reused) = pipeline::teach(&job, rng)?;
+    println!(
+        "{}",
+        serde_json::json!({"trained": trained, "reused": reused, "teachers_dir": run.teachers().display().to_string()})
+    );
+    Ok(())
 }
