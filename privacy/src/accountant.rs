@@ -163,7 +163,7 @@ pub fn lnmax_moment_data_dependent(ln_q: f64, gamma: f64, lambda: f64) -> f64 {
     let eps = 2.0 * gamma;
     // ln(1/(e^{2γ}+1)) = −(2γ + ln(1 + e^{−2γ})).
     let ln_condition = -(eps + (-eps).exp().ln_1p());
-    if !(ln_q < ln_condition) {
+    if ln_q.is_nan() || ln_q >= ln_condition {
         return independent;
     }
     if ln_q == f64::NEG_INFINITY {
@@ -212,7 +212,7 @@ pub fn gnmax_rdp_data_dependent(ln_q: f64, sigma: f64, alpha: f64) -> f64 {
     if ln_q == f64::NEG_INFINITY {
         return 0.0; // the output is fixed: 0-RDP
     }
-    if !(ln_q < 0.0) {
+    if ln_q.is_nan() || ln_q >= 0.0 {
         return independent;
     }
     let var = sigma * sigma;
@@ -272,6 +272,12 @@ fn group(values: impl IntoIterator<Item = f64>) -> Vec<(f64, usize)> {
     let mut out: Vec<(f64, usize)> = map.into_iter().map(|(b, n)| (f64::from_bits(b), n)).collect();
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     out
+}
+
+/// `f` applied to every row, computed once per distinct row (vote rows repeat a lot).
+fn per_row<'a>(rows: impl Iterator<Item = &'a [u64]>, f: impl Fn(&[u64]) -> f64) -> Vec<f64> {
+    let mut memo: HashMap<&'a [u64], f64> = HashMap::new();
+    rows.map(|r| *memo.entry(r).or_insert_with(|| f(r))).collect()
 }
 
 /// The mechanism to account for.
@@ -490,14 +496,14 @@ pub(crate) fn analyse(votes: &VoteMatrix, mechanism: &Mechanism, answered: Optio
         Mechanism::Lnmax(m) => {
             let d = DiscreteLaplace::new(m.gamma)?;
             let gamma = d.gamma.to_f64();
-            let ln_qs = group(votes.rows().map(|r| lnmax_ln_q(r, gamma)));
+            let ln_qs = group(per_row(votes.rows(), |r| lnmax_ln_q(r, gamma)));
             let params = serde_json::json!({"gamma": gamma, "gamma_rational": d.gamma, "noise": "discrete Laplace P(x) ∝ exp(-gamma|x|)"});
             (Analysis::Lnmax { gamma, queries: votes.queries(), ln_qs }, params)
         }
         Mechanism::Gnmax(m) => {
             let d = DiscreteGaussian::new(m.sigma)?;
             let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
-            let ln_qs = group(votes.rows().map(|r| gnmax_ln_q(r, &tails)));
+            let ln_qs = group(per_row(votes.rows(), |r| gnmax_ln_q(r, &tails)));
             let params = serde_json::json!({"sigma": d.sigma(), "sigma2_rational": d.sigma2, "noise": "discrete Gaussian N_Z(0, sigma^2)"});
             (Analysis::Gnmax { sigma: d.sigma(), queries: votes.queries(), ln_qs }, params)
         }
@@ -518,7 +524,7 @@ pub(crate) fn analyse(votes: &VoteMatrix, mechanism: &Mechanism, answered: Optio
             let tails2 = DiscreteGaussianTails::new(d2.sigma2.to_f64());
             let threshold_ln_qs = group(votes.rows().map(|r| threshold_ln_q(r.iter().copied().max().unwrap_or(0), t, &tails1)));
             let charged_rows: Vec<&[u64]> = votes.rows().enumerate().filter(|(i, _)| answered.is_none_or(|a| a[*i])).map(|(_, r)| r).collect();
-            let gnmax_ln_qs = group(charged_rows.iter().map(|r| gnmax_ln_q(r, &tails2)));
+            let gnmax_ln_qs = group(per_row(charged_rows.iter().copied(), |r| gnmax_ln_q(r, &tails2)));
             let params = serde_json::json!({
                 "threshold": t, "sigma1": d1.sigma(), "sigma2": d2.sigma(),
                 "sigma1_squared_rational": d1.sigma2, "sigma2_squared_rational": d2.sigma2,

@@ -137,15 +137,13 @@ fn bernoulli_ratio(rng: &mut NoiseRng, num: u128, den: u128) -> bool {
 pub fn bernoulli_exp(rng: &mut NoiseRng, num: u128, den: u128) -> bool {
     if num <= den {
         let mut k: u128 = 1;
-        loop {
-            // den·k overflowing u128 would need ~2^64 consecutive successes of probabilities
-            // γ/k → 0; treating it as A = 0 changes the output distribution by less than 2^-100.
-            let Some(dk) = den.checked_mul(k) else { break };
-            if bernoulli_ratio(rng, num, dk) {
-                k += 1;
-            } else {
+        // den·k overflowing u128 would need ~2^64 consecutive successes of probabilities γ/k → 0;
+        // treating it as A = 0 changes the output distribution by less than 2^-100.
+        while let Some(dk) = den.checked_mul(k) {
+            if !bernoulli_ratio(rng, num, dk) {
                 break;
             }
+            k += 1;
         }
         k % 2 == 1
     } else {

@@ -49,7 +49,7 @@ fn published_lnmax_value_t1000_gamma005_delta1e5() {
 #[test]
 fn lnmax_data_independent_with_given_orders() {
     // T = 10, γ = 0.1: α_total = 0.2λ(λ+1); ε(1) = 11.912925, ε(2) = 6.356463, ε(3) = 4.637642.
-    let v = votes(&vec![[5, 5]; 10]);
+    let v = votes(&[[5, 5]; 10]);
     let r = account(&v, &lnmax(0.1), &opts(1e-5, Some(vec![1.0, 2.0, 3.0]))).unwrap();
     assert!((r.data_independent_epsilon - 4.637642).abs() < 1e-6);
     assert_eq!(r.data_independent_order, 3.0);
