@@ -17,7 +17,7 @@ use crate::error::ProxyError;
 /// the fixture model weighs as malicious.
 pub const ATTACK_TOKENS: &[&str] = &[
     "'", "\"", "<", ">", ";", "(", ")", "*", "|", "-", "script", "select", "union", "drop", "from", "table",
-    "alert", "or", "and", "where", "exec", "passwd", "etc",
+    "alert", "or", "and", "where", "exec", "passwd", "etc", "cat",
 ];
 
 /// Benign requests in the style of CSIC 2010's normal traffic (the shop `tienda1`).

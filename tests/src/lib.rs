@@ -195,10 +195,16 @@ CustomLog "{d}/logs/access.log" waf
         );
     }
 
-    /// Stops Apache and waits until its port is closed.
+    /// Stops Apache (SIGTERM to the parent named in its pid file, which is what `apache2 -k stop`
+    /// does, and works even when the config is already gone) and waits until its port is closed.
     pub fn stop(&self) {
-        let _ = Command::new("apache2").arg("-f").arg(&self.conf).args(["-k", "stop"]).output();
         let pid_file = self.dir.join("logs/httpd.pid");
+        match std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<u32>().ok()) {
+            Some(pid) => kill("TERM", pid),
+            None => {
+                let _ = Command::new("apache2").arg("-f").arg(&self.conf).args(["-k", "stop"]).output();
+            }
+        }
         eventually(Duration::from_secs(15), || {
             !pid_file.exists() && TcpStream::connect_timeout(&self.addr(), Duration::from_millis(100)).is_err()
         });

@@ -1,0 +1,24 @@
+//! Writes the fixture bundle (see `proxy::fixture`) into a directory, for trying the proxy
+//! without training: `cargo run --release -p proxy --example fixture_bundle -- DIR [VERSION]`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let Some(dir) = args.next().map(PathBuf::from) else {
+        eprintln!("usage: fixture_bundle DIR [MODEL_VERSION]");
+        return ExitCode::from(2);
+    };
+    let version = args.next().map(|v| v.to_string_lossy().into_owned()).unwrap_or_else(|| "fixture".into());
+    match proxy::fixture::write_fixture_bundle(&dir, None, 0.5, &version) {
+        Ok(manifest) => {
+            println!("{}: model {} (threshold {})", dir.display(), manifest.model_version, manifest.threshold);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
