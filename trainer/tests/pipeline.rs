@@ -1,0 +1,200 @@
+//! End to end through the `pate-trainer` binary on the in-repo sample (configs/quick.yaml): the
+//! run directory, report, manifest, ROC plot and an ONNX bundle whose ONNX Runtime scores equal
+//! the libtorch student's; `teach --shard` resumability; config errors that name the key.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+use trainer::model_file::ModelFile;
+use trainer::pipeline;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn trainer() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+}
+
+fn run_ok(cmd: &mut Command) -> (String, String) {
+    let out = cmd.output().expect("pate-trainer starts");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "pate-trainer failed: {:?}\nstdout: {stdout}\nstderr: {stderr}", cmd);
+    (stdout, stderr)
+}
+
+#[test]
+fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("run");
+    let (_, stderr) = run_ok(
+        trainer()
+            .args(["run", "--config"])
+            .arg(repo().join("configs/quick.yaml"))
+            .arg("--out")
+            .arg(&run_dir)
+            .args(["--device", "cpu", "--threads", "1"]),
+    );
+    assert!(stderr.contains("device: cpu"), "the device is logged: {stderr}");
+
+    // report.json has every required key with sensible values.
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
+    for key in [
+        "teachers",
+        "queries",
+        "answered",
+        "mechanism",
+        "mechanism_parameters",
+        "delta",
+        "data_independent_epsilon",
+        "data_dependent_epsilon",
+        "data_dependent_epsilon_label",
+        "student_local_epsilon",
+        "metrics",
+        "teacher_ensemble_metrics",
+    ] {
+        assert!(report.get(key).is_some(), "report.json lacks {key}: {report:#}");
+    }
+    assert_eq!(report["teachers"], 20);
+    assert_eq!(report["queries"], 200);
+    assert_eq!(report["mechanism"], "lnmax");
+    assert_eq!(report["mechanism_parameters"]["gamma"], 0.3);
+    assert_eq!(report["delta"], 1e-5);
+    assert!(report["student_local_epsilon"].is_null(), "no privatization in quick.yaml");
+    assert!(report["data_dependent_epsilon_label"].as_str().unwrap().contains("data-dependent"));
+    let eps_ind = report["data_independent_epsilon"].as_f64().unwrap();
+    let eps_dep = report["data_dependent_epsilon"].as_f64().unwrap();
+    assert!(eps_ind > 0.0 && eps_dep > 0.0 && eps_dep <= eps_ind + 1e-9, "{eps_ind} {eps_dep}");
+    assert_eq!(report["rng"]["rng"], "os", "quick.yaml uses OS randomness");
+    for who in ["metrics", "teacher_ensemble_metrics"] {
+        let m = &report[who];
+        for key in ["tpr", "tnr", "fpr", "precision", "f1", "roc_auc", "threshold"] {
+            assert!(m.get(key).is_some(), "{who} lacks {key}");
+        }
+        // Far better than chance on the sample (the teachers see real CSIC attacks).
+        assert!(m["roc_auc"].as_f64().unwrap() > 0.7, "{who}: {m}");
+    }
+
+    // Every artifact the manifest lists has the recorded sha256.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("manifest.json")).unwrap()).unwrap();
+    let artifacts = manifest["artifacts"].as_object().unwrap();
+    assert!(artifacts.contains_key("teachers/teacher-00019.safetensors") && artifacts.contains_key("votes.csv"));
+    for (path, hash) in artifacts {
+        let bytes = std::fs::read(run_dir.join(path)).unwrap();
+        assert_eq!(hex::encode(Sha256::digest(&bytes)), hash.as_str().unwrap(), "{path}");
+    }
+    assert_eq!(manifest["rng"]["rng"], "os");
+
+    // The ROC plot has both curves.
+    let svg = std::fs::read_to_string(run_dir.join("roc.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.matches("<polyline").count() == 2 && svg.contains("student"));
+
+    // The vote file has one line per query and 20 votes per line.
+    let votes = privacy::votes::read_vote_file(&run_dir.join("votes.csv")).unwrap();
+    assert_eq!(votes.queries(), 200);
+    assert!(votes.rows().all(|r| r.iter().sum::<u64>() == 20));
+
+    // The bundle loads (hashes checked) and ONNX Runtime scores the test requests like libtorch.
+    let loaded = bundle::Bundle::load(&run_dir.join("bundle")).unwrap();
+    let student = ModelFile::load(&run_dir.join("student.safetensors")).unwrap();
+    assert_eq!(loaded.manifest.threshold, student.info.threshold);
+    let test_x = pipeline::read_matrix(&run_dir.join("features/test.f32")).unwrap();
+    let torch_scores = pipeline::model_scores(&student, &test_x, tch::Device::Cpu).unwrap();
+    bundle::init_onnxruntime(None).unwrap();
+    let mut scorer = bundle::Scorer::new(&loaded).unwrap();
+    let onnx_scores = scorer.score_flat(&test_x.values).unwrap();
+    assert_eq!(onnx_scores.len(), test_x.rows);
+    assert!(test_x.rows > 100);
+    for (i, (a, b)) in onnx_scores.iter().zip(&torch_scores).enumerate() {
+        assert!((a - b).abs() <= 1e-5, "test row {i}: ONNX {a} vs libtorch {b}");
+    }
+    // And the bundle's featurizer gives the same features the student was evaluated on.
+    let featurizer = featurizer::Featurizer::load(&run_dir.join("featurizer.json")).unwrap();
+    assert_eq!(loaded.featurizer.content_hash(), featurizer.content_hash());
+    assert_eq!(student.info.featurizer_hash, featurizer.content_hash());
+
+    // The subcommands reproduce the run's artifacts from the run directory.
+    let votes_again = tmp.path().join("votes-again.csv");
+    run_ok(trainer().args(["vote", "--run"]).arg(&run_dir).arg("--out").arg(&votes_again).args(["--device", "cpu", "--threads", "1"]));
+    assert_eq!(std::fs::read(&votes_again).unwrap(), std::fs::read(run_dir.join("votes.csv")).unwrap());
+    let (stdout, _) = run_ok(
+        trainer().args(["evaluate", "--run"]).arg(&run_dir).arg("--out").arg(tmp.path().join("ev.json")).arg("--roc").arg(tmp.path().join("roc.svg")).args(["--device", "cpu"]),
+    );
+    let evaluation: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(evaluation["student"], report["metrics"]);
+}
+
+fn teacher_bytes(dir: &Path, shard: usize) -> Vec<u8> {
+    std::fs::read(dir.join("teachers").join(trainer::model_file::teacher_file_name(shard))).unwrap()
+}
+
+#[test]
+fn teach_shard_is_resumable_and_retrains_on_changed_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let config = repo().join("configs/quick.yaml");
+    let teach = |config: &Path| {
+        let (stdout, _) = run_ok(
+            trainer().arg("teach").arg("--config").arg(config).arg("--out").arg(&out).args([
+                "--shard", "2/20", "--device", "cpu", "--threads", "1",
+            ]),
+        );
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let first = teach(&config);
+    assert_eq!((first["trained"].as_u64(), first["reused"].as_u64()), (Some(1), Some(0)));
+    let files: Vec<_> = std::fs::read_dir(out.join("teachers")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(files.len(), 1, "only shard 2 is trained: {files:?}");
+    let bytes = teacher_bytes(&out, 2);
+    let saved = ModelFile::from_bytes(&bytes, Path::new("t")).unwrap();
+    assert_eq!((saved.info.shard, saved.info.shards), (Some(2), Some(20)));
+
+    // Again: kept and skipped, the file untouched.
+    let second = teach(&config);
+    assert_eq!((second["trained"].as_u64(), second["reused"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(teacher_bytes(&out, 2), bytes);
+
+    // Another shard next to it trains only that one.
+    run_ok(trainer().arg("teach").arg("--config").arg(&config).arg("--out").arg(&out).args([
+        "--shard", "5/20", "--device", "cpu", "--threads", "1",
+    ]));
+    assert_eq!(teacher_bytes(&out, 2), bytes);
+    assert!(out.join("teachers").join(trainer::model_file::teacher_file_name(5)).exists());
+
+    // Changed training settings: the saved teacher no longer matches and is retrained.
+    let text = std::fs::read_to_string(&config).unwrap().replace("patience: 4", "patience: 3").replace("../data", &repo().join("data").display().to_string());
+    let changed = tmp.path().join("changed.yaml");
+    std::fs::write(&changed, text).unwrap();
+    let third = teach(&changed);
+    assert_eq!((third["trained"].as_u64(), third["reused"].as_u64()), (Some(1), Some(0)));
+    assert_ne!(teacher_bytes(&out, 2), bytes);
+
+    // The shard count must match the config.
+    let out_err = trainer().arg("teach").arg("--config").arg(&config).arg("--out").arg(&out).args(["--shard", "2/7"]).output().unwrap();
+    assert!(!out_err.status.success());
+    assert!(String::from_utf8_lossy(&out_err.stderr).contains("teachers.count"));
+}
+
+#[test]
+fn config_errors_name_the_key_and_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        ("teachers: {count: 3, hiden: [4]}\n", "hiden"),
+        ("teachers: {training: {learning_rate: -1}}\n", "teachers.training.learning_rate"),
+        ("split: {private: 0.5, public: 0.5, student_validation: 0.1, test: 0.1}\n", "split"),
+        ("privacy: {mechanism: laplace}\n", "mechanism"),
+    ];
+    for (i, (extra, key)) in cases.iter().enumerate() {
+        let config = tmp.path().join(format!("bad{i}.yaml"));
+        std::fs::write(&config, format!("datasets: [{{path: x.txt, format: csic}}]\n{extra}")).unwrap();
+        let out = tmp.path().join(format!("run{i}"));
+        let result = trainer().arg("run").arg("--config").arg(&config).arg("--out").arg(&out).output().unwrap();
+        assert!(!result.status.success());
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(stderr.contains(key) && stderr.contains(&format!("bad{i}.yaml")), "case {i}: {stderr}");
+        assert!(!out.exists(), "case {i}: a run directory was created for an invalid config");
+    }
+}
