@@ -483,6 +483,50 @@ trainer_config() {
 }
 check "pate-trainer accepts train.yaml of deploy/kubernetes/training/configmap.yaml" trainer_config
 
+# The training flow of deploy/kubernetes/training/ on this machine, with the manifests' own
+# commands: every index of the Indexed Job runs the container's command and args (with
+# $(JOB_COMPLETION_INDEX) expanded as Kubernetes does, four pods at a time), then the student Job
+# runs student.sh; paths are moved to a temp dir and the config is configs/quick.yaml (the cluster's
+# train.yaml needs the full data). The student Job must keep every teacher the shards trained, and
+# publish a bundle behind `current` that pate-proxy accepts.
+k8s_training_flow() {
+  local trainer=$ROOT/target/release/pate-trainer
+  [ -x "$trainer" ] || { echo "target/release/pate-trainer not built"; return 1; }
+  [ -x "$PROXY" ] || { echo "target/release/pate-proxy not built"; return 1; }
+  local d=$TMP/k8s-flow; mkdir -p "$d/run" "$d/bundles"
+  sed "s#path: \.\./#path: $ROOT/#" configs/quick.yaml > "$d/train.yaml"
+  local n; n=$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["teachers"]["count"])' "$d/train.yaml") || return 1
+  # One line per index: the pod's argv, separated by \x1f (bash variables cannot hold NUL), paths moved.
+  "$PY" - deploy/kubernetes/training/teachers-job.yaml "$n" "$d" > "$d/pods.txt" <<'PY' || return 1
+import sys, yaml
+job = yaml.safe_load(open(sys.argv[1])); n = int(sys.argv[2]); d = sys.argv[3]
+c = job["spec"]["template"]["spec"]["containers"][0]
+for i in range(n):
+    argv = [a.replace("$(JOB_COMPLETION_INDEX)", str(i)) for a in c["command"] + c["args"]]
+    argv = [f"{i}/{n}" if a.startswith(f"{i}/") else a for a in argv]
+    argv = [a.replace("/config/train.yaml", f"{d}/train.yaml").replace("/run/pate", f"{d}/run") for a in argv]
+    print("\x1f".join(argv))
+PY
+  local i=0 line pids=()
+  while IFS= read -r line; do
+    local argv=(); IFS=$'\x1f' read -r -a argv <<< "$line"
+    PATH="$ROOT/target/release:$PATH" "${argv[@]}" > "$d/teach-$i.log" 2>&1 &
+    pids+=($!); i=$((i + 1))
+    if [ "${#pids[@]}" -ge 4 ]; then wait "${pids[0]}" || { cat "$d/teach-$((i - 4)).log"; return 1; }; pids=("${pids[@]:1}"); fi
+  done < "$d/pods.txt"
+  local p; for p in "${pids[@]}"; do wait "$p" || { echo "a teacher shard failed"; tail -n 5 "$d"/teach-*.log; return 1; }; done
+  echo "Indexed Job: $i pods, the first: $(head -n 1 "$d/pods.txt" | tr '\037' ' ')"
+  configmap_key deploy/kubernetes/training/configmap.yaml student.sh "$d/student.sh" || return 1
+  sed -i -e "s#/config/train.yaml#$d/train.yaml#g" -e "s#/run/pate#$d/run#g" -e "s#/bundles#$d/bundles#g" "$d/student.sh"
+  PATH="$ROOT/target/release:$PATH" sh "$d/student.sh" > "$d/student.log" 2>&1 || { tail -n 20 "$d/student.log"; return 1; }
+  grep -q "all $n teacher(s) already trained" "$d/student.log" || { echo "the student Job did not keep the shards' teachers:"; grep -i teach "$d/student.log" | head; return 1; }
+  grep -m1 'already trained' "$d/student.log"; tail -n 1 "$d/student.log"
+  printf 'listen: "127.0.0.1:1"\nupstream: "127.0.0.1:2"\nadmin_listen: "127.0.0.1:3"\nbundle: "%s"\nmode: detect\naudit_log: "%s"\n' \
+    "$d/bundles/current" "$d/audit.jsonl" > "$d/proxy.yaml"
+  "$PROXY" check-config --config "$d/proxy.yaml"
+}
+check "Kubernetes training flow replayed: Indexed Job pods, then the student Job; bundle accepted by pate-proxy" k8s_training_flow
+
 # --- docs ---------------------------------------------------------------------------------------
 docs_reference_deploy() {
   local missing=0 f
