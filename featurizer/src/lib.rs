@@ -713,10 +713,18 @@ impl Featurizer {
     }
 
     /// The l1-normalized TF-IDF vector of a request, or the empty vector.
+    ///
+    /// Uses a per-thread [`Scratch`], so only the output vectors are allocated.
     pub fn transform(&self, req: &RequestParts) -> SparseVector {
-        let mut scratch = Scratch::default();
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+        }
         let mut out = SparseVector::default();
-        self.transform_into(req, &mut scratch, &mut out);
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => self.transform_into(req, &mut scratch, &mut out),
+            // Not reachable (transform_into does not call back), but never panic on it.
+            Err(_) => self.transform_into(req, &mut Scratch::default(), &mut out),
+        });
         out
     }
 
