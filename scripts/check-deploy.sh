@@ -165,17 +165,24 @@ check "pate-proxy check-config: deploy/systemd, deploy/container and the Kuberne
 
 # The unit's privilege model, reproduced without systemd: an unprivileged user (nobody, for
 # DynamicUser), only CAP_NET_BIND_SERVICE in the effective/ambient/bounding sets, no_new_privs,
-# and PR_SET_MDWE (what MemoryDenyWriteExecute=yes enforces: no writable+executable memory). The
-# proxy must bind a port below 1024, load the bundle with ONNX Runtime, and score a request.
+# PR_SET_MDWE (what MemoryDenyWriteExecute=yes enforces: no writable+executable memory) and, where
+# Debian's python3-seccomp is installed, a seccomp filter allowing only systemd's @system-service
+# system calls (expanded by systemd-analyze) that KILLS on any other call (stricter than the unit,
+# which answers EPERM). The proxy must bind a port below 1024, load the bundle with ONNX Runtime,
+# score a request, reload on SIGHUP and exit on SIGTERM.
+SANDBOX_PY=/usr/bin/python3   # an interpreter nobody may run (pyenv's lives under /root)
+if [ -x "$SANDBOX_PY" ] && "$SANDBOX_PY" -c 'import seccomp' 2>/dev/null && command -v systemd-analyze >/dev/null; then
+  SANDBOX_SECCOMP=1; sandbox_what="no W+X memory, seccomp @system-service"
+else
+  SANDBOX_SECCOMP=0; sandbox_what="no W+X memory (seccomp part needs python3-seccomp)"
+fi
 hardened_run() {
   [ "$(id -u)" = 0 ] || { echo "needs root (to drop to nobody)"; return 1; }
   [ -x "$PROXY" ] || { echo "target/release/pate-proxy not built"; return 1; }
-  # An interpreter nobody may run (pyenv's lives under /root).
-  local py=/usr/bin/python3; [ -x "$py" ] || { echo "$py not found"; return 1; }
+  [ -x "$SANDBOX_PY" ] || { echo "$SANDBOX_PY not found"; return 1; }
   local bundle; bundle=$(scripts/deploy-bundle.sh) || return 1
   local d="$TMP/hardened"; mkdir -p "$d/log"; chmod 755 "$TMP" "$d"; chown nobody "$d/log"
   cp -r "$bundle" "$d/bundle"; cp "$PROXY" "$d/pate-proxy"; cp -L .deps/libonnxruntime.so "$d/libonnxruntime.so"
-  chmod -R a+rX "$d"
   local port admin; read -r port admin < <(python3 -c '
 import socket
 for p in range(800, 1024):
@@ -186,36 +193,73 @@ a = socket.socket(); a.bind(("127.0.0.1", 0)); print(p, a.getsockname()[1])')
   sed -e "s#^listen:.*#listen: \"127.0.0.1:$port\"#" -e "s#^admin_listen:.*#admin_listen: \"127.0.0.1:$admin\"#" \
       -e "s#^bundle:.*#bundle: \"$d/bundle\"#" -e "s#^audit_log:.*#audit_log: \"$d/log/audit.jsonl\"#" \
       -e "s#^grace_period_seconds:.*#grace_period_seconds: 1#" deploy/systemd/pate-proxy.yaml > "$d/pate-proxy.yaml"
-  chmod a+r "$d/pate-proxy.yaml"
-  cat > "$d/mdwe.py" <<'PY'
+  # The system calls of @system-service, expanded here (systemd-analyze needs no sandbox).
+  if [ "$SANDBOX_SECCOMP" = 1 ]; then
+    "$SANDBOX_PY" - > "$d/syscalls.txt" <<'PY' || return 1
+import subprocess
+def members(group, seen):
+    out = subprocess.run(["systemd-analyze", "syscall-filter", group], capture_output=True, text=True, check=True).stdout
+    names = set()
+    for line in out.splitlines()[1:]:
+        t = line.strip()
+        if t.startswith("@") and t not in seen:
+            seen.add(t); names |= members(t, seen)
+        elif t and not t.startswith(("#", "@")):
+            names.add(t)
+    return names
+print("\n".join(sorted(members("@system-service", set()))))
+PY
+  fi
+  cat > "$d/sandbox.py" <<'PY'
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(65, 1, 0, 0, 0) != 0:  # PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN (inherited across exec)
     sys.exit(f"prctl(PR_SET_MDWE) failed: errno {ctypes.get_errno()}")
+syscalls = os.environ.pop("SANDBOX_SYSCALLS", "")
+if syscalls:
+    import seccomp
+    f = seccomp.SyscallFilter(defaction=seccomp.KILL_PROCESS)
+    n = 0
+    for name in open(syscalls).read().split():
+        try:
+            f.add_rule(seccomp.ALLOW, name); n += 1
+        except Exception:
+            pass  # not a system call on this architecture
+    f.load()
+    print(f"sandbox: seccomp allows {n} system calls (@system-service), kills on any other", file=sys.stderr)
 os.execv(sys.argv[1], sys.argv[1:])
 PY
-  ORT_DYLIB_PATH="$d/libonnxruntime.so" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+  chmod -R a+rX "$d"
+  local syscalls_env=""; [ "$SANDBOX_SECCOMP" = 1 ] && syscalls_env="$d/syscalls.txt"
+  SANDBOX_SYSCALLS="$syscalls_env" ORT_DYLIB_PATH="$d/libonnxruntime.so" setpriv --reuid=nobody --regid=nogroup --clear-groups \
     --inh-caps=-all,+net_bind_service --ambient-caps=-all,+net_bind_service \
     --bounding-set=-all,+net_bind_service --no-new-privs \
-    "$py" "$d/mdwe.py" "$d/pate-proxy" --config "$d/pate-proxy.yaml" > "$d/proxy.log" 2>&1 &
+    "$SANDBOX_PY" "$d/sandbox.py" "$d/pate-proxy" --config "$d/pate-proxy.yaml" > "$d/proxy.log" 2>&1 &
   local pid=$! i ok=1
   for ((i = 0; i < 150; i++)); do
     curl -fsS --max-time 2 "http://127.0.0.1:$admin/ready" >/dev/null 2>&1 && { ok=0; break; }
     kill -0 "$pid" 2>/dev/null || break; sleep 0.2
   done
+  metric() { curl -fsS --max-time 2 "http://127.0.0.1:$admin/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
   if [ "$ok" = 0 ]; then
-    # No upstream here: the request is scored, then answered 502. A SQL injection scores high and
-    # lands in the audit log, which the unprivileged user must be able to write.
-    curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$port/?id=1%27+UNION+SELECT+password+FROM+users--+%3Cscript%3E"
-    grep -E '^Cap(Eff|Amb|Bnd)|^NoNewPrivs' "/proc/$pid/status" | tr '\n' ' '; echo
+    grep -E '^Cap(Eff|Amb|Bnd)|^NoNewPrivs|^Seccomp:' "/proc/$pid/status" | tr -s '\t\n' '  '; echo
     echo "user $(ps -o user= -p "$pid"), listening on 127.0.0.1:$port"
-    sleep 0.5
-    [ -s "$d/log/audit.jsonl" ] || { echo "no audit log line (request not scored?)"; ok=1; }
+    # No upstream here: the request is scored through ONNX Runtime, then answered 502.
+    curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$port/?id=1%27+UNION+SELECT+password+FROM+users--"
+    [ "$(metric patewaf_score_count)" = 1 ] || { echo "patewaf_score_count is not 1: the request was not scored"; ok=1; }
+    kill -HUP "$pid"
+    for ((i = 0; i < 50; i++)); do [ "$(metric 'patewaf_model_reloads_total{result="ok"}')" = 1 ] && break; sleep 0.2; done
+    [ "$(metric 'patewaf_model_reloads_total{result="ok"}')" = 1 ] || { echo "SIGHUP did not reload"; ok=1; }
+    [ "$ok" = 0 ] && echo "scored a request (patewaf_score_count 1), reloaded on SIGHUP"
   fi
-  kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  kill -TERM "$pid" 2>/dev/null
+  local rc=0; wait "$pid" 2>/dev/null || rc=$?
+  # 159 = 128 + SIGSYS: the seccomp filter killed it.
+  [ "$rc" = 0 ] || { echo "exit status $rc after SIGTERM"; ok=1; }
   [ "$ok" = 0 ] || { tail -n 20 "$d/proxy.log"; return 1; }
+  grep -m1 'sandbox:' "$d/proxy.log" || true
 }
-check "pate-proxy as nobody with only CAP_NET_BIND_SERVICE, no_new_privs, no W+X memory: binds <1024, scores" hardened_run
+check "pate-proxy as nobody with only CAP_NET_BIND_SERVICE, no_new_privs, $sandbox_what: binds <1024, scores, reloads, stops" hardened_run
 
 # --- Grafana ----------------------------------------------------------------------------------
 grafana_dashboard() {
