@@ -144,6 +144,10 @@ pub struct Config {
     /// Path of the ONNX Runtime shared library; `null` uses `ORT_DYLIB_PATH`.
     #[serde(default)]
     pub onnxruntime_library: Option<PathBuf>,
+    /// Start (not ready, `on_error` applies to every request) when the bundle cannot be loaded,
+    /// instead of exiting; a later reload makes the proxy ready. Default: exit with the error.
+    #[serde(default)]
+    pub start_without_model: bool,
     /// Unix socket for pingora's graceful upgrade (SIGQUIT to the old process, `--upgrade` on the
     /// new one); `null` = `/tmp/pate-proxy-<listen port>.upgrade.sock`.
     #[serde(default)]

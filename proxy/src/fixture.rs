@@ -99,3 +99,4 @@ pub fn write_fixture_bundle(
     )
     .map_err(|e| ProxyError::Bundle { path: dir.to_path_buf(), message: e.to_string() })
 }
+

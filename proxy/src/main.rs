@@ -51,7 +51,8 @@ Configuration keys (YAML):
   audit_target_max_bytes: 2048    audit_redact_values: false    audit_top_tokens: 5
   log_level: info                 threads: 2                    grace_period_seconds: 5
   upstream_connect_timeout_ms: 2000   onnxruntime_library: null (= $ORT_DYLIB_PATH)
-  upgrade_sock: null (= /tmp/pate-proxy-<port>.upgrade.sock)";
+  upgrade_sock: null (= /tmp/pate-proxy-<port>.upgrade.sock)
+  start_without_model: false      true: start not ready (on_error applies) if the bundle fails to load";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -31,13 +31,23 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
     bundle::init_onnxruntime(config.onnxruntime_library.as_deref())
         .map_err(|e| ProxyError::Server(e.to_string()))?;
     let shared = Shared::new(config)?;
-    let loaded = shared.load_blocking()?;
+    let model = match shared.load_blocking() {
+        Ok(loaded) => loaded.version,
+        Err(e) if shared.config.start_without_model => {
+            tracing::error!(
+                on_error = ?shared.config.on_error,
+                "starting without a model (not ready) because start_without_model is set: {e}"
+            );
+            "none".to_string()
+        }
+        Err(e) => return Err(e),
+    };
     tracing::info!(
         listen = %shared.config.listen,
         upstream = %shared.config.upstream,
         admin = %shared.config.admin_listen,
         mode = shared.config.mode.as_str(),
-        model = %loaded.version,
+        model = %model,
         "pate-proxy starting"
     );
 

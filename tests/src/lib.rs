@@ -266,6 +266,15 @@ fn kill(signal: &str, pid: u32) {
 impl Proxy {
     /// Writes `config` to `dir/proxy.yaml`, starts the proxy and waits until `/ready` answers 200.
     pub fn start(dir: &Path, config: &str) -> Proxy {
+        Self::start_until(dir, config, "/ready")
+    }
+
+    /// Like [`Proxy::start`] but waits for `/live` only (a proxy started without a model).
+    pub fn start_live(dir: &Path, config: &str) -> Proxy {
+        Self::start_until(dir, config, "/live")
+    }
+
+    fn start_until(dir: &Path, config: &str, probe: &str) -> Proxy {
         let config_path = dir.join("proxy.yaml");
         std::fs::write(&config_path, config).expect("write proxy.yaml");
         let parsed: serde_yaml::Value = serde_yaml::from_str(config).expect("config YAML");
@@ -286,7 +295,7 @@ impl Proxy {
             if let Ok(Some(status)) = proxy.child.try_wait() {
                 panic!("pate-proxy exited ({status}):\n{}", proxy.log_text());
             }
-            http(proxy.admin, "GET", "/ready", &[], None).is_ok_and(|r| r.status == 200)
+            http(proxy.admin, "GET", probe, &[], None).is_ok_and(|r| r.status == 200)
         });
         assert!(ready, "pate-proxy not ready:\n{}", proxy.log_text());
         assert!(wait_for_port(proxy.listen, Duration::from_secs(10)), "proxy port closed");

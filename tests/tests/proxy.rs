@@ -390,3 +390,49 @@ fn check_config_accepts_a_good_file_and_names_the_bad_key() {
         assert!(help.contains(key), "--help misses {key}:\n{help}");
     }
 }
+
+/// A proxy whose bundle is corrupt at start (`start_without_model: true`): not ready, and every
+/// request follows `on_error`; a reload with a good bundle makes it ready.
+fn unready_stack(on_error: &str) -> Stack {
+    let tmp = tempfile::tempdir().unwrap();
+    let apache = Apache::start(&tmp.path().join("apache"));
+    let bundle = tmp.path().join("bundle");
+    write_fixture_bundle(&bundle, None, 0.5, "v1").unwrap();
+    std::fs::write(bundle.join(bundle::FEATURIZER_FILE), b"{\"not\": \"the featurizer\"}").unwrap();
+    let audit = tmp.path().join("audit.jsonl");
+    let extra = format!("on_error: {on_error}\nstart_without_model: true\n");
+    let config = proxy_config(&ProxyPorts::free(), apache.port, &bundle, "block", &audit, &extra);
+    let proxy = Proxy::start_live(tmp.path(), &config);
+    Stack { proxy, apache, bundle, audit, tmp }
+}
+
+#[test]
+fn on_error_closed_answers_503_and_on_error_open_forwards() {
+    for (on_error, status) in [("closed", 503), ("open", 200)] {
+        let s = unready_stack(on_error);
+        assert_eq!(http(s.proxy.admin, "GET", "/ready", &[], None).unwrap().status, 503);
+        assert_eq!(s.proxy.metric("patewaf_ready"), 0.0);
+        let before = counters(&s.proxy);
+        let r = s.proxy.get(NORMAL);
+        assert_eq!(r.status, status, "on_error: {on_error}: {}", r.text());
+        assert_deltas(&s.proxy, &before, &[(&verdict("error"), 1.0)]);
+        let audit = json_lines(&s.audit);
+        assert_eq!(audit.len(), 1);
+        assert_eq!(audit[0]["verdict"], "error");
+        assert!(audit[0]["reason"].as_str().unwrap().contains("no model loaded"), "{}", audit[0]);
+        if on_error == "closed" {
+            assert_eq!(audit[0]["request_id"], request_id_in_body(&r.text()).as_str());
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(s.apache.access_log().is_empty(), "a 503 under on_error: closed never reaches Apache");
+        }
+
+        // A good bundle and a reload: ready, scoring again.
+        write_fixture_bundle(&s.bundle, None, 0.5, "v2").unwrap();
+        let (code, body) = reload(&s.proxy);
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(serving_version(&s.proxy), "v2");
+        assert_eq!(s.proxy.metric("patewaf_ready"), 1.0);
+        assert_eq!(s.proxy.get(ATTACK).status, 403);
+        assert_eq!(s.proxy.get(NORMAL).status, 200);
+    }
+}
