@@ -2,8 +2,8 @@
 //!
 //! **LNMax — moments accountant** (Abadi et al. 2016, §3.2; Papernot et al. 2017, §3 and App. A).
 //! The log moment of the privacy loss at order λ > 0 composes additively over queries
-//! (Abadi et al. 2016, Theorem 2.1), and the tail bound gives, for a target δ,
-//! ε = min_λ (α_total(λ) + ln(1/δ)) / λ  (Abadi et al. 2016, Theorem 2.2).
+//! (Abadi et al. 2016, Theorem 2, composability), and the tail bound gives, for a target δ,
+//! ε = min_λ (α_total(λ) + ln(1/δ)) / λ  (Abadi et al. 2016, Theorem 2, tail bound).
 //! Per query, LNMax is (2γ, 0)-DP, so
 //! * data-independent: α(λ) ≤ 2γ²λ(λ+1)  (Papernot et al. 2017, Theorem 2 with ε = 2γ);
 //! * data-dependent: α(λ) ≤ ln((1−q)·((1−q)/(1−e^{2γ}q))^λ + q·e^{2γλ})  (Papernot et al. 2017,
@@ -17,8 +17,9 @@
 //! RDP of order α > 1 composes additively and converts to (ε, δ)-DP as
 //! ε = min_α (RDP_total(α) + ln(1/δ)/(α−1))  (Mironov 2017, Proposition 3).
 //! * GNMax data-independent: α/σ²  (Papernot et al. 2018, Proposition 8; the vote histogram has
-//!   l2-sensitivity √2 and the discrete Gaussian has the same RDP as the continuous one for integer
-//!   shifts, Canonne, Kamath & Steinke 2020, Proposition 5 / Theorem 15).
+//!   l2-sensitivity √2; for integer shifts the discrete Gaussian has the same Rényi divergence
+//!   bound α·Δ²/(2σ²) per coordinate as the continuous one, Canonne, Kamath & Steinke 2020, §2,
+//!   and independent coordinates compose).
 //! * GNMax data-dependent: Theorem 6 of Papernot et al. 2018 with μ₂ = σ·√(ln(1/q)), μ₁ = μ₂ + 1
 //!   (Proposition 10), used only where its conditions hold (otherwise the data-independent bound);
 //!   q is Proposition 7's union bound Σ_{j≠j*} P[Z_j − Z_{j*} ≥ Δ_j] evaluated for the discrete
@@ -89,6 +90,8 @@ pub struct SanitizedEpsilon {
     pub beta: f64,
     /// σ_s: the Gaussian noise added is SS_β·σ_s·N(0, 1).
     pub noise_multiplier: f64,
+    /// The β-smooth sensitivity SS_β of the data-dependent RDP total at `rdp_order`.
+    pub smooth_sensitivity: f64,
     /// Standard deviation of the noise added to the RDP value: SS_β·σ_s.
     pub noise_std: f64,
     /// RDP cost of the release itself at `rdp_order` (Papernot et al. 2018, Theorem 23).

@@ -4,7 +4,7 @@
 //! The data-dependent RDP total f(D) = Σᵢ fᵢ(votesᵢ) at a fixed order α is a function of the
 //! private votes. Its β-smooth sensitivity is SS_β(D) = max_{d ≥ 0} e^{−βd}·A⁽ᵈ⁾(D), where A⁽ᵈ⁾ is
 //! the largest local sensitivity of f over vote matrices within d changed teachers of D
-//! (Papernot et al. 2018, Definition 19 and Algorithm 4); A⁽ᵈ⁾(D) ≤ Σᵢ A⁽ᵈ⁾ᵢ since one teacher
+//! (Nissim et al. 2007, Definition 2.1; Papernot et al. 2018, App. C, Algorithms 4-5); A⁽ᵈ⁾(D) ≤ Σᵢ A⁽ᵈ⁾ᵢ since one teacher
 //! changes every query's votes. The release f(D) + SS_β(D)·σ_s·N(0, 1) ("GNSS") is
 //! (α, α·e^{2β}/σ_s² + (βα − ½·ln(1 − 2αβ))/(α − 1))-RDP for 1 < α < 1/(2β)
 //! (Papernot et al. 2018, Theorem 23), and that cost is added to the sanitized ε.
@@ -20,7 +20,9 @@
 //! Confident-GNMax threshold step fᵢ depends only on v = maxⱼ cⱼ, and A⁽ᵈ⁾ᵢ is the largest
 //! one-step change of fᵢ(v′) over v′ ∈ [v − d, v + d] (Papernot et al. 2018, Algorithm 5),
 //! computed exactly. Distances beyond N (the number of teachers) reach every vote matrix, so the
-//! maximum over d ≤ N is the smooth sensitivity.
+//! maximum over d ≤ N, together with e^{−β(N+1)} times the data-independent total (a bound on any
+//! change of f), is the smooth sensitivity. It is β-smooth: the balls around a neighbour D′ of
+//! radius d + 1 lie inside those around D of radius d + 2.
 use crate::accountant::{
     analyse, gnmax_rdp_data_dependent, lnmax_moment_data_dependent, threshold_ln_q, AccountOptions,
     EpsilonReport, LabelledEpsilon, Mechanism, SanitizedEpsilon, LABEL_SANITIZED,
@@ -79,9 +81,15 @@ fn argmax_query_ls(sorted: &[u64], n: u64, ln_tail: &dyn Fn(u64) -> f64, f: &dyn
         .collect()
 }
 
-/// β-smooth sensitivity of the data-dependent RDP total at RDP order `alpha`; `per_order_scale`
-/// turns the analysis' per-query values into RDP (1/λ for moments, 1 otherwise).
-fn smooth_sensitivity(votes: &VoteMatrix, mechanism: &Mechanism, answered: Option<&[bool]>, order: f64, beta: f64) -> Result<f64> {
+/// β-smooth sensitivity of the data-dependent RDP total at `order` (λ for LNMax, whose RDP is
+/// then of order λ + 1; α otherwise).
+pub fn smooth_sensitivity(votes: &VoteMatrix, mechanism: &Mechanism, answered: Option<&[bool]>, order: f64, beta: f64) -> Result<f64> {
+    let (analysis, _) = analyse(votes, mechanism, answered)?;
+    let cap = if analysis.is_moments() { analysis.independent_total(order) / order } else { analysis.independent_total(order) };
+    smooth_sensitivity_bound(votes, mechanism, answered, order, beta, cap)
+}
+
+fn smooth_sensitivity_bound(votes: &VoteMatrix, mechanism: &Mechanism, answered: Option<&[bool]>, order: f64, beta: f64, cap: f64) -> Result<f64> {
     let n = votes.max_teachers().max(1);
     let mut cumulative = vec![0.0f64; n as usize + 1];
     let mut add = |ls: &[f64], times: usize| {
@@ -165,7 +173,11 @@ fn smooth_sensitivity(votes: &VoteMatrix, mechanism: &Mechanism, answered: Optio
             }
         }
     }
-    Ok(cumulative.iter().enumerate().map(|(d, a)| (-beta * d as f64).exp() * a).fold(0.0, f64::max))
+    // d ≤ N from the bounds above; every d > N is covered by the data-independent total `cap`
+    // (0 ≤ fᵢ ≤ its data-independent value, so no change of f exceeds it), which also keeps the
+    // bound β-smooth at d = N (the neighbour's ball of radius N + 1 is then covered).
+    let within = cumulative.iter().enumerate().map(|(d, a)| (-beta * d as f64).exp() * a).fold(0.0, f64::max);
+    Ok(within.max((-beta * (n + 1) as f64).exp() * cap))
 }
 
 /// RDP of the GNSS release at order α (Papernot et al. 2018, Theorem 23), 1 < α < 1/(2β).
@@ -202,7 +214,8 @@ pub fn sanitize(
         return Err(PrivacyError::InvalidParameter(format!("noise multiplier must be positive, got {}", sopts.noise_multiplier)));
     }
     let rdp_dep = if moments { analysis.dependent_total(order).0 / order } else { analysis.dependent_total(order).0 };
-    let ss = smooth_sensitivity(votes, mechanism, opts.answered.as_deref(), order, beta)?;
+    let cap = if moments { analysis.independent_total(order) / order } else { analysis.independent_total(order) };
+    let ss = smooth_sensitivity_bound(votes, mechanism, opts.answered.as_deref(), order, beta, cap)?;
     let noise_std = ss * sopts.noise_multiplier;
     let noisy = (rdp_dep + noise::gaussian(rng, noise_std)).max(0.0);
     let cost = gnss_rdp(beta, sopts.noise_multiplier, alpha);
@@ -218,6 +231,7 @@ pub fn sanitize(
         order_choice,
         beta,
         noise_multiplier: sopts.noise_multiplier,
+        smooth_sensitivity: ss,
         noise_std,
         release_rdp_cost: cost,
         rng: rng.provenance(),

@@ -62,7 +62,8 @@ pub fn ln_discrete_laplace_diff_sf(gamma: f64, delta: u64) -> f64 {
 /// * the normalizer Σ_{|z|≤M} e^{−z²/2σ²} is a partial sum (≤ the true one), so each pmf value
 ///   is over-estimated;
 /// * mass beyond the table (|z| > M, M = ⌈40σ⌉ + 2) is bounded by the sub-Gaussian tail
-///   P(Z ≥ k) ≤ e^{−k²/(2σ²)} for k > 0 (CKS 2020: E e^{tZ} ≤ e^{t²σ²/2}, then Chernoff).
+///   P(Z ≥ k) ≤ e^{−k²/(2σ²)} for k > 0 (the discrete Gaussian is σ-sub-Gaussian,
+///   E e^{tZ} ≤ e^{t²σ²/2}, Canonne, Kamath & Steinke 2020, §2; then a Chernoff bound).
 #[derive(Debug, Clone)]
 pub struct DiscreteGaussianTails {
     sigma2: f64,
