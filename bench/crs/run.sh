@@ -4,13 +4,16 @@
 # optionally through pate-proxy in block mode; write one table of TPR/FPR per detector.
 #
 #   bench/crs/run.sh [--levels "1 2 3 4"] [--every K] [--limit N] [--concurrency C]
-#                    [--threshold T] [--data DIR] [--out DIR] [--keep]
+#                    [--threshold T] [--test-split-from F] [--data DIR] [--out DIR] [--keep]
 #                    [--proxy-bundle RUN/bundle] [--proxy-url http://127.0.0.1:PORT]
 #                    [--proxy-name NAME] [--proxy-epsilon TEXT]
 #
 #   --levels        paranoia levels to run (default "1 2 3 4"; "" runs no CRS level)
 #   --every K       replay every K-th request of each file (deterministic subsampling; default 1 = all)
 #   --limit N       at most N requests per file (default: all)
+#   --test-split-from F  also report the rates on the trainer's test split: the requests whose
+#                   request_hash / 2^64 >= F (default 0.8 = private 0.6 + public 0.15 + student
+#                   validation 0.05, the defaults of trainer/src/config.rs SplitConfig)
 #   --proxy-bundle  also start a plain Apache + pate-proxy (mode: block) with this bundle and
 #                   replay the same requests through it (needs target/release/pate-proxy)
 #   --proxy-url     also replay through an already running pate-proxy in block mode
@@ -28,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-LEVELS="1 2 3 4"; EVERY=1; LIMIT=""; CONCURRENCY=4; THRESHOLD=5
+LEVELS="1 2 3 4"; EVERY=1; LIMIT=""; CONCURRENCY=4; THRESHOLD=5; TEST_FROM=0.8
 DATA=../shared/datasets/csic2010; OUT=bench/crs; KEEP=0
 PROXY_BUNDLE=""; PROXY_URL=""; PROXY_NAME="pate-proxy"; PROXY_EPSILON=""
 while [ $# -gt 0 ]; do
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --limit) LIMIT=$2; shift 2;;
     --concurrency) CONCURRENCY=$2; shift 2;;
     --threshold) THRESHOLD=$2; shift 2;;
+    --test-split-from) TEST_FROM=$2; shift 2;;
     --data) DATA=$2; shift 2;;
     --out) OUT=$2; shift 2;;
     --keep) KEEP=1; shift;;
@@ -92,11 +96,40 @@ replay() {
   "$TRAINER" replay --url "$url" --format csic --drop-header Accept-Charset "${SUBSET[@]}" \
     --concurrency "$CONCURRENCY" --out "$OUT/verdicts/$name.jsonl" --summary "$WORK/$name.summary.json" \
     "${FILES[@]}" > /dev/null
-  python3 - "$WORK/$name.summary.json" "$OUT/raw/$name.json" "$meta" <<'PY'
+  python3 - "$WORK/$name.summary.json" "$OUT/raw/$name.json" "$meta" "$OUT/verdicts/$name.jsonl" "$TEST_FROM" <<'PY'
 import json, sys, os, datetime
 summary = json.load(open(sys.argv[1]))
 row = json.loads(sys.argv[3])
 row["summary"] = summary
+# The same rates on the trainer's test split (split_by_hash: request_hash / 2^64 >= test_from).
+test_from = float(sys.argv[5])
+t = {"test_from": test_from, "benign": 0, "malicious": 0, "blocked_benign": 0, "blocked_malicious": 0, "errors": 0}
+for line in open(sys.argv[4]):
+    v = json.loads(line)
+    if int(v["request_hash"], 16) / 2**64 < test_from or v["label"] is None:
+        continue
+    if v["status"] is None:
+        t["errors"] += 1
+        continue
+    t[v["label"]] += 1
+    t["blocked_" + v["label"]] += int(v["blocked"])
+t["tpr"] = t["blocked_malicious"] / t["malicious"] if t["malicious"] else None
+t["fpr"] = t["blocked_benign"] / t["benign"] if t["benign"] else None
+row["test_split"] = t
+# Rates over distinct requests (CSIC repeats some requests up to 1,000 times; a request's verdict
+# is the same every time, so each distinct request counts once here).
+seen = {}
+for line in open(sys.argv[4]):
+    v = json.loads(line)
+    if v["status"] is not None and v["label"] is not None:
+        seen[(v["request_hash"], v["label"])] = v["blocked"]
+d = {"benign": 0, "malicious": 0, "blocked_benign": 0, "blocked_malicious": 0}
+for (_, label), blocked in seen.items():
+    d[label] += 1
+    d["blocked_" + label] += int(blocked)
+d["tpr"] = d["blocked_malicious"] / d["malicious"] if d["malicious"] else None
+d["fpr"] = d["blocked_benign"] / d["benign"] if d["benign"] else None
+row["distinct"] = d
 row["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 tmp = sys.argv[2] + ".tmp"
 with open(tmp, "w") as f:
