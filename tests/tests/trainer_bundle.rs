@@ -1,0 +1,95 @@
+//! End-to-end with a trained bundle: `pate-trainer run --config configs/quick.yaml` on the
+//! in-repo sample, then `pate-proxy` (block mode) with its bundle in front of Apache. The proxy's
+//! verdict for every CSIC sample request equals `pate-trainer score` on the same bundle, and the
+//! scores it records agree.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use e2e::{http, json_lines, proxy_config, release_binary, repo_root, Apache, Proxy, ProxyPorts};
+
+#[test]
+fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
+    let trainer = release_binary("pate-trainer", "PATE_TRAINER_BIN");
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let out = Command::new(&trainer)
+        .args(["run", "--config"])
+        .arg(repo_root().join("configs/quick.yaml"))
+        .arg("--out")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pate-trainer run failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let bundle = run.join("bundle");
+
+    let apache = Apache::start(&tmp.path().join("apache"));
+    let audit = tmp.path().join("audit.jsonl");
+    let config = proxy_config(&ProxyPorts::free(), apache.port, &bundle, "block", &audit, "");
+    let proxy = Proxy::start(tmp.path(), &config);
+
+    let mut expected_blocks = 0usize;
+    let mut sent = 0usize;
+    let mut skipped = 0usize;
+    let mut trainer_scores: HashMap<String, f32> = HashMap::new();
+    for file in ["csic_anomalousTrafficTest_A_sample.txt", "csic_normalTrafficTest_A_sample.txt"] {
+        let path = repo_root().join("data/sample").join(file);
+        let records = datasets::load(datasets::Format::Csic, &path).unwrap();
+        let scored = Command::new(&trainer)
+            .args(["score", "--bundle"])
+            .arg(&bundle)
+            .arg("--input")
+            .arg(&path)
+            .args(["--format", "csic"])
+            .output()
+            .unwrap();
+        assert!(scored.status.success(), "{}", String::from_utf8_lossy(&scored.stderr));
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&scored.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), records.len());
+        for (record, line) in records.iter().zip(&lines) {
+            // Only what can go on an HTTP/1.1 request line verbatim.
+            if !record.target.iter().all(|b| (0x21..=0x7e).contains(b)) {
+                skipped += 1;
+                continue;
+            }
+            let target = String::from_utf8_lossy(&record.target).into_owned();
+            let form = [("Content-Type", "application/x-www-form-urlencoded")];
+            let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
+            let r = http(proxy.listen, &record.method, &target, headers, record.body.as_deref()).unwrap();
+            let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
+            let verdict = line["verdict"].as_str().unwrap();
+            assert_eq!(
+                blocked,
+                verdict == "block",
+                "{file} line {}: proxy answered {} but pate-trainer score says {verdict} ({})",
+                record.line,
+                r.status,
+                line["score"]
+            );
+            if blocked {
+                expected_blocks += 1;
+                let id = r.header("x-request-id").unwrap().to_string();
+                trainer_scores.insert(id, line["score"].as_f64().unwrap() as f32);
+            }
+            sent += 1;
+        }
+    }
+    assert!(skipped * 20 < sent, "too many requests skipped: {skipped} of {}", sent + skipped);
+    assert!(expected_blocks > 0 && expected_blocks < sent, "{expected_blocks} blocks of {sent}");
+    assert_eq!(
+        proxy.metric("patewaf_requests_total{verdict=\"block\"}"),
+        expected_blocks as f64
+    );
+    assert_eq!(proxy.metric("patewaf_score_count"), sent as f64);
+    let records = json_lines(&audit);
+    assert_eq!(records.len(), expected_blocks);
+    for record in records {
+        let id = record["request_id"].as_str().unwrap();
+        let proxy_score = record["score"].as_f64().unwrap() as f32;
+        let trainer_score = trainer_scores[id];
+        assert!((proxy_score - trainer_score).abs() <= 1e-6, "{id}: proxy {proxy_score} vs trainer {trainer_score}");
+    }
+}
