@@ -23,8 +23,11 @@
 //! 3. **Vocabulary** ([`Featurizer::fit`]): the `top_k` tokens with the highest document
 //!    frequency (number of requests that contain the token at least once), ties broken by the
 //!    token's string (byte order), ascending. The vocabulary index of a token is its rank.
+//!    Optionally ([`FeaturizerConfig::ngram_max`], default 1 = the seeds' unigrams) adjacent-token
+//!    n-grams compete for the same K places.
 //! 4. **Weights** ([`Featurizer::transform`]): `tf(t, r) = count(t, r) / tokens(r)` where
-//!    `tokens(r)` counts every token of the request (in the vocabulary or not);
+//!    `tokens(r)` counts every token of the request (in the vocabulary or not; with
+//!    [`FeaturizerConfig::ngram_max`] > 1, every feature: tokens plus their n-grams);
 //!    `idf(t) = ln((1 + n) / (1 + df(t))) + 1` (the smoothed IDF of scikit-learn's
 //!    `TfidfTransformer(smooth_idf=True)`, n = number of fitted documents); the vector
 //!    `w_t = tf(t, r) · idf(t)` is then l1-normalized (`Σ |w_t| = 1`). A request with no
@@ -86,11 +89,24 @@ pub struct FeaturizerConfig {
     pub decode_rounds: usize,
     /// Whether the form body is read (joined to the query) when given.
     pub include_body: bool,
+    /// Longest token n-gram used as a feature (1 to 3). The seeds use unigrams only (1, the
+    /// default); 2 adds pairs of adjacent tokens (`' or`, `or 1`, ...), written with one space
+    /// between the tokens. Not written to the artifact when 1, so unigram artifacts keep their
+    /// form and hash.
+    #[serde(skip_serializing_if = "is_unigram")]
+    pub ngram_max: usize,
 }
+
+fn is_unigram(n: &usize) -> bool {
+    *n == 1
+}
+
+/// Largest accepted [`FeaturizerConfig::ngram_max`].
+pub const MAX_NGRAM: usize = 3;
 
 impl Default for FeaturizerConfig {
     fn default() -> Self {
-        FeaturizerConfig { top_k: 500, max_input_bytes: 8192, decode_rounds: 3, include_body: true }
+        FeaturizerConfig { top_k: 500, max_input_bytes: 8192, decode_rounds: 3, include_body: true, ngram_max: 1 }
     }
 }
 
@@ -206,6 +222,7 @@ pub struct Scratch {
     raw: Vec<u8>,
     decoded: Vec<u8>,
     text: String,
+    gram: String,
     counts: Vec<u32>,
     touched: Vec<u32>,
 }
@@ -486,6 +503,44 @@ impl<'t> Iterator for Tokens<'t> {
     }
 }
 
+/// Calls `f` on every feature of normalized text, in order: each token, and after it (when
+/// `ngram_max` > 1) the n-grams that end with it, n = 2..=ngram_max, joined by single spaces
+/// (tokens never contain white space, so the joined form is unambiguous). `gram` is a reusable
+/// buffer. Returns the number of features.
+pub fn for_each_feature<'t>(text: &'t str, ngram_max: usize, gram: &mut String, mut f: impl FnMut(&str)) -> u32 {
+    let mut count: u32 = 0;
+    if ngram_max <= 1 {
+        for tok in tokenize(text) {
+            count += 1;
+            f(tok);
+        }
+        return count;
+    }
+    let n_max = ngram_max.min(MAX_NGRAM);
+    // The last n_max tokens, most recent last.
+    let mut window: [&'t str; MAX_NGRAM] = [""; MAX_NGRAM];
+    let mut seen = 0usize;
+    for tok in tokenize(text) {
+        window.copy_within(1.., 0);
+        window[MAX_NGRAM - 1] = tok;
+        seen += 1;
+        count += 1;
+        f(tok);
+        for n in 2..=n_max.min(seen) {
+            gram.clear();
+            for (k, t) in window[MAX_NGRAM - n..].iter().enumerate() {
+                if k > 0 {
+                    gram.push(' ');
+                }
+                gram.push_str(t);
+            }
+            count += 1;
+            f(gram);
+        }
+    }
+    count
+}
+
 // ---------------------------------------------------------------------------------------------
 // The fitted featurizer
 
@@ -599,15 +654,16 @@ impl Featurizer {
         for doc in docs {
             n += 1;
             normalize_into(&config, &doc, &mut scratch);
-            // Document frequency counts each distinct token once per request.
-            let mut distinct: Vec<&str> = tokenize(&scratch.text).collect();
+            // Document frequency counts each distinct feature once per request.
+            let mut distinct: Vec<String> = Vec::new();
+            for_each_feature(&scratch.text, config.ngram_max, &mut scratch.gram, |feature| distinct.push(feature.to_owned()));
             distinct.sort_unstable();
             distinct.dedup();
             for tok in distinct {
-                match df.get_mut(tok) {
+                match df.get_mut(&tok) {
                     Some(c) => *c += 1,
                     None => {
-                        df.insert(tok.to_owned(), 1);
+                        df.insert(tok, 1);
                     }
                 }
             }
@@ -671,9 +727,17 @@ impl Featurizer {
         }
         let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
         for (i, tok) in c.vocabulary.iter().enumerate() {
-            let mut toks = tokenize(tok);
-            if toks.next() != Some(tok.as_str()) || toks.next().is_some() {
-                return Err(FeaturizerError::Invalid(format!("vocabulary entry {i} ({tok:?}) is not a single token")));
+            let pieces: Vec<&str> = tok.split(' ').collect();
+            let well_formed = pieces.len() <= c.config.ngram_max
+                && pieces.iter().all(|piece| {
+                    let mut toks = tokenize(piece);
+                    toks.next() == Some(*piece) && toks.next().is_none()
+                });
+            if !well_formed {
+                return Err(FeaturizerError::Invalid(format!(
+                    "vocabulary entry {i} ({tok:?}) is not a token or an n-gram of at most {} tokens",
+                    c.config.ngram_max
+                )));
             }
             if index.insert(tok.as_str().into(), i as u32).is_some() {
                 return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
@@ -734,23 +798,21 @@ impl Featurizer {
         out.indices.clear();
         out.values.clear();
         out.truncated = normalize_into(&self.content.config, req, scratch);
-        let Scratch { text, counts, touched, .. } = scratch;
+        let Scratch { text, gram, counts, touched, .. } = scratch;
         if counts.len() != self.dim() {
             counts.clear();
             counts.resize(self.dim(), 0);
         }
         touched.clear();
-        let mut tokens: u32 = 0;
-        for tok in tokenize(text) {
-            tokens += 1;
-            if let Some(&i) = self.index.get(tok) {
+        let tokens = for_each_feature(text, self.content.config.ngram_max, gram, |feature| {
+            if let Some(&i) = self.index.get(feature) {
                 let c = &mut counts[i as usize];
                 if *c == 0 {
                     touched.push(i);
                 }
                 *c += 1;
             }
-        }
+        });
         if touched.is_empty() {
             return;
         }
@@ -779,15 +841,22 @@ impl Featurizer {
     pub fn explain(&self, req: &RequestParts) -> Explanation {
         let (normalized, truncated) = normalize(&self.content.config, req);
         let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        for_each_feature(&normalized, self.content.config.ngram_max, &mut String::new(), |feature| {
+            if let Some(&i) = self.index.get(feature) {
+                *counts.entry(i).or_default() += 1;
+            }
+        });
         let v = self.transform(req);
         let weights = v
             .indices
             .iter()
             .zip(&v.values)
-            .map(|(&index, &weight)| {
-                let token = self.content.vocabulary[index as usize].clone();
-                let count = tokens.iter().filter(|t| **t == token).count() as u32;
-                TokenWeight { token, index, count, weight }
+            .map(|(&index, &weight)| TokenWeight {
+                token: self.content.vocabulary[index as usize].clone(),
+                index,
+                count: counts.get(&index).copied().unwrap_or(0),
+                weight,
             })
             .collect();
         Explanation { normalized, tokens, truncated, weights }
@@ -835,6 +904,9 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
     }
     if c.max_input_bytes == 0 {
         return Err(FeaturizerError::Invalid("max_input_bytes must be at least 1".into()));
+    }
+    if c.ngram_max == 0 || c.ngram_max > MAX_NGRAM {
+        return Err(FeaturizerError::Invalid(format!("ngram_max = {} (1 to {MAX_NGRAM})", c.ngram_max)));
     }
     if c.decode_rounds > 16 {
         return Err(FeaturizerError::Invalid(format!("decode_rounds = {} (at most 16)", c.decode_rounds)));

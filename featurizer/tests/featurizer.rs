@@ -254,3 +254,35 @@ fn bad_settings_are_refused() {
     let err = Featurizer::fit(FeaturizerConfig::default(), Vec::<RequestParts>::new()).unwrap_err();
     assert!(err.to_string().contains("empty corpus"));
 }
+
+#[test]
+fn bigrams_are_an_opt_in_feature_family() {
+    let mut gram = String::new();
+    let mut features = Vec::new();
+    let n = featurizer::for_each_feature("' or 1", 2, &mut gram, |f| features.push(f.to_owned()));
+    assert_eq!(features, vec!["'", "or", "' or", "1", "or 1"]);
+    assert_eq!(n, 5);
+    let mut features = Vec::new();
+    featurizer::for_each_feature("a b c", 3, &mut gram, |f| features.push(f.to_owned()));
+    assert_eq!(features, vec!["a", "b", "a b", "c", "b c", "a b c"]);
+
+    let config = FeaturizerConfig { ngram_max: 2, ..Default::default() };
+    let f = Featurizer::fit(config, corpus()).unwrap();
+    assert!(f.vocabulary().iter().any(|t| t == "/ tienda1"), "{:?}", f.vocabulary());
+    let req = RequestParts::get("/tienda1/index.jsp");
+    let v = f.transform(&req);
+    let sum: f32 = v.values.iter().sum();
+    assert!((sum - 1.0).abs() < 1e-6);
+    let e = f.explain(&req);
+    assert_eq!(e.weights.iter().find(|w| w.token == "/ tienda1").unwrap().count, 1);
+    assert_eq!(e.weights.iter().find(|w| w.token == "/").unwrap().count, 2);
+    // The setting is in the artifact and survives a round trip.
+    let back = Featurizer::from_json(&f.to_json()).unwrap();
+    assert_eq!(back.config().ngram_max, 2);
+    assert_eq!(back.transform(&req), v);
+    // A unigram artifact does not mention the setting at all (its form and hash are unchanged).
+    let uni = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
+    assert!(!String::from_utf8(uni.to_json()).unwrap().contains("ngram_max"));
+    let err = Featurizer::fit(FeaturizerConfig { ngram_max: 4, ..Default::default() }, corpus()).unwrap_err();
+    assert!(err.to_string().contains("ngram_max"));
+}

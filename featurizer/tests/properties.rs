@@ -50,8 +50,12 @@ proptest! {
     }
 
     #[test]
-    fn fit_is_deterministic(docs in prop::collection::vec(request_bytes(), 1..20), top_k in 1usize..40) {
-        let config = FeaturizerConfig { top_k, ..Default::default() };
+    fn fit_is_deterministic(
+        docs in prop::collection::vec(request_bytes(), 1..20),
+        top_k in 1usize..40,
+        ngram_max in 1usize..=3,
+    ) {
+        let config = FeaturizerConfig { top_k, ngram_max, ..Default::default() };
         let parts = || docs.iter().map(|d| RequestParts { method: "GET", target: d, body: None });
         let a = Featurizer::fit(config.clone(), parts()).unwrap();
         let b = Featurizer::fit(config.clone(), parts().rev()).unwrap();
@@ -59,6 +63,13 @@ proptest! {
         prop_assert!(a.dim() <= top_k);
         let back = Featurizer::from_json(&a.to_json()).unwrap();
         prop_assert_eq!(back.to_json(), a.to_json());
+        for d in &docs {
+            let v = a.transform(&RequestParts { method: "GET", target: d, body: None });
+            if !v.is_empty() {
+                let sum: f32 = v.values.iter().sum();
+                prop_assert!((sum - 1.0).abs() < 1e-5, "sum {}", sum);
+            }
+        }
     }
 }
 

@@ -42,6 +42,9 @@ pub struct FitArgs {
     /// Ignore form bodies.
     #[arg(long)]
     pub no_body: bool,
+    /// Longest token n-gram used as a feature (1 = unigrams, as in the seeds; at most 3).
+    #[arg(long, default_value_t = 1)]
+    pub ngram_max: usize,
     /// Where to write the artifact (atomically).
     #[arg(long)]
     pub out: PathBuf,
@@ -78,6 +81,7 @@ fn fit(a: FitArgs) -> Result<()> {
         max_input_bytes: a.max_input_bytes,
         decode_rounds: a.decode_rounds,
         include_body: !a.no_body,
+        ngram_max: a.ngram_max,
     };
     let records = datasets::load_all(a.format, &a.paths, &datasets::LoadOptions::default())?;
     if records.is_empty() {
