@@ -41,9 +41,9 @@ pub struct SanitizeOptions {
     pub noise_multiplier: f64,
     /// β; default 0.4/α (Theorem 23 needs α < 1/(2β)).
     pub beta: Option<f64>,
-    /// The order (same unit as the report: λ for LNMax, α for RDP); default: the data-dependent
-    /// optimal order of the report, as in Papernot et al. 2018's tables (that choice itself
-    /// looks at the data; pass a fixed order to avoid it).
+    /// The order (same unit as the report: λ for LNMax, α for RDP); default: the report's order
+    /// minimizing the noiseless sanitized value (that choice itself looks at the data, as in
+    /// Papernot et al. 2018; pass a fixed order to avoid it).
     pub order: Option<f64>,
 }
 
@@ -198,9 +198,36 @@ pub fn sanitize(
 ) -> Result<()> {
     let (analysis, _) = analyse(votes, mechanism, opts.answered.as_deref())?;
     let moments = analysis.is_moments();
+    if !(sopts.noise_multiplier.is_finite() && sopts.noise_multiplier > 0.0) {
+        return Err(PrivacyError::InvalidParameter(format!("noise multiplier must be positive, got {}", sopts.noise_multiplier)));
+    }
+    let ln_inv_delta = -opts.delta.ln();
     let (order, order_choice) = match sopts.order {
         Some(o) => (o, "given".to_string()),
-        None => (report.data_dependent_order, "the data-dependent optimal order (as in Papernot et al. 2018)".to_string()),
+        None => {
+            // The order minimizing the noiseless sanitized value RDP_dep(α) + GNSS cost(α) +
+            // ln(1/δ)/(α−1) over the report's orders (and its data-dependent optimum). Like the
+            // paper's choice, this looks at the data; pass an order to avoid it.
+            let mut candidates = report.orders.clone();
+            candidates.push(report.data_dependent_order);
+            let mut best = (f64::INFINITY, report.data_dependent_order);
+            for o in candidates {
+                let a = if moments { o + 1.0 } else { o };
+                if !(o.is_finite() && a > 1.0) {
+                    continue;
+                }
+                let b = sopts.beta.unwrap_or(0.4 / a);
+                if !(b > 0.0 && 2.0 * a * b < 1.0) {
+                    continue;
+                }
+                let dep = analysis.dependent_total(o).0 / if moments { o } else { 1.0 };
+                let value = dep + gnss_rdp(b, sopts.noise_multiplier, a) + ln_inv_delta / (a - 1.0);
+                if value < best.0 {
+                    best = (value, o);
+                }
+            }
+            (best.1, "the order minimizing the noiseless sanitized value over the report's orders (data-dependent, as in Papernot et al. 2018)".to_string())
+        }
     };
     if !(order.is_finite() && if moments { order > 0.0 } else { order > 1.0 }) {
         return Err(PrivacyError::InvalidParameter(format!("sanitization order must be > {} , got {order}", if moments { 0 } else { 1 })));
@@ -210,16 +237,13 @@ pub fn sanitize(
     if !(beta > 0.0 && 2.0 * alpha * beta < 1.0) {
         return Err(PrivacyError::InvalidParameter(format!("beta must be in (0, 1/(2α)) = (0, {}), got {beta}", 1.0 / (2.0 * alpha))));
     }
-    if !(sopts.noise_multiplier.is_finite() && sopts.noise_multiplier > 0.0) {
-        return Err(PrivacyError::InvalidParameter(format!("noise multiplier must be positive, got {}", sopts.noise_multiplier)));
-    }
     let rdp_dep = if moments { analysis.dependent_total(order).0 / order } else { analysis.dependent_total(order).0 };
     let cap = if moments { analysis.independent_total(order) / order } else { analysis.independent_total(order) };
     let ss = smooth_sensitivity_bound(votes, mechanism, opts.answered.as_deref(), order, beta, cap)?;
     let noise_std = ss * sopts.noise_multiplier;
     let noisy = (rdp_dep + noise::gaussian(rng, noise_std)).max(0.0);
     let cost = gnss_rdp(beta, sopts.noise_multiplier, alpha);
-    let epsilon = noisy + cost + (-opts.delta.ln()) / (alpha - 1.0);
+    let epsilon = noisy + cost + ln_inv_delta / (alpha - 1.0);
     if !epsilon.is_finite() {
         return Err(PrivacyError::InvalidInput(format!("sanitization produced a non-finite epsilon ({epsilon})")));
     }

@@ -41,7 +41,7 @@ pub struct MechanismArgs {
     #[arg(long)]
     pub sigma: Option<f64>,
     /// Confident-GNMax: threshold T on the noisy largest vote count.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threshold: Option<f64>,
     /// Confident-GNMax: σ₁ of the threshold check.
     #[arg(long)]
@@ -98,7 +98,7 @@ pub struct Args {
     /// Sanitization: β of the smooth sensitivity (default 0.4/α).
     #[arg(long)]
     pub ss_beta: Option<f64>,
-    /// Sanitization: order to release at (default: the data-dependent optimal order).
+    /// Sanitization: order to release at (default: the order minimizing the sanitized value).
     #[arg(long)]
     pub ss_order: Option<f64>,
     /// EXPERIMENTS ONLY: seed the sanitization noise (recorded in the output; not private).
