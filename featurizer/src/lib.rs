@@ -238,21 +238,28 @@ pub fn normalize(config: &FeaturizerConfig, req: &RequestParts) -> (String, bool
 /// Normalization into `scratch.text`; returns the truncation flag.
 fn normalize_into(config: &FeaturizerConfig, req: &RequestParts, scratch: &mut Scratch) -> bool {
     let Scratch { raw, decoded, text, .. } = scratch;
+    // Copy at most one byte past the limit: enough to know that the input was too long, and the
+    // work stays bounded whatever the size of the request.
+    let cap = config.max_input_bytes.saturating_add(1);
+    let push_capped = |raw: &mut Vec<u8>, bytes: &[u8]| {
+        let room = cap.saturating_sub(raw.len());
+        raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    };
     raw.clear();
-    raw.extend_from_slice(req.target);
+    push_capped(raw, req.target);
     // Where the query (form-encoded part) starts: after the first raw '?'. An encoded `%3F` is
     // part of the path, as a server would see it.
     let mut query_start = raw.iter().position(|&b| b == b'?').map(|p| p + 1);
     if let (true, Some(body)) = (config.include_body, req.body) {
         if !body.is_empty() {
             match query_start {
-                Some(_) => raw.push(b'&'),
+                Some(_) => push_capped(raw, b"&"),
                 None => {
-                    raw.push(b'?');
+                    push_capped(raw, b"?");
                     query_start = Some(raw.len());
                 }
             }
-            raw.extend_from_slice(body);
+            push_capped(raw, body);
         }
     }
     let truncated = raw.len() > config.max_input_bytes;
