@@ -41,6 +41,24 @@ pub struct RunConfig {
     /// Query privatization, aggregation and accounting.
     #[serde(default)]
     pub privacy: PrivacyConfig,
+    /// Evaluation on the test split.
+    #[serde(default)]
+    pub evaluation: EvaluationConfig,
+}
+
+/// The evaluation section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvaluationConfig {
+    /// The teacher ensemble (N full networks per request) is evaluated on at most this many test
+    /// requests, drawn at random (null: all); the student always on the whole test split.
+    pub ensemble_max: Option<usize>,
+}
+
+impl Default for EvaluationConfig {
+    fn default() -> Self {
+        EvaluationConfig { ensemble_max: Some(5000) }
+    }
 }
 
 fn default_device() -> DeviceChoice {
@@ -223,6 +241,7 @@ impl RunConfig {
             teachers: TeachersConfig::default(),
             student: StudentConfig::default(),
             privacy: PrivacyConfig::default(),
+            evaluation: EvaluationConfig::default(),
         }
     }
 
@@ -255,6 +274,9 @@ impl RunConfig {
         let bad = |key: &str, why: String| Err(Error::Config(format!("{key}: {why}")));
         if self.threads == Some(0) {
             return bad("threads", "must be at least 1 (or null for libtorch's default)".into());
+        }
+        if self.evaluation.ensemble_max == Some(0) {
+            return bad("evaluation.ensemble_max", "must be at least 1 (or null for the whole test split)".into());
         }
         if self.datasets.is_empty() {
             return bad("datasets", "at least one dataset is needed".into());

@@ -342,6 +342,8 @@ pub struct Trainer {
     ensemble: Ensemble,
     first_moments: Vec<Tensor>,
     second_moments: Vec<Tensor>,
+    /// One preallocated buffer per parameter for Adam's denominator (no allocation per step).
+    scratch: Vec<Tensor>,
     steps: Vec<u64>,
     learning_rate: f64,
 }
@@ -355,7 +357,7 @@ impl Trainer {
         let zeros = |ps: &[Tensor]| ps.iter().map(|p| p.zeros_like()).collect::<Vec<_>>();
         let params = ensemble.weights.iter().chain(&ensemble.biases).map(|p| p.shallow_clone()).collect::<Vec<_>>();
         let n = ensemble.len();
-        Trainer { first_moments: zeros(&params), second_moments: zeros(&params), steps: vec![0; n], learning_rate, ensemble }
+        Trainer { first_moments: zeros(&params), second_moments: zeros(&params), scratch: zeros(&params), steps: vec![0; n], learning_rate, ensemble }
     }
 
     fn params(&self) -> Vec<Tensor> {
@@ -379,36 +381,45 @@ impl Trainer {
             }
         }
         // Bias corrections per member (a member that never stepped gets 1: it is masked anyway).
-        let step_size: Vec<f32> = self
+        let neg_step_size: Vec<f32> = self
             .steps
             .iter()
-            .map(|&t| if t == 0 { 0.0 } else { (self.learning_rate / (1.0 - BETA1.powi(t as i32))) as f32 })
+            .map(|&t| if t == 0 { 0.0 } else { (-self.learning_rate / (1.0 - BETA1.powi(t as i32))) as f32 })
             .collect();
         let sqrt_bc2: Vec<f32> =
             self.steps.iter().map(|&t| if t == 0 { 1.0 } else { (1.0 - BETA2.powi(t as i32)).sqrt() as f32 }).collect();
         let shape = [n as i64, 1, 1];
-        let step_size = Tensor::from_slice(&step_size).view(shape).to_device(device);
+        let neg_step_size = Tensor::from_slice(&neg_step_size).view(shape).to_device(device);
         let sqrt_bc2 = Tensor::from_slice(&sqrt_bc2).view(shape).to_device(device);
-        let all_active = active.iter().all(|&a| a);
-        let mask = Tensor::from_slice(active).view(shape).to_device(device);
+        // Members that must not move: their slices are saved before and restored after the
+        // (in-place, whole-tensor) update, so they stay bit-for-bit unchanged. Cheaper than
+        // masking every element when, as usual, most members are active.
+        let inactive: Vec<i64> = (0..n).filter(|&k| !active[k]).map(|k| k as i64).collect();
+        let inactive = (!inactive.is_empty()).then(|| Tensor::from_slice(&inactive).to_device(device));
         let _guard = tch::no_grad_guard();
         for (i, mut p) in self.params().into_iter().enumerate() {
             let mut g = p.grad();
             let m = &mut self.first_moments[i];
             let v = &mut self.second_moments[i];
-            let m_new = &*m * BETA1 + &g * (1.0 - BETA1);
-            let v_new = &*v * BETA2 + &g * &g * (1.0 - BETA2);
-            let update = &m_new * &step_size / (v_new.sqrt() / &sqrt_bc2 + EPSILON);
-            if all_active {
-                m.copy_(&m_new);
-                v.copy_(&v_new);
-                let _ = p.f_sub_(&update)?;
-            } else {
-                m.copy_(&m_new.where_self(&mask, m));
-                v.copy_(&v_new.where_self(&mask, v));
-                let _ = p.f_sub_(&update.where_self(&mask, &update.zeros_like()))?;
+            let scratch = &mut self.scratch[i];
+            let saved = inactive.as_ref().map(|idx| (p.index_select(0, idx), m.index_select(0, idx), v.index_select(0, idx)));
+            // m ← β₁m + (1−β₁)g (as torch.optim.Adam: lerp), v ← β₂v + (1−β₂)g².
+            let _ = m.f_lerp_(&g, 1.0 - BETA1)?;
+            let _ = g.f_mul_(&g.shallow_clone())?;
+            let _ = v.f_lerp_(&g, 1.0 - BETA2)?;
+            // denominator √v / √(1−β₂ᵗ) + ε, then p ← p − (lr/(1−β₁ᵗ))·m / denominator.
+            let _ = v.f_sqrt_out(scratch)?;
+            let _ = scratch.f_div_(&sqrt_bc2)?;
+            let _ = scratch.f_add_scalar_(EPSILON)?;
+            let _ = g.f_copy_(m)?;
+            let _ = g.f_mul_(&neg_step_size)?;
+            let _ = p.f_addcdiv_(&g, scratch)?;
+            if let (Some(idx), Some((sp, sm, sv))) = (&inactive, saved) {
+                let _ = p.f_index_copy_(0, idx, &sp)?;
+                let _ = m.f_index_copy_(0, idx, &sm)?;
+                let _ = v.f_index_copy_(0, idx, &sv)?;
             }
-            let _ = g.zero_();
+            let _ = g.f_zero_()?;
         }
         Ok(Vec::<f32>::try_from(losses.detach().to_device(Device::Cpu))?)
     }
@@ -610,12 +621,16 @@ fn train_batched<R: Rng>(
                 }
             }
         }
-        if improved.iter().any(|&i| i) {
+        let improved: Vec<i64> = (0..n).filter(|&k| improved[k]).map(|k| k as i64).collect();
+        if !improved.is_empty() {
             let _guard = tch::no_grad_guard();
-            let mask = Tensor::from_slice(&improved).view([n as i64, 1, 1]).to_device(device);
+            let idx = Tensor::from_slice(&improved).to_device(device);
             for (b, p) in best.iter_mut().zip(trainer.params()) {
-                let updated = p.detach().where_self(&mask, b);
-                *b = updated;
+                if improved.len() == n {
+                    let _ = b.f_copy_(&p)?;
+                } else {
+                    let _ = b.f_index_copy_(0, &idx, &p.index_select(0, &idx))?;
+                }
             }
         }
         if !label.is_empty() {

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(d) => load_teachers(d)?,
         None => Vec::new(),
     };
-    let evaluation = crate::cli::run::evaluate(&model, &teachers, &x, &y, device)?;
+    let evaluation = crate::cli::run::evaluate(&model, &teachers, &x, &y, None, device)?;
     if let Some(out) = args.out.clone().or_else(|| run.as_ref().map(|r| r.path("evaluation.json"))) {
         pipeline::write_json(&out, &evaluation.json)?;
     }

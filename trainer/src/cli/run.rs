@@ -295,7 +295,12 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
 
     // ---- evaluate
     stage(&format!("evaluate on {} test requests", test_x.rows), started);
-    let evaluation = evaluate(&student, &teacher_files, &test_x, &test_y, device)?;
+    let ensemble_rows: Option<Vec<usize>> = config.evaluation.ensemble_max.filter(|&m| m < test_x.rows).map(|m| {
+        let mut rows: Vec<usize> = pipeline::shuffled(test_x.rows, &mut rng.stream("ensemble-evaluation")).into_iter().take(m).collect();
+        rows.sort_unstable();
+        rows
+    });
+    let evaluation = evaluate(&student, &teacher_files, &test_x, &test_y, ensemble_rows.as_deref(), device)?;
     pipeline::write_file(&run.path("roc.svg"), evaluation.svg.as_bytes())?;
     pipeline::write_json(&run.path("evaluation.json"), &evaluation.json)?;
     manifest.record(run, "evaluate", &[run.path("evaluation.json"), run.path("roc.svg")])?;
@@ -388,6 +393,7 @@ pub fn evaluate(
     teachers: &[ModelFile],
     x: &crate::dense::DenseMatrix,
     y: &[bool],
+    ensemble_rows: Option<&[usize]>,
     device: tch::Device,
 ) -> Result<Evaluation> {
     let scores = pipeline::model_scores(student, x, device)?;
@@ -395,8 +401,14 @@ pub fn evaluate(
     let (ensemble_metrics, ensemble_roc) = if teachers.is_empty() {
         (None, Vec::new())
     } else {
-        let fraction = pipeline::ensemble_vote_fraction(teachers, x, device)?;
-        let (m, roc) = pipeline::evaluate_scores(&fraction, y, 0.5);
+        let (fraction, labels) = match ensemble_rows {
+            Some(rows) => (
+                pipeline::ensemble_vote_fraction(teachers, &x.select_rows(rows), device)?,
+                rows.iter().map(|&r| y[r]).collect::<Vec<bool>>(),
+            ),
+            None => (pipeline::ensemble_vote_fraction(teachers, x, device)?, y.to_vec()),
+        };
+        let (m, roc) = pipeline::evaluate_scores(&fraction, &labels, 0.5);
         (Some(m), roc)
     };
     let mut curves: Vec<(&str, &[crate::metrics::RocPoint])> = Vec::new();
@@ -411,6 +423,7 @@ pub fn evaluate(
         "student": student_metrics,
         "teacher_ensemble": ensemble_metrics,
         "teacher_ensemble_score": "share of teachers voting malicious; malicious when >= 0.5",
+        "teacher_ensemble_samples": ensemble_rows.map_or(y.len(), |r| r.len()),
     });
     Ok(Evaluation { student: student_metrics, ensemble: ensemble_metrics, json, svg })
 }
