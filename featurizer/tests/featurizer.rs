@@ -286,3 +286,16 @@ fn bigrams_are_an_opt_in_feature_family() {
     let err = Featurizer::fit(FeaturizerConfig { ngram_max: 4, ..Default::default() }, corpus()).unwrap_err();
     assert!(err.to_string().contains("ngram_max"));
 }
+
+#[test]
+fn unknown_fields_in_the_artifact_are_refused() {
+    let f = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&f.to_json()).unwrap();
+    v["surprise"] = serde_json::json!(1);
+    let err = Featurizer::from_json(&serde_json::to_vec(&v).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("surprise"), "{err}");
+    let mut v: serde_json::Value = serde_json::from_slice(&f.to_json()).unwrap();
+    v["config"]["ngram"] = serde_json::json!(2);
+    let err = Featurizer::from_json(&serde_json::to_vec(&v).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("ngram"), "{err}");
+}
