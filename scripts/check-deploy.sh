@@ -526,6 +526,20 @@ trainer_config() {
   esac
 }
 check "pate-trainer accepts train.yaml of deploy/kubernetes/training/configmap.yaml" trainer_config
+train_yaml_in_step() {
+  "$PY" - <<'PY'
+import yaml
+cm = next(d for d in yaml.safe_load_all(open("deploy/kubernetes/training/configmap.yaml")) if d)
+k8s = yaml.safe_load(cm["data"]["train.yaml"]); repo = yaml.safe_load(open("configs/train.yaml"))
+paths = [d.pop("path") for d in k8s.pop("datasets")], [d.pop("path") for d in repo.pop("datasets")]
+assert all(p.startswith("/data/") for p in paths[0]), paths[0]
+assert [p.split("/data/", 1)[1] for p in paths[0]] == [p.split("datasets/", 1)[1] for p in paths[1]], paths
+diff = sorted(k for k in set(k8s) | set(repo) if k8s.get(k) != repo.get(k))
+assert not diff, f"the ConfigMap's train.yaml differs from configs/train.yaml in: {diff}"
+print("same settings as configs/train.yaml; datasets under /data")
+PY
+}
+check "train.yaml of the training ConfigMap = configs/train.yaml with the datasets under /data" train_yaml_in_step
 
 # The training flow of deploy/kubernetes/training/ on this machine, with the manifests' own
 # commands: every index of the Indexed Job runs the container's command and args (with
