@@ -1,32 +1,61 @@
-//! In-process scoring time per request: featurize + ONNX Runtime score (what the proxy does in
-//! `request_filter`), on the fixture bundle, for a typical and for a long CSIC 2010 request.
-//! Run: `cargo bench -p proxy --bench score` (criterion reports the distribution; the p50/p99
-//! summary printed at the end comes from 20 000 timed calls).
+//! In-process scoring time per request: featurize + ONNX Runtime score (exactly what the proxy
+//! does in `request_filter`, `ServingModel::score`), with a bundle of production size: a
+//! featurizer fitted (K = 500) on CSIC 2010 requests and a 500→512→128→1 MLP (weights set by a
+//! deterministic generator; timing does not depend on their values). Two requests: a typical
+//! CSIC request (median length of those with a query or body) and a long one (the longest).
+//!
+//! Run: `cargo bench -p proxy --bench score`. Besides criterion's estimates it prints p50/p99 of
+//! 20 000 timed calls per request.
 
 use std::path::Path;
 use std::time::Instant;
 
+use bundle::{write_bundle, BundleContents, Dense, Mlp};
 use criterion::{criterion_group, criterion_main, Criterion};
-use featurizer::RequestParts;
-use proxy::fixture::write_fixture_bundle;
+use datasets::{Format, Record};
+use featurizer::{Featurizer, FeaturizerConfig, RequestParts};
 use proxy::model::ServingModel;
 
-/// Request targets of CSIC 2010's test set (normal traffic): the median-length one and the longest.
-fn csic_targets() -> (String, String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/csic2010/normalTrafficTest_A.txt");
-    let text = std::fs::read(&path).unwrap_or_default();
-    let mut targets: Vec<String> = String::from_utf8_lossy(&text)
-        .lines()
-        .filter_map(|l| l.strip_prefix("GET http://localhost:8080"))
-        .filter_map(|l| l.strip_suffix(" HTTP/1.1"))
-        .map(str::to_string)
-        .collect();
-    if targets.is_empty() {
-        // Data set absent: fall back to the fixture's requests.
-        targets = proxy::fixture::NORMAL_REQUESTS.iter().map(|r| r.1.to_string()).collect();
+fn csic_records() -> Vec<Record> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/csic2010");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/sample");
+    let mut records = Vec::new();
+    for (dir, file) in [
+        (&dir, "normalTrafficTest_A.txt"),
+        (&dir, "anomalousTrafficTest_A.txt"),
+        (&sample, "csic_normalTrafficTest_A_sample.txt"),
+        (&sample, "csic_anomalousTrafficTest_A_sample.txt"),
+    ] {
+        // The full files when present (the sample otherwise), at most 10 000 requests each.
+        if records.len() >= 20_000 || (file.contains("sample") && !records.is_empty()) {
+            continue;
+        }
+        if let Ok(r) = datasets::load(Format::Csic, &dir.join(file)) {
+            records.extend(r.into_iter().take(10_000));
+        }
     }
-    targets.sort_by_key(String::len);
-    (targets[targets.len() / 2].clone(), targets[targets.len() - 1].clone())
+    assert!(!records.is_empty(), "no CSIC data (shared/datasets or data/sample)");
+    records
+}
+
+/// Deterministic weights in [-scale, scale] (a 64-bit LCG, Knuth's MMIX constants).
+fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((*state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+fn production_sized_mlp(input: usize) -> Mlp {
+    let mut state = 42;
+    let mut layers = Vec::new();
+    for (i, o) in [(input, 512), (512, 128), (128, 1)] {
+        let scale = 1.0 / (i as f32).sqrt();
+        layers.push(Dense { in_dim: i, out_dim: o, weight: weights(i * o, scale, &mut state), bias: vec![0.0; o] });
+    }
+    Mlp { layers }
 }
 
 fn percentiles(model: &ServingModel, req: &RequestParts) -> (f64, f64) {
@@ -43,22 +72,42 @@ fn percentiles(model: &ServingModel, req: &RequestParts) -> (f64, f64) {
 
 fn bench(c: &mut Criterion) {
     bundle::init_onnxruntime(None).expect("ONNX Runtime (ORT_DYLIB_PATH)");
+    let records = csic_records();
+    let featurizer = Featurizer::fit(FeaturizerConfig::default(), records.iter().map(Record::parts)).expect("fit");
+    let mlp = production_sized_mlp(featurizer.dim());
     let dir = tempfile::tempdir().expect("temp dir");
     let bundle_dir = dir.path().join("bundle");
-    write_fixture_bundle(&bundle_dir, None, 0.5, "bench").expect("fixture bundle");
+    write_bundle(
+        &bundle_dir,
+        &BundleContents {
+            mlp: &mlp,
+            featurizer: &featurizer,
+            threshold: 0.5,
+            privacy: serde_json::Value::Null,
+            metrics: serde_json::Value::Null,
+            model_version: Some("bench".into()),
+        },
+    )
+    .expect("write bundle");
     let model = ServingModel::load(&bundle_dir, None, 1).expect("load bundle");
-    let (typical, long) = csic_targets();
+
+    let mut with_args: Vec<&Record> =
+        records.iter().filter(|r| r.target.contains(&b'?') || r.body.is_some()).collect();
+    with_args.sort_by_key(|r| r.target.len() + r.body.as_ref().map_or(0, Vec::len));
+    let typical = with_args[with_args.len() / 2];
+    let long = with_args[with_args.len() - 1];
     let mut summary = Vec::new();
-    for (name, target) in [("typical", &typical), ("long", &long)] {
-        let req = RequestParts { method: "GET", target: target.as_bytes(), body: None };
-        c.bench_function(&format!("featurize+score {name} ({} bytes)", target.len()), |b| {
+    for (name, record) in [("typical", typical), ("long", long)] {
+        let req = record.parts();
+        let bytes = req.target.len() + req.body.map_or(0, <[u8]>::len);
+        c.bench_function(&format!("featurize+score {name} CSIC request ({bytes} bytes, 500-512-128-1)"), |b| {
             b.iter(|| model.score(std::hint::black_box(&req)))
         });
         let (p50, p99) = percentiles(&model, &req);
-        summary.push(format!("{name} ({} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs", target.len()));
+        summary.push(format!("{name} ({} {bytes} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs", req.method));
     }
     for line in summary {
-        println!("scoring {line}");
+        println!("featurize+score {line}");
     }
 }
 

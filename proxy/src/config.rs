@@ -347,3 +347,20 @@ mod tests {
         assert_eq!(c.route_for("/admin/x").unwrap().mode, Some(Mode::Block));
     }
 }
+
+#[cfg(test)]
+mod example_tests {
+    use super::*;
+
+    /// The example files in `configs/` stay valid as the schema evolves.
+    #[test]
+    fn example_configs_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
+        let block = Config::load(&dir.join("proxy-block.yaml")).unwrap();
+        assert_eq!(block.mode, Mode::Block);
+        assert_eq!(block.route_for("/search").and_then(|r| r.mode), Some(Mode::Detect));
+        let detect = Config::load(&dir.join("proxy.yaml")).unwrap();
+        assert_eq!(detect.mode, Mode::Detect);
+        assert!(detect.route_for("/static/x.css").is_some_and(|r| r.exclude));
+    }
+}
