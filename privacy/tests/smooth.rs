@@ -79,3 +79,32 @@ fn confident_gnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
     let m = Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 8.0, sigma1: 1.0, sigma2: 1.5 });
     check(&[[10, 0], [7, 3], [9, 1]], m, 5.0, 0.08);
 }
+
+/// The smooth-sensitivity bound evaluates the per-query bound on a grid of ln q and is exact when
+/// that bound is non-decreasing in q (condition C5 of Papernot et al. 2018, App. B). Check it
+/// densely for the parameter ranges we use.
+#[test]
+fn per_query_bounds_are_non_decreasing_in_q() {
+    use privacy::accountant::{gnmax_rdp_data_dependent, lnmax_moment_data_dependent};
+    let grid: Vec<f64> = (0..=4000).map(|i| -2000.0 * (1.0 - i as f64 / 4000.0)).collect();
+    for sigma in [0.5, 1.0, 5.0, 40.0, 150.0, 212.0] {
+        for alpha in [1.25, 2.0, 5.0, 20.0, 100.0, 1000.0] {
+            let mut prev = 0.0;
+            for &lq in &grid {
+                let v = gnmax_rdp_data_dependent(lq, sigma, alpha);
+                assert!(v + 1e-12 >= prev, "σ={sigma} α={alpha} ln q={lq}: {v} < {prev}");
+                prev = v;
+            }
+        }
+    }
+    for gamma in [0.01, 0.05, 0.5, 2.0] {
+        for lambda in [0.5, 1.0, 2.5, 10.0, 100.0] {
+            let mut prev = 0.0;
+            for &lq in &grid {
+                let v = lnmax_moment_data_dependent(lq, gamma, lambda);
+                assert!(v + 1e-12 >= prev, "γ={gamma} λ={lambda} ln q={lq}: {v} < {prev}");
+                prev = v;
+            }
+        }
+    }
+}
