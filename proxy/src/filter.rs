@@ -89,6 +89,16 @@ impl WafProxy {
                 declared.unwrap_or_default()
             )));
         }
+        // A client that sent `Expect: 100-continue` waits for it before sending the body; the
+        // upstream is not connected yet, so the proxy answers it (and drops the header upstream).
+        let expects_continue = header
+            .headers
+            .get(http::header::EXPECT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"));
+        if expects_continue {
+            session.as_downstream_mut().write_continue_response().await?;
+        }
         session.enable_retry_buffering();
         let mut body = Vec::new();
         while body.len() < limit {
@@ -284,6 +294,10 @@ impl ProxyHttp for WafProxy {
         };
         upstream_request.insert_header(http::header::VIA, via)?;
         upstream_request.insert_header("x-request-id", ctx.request_id.as_str())?;
+        if session.req_header().headers.contains_key(http::header::EXPECT) && session.as_ref().get_retry_buffer().is_some() {
+            // The body was read (after our own 100 Continue) and is replayed from the buffer.
+            upstream_request.remove_header(&http::header::EXPECT);
+        }
         Ok(())
     }
 

@@ -427,8 +427,13 @@ pub fn http(
     parse_response(&raw)
 }
 
-fn parse_response(raw: &[u8]) -> std::io::Result<Response> {
+fn parse_response(mut raw: &[u8]) -> std::io::Result<Response> {
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
+    // Skip interim responses (`100 Continue`).
+    while raw.starts_with(b"HTTP/1.1 1") || raw.starts_with(b"HTTP/1.0 1") {
+        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| bad("no end of headers"))?;
+        raw = &raw[end + 4..];
+    }
     let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| bad("no end of headers"))?;
     let head = String::from_utf8_lossy(&raw[..end]);
     let mut lines = head.split("\r\n");

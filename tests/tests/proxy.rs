@@ -92,6 +92,9 @@ fn block_mode_answers_403_before_apache_and_passes_normal_traffic() {
     let direct_post = http(s.apache.addr(), "POST", "/tienda1/publico/anadir.jsp", &[FORM], Some(NORMAL_BODY)).unwrap();
     let post = http(s.proxy.listen, "POST", "/tienda1/publico/anadir.jsp", &[FORM], Some(NORMAL_BODY)).unwrap();
     assert_eq!(post.status, direct_post.status, "a normal urlencoded POST is forwarded");
+    let expect = [FORM, ("Expect", "100-continue")];
+    let post_expect = http(s.proxy.listen, "POST", "/tienda1/publico/anadir.jsp", &expect, Some(NORMAL_BODY)).unwrap();
+    assert_eq!(post_expect.status, direct_post.status, "Expect: 100-continue is answered and the body forwarded");
 
     // Attacks: 403 from the proxy with a request id; nothing reaches Apache.
     let blocked = s.proxy.get(ATTACK);
@@ -102,14 +105,14 @@ fn block_mode_answers_403_before_apache_and_passes_normal_traffic() {
     assert_eq!(blocked_post.status, 403, "the body is scored before connecting upstream");
     let blocked_post_id = request_id_in_body(&blocked_post.text());
 
-    // Apache writes its log line after answering: wait for the three forwarded requests (the
+    // Apache writes its log line after answering: wait for the four forwarded requests (the
     // direct requests above carry no Via).
     let via_lines = |log: &str| log.lines().filter(|l| l.contains("via=\"1.1 pate-waf\"")).count();
-    eventually(Duration::from_secs(5), || via_lines(&s.apache.access_log()) >= 3);
+    eventually(Duration::from_secs(5), || via_lines(&s.apache.access_log()) >= 4);
     let log = s.apache.access_log();
     let new_lines: Vec<&str> = log.lines().filter(|l| l.contains("via=\"1.1 pate-waf\"")).collect();
-    assert_eq!(new_lines.len(), 3, "exactly the three forwarded requests reached Apache:\n{log}");
-    assert_eq!(log.lines().count(), log_lines_before + 4, "3 forwarded + the direct POST:\n{log}");
+    assert_eq!(new_lines.len(), 4, "exactly the four forwarded requests reached Apache:\n{log}");
+    assert_eq!(log.lines().count(), log_lines_before + 5, "4 forwarded + the direct POST:\n{log}");
     assert!(!log.contains("DROP") && !log.contains(&blocked_id) && !log.contains(&blocked_post_id), "{log}");
     let normal_line = new_lines.iter().find(|l| l.contains("Vino+Rioja")).expect("normal request in Apache's log");
     assert!(normal_line.contains("xff=\"127.0.0.1\""), "{normal_line}");
@@ -121,10 +124,10 @@ fn block_mode_answers_403_before_apache_and_passes_normal_traffic() {
         &s.proxy,
         &before,
         &[
-            (&verdict("allow"), 3.0),
+            (&verdict("allow"), 4.0),
             (&verdict("block"), 2.0),
-            ("patewaf_score_count", 5.0),
-            ("patewaf_scoring_duration_seconds_count", 5.0),
+            ("patewaf_score_count", 6.0),
+            ("patewaf_scoring_duration_seconds_count", 6.0),
         ],
     );
     let audit = json_lines(&s.audit);
