@@ -25,8 +25,8 @@
 //!   q is Proposition 7's union bound Σ_{j≠j*} P[Z_j − Z_{j*} ≥ Δ_j] evaluated for the discrete
 //!   Gaussian that is actually added (an upper bound, see [`crate::special::DiscreteGaussianTails`]).
 //! * Confident-GNMax's threshold step: a Gaussian mechanism on max_j n_j (sensitivity 1), i.e. the
-//!   same bounds with σ₁·√2 (Papernot et al. 2018, §4.1 and App. B.2); q = min(P[answer],
-//!   P[no answer]). The GNMax step is charged only for answered queries (the set of answered
+//!   same bounds with σ₁·√2 (Papernot et al. 2018, §4.1 and App. B.2); q = min(P(answer),
+//!   P(no answer)). The GNMax step is charged only for answered queries (the set of answered
 //!   queries is an output of the mechanism; without `answered`, every query is charged:
 //!   conservative).
 //!
