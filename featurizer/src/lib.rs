@@ -579,6 +579,8 @@ impl Hasher for FxHasher {
 
 type VocabIndex = HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>;
 
+const NOT_IN_VOCABULARY: u32 = u32::MAX;
+
 /// What the artifact's hash covers: everything but the hash itself. Field order is the canonical
 /// order (serde_json writes struct fields in declaration order).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -620,6 +622,9 @@ pub struct Featurizer {
     content: Content,
     content_hash: String,
     index: VocabIndex,
+    /// Vocabulary index of each one-byte (ASCII) token, or `NOT_IN_VOCABULARY`: about half the
+    /// tokens of a request are single symbols (`/`, `=`, `&`, ...), and this skips their hashing.
+    ascii_index: [u32; 128],
 }
 
 impl PartialEq for Featurizer {
@@ -750,7 +755,24 @@ impl Featurizer {
                 return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
             }
         }
-        Ok(Featurizer { content: a.content, content_hash: a.content_hash, index })
+        let mut ascii_index = [NOT_IN_VOCABULARY; 128];
+        for (tok, &i) in &index {
+            if let &[b] = tok.as_bytes() {
+                if b < 128 {
+                    ascii_index[b as usize] = i;
+                }
+            }
+        }
+        Ok(Featurizer { content: a.content, content_hash: a.content_hash, index, ascii_index })
+    }
+
+    /// Vocabulary index of a feature.
+    #[inline]
+    fn lookup(&self, feature: &str) -> Option<u32> {
+        match feature.as_bytes() {
+            &[b] if b < 128 => Some(self.ascii_index[b as usize]).filter(|&i| i != NOT_IN_VOCABULARY),
+            _ => self.index.get(feature).copied(),
+        }
     }
 
     /// The settings it was fitted with.
@@ -812,7 +834,7 @@ impl Featurizer {
         }
         touched.clear();
         let tokens = for_each_feature(text, self.content.config.ngram_max, gram, |feature| {
-            if let Some(&i) = self.index.get(feature) {
+            if let Some(i) = self.lookup(feature) {
                 let c = &mut counts[i as usize];
                 if *c == 0 {
                     touched.push(i);

@@ -119,3 +119,37 @@ fn tokenize_is_the_regex_on_every_code_point() {
         assert_eq!(fast, regex, "U+{cp:04X}");
     }
 }
+
+/// The definition, written plainly: count vocabulary tokens, tf = count / tokens, times idf,
+/// divided by the sum.
+fn reference_transform(f: &Featurizer, req: &RequestParts) -> Vec<(u32, f64)> {
+    let (text, _) = featurizer::normalize(f.config(), req);
+    let tokens: Vec<&str> = featurizer::tokenize_with_regex(&text).collect();
+    let mut counts = std::collections::BTreeMap::<u32, u32>::new();
+    for t in &tokens {
+        if let Some(i) = f.vocabulary().iter().position(|v| v == t) {
+            *counts.entry(i as u32).or_default() += 1;
+        }
+    }
+    let raw: Vec<(u32, f64)> = counts
+        .into_iter()
+        .map(|(i, c)| (i, c as f64 / tokens.len() as f64 * f.idf()[i as usize] as f64))
+        .collect();
+    let sum: f64 = raw.iter().map(|(_, w)| w).sum();
+    raw.into_iter().map(|(i, w)| (i, w / sum)).collect()
+}
+
+proptest! {
+    #[test]
+    fn transform_equals_the_plain_definition(target in request_bytes(), body in prop::option::of(request_bytes())) {
+        let f = fitted();
+        let req = RequestParts { method: "POST", target: &target, body: body.as_deref() };
+        let v = f.transform(&req);
+        let expected = reference_transform(&f, &req);
+        prop_assert_eq!(v.indices.len(), expected.len());
+        for ((&i, &w), &(ei, ew)) in v.indices.iter().zip(&v.values).zip(&expected) {
+            prop_assert_eq!(i, ei);
+            prop_assert!((w as f64 - ew).abs() < 1e-6, "{} vs {}", w, ew);
+        }
+    }
+}
