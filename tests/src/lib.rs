@@ -251,7 +251,7 @@ impl ProxyPorts {
 /// The YAML of a proxy config; `extra` is appended verbatim (more keys).
 pub fn proxy_config(ports: &ProxyPorts, upstream: u16, bundle: &Path, mode: &str, audit: &Path, extra: &str) -> String {
     format!(
-        "listen: \"127.0.0.1:{}\"\nupstream: \"127.0.0.1:{upstream}\"\nadmin_listen: \"127.0.0.1:{}\"\nbundle: \"{}\"\nmode: {mode}\naudit_log: \"{}\"\ngrace_period_seconds: 1\nthreads: 1\nlog_level: info\n{extra}",
+        "listen: \"127.0.0.1:{}\"\nupstream: \"127.0.0.1:{upstream}\"\nadmin_listen: \"127.0.0.1:{}\"\nbundle: \"{}\"\nmode: {mode}\naudit_log: \"{}\"\ngrace_period_seconds: 1\nlog_level: info\n{extra}",
         ports.listen,
         ports.admin,
         bundle.display(),
@@ -331,10 +331,20 @@ impl Proxy {
 
     /// Stops the proxy (SIGINT: fast shutdown) and waits for it.
     pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        self.signal_and_wait("INT")
+    }
+
+    /// Stops the proxy with SIGTERM (graceful: in-flight requests finish within
+    /// `grace_period_seconds`) and waits for it.
+    pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
+        self.signal_and_wait("TERM")
+    }
+
+    fn signal_and_wait(&mut self, signal: &str) -> Option<std::process::ExitStatus> {
         if let Ok(Some(status)) = self.child.try_wait() {
             return Some(status);
         }
-        kill("INT", self.child.id());
+        kill(signal, self.child.id());
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {

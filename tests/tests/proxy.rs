@@ -439,3 +439,33 @@ fn on_error_closed_answers_503_and_on_error_open_forwards() {
         assert_eq!(s.proxy.get(NORMAL).status, 200);
     }
 }
+
+#[test]
+fn requests_in_flight_during_reloads_are_all_answered() {
+    let s = stack("block", "");
+    let listen = s.proxy.listen;
+    let client = std::thread::spawn(move || {
+        (0..300).map(|_| http(listen, "GET", NORMAL, &[], None).map(|r| r.status).unwrap_or(0)).collect::<Vec<u16>>()
+    });
+    for i in 0..6 {
+        write_fixture_bundle(&s.bundle, None, 0.5, &format!("r{i}")).unwrap();
+        let (status, body) = reload(&s.proxy);
+        assert_eq!(status, 200, "{body}");
+    }
+    let statuses = client.join().unwrap();
+    assert!(statuses.iter().all(|&st| st == 200), "{:?}", statuses.iter().filter(|&&st| st != 200).collect::<Vec<_>>());
+    assert_eq!(serving_version(&s.proxy), "r5");
+    assert_eq!(s.proxy.metric("patewaf_model_reloads_total{result=\"ok\"}"), 6.0);
+}
+
+#[test]
+fn sigterm_stops_the_proxy_gracefully() {
+    let mut s = stack("detect", "");
+    assert_eq!(s.proxy.get(NORMAL).status, 200);
+    let started = std::time::Instant::now();
+    let status = s.proxy.terminate().expect("exit status");
+    assert!(status.success(), "{status}\n{}", s.proxy.log_text());
+    // grace_period_seconds is 1 in these tests; pingora's default would be 300 s.
+    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
+    assert!(http(s.proxy.listen, "GET", NORMAL, &[], None).is_err(), "the port is closed");
+}
