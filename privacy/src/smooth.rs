@@ -56,14 +56,13 @@ impl Default for SanitizeOptions {
 const GRID: usize = 33;
 
 fn range_of(f: &dyn Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
-    // ln q below −10⁶ gives the same (zero) bound as anything smaller.
-    let lo = lo.max(-1e6);
-    let (mut mn, mut mx) = (f64::INFINITY, f64::NEG_INFINITY);
-    for i in 0..GRID {
-        let x = lo + (hi - lo) * i as f64 / (GRID - 1) as f64;
-        let v = f(x);
-        mn = mn.min(v);
-        mx = mx.max(v);
+    let (mut mn, mut mx) = (f(lo).min(f(hi)), f(lo).max(f(hi)));
+    if lo.is_finite() {
+        for i in 1..GRID - 1 {
+            let v = f(lo + (hi - lo) * i as f64 / (GRID - 1) as f64);
+            mn = mn.min(v);
+            mx = mx.max(v);
+        }
     }
     (mx - mn).max(0.0)
 }
