@@ -34,7 +34,10 @@ fn csic_records() -> Vec<Record> {
             records.extend(r.into_iter().take(10_000));
         }
     }
-    assert!(!records.is_empty(), "no CSIC data (shared/datasets or data/sample)");
+    assert!(
+        !records.is_empty(),
+        "no CSIC data (shared/datasets or data/sample)"
+    );
     records
 }
 
@@ -42,7 +45,9 @@ fn csic_records() -> Vec<Record> {
 fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
     (0..n)
         .map(|_| {
-            *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            *state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((*state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
         })
         .collect()
@@ -53,7 +58,12 @@ fn production_sized_mlp(input: usize) -> Mlp {
     let mut layers = Vec::new();
     for (i, o) in [(input, 512), (512, 128), (128, 1)] {
         let scale = 1.0 / (i as f32).sqrt();
-        layers.push(Dense { in_dim: i, out_dim: o, weight: weights(i * o, scale, &mut state), bias: vec![0.0; o] });
+        layers.push(Dense {
+            in_dim: i,
+            out_dim: o,
+            weight: weights(i * o, scale, &mut state),
+            bias: vec![0.0; o],
+        });
     }
     Mlp { layers }
 }
@@ -67,13 +77,20 @@ fn percentiles(model: &ServingModel, req: &RequestParts) -> (f64, f64) {
         })
         .collect();
     samples.sort_by(f64::total_cmp);
-    (samples[samples.len() / 2], samples[samples.len() * 99 / 100])
+    (
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100],
+    )
 }
 
 fn bench(c: &mut Criterion) {
     bundle::init_onnxruntime(None).expect("ONNX Runtime (ORT_DYLIB_PATH)");
     let records = csic_records();
-    let featurizer = Featurizer::fit(FeaturizerConfig::default(), records.iter().map(Record::parts)).expect("fit");
+    let featurizer = Featurizer::fit(
+        FeaturizerConfig::default(),
+        records.iter().map(Record::parts),
+    )
+    .expect("fit");
     let mlp = production_sized_mlp(featurizer.dim());
     let dir = tempfile::tempdir().expect("temp dir");
     let bundle_dir = dir.path().join("bundle");
@@ -91,8 +108,10 @@ fn bench(c: &mut Criterion) {
     .expect("write bundle");
     let model = ServingModel::load(&bundle_dir, None, 1).expect("load bundle");
 
-    let mut with_args: Vec<&Record> =
-        records.iter().filter(|r| r.target.contains(&b'?') || r.body.is_some()).collect();
+    let mut with_args: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.target.contains(&b'?') || r.body.is_some())
+        .collect();
     with_args.sort_by_key(|r| r.target.len() + r.body.as_ref().map_or(0, Vec::len));
     let typical = with_args[with_args.len() / 2];
     let long = with_args[with_args.len() - 1];
@@ -100,11 +119,15 @@ fn bench(c: &mut Criterion) {
     for (name, record) in [("typical", typical), ("long", long)] {
         let req = record.parts();
         let bytes = req.target.len() + req.body.map_or(0, <[u8]>::len);
-        c.bench_function(&format!("featurize+score {name} CSIC request ({bytes} bytes, 500-512-128-1)"), |b| {
-            b.iter(|| model.score(std::hint::black_box(&req)))
-        });
+        c.bench_function(
+            &format!("featurize+score {name} CSIC request ({bytes} bytes, 500-512-128-1)"),
+            |b| b.iter(|| model.score(std::hint::black_box(&req))),
+        );
         let (p50, p99) = percentiles(&model, &req);
-        summary.push(format!("{name} ({} {bytes} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs", req.method));
+        summary.push(format!(
+            "{name} ({} {bytes} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs",
+            req.method
+        ));
     }
     for line in summary {
         println!("featurize+score {line}");

@@ -10,10 +10,18 @@ fn main() -> ExitCode {
         eprintln!("usage: fixture_bundle DIR [MODEL_VERSION]");
         return ExitCode::from(2);
     };
-    let version = args.next().map(|v| v.to_string_lossy().into_owned()).unwrap_or_else(|| "fixture".into());
+    let version = args
+        .next()
+        .map(|v| v.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "fixture".into());
     match proxy::fixture::write_fixture_bundle(&dir, None, 0.5, &version) {
         Ok(manifest) => {
-            println!("{}: model {} (threshold {})", dir.display(), manifest.model_version, manifest.threshold);
+            println!(
+                "{}: model {} (threshold {})",
+                dir.display(),
+                manifest.model_version,
+                manifest.threshold
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {

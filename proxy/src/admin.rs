@@ -32,7 +32,9 @@ fn reply(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Vec<
         headers.insert(http::header::CONTENT_TYPE, v);
     }
     let length = response.body().len();
-    response.headers_mut().insert(http::header::CONTENT_LENGTH, length.into());
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_LENGTH, length.into());
     response
 }
 
@@ -59,7 +61,10 @@ impl ServeHttp for AdminApp {
                     StatusCode::OK,
                     serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold}),
                 ),
-                None => json(StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({"ready": false})),
+                None => json(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    serde_json::json!({"ready": false}),
+                ),
             },
             ("POST", "/reload") => match self.shared.reload().await {
                 Ok(done) => json(
@@ -74,9 +79,11 @@ impl ServeHttp for AdminApp {
                     )
                 }
             },
-            (_, "/metrics" | "/live" | "/ready" | "/reload") => {
-                reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", b"method not allowed\n".to_vec())
-            }
+            (_, "/metrics" | "/live" | "/ready" | "/reload") => reply(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain",
+                b"method not allowed\n".to_vec(),
+            ),
             _ => reply(
                 StatusCode::NOT_FOUND,
                 "text/plain",

@@ -69,13 +69,19 @@ fn open_append(path: &Path) -> Result<File, ProxyError> {
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| ProxyError::Io { path: path.to_path_buf(), source: e })
+        .map_err(|e| ProxyError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })
 }
 
 impl AuditLog {
     /// Opens (creates) `path` for appending.
     pub fn open(path: &Path) -> Result<Self, ProxyError> {
-        Ok(Self { path: path.to_path_buf(), file: Mutex::new(open_append(path)?) })
+        Ok(Self {
+            path: path.to_path_buf(),
+            file: Mutex::new(open_append(path)?),
+        })
     }
 
     /// The file this log writes to.
@@ -86,7 +92,10 @@ impl AuditLog {
     /// Reopens the file (after rotation); on failure the old handle stays.
     pub fn reopen(&self) -> Result<(), ProxyError> {
         let fresh = open_append(&self.path)?;
-        let mut guard = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self
+            .file
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         *guard = fresh;
         Ok(())
     }
@@ -94,13 +103,19 @@ impl AuditLog {
     /// Writes one record as one line. One `write_all` of the whole line on an `O_APPEND` file, so
     /// concurrent writers (and a rotated file) never interleave partial lines.
     pub fn write(&self, record: &AuditRecord<'_>) -> Result<(), ProxyError> {
-        let mut line = serde_json::to_vec(record)
-            .map_err(|e| ProxyError::Io { path: self.path.clone(), source: e.into() })?;
+        let mut line = serde_json::to_vec(record).map_err(|e| ProxyError::Io {
+            path: self.path.clone(),
+            source: e.into(),
+        })?;
         line.push(b'\n');
-        let mut guard = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        guard
-            .write_all(&line)
-            .map_err(|e| ProxyError::Io { path: self.path.clone(), source: e })
+        let mut guard = self
+            .file
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        guard.write_all(&line).map_err(|e| ProxyError::Io {
+            path: self.path.clone(),
+            source: e,
+        })
     }
 }
 
@@ -153,7 +168,9 @@ pub fn redact_target(target: &[u8]) -> Vec<u8> {
 
 /// Current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-22T12:34:56.789Z`.
 pub fn now_rfc3339() -> String {
-    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     format_rfc3339(since_epoch.as_secs() as i64, since_epoch.subsec_millis())
 }
 
@@ -189,7 +206,10 @@ mod tests {
     fn rfc3339_known_instants() {
         assert_eq!(format_rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
         assert_eq!(format_rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
-        assert_eq!(format_rfc3339(1_795_350_896, 789), "2026-11-22T12:34:56.789Z");
+        assert_eq!(
+            format_rfc3339(1_795_350_896, 789),
+            "2026-11-22T12:34:56.789Z"
+        );
     }
 
     #[test]
@@ -203,7 +223,10 @@ mod tests {
 
     #[test]
     fn redaction_keeps_names_drops_values() {
-        assert_eq!(redact_target(b"/a/b?user=x&pw=secret&flag"), b"/a/b?user=REDACTED&pw=REDACTED&flag");
+        assert_eq!(
+            redact_target(b"/a/b?user=x&pw=secret&flag"),
+            b"/a/b?user=REDACTED&pw=REDACTED&flag"
+        );
         assert_eq!(redact_target(b"/no/query"), b"/no/query");
         assert_eq!(redact_pairs(b"a=&b=2"), b"a=&b=REDACTED");
     }
@@ -227,7 +250,10 @@ mod tests {
             verdict: "block",
             mode: "block",
             model_version: Some("v1"),
-            top_tokens: vec![TokenWeight { token: "'".into(), weight: 0.5 }],
+            top_tokens: vec![TokenWeight {
+                token: "'".into(),
+                weight: 0.5,
+            }],
             reason: None,
         };
         log.write(&record).unwrap();

@@ -226,11 +226,17 @@ impl Config {
             })?;
         }
         if self.listen == self.admin_listen {
-            return Err(bad("admin_listen", format!("must differ from `listen` ({})", self.listen)));
+            return Err(bad(
+                "admin_listen",
+                format!("must differ from `listen` ({})", self.listen),
+            ));
         }
         if let Some(t) = self.threshold {
             if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
-                return Err(bad("threshold", format!("expected a probability in [0, 1], got {t}")));
+                return Err(bad(
+                    "threshold",
+                    format!("expected a probability in [0, 1], got {t}"),
+                ));
             }
         }
         if self.body_limit_bytes > MAX_BODY_LIMIT_BYTES {
@@ -255,16 +261,30 @@ impl Config {
             let key = format!("routes[{i}]");
             let pattern = match (&route.path, &route.prefix) {
                 (Some(p), None) | (None, Some(p)) => p,
-                _ => return Err(bad(&key, "expected exactly one of `path` or `prefix`".to_string())),
+                _ => {
+                    return Err(bad(
+                        &key,
+                        "expected exactly one of `path` or `prefix`".to_string(),
+                    ))
+                }
             };
             if !pattern.starts_with('/') {
-                return Err(bad(&key, format!("a path or prefix starts with '/', got {pattern:?}")));
+                return Err(bad(
+                    &key,
+                    format!("a path or prefix starts with '/', got {pattern:?}"),
+                ));
             }
             if route.exclude && route.mode.is_some() {
-                return Err(bad(&key, "`exclude: true` and `mode` exclude each other".to_string()));
+                return Err(bad(
+                    &key,
+                    "`exclude: true` and `mode` exclude each other".to_string(),
+                ));
             }
             if !route.exclude && route.mode.is_none() {
-                return Err(bad(&key, "expected `exclude: true` or a `mode`".to_string()));
+                return Err(bad(
+                    &key,
+                    "expected `exclude: true` or a `mode`".to_string(),
+                ));
             }
         }
         Ok(())
@@ -302,7 +322,9 @@ mod tests {
     #[test]
     fn unknown_key_is_named_with_its_line() {
         let text = format!("{MINIMAL}treshold: 0.5\n");
-        let err = Config::from_yaml(&text, Path::new("t.yaml")).unwrap_err().to_string();
+        let err = Config::from_yaml(&text, Path::new("t.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("treshold"), "{err}");
         assert!(err.contains("t.yaml"), "{err}");
         assert!(err.contains("line 6"), "{err}");
@@ -311,7 +333,9 @@ mod tests {
     #[test]
     fn missing_contract_key_is_named() {
         let text = MINIMAL.replace("bundle: \"runs/quick/bundle\"\n", "");
-        let err = Config::from_yaml(&text, Path::new("t.yaml")).unwrap_err().to_string();
+        let err = Config::from_yaml(&text, Path::new("t.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bundle"), "{err}");
     }
 
@@ -322,17 +346,26 @@ mod tests {
             ("threshold: 1.5\n", "threshold"),
             ("body_limit_bytes: 1000000\n", "body_limit_bytes"),
             ("log_level: loud\n", "log_level"),
-            ("routes:\n  - prefix: \"static\"\n    exclude: true\n", "routes[0]"),
-            ("routes:\n  - path: \"/a\"\n    prefix: \"/b\"\n    exclude: true\n", "routes[0]"),
+            (
+                "routes:\n  - prefix: \"static\"\n    exclude: true\n",
+                "routes[0]",
+            ),
+            (
+                "routes:\n  - path: \"/a\"\n    prefix: \"/b\"\n    exclude: true\n",
+                "routes[0]",
+            ),
         ] {
             let err = Config::from_yaml(&format!("{MINIMAL}{line}"), Path::new("t.yaml"))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(key), "{line:?}: {err}");
         }
-        let err = Config::from_yaml(&MINIMAL.replace("127.0.0.1:8081", "apache"), Path::new("t.yaml"))
-            .unwrap_err()
-            .to_string();
+        let err = Config::from_yaml(
+            &MINIMAL.replace("127.0.0.1:8081", "apache"),
+            Path::new("t.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("upstream"), "{err}");
     }
 
@@ -343,7 +376,9 @@ mod tests {
         );
         let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
         assert!(c.route_for("/health").unwrap().exclude);
-        assert!(c.route_for("/healthz").is_some_and(|r| r.mode == Some(Mode::Detect)));
+        assert!(c
+            .route_for("/healthz")
+            .is_some_and(|r| r.mode == Some(Mode::Detect)));
         assert_eq!(c.route_for("/admin/x").unwrap().mode, Some(Mode::Block));
     }
 }
@@ -358,7 +393,10 @@ mod example_tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
         let block = Config::load(&dir.join("proxy-block.yaml")).unwrap();
         assert_eq!(block.mode, Mode::Block);
-        assert_eq!(block.route_for("/search").and_then(|r| r.mode), Some(Mode::Detect));
+        assert_eq!(
+            block.route_for("/search").and_then(|r| r.mode),
+            Some(Mode::Detect)
+        );
         let detect = Config::load(&dir.join("proxy.yaml")).unwrap();
         assert_eq!(detect.mode, Mode::Detect);
         assert!(detect.route_for("/static/x.css").is_some_and(|r| r.exclude));

@@ -41,6 +41,14 @@ pub struct RequestCtx {
     pub verdict: Option<&'static str>,
 }
 
+/// What the audit record says about the decision.
+struct Judgement<'a> {
+    model: Option<&'a ServingModel>,
+    score: Option<f32>,
+    mode: Mode,
+    reason: Option<String>,
+}
+
 /// What reading the request body for scoring gave.
 enum ScoredBody {
     /// No body is scored (not an urlencoded POST/PUT).
@@ -54,10 +62,15 @@ enum ScoredBody {
 impl WafProxy {
     /// A proxy that forwards to the configured upstream.
     pub fn new(shared: Arc<Shared>) -> Result<Self, ProxyError> {
-        let upstream = shared.config.upstream.parse::<SocketAddr>().map_err(|e| ProxyError::Config {
-            path: Default::default(),
-            message: format!("key `upstream`: {e}"),
-        })?;
+        let upstream =
+            shared
+                .config
+                .upstream
+                .parse::<SocketAddr>()
+                .map_err(|e| ProxyError::Config {
+                    path: Default::default(),
+                    message: format!("key `upstream`: {e}"),
+                })?;
         Ok(Self { shared, upstream })
     }
 
@@ -72,7 +85,11 @@ impl WafProxy {
             .headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded"));
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("application/x-www-form-urlencoded")
+            });
         if !urlencoded {
             return Ok(ScoredBody::NotScored);
         }
@@ -97,7 +114,10 @@ impl WafProxy {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"));
         if expects_continue {
-            session.as_downstream_mut().write_continue_response().await?;
+            session
+                .as_downstream_mut()
+                .write_continue_response()
+                .await?;
         }
         session.enable_retry_buffering();
         let mut body = Vec::new();
@@ -109,7 +129,9 @@ impl WafProxy {
         }
         let over = body.len() > limit || !session.is_body_done();
         if over && policy == BodyOverLimit::Reject {
-            return Ok(ScoredBody::OverLimit(format!("body_over_limit: more than body_limit_bytes {limit}")));
+            return Ok(ScoredBody::OverLimit(format!(
+                "body_over_limit: more than body_limit_bytes {limit}"
+            )));
         }
         // pingora replays at most 64 KiB of buffered body; beyond that the bytes already read are
         // gone, and forwarding the rest alone would corrupt the request.
@@ -128,15 +150,22 @@ impl WafProxy {
         ctx: &RequestCtx,
         session: &Session,
         parts: &RequestParts<'_>,
-        model: Option<&ServingModel>,
-        score: Option<f32>,
-        mode: Mode,
-        reason: Option<String>,
+        judged: Judgement<'_>,
     ) {
+        let Judgement {
+            model,
+            score,
+            mode,
+            reason,
+        } = judged;
         let Some(verdict) = ctx.verdict else { return };
         let config = &self.shared.config;
         let redact = config.audit_redact_values;
-        let raw_target = if redact { redact_target(parts.target) } else { parts.target.to_vec() };
+        let raw_target = if redact {
+            redact_target(parts.target)
+        } else {
+            parts.target.to_vec()
+        };
         let (target, target_truncated) = truncate_text(&raw_target, config.audit_target_max_bytes);
         let body = parts.body.map(|b| {
             let raw = if redact { redact_pairs(b) } else { b.to_vec() };
@@ -149,7 +178,10 @@ impl WafProxy {
         let record = AuditRecord {
             time: now_rfc3339(),
             request_id: &ctx.request_id,
-            client: session.client_addr().map(|a| a.to_string()).unwrap_or_default(),
+            client: session
+                .client_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
             method: parts.method,
             target,
             target_truncated,
@@ -183,8 +215,12 @@ async fn respond(session: &mut Session, status: u16, what: &str, request_id: &st
     header.insert_header(http::header::CACHE_CONTROL, "no-store")?;
     header.insert_header("x-request-id", request_id)?;
     session.set_keepalive(None);
-    session.write_response_header(Box::new(header), false).await?;
-    session.write_response_body(Some(Bytes::from(body)), true).await
+    session
+        .write_response_header(Box::new(header), false)
+        .await?;
+    session
+        .write_response_body(Some(Bytes::from(body)), true)
+        .await
 }
 
 #[async_trait]
@@ -192,7 +228,10 @@ impl ProxyHttp for WafProxy {
     type CTX = RequestCtx;
 
     fn new_ctx(&self) -> RequestCtx {
-        RequestCtx { request_id: self.shared.next_request_id(), verdict: None }
+        RequestCtx {
+            request_id: self.shared.next_request_id(),
+            verdict: None,
+        }
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
@@ -210,16 +249,34 @@ impl ProxyHttp for WafProxy {
                 self.count(ctx, "block");
                 let method = session.req_header().method.as_str().to_string();
                 let target = session.req_header().raw_path().to_vec();
-                let parts = RequestParts { method: &method, target: &target, body: None };
+                let parts = RequestParts {
+                    method: &method,
+                    target: &target,
+                    body: None,
+                };
                 let model = self.shared.model.get();
-                self.audit(ctx, session, &parts, model.as_deref(), None, mode, Some(reason));
+                self.audit(
+                    ctx,
+                    session,
+                    &parts,
+                    Judgement {
+                        model: model.as_deref(),
+                        score: None,
+                        mode,
+                        reason: Some(reason),
+                    },
+                );
                 respond(session, 413, "Content Too Large", &ctx.request_id).await?;
                 return Ok(true);
             }
         };
         let method = session.req_header().method.as_str().to_string();
         let target = session.req_header().raw_path().to_vec();
-        let parts = RequestParts { method: &method, target: &target, body: body.as_deref() };
+        let parts = RequestParts {
+            method: &method,
+            target: &target,
+            body: body.as_deref(),
+        };
         let model = self.shared.model.get();
         let scored = match model.as_deref() {
             Some(m) => m.score(&parts),
@@ -239,9 +296,21 @@ impl ProxyHttp for WafProxy {
                     Mode::Detect => "flag",
                 };
                 self.count(ctx, verdict);
-                self.audit(ctx, session, &parts, model.as_deref(), Some(scored.score), mode, None);
+                let judged = Judgement {
+                    model: model.as_deref(),
+                    score: Some(scored.score),
+                    mode,
+                    reason: None,
+                };
+                self.audit(ctx, session, &parts, judged);
                 if mode == Mode::Block {
-                    respond(session, 403, "Forbidden: blocked by pate-waf", &ctx.request_id).await?;
+                    respond(
+                        session,
+                        403,
+                        "Forbidden: blocked by pate-waf",
+                        &ctx.request_id,
+                    )
+                    .await?;
                     return Ok(true);
                 }
                 Ok(false)
@@ -250,12 +319,27 @@ impl ProxyHttp for WafProxy {
                 self.count(ctx, "error");
                 tracing::error!(request_id = %ctx.request_id, on_error = ?config.on_error, "{e}");
                 let reason = Some(format!("scoring_error: {e}"));
-                self.audit(ctx, session, &parts, model.as_deref(), None, mode, reason);
+                self.audit(
+                    ctx,
+                    session,
+                    &parts,
+                    Judgement {
+                        model: model.as_deref(),
+                        score: None,
+                        mode,
+                        reason,
+                    },
+                );
                 match config.on_error {
                     OnError::Open => Ok(false),
                     OnError::Closed => {
-                        respond(session, 503, "Service Unavailable: request could not be scored", &ctx.request_id)
-                            .await?;
+                        respond(
+                            session,
+                            503,
+                            "Service Unavailable: request could not be scored",
+                            &ctx.request_id,
+                        )
+                        .await?;
                         Ok(true)
                     }
                 }
@@ -263,10 +347,15 @@ impl ProxyHttp for WafProxy {
         }
     }
 
-    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut RequestCtx) -> Result<Box<HttpPeer>> {
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        _ctx: &mut RequestCtx,
+    ) -> Result<Box<HttpPeer>> {
         let mut peer = HttpPeer::new(self.upstream, false, String::new());
-        peer.options.connection_timeout =
-            Some(Duration::from_millis(self.shared.config.upstream_connect_timeout_ms));
+        peer.options.connection_timeout = Some(Duration::from_millis(
+            self.shared.config.upstream_connect_timeout_ms,
+        ));
         Ok(Box::new(peer))
     }
 
@@ -276,7 +365,11 @@ impl ProxyHttp for WafProxy {
         upstream_request: &mut RequestHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        if let Some(ip) = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip().to_string()) {
+        if let Some(ip) = session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .map(|a| a.ip().to_string())
+        {
             let forwarded_for = match upstream_request
                 .headers
                 .get("x-forwarded-for")
@@ -288,13 +381,22 @@ impl ProxyHttp for WafProxy {
             upstream_request.insert_header("x-forwarded-for", forwarded_for)?;
         }
         upstream_request.insert_header("x-forwarded-proto", "http")?;
-        let via = match upstream_request.headers.get(http::header::VIA).and_then(|v| v.to_str().ok()) {
+        let via = match upstream_request
+            .headers
+            .get(http::header::VIA)
+            .and_then(|v| v.to_str().ok())
+        {
             Some(earlier) if !earlier.trim().is_empty() => format!("{earlier}, {VIA}"),
             _ => VIA.to_string(),
         };
         upstream_request.insert_header(http::header::VIA, via)?;
         upstream_request.insert_header("x-request-id", ctx.request_id.as_str())?;
-        if session.req_header().headers.contains_key(http::header::EXPECT) && session.as_ref().get_retry_buffer().is_some() {
+        if session
+            .req_header()
+            .headers
+            .contains_key(http::header::EXPECT)
+            && session.as_ref().get_retry_buffer().is_some()
+        {
             // The body was read (after our own 100 Continue) and is replayed from the buffer.
             upstream_request.remove_header(&http::header::EXPECT);
         }

@@ -16,8 +16,8 @@ use crate::error::ProxyError;
 /// Tokens (as the featurizer tokenizes: single punctuation characters or alphanumeric runs) that
 /// the fixture model weighs as malicious.
 pub const ATTACK_TOKENS: &[&str] = &[
-    "'", "\"", "<", ">", ";", "(", ")", "*", "|", "-", "script", "select", "union", "drop", "from", "table",
-    "alert", "or", "and", "where", "exec", "passwd", "etc", "cat",
+    "'", "\"", "<", ">", ";", "(", ")", "*", "|", "-", "script", "select", "union", "drop", "from",
+    "table", "alert", "or", "and", "where", "exec", "passwd", "etc", "cat",
 ];
 
 /// Benign requests in the style of CSIC 2010's normal traffic (the shop `tienda1`).
@@ -48,25 +48,48 @@ pub const ATTACK_REQUESTS: &[(&str, &str, Option<&str>)] = &[
 
 /// `RequestParts` of a `(method, target, body)` triple.
 pub fn parts<'a>(request: &'a (&'a str, &'a str, Option<&'a str>)) -> RequestParts<'a> {
-    RequestParts { method: request.0, target: request.1.as_bytes(), body: request.2.map(str::as_bytes) }
+    RequestParts {
+        method: request.0,
+        target: request.1.as_bytes(),
+        body: request.2.map(str::as_bytes),
+    }
 }
 
 /// The featurizer fitted (default settings, K = 500) on the fixture's normal and attack requests.
 pub fn fixture_featurizer() -> Result<Featurizer, ProxyError> {
     let docs = NORMAL_REQUESTS.iter().chain(ATTACK_REQUESTS).map(parts);
-    Featurizer::fit(FeaturizerConfig::default(), docs).map_err(|e| ProxyError::Scoring(e.to_string()))
+    Featurizer::fit(FeaturizerConfig::default(), docs)
+        .map_err(|e| ProxyError::Scoring(e.to_string()))
 }
 
 /// A one-layer logistic model over `featurizer`'s vocabulary: weight `attack_weight` on every
 /// vocabulary token listed in `attack_tokens`, 0 elsewhere, bias `bias`. The score of a request
 /// is `sigmoid(bias + attack_weight · m)` where `m ∈ [0, 1]` is the l1 mass of its attack tokens.
-pub fn token_mlp(featurizer: &Featurizer, attack_tokens: &[&str], attack_weight: f32, bias: f32) -> Mlp {
+pub fn token_mlp(
+    featurizer: &Featurizer,
+    attack_tokens: &[&str],
+    attack_weight: f32,
+    bias: f32,
+) -> Mlp {
     let weight = featurizer
         .vocabulary()
         .iter()
-        .map(|t| if attack_tokens.contains(&t.as_str()) { attack_weight } else { 0.0 })
+        .map(|t| {
+            if attack_tokens.contains(&t.as_str()) {
+                attack_weight
+            } else {
+                0.0
+            }
+        })
         .collect();
-    Mlp { layers: vec![Dense { in_dim: featurizer.dim(), out_dim: 1, weight, bias: vec![bias] }] }
+    Mlp {
+        layers: vec![Dense {
+            in_dim: featurizer.dim(),
+            out_dim: 1,
+            weight,
+            bias: vec![bias],
+        }],
+    }
 }
 
 /// Writes a fixture bundle into `dir` (atomically, with the bundle crate's writer): the fixture
@@ -80,7 +103,12 @@ pub fn write_fixture_bundle(
     model_version: &str,
 ) -> Result<Manifest, ProxyError> {
     let featurizer = fixture_featurizer()?;
-    let mlp = token_mlp(&featurizer, attack_tokens.unwrap_or(ATTACK_TOKENS), 12.0, -3.0);
+    let mlp = token_mlp(
+        &featurizer,
+        attack_tokens.unwrap_or(ATTACK_TOKENS),
+        12.0,
+        -3.0,
+    );
     write_bundle(
         dir,
         &BundleContents {
@@ -97,6 +125,8 @@ pub fn write_fixture_bundle(
             model_version: Some(model_version.to_string()),
         },
     )
-    .map_err(|e| ProxyError::Bundle { path: dir.to_path_buf(), message: e.to_string() })
+    .map_err(|e| ProxyError::Bundle {
+        path: dir.to_path_buf(),
+        message: e.to_string(),
+    })
 }
-

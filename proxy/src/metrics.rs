@@ -36,7 +36,8 @@ impl Metrics {
     pub fn new() -> Result<Self, ProxyError> {
         let registry = Registry::new();
         let requests = IntCounterVec::new(
-            Opts::new("requests_total", "Requests seen by the proxy, by verdict.").namespace("patewaf"),
+            Opts::new("requests_total", "Requests seen by the proxy, by verdict.")
+                .namespace("patewaf"),
             &["verdict"],
         )?;
         // Probabilities: twenty equal buckets on [0, 1].
@@ -58,12 +59,16 @@ impl Metrics {
             &["version", "epsilon", "delta", "mechanism"],
         )?;
         let reloads = IntCounterVec::new(
-            Opts::new("model_reloads_total", "Bundle reload attempts, by result.").namespace("patewaf"),
+            Opts::new("model_reloads_total", "Bundle reload attempts, by result.")
+                .namespace("patewaf"),
             &["result"],
         )?;
         let upstream_errors = IntCounter::with_opts(
-            Opts::new("upstream_errors_total", "Requests that failed talking to the upstream.")
-                .namespace("patewaf"),
+            Opts::new(
+                "upstream_errors_total",
+                "Requests that failed talking to the upstream.",
+            )
+            .namespace("patewaf"),
         )?;
         let ready = IntGauge::with_opts(
             Opts::new("ready", "1 while a verified, warmed-up model serves.").namespace("patewaf"),
@@ -81,7 +86,16 @@ impl Metrics {
         for result in ["ok", "error"] {
             reloads.with_label_values(&[result]);
         }
-        Ok(Self { registry, requests, score, scoring_duration, model_info, reloads, upstream_errors, ready })
+        Ok(Self {
+            registry,
+            requests,
+            score,
+            scoring_duration,
+            model_info,
+            reloads,
+            upstream_errors,
+            ready,
+        })
     }
 
     /// Counts one request with `verdict` (one of [`VERDICTS`]).
@@ -92,7 +106,9 @@ impl Metrics {
     /// Replaces the `patewaf_model_info` series by the one of the new model.
     pub fn set_model_info(&self, version: &str, epsilon: &str, delta: &str, mechanism: &str) {
         self.model_info.reset();
-        self.model_info.with_label_values(&[version, epsilon, delta, mechanism]).set(1);
+        self.model_info
+            .with_label_values(&[version, epsilon, delta, mechanism])
+            .set(1);
     }
 
     /// The Prometheus text exposition of every metric.
@@ -130,6 +146,9 @@ mod tests {
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }
-        assert!(!text.contains("version=\"v1\""), "old model_info series must go");
+        assert!(
+            !text.contains("version=\"v1\""),
+            "old model_info series must go"
+        );
     }
 }

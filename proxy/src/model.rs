@@ -57,8 +57,15 @@ impl ServingModel {
     /// Loads `dir` (every hash and version checked by [`Bundle::load`]), creates `sessions`
     /// ONNX Runtime sessions and scores a warm-up request on each, so that the first client
     /// request does not pay for ORT's first-run planning.
-    pub fn load(dir: &Path, threshold_override: Option<f32>, sessions: usize) -> Result<Self, ProxyError> {
-        let fail = |message: String| ProxyError::Bundle { path: dir.to_path_buf(), message };
+    pub fn load(
+        dir: &Path,
+        threshold_override: Option<f32>,
+        sessions: usize,
+    ) -> Result<Self, ProxyError> {
+        let fail = |message: String| ProxyError::Bundle {
+            path: dir.to_path_buf(),
+            message,
+        };
         let bundle = Bundle::load(dir).map_err(|e| fail(e.to_string()))?;
         if bundle.featurizer.dim() != bundle.manifest.input_dim {
             return Err(fail(format!(
@@ -69,7 +76,9 @@ impl ServingModel {
         }
         let mut scorers = Vec::with_capacity(sessions.max(1));
         for _ in 0..sessions.max(1) {
-            scorers.push(Mutex::new(Scorer::new(&bundle).map_err(|e| fail(e.to_string()))?));
+            scorers.push(Mutex::new(
+                Scorer::new(&bundle).map_err(|e| fail(e.to_string()))?,
+            ));
         }
         let summary = bundle.manifest.privacy_summary();
         let model = ServingModel {
@@ -84,11 +93,20 @@ impl ServingModel {
             scorers,
             next: AtomicUsize::new(0),
         };
-        let warm = RequestParts { method: "GET", target: WARM_UP_TARGET, body: None };
+        let warm = RequestParts {
+            method: "GET",
+            target: WARM_UP_TARGET,
+            body: None,
+        };
         for _ in 0..model.scorers.len() {
-            let scored = model.score(&warm).map_err(|e| fail(format!("warm-up: {e}")))?;
+            let scored = model
+                .score(&warm)
+                .map_err(|e| fail(format!("warm-up: {e}")))?;
             if !(0.0..=1.0).contains(&scored.score) {
-                return Err(fail(format!("warm-up score {} is not a probability", scored.score)));
+                return Err(fail(format!(
+                    "warm-up score {} is not a probability",
+                    scored.score
+                )));
             }
         }
         Ok(model)
@@ -116,7 +134,9 @@ impl ServingModel {
             }
             let mut guard = match scorer {
                 Some(guard) => guard,
-                None => self.scorers[start].lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+                None => self.scorers[start]
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
             };
             guard
                 .score_sparse(&features.indices, &features.values)
@@ -125,14 +145,29 @@ impl ServingModel {
         if !score.is_finite() {
             return Err(ProxyError::Scoring(format!("the model returned {score}")));
         }
-        Ok(Scored { score, malicious: is_block(score, self.threshold), seconds: started.elapsed().as_secs_f64() })
+        Ok(Scored {
+            score,
+            malicious: is_block(score, self.threshold),
+            seconds: started.elapsed().as_secs_f64(),
+        })
     }
 
     /// The `n` tokens of the request with the largest TF-IDF weight, heaviest first.
     pub fn top_tokens(&self, req: &RequestParts, n: usize) -> Vec<TokenWeight> {
         let mut weights = self.featurizer.explain(req).weights;
-        weights.sort_by(|a, b| b.weight.total_cmp(&a.weight).then_with(|| a.token.cmp(&b.token)));
-        weights.into_iter().take(n).map(|w| TokenWeight { token: w.token, weight: w.weight }).collect()
+        weights.sort_by(|a, b| {
+            b.weight
+                .total_cmp(&a.weight)
+                .then_with(|| a.token.cmp(&b.token))
+        });
+        weights
+            .into_iter()
+            .take(n)
+            .map(|w| TokenWeight {
+                token: w.token,
+                weight: w.weight,
+            })
+            .collect()
     }
 }
 
@@ -146,12 +181,18 @@ pub struct ModelSlot {
 impl ModelSlot {
     /// The serving model, if one is loaded.
     pub fn get(&self) -> Option<Arc<ServingModel>> {
-        self.current.read().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Replaces the serving model; returns the previous one.
     pub fn swap(&self, model: Arc<ServingModel>) -> Option<Arc<ServingModel>> {
-        let mut guard = self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard.replace(model)
     }
 }

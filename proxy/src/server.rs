@@ -21,7 +21,10 @@ pub fn init_logging(level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     // A second initialization (tests, benches) is not an error worth failing for.
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .try_init();
 }
 
 /// Loads ONNX Runtime and the bundle (failing fast with a clear error), then runs the proxy
@@ -55,20 +58,30 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
         threads: shared.config.threads,
         grace_period_seconds: Some(shared.config.grace_period_seconds),
         graceful_shutdown_timeout_seconds: Some(shared.config.grace_period_seconds.max(1)),
-        upgrade_sock: shared.config.upgrade_sock_path().to_string_lossy().into_owned(),
+        upgrade_sock: shared
+            .config
+            .upgrade_sock_path()
+            .to_string_lossy()
+            .into_owned(),
         pid_file: std::env::temp_dir()
             .join(format!("pate-proxy-{}.pid", std::process::id()))
             .to_string_lossy()
             .into_owned(),
         ..ServerConf::default()
     };
-    let opt = Opt { upgrade, ..Opt::default() };
+    let opt = Opt {
+        upgrade,
+        ..Opt::default()
+    };
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
     server.bootstrap();
 
     let mut proxy = http_proxy_service(&server.configuration, WafProxy::new(shared.clone())?);
     proxy.add_tcp(&shared.config.listen);
-    let mut admin = Service::new("pate-proxy admin".to_string(), AdminApp::new(shared.clone()));
+    let mut admin = Service::new(
+        "pate-proxy admin".to_string(),
+        AdminApp::new(shared.clone()),
+    );
     admin.add_tcp(&shared.config.admin_listen);
     let hangup = background_service("pate-proxy SIGHUP reload", HangupReloader::new(shared));
     server.add_service(proxy);

@@ -34,15 +34,25 @@ struct RequestIds {
 
 impl RequestIds {
     fn new() -> Self {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
         // Mix time and pid so that two proxies started in the same instant differ.
         let mixed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
         let prefix = (mixed ^ (mixed >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        Self { prefix: prefix as u32, counter: AtomicU64::new(1) }
+        Self {
+            prefix: prefix as u32,
+            counter: AtomicU64::new(1),
+        }
     }
 
     fn next(&self) -> String {
-        format!("{:08x}-{:010x}", self.prefix, self.counter.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "{:08x}-{:010x}",
+            self.prefix,
+            self.counter.fetch_add(1, Ordering::Relaxed)
+        )
     }
 }
 
@@ -77,8 +87,11 @@ impl Shared {
 
     /// Loads the configured bundle synchronously and swaps it in (start-up path).
     pub fn load_blocking(&self) -> Result<Reloaded, ProxyError> {
-        let result =
-            ServingModel::load(&self.config.bundle, self.config.threshold, self.config.threads);
+        let result = ServingModel::load(
+            &self.config.bundle,
+            self.config.threshold,
+            self.config.threads,
+        );
         self.install(result, false)
     }
 
@@ -93,18 +106,28 @@ impl Shared {
         let dir = self.config.bundle.clone();
         let threshold = self.config.threshold;
         let sessions = self.config.threads;
-        let result = tokio::task::spawn_blocking(move || ServingModel::load(&dir, threshold, sessions))
-            .await
-            .unwrap_or_else(|e| Err(ProxyError::Server(format!("reload task failed: {e}"))));
+        let result =
+            tokio::task::spawn_blocking(move || ServingModel::load(&dir, threshold, sessions))
+                .await
+                .unwrap_or_else(|e| Err(ProxyError::Server(format!("reload task failed: {e}"))));
         self.install(result, true)
     }
 
     /// Swaps a loaded model in; `count` is false for the start-up load, which is not a reload.
-    fn install(&self, result: Result<ServingModel, ProxyError>, count: bool) -> Result<Reloaded, ProxyError> {
+    fn install(
+        &self,
+        result: Result<ServingModel, ProxyError>,
+        count: bool,
+    ) -> Result<Reloaded, ProxyError> {
         match result {
             Ok(model) => {
                 let model = Arc::new(model);
-                self.metrics.set_model_info(&model.version, &model.epsilon, &model.delta, &model.mechanism);
+                self.metrics.set_model_info(
+                    &model.version,
+                    &model.epsilon,
+                    &model.delta,
+                    &model.mechanism,
+                );
                 let previous = self.model.swap(model.clone()).map(|m| m.version.clone());
                 if count {
                     self.metrics.reloads.with_label_values(&["ok"]).inc();
@@ -118,7 +141,10 @@ impl Shared {
                     "model loaded from {}",
                     model.dir.display()
                 );
-                Ok(Reloaded { version: model.version.clone(), previous })
+                Ok(Reloaded {
+                    version: model.version.clone(),
+                    previous,
+                })
             }
             Err(e) => {
                 if count {

@@ -17,7 +17,10 @@ fn fixture_model_separates_normal_from_attack_requests() {
     let model = load(&dir, None);
     assert_eq!(model.version, "fixture-1");
     assert_eq!(model.threshold, 0.5);
-    assert_eq!((model.epsilon.as_str(), model.mechanism.as_str()), ("8", "gnmax"));
+    assert_eq!(
+        (model.epsilon.as_str(), model.mechanism.as_str()),
+        ("8", "gnmax")
+    );
     for r in NORMAL_REQUESTS {
         let s = model.score(&parts(r)).unwrap();
         assert!(!s.malicious, "normal {r:?} scored {}", s.score);
@@ -41,8 +44,14 @@ fn proxy_score_equals_the_bundle_scorer_and_threshold_override_applies() {
         let req: RequestParts = parts(r);
         let s = strict.score(&req).unwrap();
         // ONNX Runtime agrees with the reference forward pass of the same weights.
-        let reference = mlp.forward(&bundle.featurizer.transform_dense(&req)).unwrap();
-        assert!((s.score - reference).abs() < 1e-5, "{r:?}: ort {} vs reference {reference}", s.score);
+        let reference = mlp
+            .forward(&bundle.featurizer.transform_dense(&req))
+            .unwrap();
+        assert!(
+            (s.score - reference).abs() < 1e-5,
+            "{r:?}: ort {} vs reference {reference}",
+            s.score
+        );
         assert!(s.malicious, "threshold override 0 flags everything");
     }
 }
@@ -58,6 +67,9 @@ fn corrupt_bundle_is_rejected_with_the_file_named() {
     bytes[last] ^= 0x01;
     std::fs::write(&model, bytes).unwrap();
     bundle::init_onnxruntime(None).unwrap();
-    let err = ServingModel::load(&dir, None, 1).err().expect("a corrupt bundle must be rejected").to_string();
+    let err = ServingModel::load(&dir, None, 1)
+        .err()
+        .expect("a corrupt bundle must be rejected")
+        .to_string();
     assert!(err.contains("model.onnx"), "{err}");
 }

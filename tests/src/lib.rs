@@ -102,11 +102,21 @@ impl Apache {
         let port = free_port();
         let htdocs = dir.join("htdocs");
         let logs = dir.join("logs");
-        for sub in ["tienda1/publico", "tienda1/miembros", "tienda1/global", "tienda1/imagenes", "static"] {
+        for sub in [
+            "tienda1/publico",
+            "tienda1/miembros",
+            "tienda1/global",
+            "tienda1/imagenes",
+            "static",
+        ] {
             std::fs::create_dir_all(htdocs.join(sub)).expect("create docroot");
         }
         std::fs::create_dir_all(&logs).expect("create log dir");
-        std::fs::write(htdocs.join("index.html"), "<html><body>upstream</body></html>\n").expect("write page");
+        std::fs::write(
+            htdocs.join("index.html"),
+            "<html><body>upstream</body></html>\n",
+        )
+        .expect("write page");
         for page in [
             "tienda1/index.jsp",
             "tienda1/publico/anadir.jsp",
@@ -162,7 +172,11 @@ CustomLog "{d}/logs/access.log" waf
         );
         let conf_path = dir.join("httpd.conf");
         std::fs::write(&conf_path, conf).expect("write httpd.conf");
-        let apache = Apache { dir: dir.to_path_buf(), port, conf: conf_path };
+        let apache = Apache {
+            dir: dir.to_path_buf(),
+            port,
+            conf: conf_path,
+        };
         apache.start_again();
         apache
     }
@@ -199,14 +213,22 @@ CustomLog "{d}/logs/access.log" waf
     /// does, and works even when the config is already gone) and waits until its port is closed.
     pub fn stop(&self) {
         let pid_file = self.dir.join("logs/httpd.pid");
-        match std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<u32>().ok()) {
+        match std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+        {
             Some(pid) => kill("TERM", pid),
             None => {
-                let _ = Command::new("apache2").arg("-f").arg(&self.conf).args(["-k", "stop"]).output();
+                let _ = Command::new("apache2")
+                    .arg("-f")
+                    .arg(&self.conf)
+                    .args(["-k", "stop"])
+                    .output();
             }
         }
         eventually(Duration::from_secs(15), || {
-            !pid_file.exists() && TcpStream::connect_timeout(&self.addr(), Duration::from_millis(100)).is_err()
+            !pid_file.exists()
+                && TcpStream::connect_timeout(&self.addr(), Duration::from_millis(100)).is_err()
         });
     }
 
@@ -244,12 +266,22 @@ pub struct ProxyPorts {
 impl ProxyPorts {
     /// Two free loopback ports.
     pub fn free() -> Self {
-        ProxyPorts { listen: free_port(), admin: free_port() }
+        ProxyPorts {
+            listen: free_port(),
+            admin: free_port(),
+        }
     }
 }
 
 /// The YAML of a proxy config; `extra` is appended verbatim (more keys).
-pub fn proxy_config(ports: &ProxyPorts, upstream: u16, bundle: &Path, mode: &str, audit: &Path, extra: &str) -> String {
+pub fn proxy_config(
+    ports: &ProxyPorts,
+    upstream: u16,
+    bundle: &Path,
+    mode: &str,
+    audit: &Path,
+    extra: &str,
+) -> String {
     format!(
         "listen: \"127.0.0.1:{}\"\nupstream: \"127.0.0.1:{upstream}\"\nadmin_listen: \"127.0.0.1:{}\"\nbundle: \"{}\"\nmode: {mode}\naudit_log: \"{}\"\ngrace_period_seconds: 1\nlog_level: info\n{extra}",
         ports.listen,
@@ -260,7 +292,10 @@ pub fn proxy_config(ports: &ProxyPorts, upstream: u16, bundle: &Path, mode: &str
 }
 
 fn kill(signal: &str, pid: u32) {
-    let _ = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status();
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status();
 }
 
 impl Proxy {
@@ -279,7 +314,10 @@ impl Proxy {
         std::fs::write(&config_path, config).expect("write proxy.yaml");
         let parsed: serde_yaml::Value = serde_yaml::from_str(config).expect("config YAML");
         let addr = |key: &str| -> SocketAddr {
-            parsed[key].as_str().and_then(|s| s.parse().ok()).expect("address in config")
+            parsed[key]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .expect("address in config")
         };
         let log = dir.join("proxy.log");
         let log_file = std::fs::File::create(&log).expect("create proxy.log");
@@ -290,7 +328,12 @@ impl Proxy {
             .stderr(Stdio::from(log_file))
             .spawn()
             .expect("spawn pate-proxy");
-        let mut proxy = Proxy { child, listen: addr("listen"), admin: addr("admin_listen"), log };
+        let mut proxy = Proxy {
+            child,
+            listen: addr("listen"),
+            admin: addr("admin_listen"),
+            log,
+        };
         let ready = eventually(Duration::from_secs(30), || {
             if let Ok(Some(status)) = proxy.child.try_wait() {
                 panic!("pate-proxy exited ({status}):\n{}", proxy.log_text());
@@ -298,7 +341,10 @@ impl Proxy {
             http(proxy.admin, "GET", probe, &[], None).is_ok_and(|r| r.status == 200)
         });
         assert!(ready, "pate-proxy not ready:\n{}", proxy.log_text());
-        assert!(wait_for_port(proxy.listen, Duration::from_secs(10)), "proxy port closed");
+        assert!(
+            wait_for_port(proxy.listen, Duration::from_secs(10)),
+            "proxy port closed"
+        );
         proxy
     }
 
@@ -389,7 +435,10 @@ pub struct Response {
 impl Response {
     /// First header of that (lower-case) name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Body as text.
@@ -408,7 +457,8 @@ pub fn http(
 ) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut request = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut request =
+        format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -441,10 +491,16 @@ fn parse_response(mut raw: &[u8]) -> std::io::Result<Response> {
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
     // Skip interim responses (`100 Continue`).
     while raw.starts_with(b"HTTP/1.1 1") || raw.starts_with(b"HTTP/1.0 1") {
-        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| bad("no end of headers"))?;
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or_else(|| bad("no end of headers"))?;
         raw = &raw[end + 4..];
     }
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| bad("no end of headers"))?;
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| bad("no end of headers"))?;
     let head = String::from_utf8_lossy(&raw[..end]);
     let mut lines = head.split("\r\n");
     let status = lines
@@ -457,7 +513,9 @@ fn parse_response(mut raw: &[u8]) -> std::io::Result<Response> {
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
     let mut body = raw[end + 4..].to_vec();
-    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
     if chunked {
         let mut out = Vec::new();
         let mut rest = body.as_slice();
@@ -474,7 +532,11 @@ fn parse_response(mut raw: &[u8]) -> std::io::Result<Response> {
         }
         body = out;
     }
-    Ok(Response { status, headers, body })
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// Lines of a JSON-lines file, parsed.

@@ -16,8 +16,10 @@ const NORMAL: &str =
 /// From CSIC 2010 anomalous traffic (SQL injection).
 const ATTACK: &str = "/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&precio=85&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25&B1=A%F1adir+al+carrito";
 const FORM: (&str, &str) = ("Content-Type", "application/x-www-form-urlencoded");
-const NORMAL_BODY: &[u8] = b"id=3&nombre=Queso+Manchego&precio=39&cantidad=61&B1=A%F1adir+al+carrito";
-const ATTACK_BODY: &[u8] = b"id=3&nombre=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E&precio=39&cantidad=1";
+const NORMAL_BODY: &[u8] =
+    b"id=3&nombre=Queso+Manchego&precio=39&cantidad=61&B1=A%F1adir+al+carrito";
+const ATTACK_BODY: &[u8] =
+    b"id=3&nombre=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E&precio=39&cantidad=1";
 
 /// Fields drop in declaration order: the proxy, then Apache, then the directory they use.
 struct Stack {
@@ -35,9 +37,22 @@ fn stack(mode: &str, extra: &str) -> Stack {
     let bundle = tmp.path().join("bundle");
     write_fixture_bundle(&bundle, None, 0.5, "v1").unwrap();
     let audit = tmp.path().join("audit.jsonl");
-    let config = proxy_config(&ProxyPorts::free(), apache.port, &bundle, mode, &audit, extra);
+    let config = proxy_config(
+        &ProxyPorts::free(),
+        apache.port,
+        &bundle,
+        mode,
+        &audit,
+        extra,
+    );
     let proxy = Proxy::start(tmp.path(), &config);
-    Stack { proxy, apache, bundle, audit, tmp }
+    Stack {
+        proxy,
+        apache,
+        bundle,
+        audit,
+        tmp,
+    }
 }
 
 fn verdict(v: &str) -> String {
@@ -47,13 +62,19 @@ fn verdict(v: &str) -> String {
 /// Counter values for every verdict, plus the score histogram's count and upstream errors.
 fn counters(proxy: &Proxy) -> Vec<(String, f64)> {
     let text = proxy.metrics();
-    let mut names: Vec<String> = ["allow", "block", "flag", "error", "excluded"].iter().map(|v| verdict(v)).collect();
+    let mut names: Vec<String> = ["allow", "block", "flag", "error", "excluded"]
+        .iter()
+        .map(|v| verdict(v))
+        .collect();
     names.push("patewaf_score_count".into());
     names.push("patewaf_scoring_duration_seconds_count".into());
     names.push("patewaf_upstream_errors_total".into());
     names.push("patewaf_model_reloads_total{result=\"ok\"}".into());
     names.push("patewaf_model_reloads_total{result=\"error\"}".into());
-    names.into_iter().map(|n| (n.clone(), e2e::metric_value(&text, &n))).collect()
+    names
+        .into_iter()
+        .map(|n| (n.clone(), e2e::metric_value(&text, &n)))
+        .collect()
 }
 
 /// Asserts that between `before` and now exactly the listed counters moved, by exactly the
@@ -61,7 +82,10 @@ fn counters(proxy: &Proxy) -> Vec<(String, f64)> {
 fn assert_deltas(proxy: &Proxy, before: &[(String, f64)], expected: &[(&str, f64)]) {
     let after = counters(proxy);
     for ((name, b), (_, a)) in before.iter().zip(&after) {
-        let want = expected.iter().find(|(n, _)| n == name).map_or(0.0, |(_, d)| *d);
+        let want = expected
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0.0, |(_, d)| *d);
         assert_eq!(a - b, want, "{name}: before {b}, after {a}");
     }
 }
@@ -86,39 +110,108 @@ fn block_mode_answers_403_before_apache_and_passes_normal_traffic() {
     let normal = s.proxy.get(NORMAL);
     assert_eq!(normal.status, 200, "{}", normal.text());
     assert_eq!(normal.body, direct.body);
-    let normal_id = normal.header("x-request-id").expect("x-request-id").to_string();
+    let normal_id = normal
+        .header("x-request-id")
+        .expect("x-request-id")
+        .to_string();
     let missing = s.proxy.get("/tienda1/publico/nopage.jsp?id=1");
     assert_eq!(missing.status, 404, "Apache's status passes through");
-    let direct_post = http(s.apache.addr(), "POST", "/tienda1/publico/anadir.jsp", &[FORM], Some(NORMAL_BODY)).unwrap();
-    let post = http(s.proxy.listen, "POST", "/tienda1/publico/anadir.jsp", &[FORM], Some(NORMAL_BODY)).unwrap();
-    assert_eq!(post.status, direct_post.status, "a normal urlencoded POST is forwarded");
+    let direct_post = http(
+        s.apache.addr(),
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &[FORM],
+        Some(NORMAL_BODY),
+    )
+    .unwrap();
+    let post = http(
+        s.proxy.listen,
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &[FORM],
+        Some(NORMAL_BODY),
+    )
+    .unwrap();
+    assert_eq!(
+        post.status, direct_post.status,
+        "a normal urlencoded POST is forwarded"
+    );
     let expect = [FORM, ("Expect", "100-continue")];
-    let post_expect = http(s.proxy.listen, "POST", "/tienda1/publico/anadir.jsp", &expect, Some(NORMAL_BODY)).unwrap();
-    assert_eq!(post_expect.status, direct_post.status, "Expect: 100-continue is answered and the body forwarded");
+    let post_expect = http(
+        s.proxy.listen,
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &expect,
+        Some(NORMAL_BODY),
+    )
+    .unwrap();
+    assert_eq!(
+        post_expect.status, direct_post.status,
+        "Expect: 100-continue is answered and the body forwarded"
+    );
 
     // Attacks: 403 from the proxy with a request id; nothing reaches Apache.
     let blocked = s.proxy.get(ATTACK);
     assert_eq!(blocked.status, 403, "{}", blocked.text());
     let blocked_id = request_id_in_body(&blocked.text());
     assert_eq!(blocked.header("x-request-id"), Some(blocked_id.as_str()));
-    let blocked_post = http(s.proxy.listen, "POST", "/tienda1/publico/anadir.jsp", &[FORM], Some(ATTACK_BODY)).unwrap();
-    assert_eq!(blocked_post.status, 403, "the body is scored before connecting upstream");
+    let blocked_post = http(
+        s.proxy.listen,
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &[FORM],
+        Some(ATTACK_BODY),
+    )
+    .unwrap();
+    assert_eq!(
+        blocked_post.status, 403,
+        "the body is scored before connecting upstream"
+    );
     let blocked_post_id = request_id_in_body(&blocked_post.text());
 
     // Apache writes its log line after answering: wait for the four forwarded requests (the
     // direct requests above carry no Via).
-    let via_lines = |log: &str| log.lines().filter(|l| l.contains("via=\"1.1 pate-waf\"")).count();
-    eventually(Duration::from_secs(5), || via_lines(&s.apache.access_log()) >= 4);
+    let via_lines = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("via=\"1.1 pate-waf\""))
+            .count()
+    };
+    eventually(Duration::from_secs(5), || {
+        via_lines(&s.apache.access_log()) >= 4
+    });
     let log = s.apache.access_log();
-    let new_lines: Vec<&str> = log.lines().filter(|l| l.contains("via=\"1.1 pate-waf\"")).collect();
-    assert_eq!(new_lines.len(), 4, "exactly the four forwarded requests reached Apache:\n{log}");
-    assert_eq!(log.lines().count(), log_lines_before + 5, "4 forwarded + the direct POST:\n{log}");
-    assert!(!log.contains("DROP") && !log.contains(&blocked_id) && !log.contains(&blocked_post_id), "{log}");
-    let normal_line = new_lines.iter().find(|l| l.contains("Vino+Rioja")).expect("normal request in Apache's log");
+    let new_lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("via=\"1.1 pate-waf\""))
+        .collect();
+    assert_eq!(
+        new_lines.len(),
+        4,
+        "exactly the four forwarded requests reached Apache:\n{log}"
+    );
+    assert_eq!(
+        log.lines().count(),
+        log_lines_before + 5,
+        "4 forwarded + the direct POST:\n{log}"
+    );
+    assert!(
+        !log.contains("DROP") && !log.contains(&blocked_id) && !log.contains(&blocked_post_id),
+        "{log}"
+    );
+    let normal_line = new_lines
+        .iter()
+        .find(|l| l.contains("Vino+Rioja"))
+        .expect("normal request in Apache's log");
     assert!(normal_line.contains("xff=\"127.0.0.1\""), "{normal_line}");
     assert!(normal_line.contains("xfp=\"http\""), "{normal_line}");
-    assert!(normal_line.contains("via=\"1.1 pate-waf\""), "{normal_line}");
-    assert!(normal_line.contains(&format!("rid=\"{normal_id}\"")), "{normal_line}");
+    assert!(
+        normal_line.contains("via=\"1.1 pate-waf\""),
+        "{normal_line}"
+    );
+    assert!(
+        normal_line.contains(&format!("rid=\"{normal_id}\"")),
+        "{normal_line}"
+    );
 
     assert_deltas(
         &s.proxy,
@@ -157,15 +250,25 @@ fn detect_mode_forwards_the_attack_and_records_it() {
     let flagged = s.proxy.get(ATTACK);
     assert_eq!(flagged.status, direct.status);
     assert_eq!(flagged.status, 200);
-    let id = flagged.header("x-request-id").expect("x-request-id").to_string();
-    let forwarded = |log: &str| log.lines().any(|l| l.contains("DROP+TABLE") && l.contains(&format!("rid=\"{id}\"")));
+    let id = flagged
+        .header("x-request-id")
+        .expect("x-request-id")
+        .to_string();
+    let forwarded = |log: &str| {
+        log.lines()
+            .any(|l| l.contains("DROP+TABLE") && l.contains(&format!("rid=\"{id}\"")))
+    };
     eventually(Duration::from_secs(5), || forwarded(&s.apache.access_log()));
     let log = s.apache.access_log();
     assert!(forwarded(&log), "{log}");
     assert_deltas(
         &s.proxy,
         &before,
-        &[(&verdict("flag"), 1.0), ("patewaf_score_count", 1.0), ("patewaf_scoring_duration_seconds_count", 1.0)],
+        &[
+            (&verdict("flag"), 1.0),
+            ("patewaf_score_count", 1.0),
+            ("patewaf_scoring_duration_seconds_count", 1.0),
+        ],
     );
     let audit = json_lines(&s.audit);
     assert_eq!(audit.len(), 1);
@@ -212,7 +315,10 @@ fn reload_swaps_models_rejects_a_corrupt_bundle_and_keeps_serving() {
         ],
     );
     let metrics = s.proxy.metrics();
-    assert!(metrics.contains("version=\"v2\"} 1") && !metrics.contains("version=\"v1\""), "{metrics}");
+    assert!(
+        metrics.contains("version=\"v2\"} 1") && !metrics.contains("version=\"v1\""),
+        "{metrics}"
+    );
 
     // A corrupt bundle (one flipped byte in model.onnx): rejected, counted, v2 keeps serving.
     let before = counters(&s.proxy);
@@ -226,9 +332,16 @@ fn reload_swaps_models_rejects_a_corrupt_bundle_and_keeps_serving() {
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["result"], "error");
     assert_eq!(body["serving"], "v2");
-    assert!(body["error"].as_str().unwrap().contains("model.onnx"), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("model.onnx"),
+        "{body}"
+    );
     assert_eq!(serving_version(&s.proxy), "v2");
-    assert_eq!(s.proxy.get(ATTACK).status, 200, "the old model keeps serving");
+    assert_eq!(
+        s.proxy.get(ATTACK).status,
+        200,
+        "the old model keeps serving"
+    );
     assert_eq!(s.proxy.get(NORMAL).status, 200);
     assert_deltas(
         &s.proxy,
@@ -247,14 +360,30 @@ fn reload_swaps_models_rejects_a_corrupt_bundle_and_keeps_serving() {
     let rotated = s.tmp.path().join("audit.jsonl.1");
     std::fs::rename(&s.audit, &rotated).unwrap();
     s.proxy.hangup();
-    assert!(eventually(Duration::from_secs(20), || serving_version(&s.proxy) == "v4"), "{}", s.proxy.log_text());
+    assert!(
+        eventually(Duration::from_secs(20), || serving_version(&s.proxy)
+            == "v4"),
+        "{}",
+        s.proxy.log_text()
+    );
     let blocked = s.proxy.get(ATTACK);
     assert_eq!(blocked.status, 403);
     let fresh = json_lines(&s.audit);
-    assert_eq!(fresh.len(), 1, "after SIGHUP the audit log is written to the reopened file");
+    assert_eq!(
+        fresh.len(),
+        1,
+        "after SIGHUP the audit log is written to the reopened file"
+    );
     assert_eq!(fresh[0]["model_version"], "v4");
-    assert_eq!(fresh[0]["request_id"], request_id_in_body(&blocked.text()).as_str());
-    assert_eq!(json_lines(&rotated).len(), 1, "the first 403 stays in the rotated file");
+    assert_eq!(
+        fresh[0]["request_id"],
+        request_id_in_body(&blocked.text()).as_str()
+    );
+    assert_eq!(
+        json_lines(&rotated).len(),
+        1,
+        "the first 403 stays in the rotated file"
+    );
 }
 
 #[test]
@@ -278,8 +407,17 @@ fn upstream_down_gives_502_and_the_proxy_recovers() {
     // Blocking does not need the upstream.
     assert_eq!(s.proxy.get(ATTACK).status, 403);
     s.apache.start_again();
-    assert!(eventually(Duration::from_secs(10), || s.proxy.get(NORMAL).status == 200));
-    assert_eq!(http(s.proxy.admin, "GET", "/live", &[], None).unwrap().status, 200);
+    assert!(eventually(Duration::from_secs(10), || s
+        .proxy
+        .get(NORMAL)
+        .status
+        == 200));
+    assert_eq!(
+        http(s.proxy.admin, "GET", "/live", &[], None)
+            .unwrap()
+            .status,
+        200
+    );
 }
 
 #[test]
@@ -288,14 +426,17 @@ fn routes_exclude_paths_from_scoring_and_override_the_mode() {
     let s = stack("detect", routes);
     let before = counters(&s.proxy);
     // An attack-looking request on an excluded prefix is forwarded unscored.
-    let excluded = s.proxy.get("/static/app.js?x=%3Cscript%3Ealert%28%27x%27%29%3C%2Fscript%3E");
+    let excluded = s
+        .proxy
+        .get("/static/app.js?x=%3Cscript%3Ealert%28%27x%27%29%3C%2Fscript%3E");
     assert_eq!(excluded.status, 200);
     assert_deltas(&s.proxy, &before, &[(&verdict("excluded"), 1.0)]);
     assert!(json_lines(&s.audit).is_empty());
 
     // The route in block mode blocks; the rest stays in detect mode.
     let before = counters(&s.proxy);
-    let member_attack = "/tienda1/miembros/editar.jsp?login=admin%27+or+%271%27%3D%271&password=x%27--";
+    let member_attack =
+        "/tienda1/miembros/editar.jsp?login=admin%27+or+%271%27%3D%271&password=x%27--";
     assert_eq!(s.proxy.get(member_attack).status, 403);
     assert_eq!(s.proxy.get(ATTACK).status, 200);
     assert_deltas(
@@ -309,20 +450,48 @@ fn routes_exclude_paths_from_scoring_and_override_the_mode() {
         ],
     );
     let audit = json_lines(&s.audit);
-    assert_eq!(audit.iter().map(|r| r["mode"].as_str().unwrap()).collect::<Vec<_>>(), ["block", "detect"]);
-    eventually(Duration::from_secs(5), || s.apache.access_log().lines().count() >= 2);
+    assert_eq!(
+        audit
+            .iter()
+            .map(|r| r["mode"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["block", "detect"]
+    );
+    eventually(Duration::from_secs(5), || {
+        s.apache.access_log().lines().count() >= 2
+    });
     let log = s.apache.access_log();
-    assert!(log.contains("/static/app.js") && !log.contains("editar.jsp"), "{log}");
+    assert!(
+        log.contains("/static/app.js") && !log.contains("editar.jsp"),
+        "{log}"
+    );
 }
 
 #[test]
 fn body_over_the_limit_is_refused_with_413_when_configured() {
-    let s = stack("detect", "body_limit_bytes: 64\nbody_over_limit: reject\naudit_redact_values: true\n");
+    let s = stack(
+        "detect",
+        "body_limit_bytes: 64\nbody_over_limit: reject\naudit_redact_values: true\n",
+    );
     let before = counters(&s.proxy);
     let big: Vec<u8> = format!("comment={}", "a".repeat(500)).into_bytes();
-    let r = http(s.proxy.listen, "POST", "/tienda1/publico/anadir.jsp", &[FORM], Some(&big)).unwrap();
+    let r = http(
+        s.proxy.listen,
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &[FORM],
+        Some(&big),
+    )
+    .unwrap();
     assert_eq!(r.status, 413);
-    let small = http(s.proxy.listen, "POST", "/tienda1/publico/anadir.jsp", &[FORM], Some(b"id=1&precio=2")).unwrap();
+    let small = http(
+        s.proxy.listen,
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &[FORM],
+        Some(b"id=1&precio=2"),
+    )
+    .unwrap();
     assert_ne!(small.status, 413);
     assert_deltas(
         &s.proxy,
@@ -337,10 +506,17 @@ fn body_over_the_limit_is_refused_with_413_when_configured() {
     eventually(Duration::from_secs(5), || !s.apache.access_log().is_empty());
     // Let a (wrongly) forwarded big POST have time to show up as well.
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(s.apache.access_log().lines().count(), 1, "only the small POST reached Apache");
+    assert_eq!(
+        s.apache.access_log().lines().count(),
+        1,
+        "only the small POST reached Apache"
+    );
     let audit = json_lines(&s.audit);
     assert_eq!(audit.len(), 1);
-    assert!(audit[0]["reason"].as_str().unwrap().starts_with("body_over_limit"));
+    assert!(audit[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("body_over_limit"));
 }
 
 #[test]
@@ -350,13 +526,20 @@ fn audit_log_redacts_values_when_asked() {
     let audit = json_lines(&s.audit);
     assert_eq!(audit.len(), 1);
     let target = audit[0]["target"].as_str().unwrap();
-    assert!(target.contains("cantidad=REDACTED") && !target.contains("DROP"), "{target}");
+    assert!(
+        target.contains("cantidad=REDACTED") && !target.contains("DROP"),
+        "{target}"
+    );
 }
 
 fn check_config(dir: &Path, yaml: &str) -> (i32, String, String) {
     let path = dir.join("check.yaml");
     std::fs::write(&path, yaml).unwrap();
-    let out = Command::new(proxy_binary()).args(["check-config", "--config"]).arg(&path).output().unwrap();
+    let out = Command::new(proxy_binary())
+        .args(["check-config", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -369,27 +552,61 @@ fn check_config_accepts_a_good_file_and_names_the_bad_key() {
     let tmp = tempfile::tempdir().unwrap();
     let bundle = tmp.path().join("bundle");
     write_fixture_bundle(&bundle, None, 0.5, "v1").unwrap();
-    let good = proxy_config(&ProxyPorts::free(), 8081, &bundle, "block", &tmp.path().join("a.jsonl"), "");
+    let good = proxy_config(
+        &ProxyPorts::free(),
+        8081,
+        &bundle,
+        "block",
+        &tmp.path().join("a.jsonl"),
+        "",
+    );
     let (code, stdout, stderr) = check_config(tmp.path(), &good);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stdout.contains("ok") && stdout.contains("model v1"), "{stdout}");
+    assert!(
+        stdout.contains("ok") && stdout.contains("model v1"),
+        "{stdout}"
+    );
 
     let (code, _, stderr) = check_config(tmp.path(), &format!("{good}treshold: 0.3\n"));
     assert_eq!(code, 2);
-    assert!(stderr.contains("treshold") && stderr.contains("line"), "{stderr}");
+    assert!(
+        stderr.contains("treshold") && stderr.contains("line"),
+        "{stderr}"
+    );
 
-    let (code, _, stderr) = check_config(tmp.path(), &good.replace("mode: block", "mode: blocking"));
+    let (code, _, stderr) =
+        check_config(tmp.path(), &good.replace("mode: block", "mode: blocking"));
     assert_eq!(code, 2);
-    assert!(stderr.contains("mode") && stderr.contains("blocking"), "{stderr}");
+    assert!(
+        stderr.contains("mode") && stderr.contains("blocking"),
+        "{stderr}"
+    );
 
     let missing = tmp.path().join("no-bundle");
-    let (code, _, stderr) = check_config(tmp.path(), &good.replace(&*bundle.to_string_lossy(), &missing.to_string_lossy()));
+    let (code, _, stderr) = check_config(
+        tmp.path(),
+        &good.replace(&*bundle.to_string_lossy(), &missing.to_string_lossy()),
+    );
     assert_eq!(code, 2);
-    assert!(stderr.contains("bundle") && stderr.contains("no-bundle"), "{stderr}");
+    assert!(
+        stderr.contains("bundle") && stderr.contains("no-bundle"),
+        "{stderr}"
+    );
 
     let help = Command::new(proxy_binary()).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    for key in ["listen", "upstream", "admin_listen", "bundle", "mode", "audit_log", "on_error", "routes", "check-config", "SIGHUP"] {
+    for key in [
+        "listen",
+        "upstream",
+        "admin_listen",
+        "bundle",
+        "mode",
+        "audit_log",
+        "on_error",
+        "routes",
+        "check-config",
+        "SIGHUP",
+    ] {
         assert!(help.contains(key), "--help misses {key}:\n{help}");
     }
 }
@@ -401,19 +618,41 @@ fn unready_stack(on_error: &str) -> Stack {
     let apache = Apache::start(&tmp.path().join("apache"));
     let bundle = tmp.path().join("bundle");
     write_fixture_bundle(&bundle, None, 0.5, "v1").unwrap();
-    std::fs::write(bundle.join(bundle::FEATURIZER_FILE), b"{\"not\": \"the featurizer\"}").unwrap();
+    std::fs::write(
+        bundle.join(bundle::FEATURIZER_FILE),
+        b"{\"not\": \"the featurizer\"}",
+    )
+    .unwrap();
     let audit = tmp.path().join("audit.jsonl");
     let extra = format!("on_error: {on_error}\nstart_without_model: true\n");
-    let config = proxy_config(&ProxyPorts::free(), apache.port, &bundle, "block", &audit, &extra);
+    let config = proxy_config(
+        &ProxyPorts::free(),
+        apache.port,
+        &bundle,
+        "block",
+        &audit,
+        &extra,
+    );
     let proxy = Proxy::start_live(tmp.path(), &config);
-    Stack { proxy, apache, bundle, audit, tmp }
+    Stack {
+        proxy,
+        apache,
+        bundle,
+        audit,
+        tmp,
+    }
 }
 
 #[test]
 fn on_error_closed_answers_503_and_on_error_open_forwards() {
     for (on_error, status) in [("closed", 503), ("open", 200)] {
         let s = unready_stack(on_error);
-        assert_eq!(http(s.proxy.admin, "GET", "/ready", &[], None).unwrap().status, 503);
+        assert_eq!(
+            http(s.proxy.admin, "GET", "/ready", &[], None)
+                .unwrap()
+                .status,
+            503
+        );
         assert_eq!(s.proxy.metric("patewaf_ready"), 0.0);
         let before = counters(&s.proxy);
         let r = s.proxy.get(NORMAL);
@@ -422,11 +661,24 @@ fn on_error_closed_answers_503_and_on_error_open_forwards() {
         let audit = json_lines(&s.audit);
         assert_eq!(audit.len(), 1);
         assert_eq!(audit[0]["verdict"], "error");
-        assert!(audit[0]["reason"].as_str().unwrap().contains("no model loaded"), "{}", audit[0]);
+        assert!(
+            audit[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("no model loaded"),
+            "{}",
+            audit[0]
+        );
         if on_error == "closed" {
-            assert_eq!(audit[0]["request_id"], request_id_in_body(&r.text()).as_str());
+            assert_eq!(
+                audit[0]["request_id"],
+                request_id_in_body(&r.text()).as_str()
+            );
             std::thread::sleep(Duration::from_millis(200));
-            assert!(s.apache.access_log().is_empty(), "a 503 under on_error: closed never reaches Apache");
+            assert!(
+                s.apache.access_log().is_empty(),
+                "a 503 under on_error: closed never reaches Apache"
+            );
         }
 
         // A good bundle and a reload: ready, scoring again.
@@ -445,7 +697,13 @@ fn requests_in_flight_during_reloads_are_all_answered() {
     let s = stack("block", "");
     let listen = s.proxy.listen;
     let client = std::thread::spawn(move || {
-        (0..300).map(|_| http(listen, "GET", NORMAL, &[], None).map(|r| r.status).unwrap_or(0)).collect::<Vec<u16>>()
+        (0..300)
+            .map(|_| {
+                http(listen, "GET", NORMAL, &[], None)
+                    .map(|r| r.status)
+                    .unwrap_or(0)
+            })
+            .collect::<Vec<u16>>()
     });
     for i in 0..6 {
         write_fixture_bundle(&s.bundle, None, 0.5, &format!("r{i}")).unwrap();
@@ -453,9 +711,16 @@ fn requests_in_flight_during_reloads_are_all_answered() {
         assert_eq!(status, 200, "{body}");
     }
     let statuses = client.join().unwrap();
-    assert!(statuses.iter().all(|&st| st == 200), "{:?}", statuses.iter().filter(|&&st| st != 200).collect::<Vec<_>>());
+    assert!(
+        statuses.iter().all(|&st| st == 200),
+        "{:?}",
+        statuses.iter().filter(|&&st| st != 200).collect::<Vec<_>>()
+    );
     assert_eq!(serving_version(&s.proxy), "r5");
-    assert_eq!(s.proxy.metric("patewaf_model_reloads_total{result=\"ok\"}"), 6.0);
+    assert_eq!(
+        s.proxy.metric("patewaf_model_reloads_total{result=\"ok\"}"),
+        6.0
+    );
 }
 
 #[test]
@@ -466,6 +731,13 @@ fn sigterm_stops_the_proxy_gracefully() {
     let status = s.proxy.terminate().expect("exit status");
     assert!(status.success(), "{status}\n{}", s.proxy.log_text());
     // grace_period_seconds is 1 in these tests; pingora's default would be 300 s.
-    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
-    assert!(http(s.proxy.listen, "GET", NORMAL, &[], None).is_err(), "the port is closed");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        http(s.proxy.listen, "GET", NORMAL, &[], None).is_err(),
+        "the port is closed"
+    );
 }

@@ -20,19 +20,33 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         .arg(&run)
         .output()
         .unwrap();
-    assert!(out.status.success(), "pate-trainer run failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "pate-trainer run failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bundle = run.join("bundle");
 
     let apache = Apache::start(&tmp.path().join("apache"));
     let audit = tmp.path().join("audit.jsonl");
-    let config = proxy_config(&ProxyPorts::free(), apache.port, &bundle, "block", &audit, "");
+    let config = proxy_config(
+        &ProxyPorts::free(),
+        apache.port,
+        &bundle,
+        "block",
+        &audit,
+        "",
+    );
     let proxy = Proxy::start(tmp.path(), &config);
 
     let mut expected_blocks = 0usize;
     let mut sent = 0usize;
     let mut skipped = 0usize;
     let mut trainer_scores: HashMap<String, f32> = HashMap::new();
-    for file in ["csic_anomalousTrafficTest_A_sample.txt", "csic_normalTrafficTest_A_sample.txt"] {
+    for file in [
+        "csic_anomalousTrafficTest_A_sample.txt",
+        "csic_normalTrafficTest_A_sample.txt",
+    ] {
         let path = repo_root().join("data/sample").join(file);
         let records = datasets::load(datasets::Format::Csic, &path).unwrap();
         let scored = Command::new(&trainer)
@@ -43,7 +57,11 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             .args(["--format", "csic"])
             .output()
             .unwrap();
-        assert!(scored.status.success(), "{}", String::from_utf8_lossy(&scored.stderr));
+        assert!(
+            scored.status.success(),
+            "{}",
+            String::from_utf8_lossy(&scored.stderr)
+        );
         let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&scored.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -58,7 +76,14 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             let target = String::from_utf8_lossy(&record.target).into_owned();
             let form = [("Content-Type", "application/x-www-form-urlencoded")];
             let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
-            let r = http(proxy.listen, &record.method, &target, headers, record.body.as_deref()).unwrap();
+            let r = http(
+                proxy.listen,
+                &record.method,
+                &target,
+                headers,
+                record.body.as_deref(),
+            )
+            .unwrap();
             let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
             let verdict = line["verdict"].as_str().unwrap();
             assert_eq!(
@@ -77,8 +102,15 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             sent += 1;
         }
     }
-    assert!(skipped * 20 < sent, "too many requests skipped: {skipped} of {}", sent + skipped);
-    assert!(expected_blocks > 0 && expected_blocks < sent, "{expected_blocks} blocks of {sent}");
+    assert!(
+        skipped * 20 < sent,
+        "too many requests skipped: {skipped} of {}",
+        sent + skipped
+    );
+    assert!(
+        expected_blocks > 0 && expected_blocks < sent,
+        "{expected_blocks} blocks of {sent}"
+    );
     assert_eq!(
         proxy.metric("patewaf_requests_total{verdict=\"block\"}"),
         expected_blocks as f64
@@ -90,6 +122,9 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         let id = record["request_id"].as_str().unwrap();
         let proxy_score = record["score"].as_f64().unwrap() as f32;
         let trainer_score = trainer_scores[id];
-        assert!((proxy_score - trainer_score).abs() <= 1e-6, "{id}: proxy {proxy_score} vs trainer {trainer_score}");
+        assert!(
+            (proxy_score - trainer_score).abs() <= 1e-6,
+            "{id}: proxy {proxy_score} vs trainer {trainer_score}"
+        );
     }
 }
