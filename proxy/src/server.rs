@@ -1,8 +1,6 @@
 //! Builds and runs the pingora server: the proxy service, the admin service and the SIGHUP
 //! handler, around one [`Shared`] state.
 
-use std::sync::Arc;
-
 use pingora::proxy::http_proxy_service;
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
@@ -98,6 +96,19 @@ pub fn check_config(config: &Config) -> Result<String, ProxyError> {
         path: config.bundle.clone(),
         message: format!("key `bundle`: {e}"),
     })?;
+    let audit_dir = match config.audit_log.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !audit_dir.is_dir() {
+        return Err(ProxyError::Config {
+            path: config.audit_log.clone(),
+            message: format!(
+                "key `audit_log`: directory {} does not exist",
+                audit_dir.display()
+            ),
+        });
+    }
     let threshold = config.threshold.unwrap_or(bundle.manifest.threshold);
     Ok(format!(
         "ok: listen {} → upstream {}, admin {}, mode {}, bundle {} (model {}, threshold {threshold}), audit log {}",
@@ -110,6 +121,3 @@ pub fn check_config(config: &Config) -> Result<String, ProxyError> {
         config.audit_log.display()
     ))
 }
-
-/// Keeps `Arc` in the public signature family used by tests that embed the services.
-pub type SharedState = Arc<Shared>;

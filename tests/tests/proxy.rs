@@ -593,6 +593,20 @@ fn check_config_accepts_a_good_file_and_names_the_bad_key() {
         "{stderr}"
     );
 
+    let nowhere = tmp.path().join("missing-dir/audit.jsonl");
+    let (code, _, stderr) = check_config(
+        tmp.path(),
+        &good.replace(
+            &*tmp.path().join("a.jsonl").to_string_lossy(),
+            &nowhere.to_string_lossy(),
+        ),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("audit_log") && stderr.contains("missing-dir"),
+        "{stderr}"
+    );
+
     let help = Command::new(proxy_binary()).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     for key in [
