@@ -102,6 +102,12 @@ pub fn request_hash(r: &datasets::Record) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// The first occurrence of each distinct request (by [`request_hash`]) among `indices`, in order.
+pub fn distinct(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
+    let mut seen = std::collections::HashSet::new();
+    indices.iter().copied().filter(|&i| seen.insert(request_hash(&records[i]))).collect()
+}
+
 /// Indices of the records in each split.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Splits {

@@ -119,24 +119,29 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
             splits.private.len()
         )));
     }
-    if splits.public.len() < config.student.queries {
+    // Queries and validation samples are DISTINCT requests: asking the teachers the same request
+    // again costs privacy budget and teaches the student nothing new (CSIC repeats some requests
+    // hundreds of times, and the hash split keeps all copies in one split).
+    let distinct_public = pipeline::distinct(&records, &splits.public);
+    if distinct_public.len() < config.student.queries {
         return Err(Error::Config(format!(
-            "student.queries: {} queries asked but the public split has only {} requests",
+            "student.queries: {} queries asked but the public split has only {} distinct requests",
             config.student.queries,
-            splits.public.len()
+            distinct_public.len()
         )));
     }
     let mut query_rng = rng.stream("queries");
-    let query_rows: Vec<usize> = pipeline::shuffled(splits.public.len(), &mut query_rng)
+    let query_rows: Vec<usize> = pipeline::shuffled(distinct_public.len(), &mut query_rng)
         .into_iter()
         .take(config.student.queries)
-        .map(|i| splits.public[i])
+        .map(|i| distinct_public[i])
         .collect();
+    let distinct_validation = pipeline::distinct(&records, &splits.student_validation);
     let mut validation_rng = rng.stream("student-validation");
-    let validation_rows: Vec<usize> = pipeline::shuffled(splits.student_validation.len(), &mut validation_rng)
+    let validation_rows: Vec<usize> = pipeline::shuffled(distinct_validation.len(), &mut validation_rng)
         .into_iter()
         .take(config.student.validation_max)
-        .map(|i| splits.student_validation[i])
+        .map(|i| distinct_validation[i])
         .collect();
     let where_from = |idx: &[usize]| -> Vec<serde_json::Value> {
         idx.iter().map(|&i| serde_json::json!([records[i].line])).collect()
@@ -150,6 +155,7 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
                 "private": splits.private.len(), "public": splits.public.len(),
                 "student_validation": splits.student_validation.len(), "test": splits.test.len(),
                 "queries": query_rows.len(), "student_validation_used": validation_rows.len(),
+                "public_distinct": distinct_public.len(), "student_validation_distinct": distinct_validation.len(),
             },
             "lines": {
                 "private": where_from(&splits.private), "queries": where_from(&query_rows),
