@@ -53,7 +53,9 @@ pub enum OnError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BodyOverLimit {
-    /// Score the first `body_limit_bytes` bytes, forward the whole body.
+    /// Score the first `body_limit_bytes` bytes, forward the whole body. A body whose
+    /// Content-Length exceeds 64 KiB is forwarded with only its URI scored (pingora cannot replay
+    /// more than 64 KiB read before the verdict); `reject` closes that gap.
     Truncate,
     /// Answer 413 without connecting upstream.
     Reject,

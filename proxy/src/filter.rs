@@ -18,7 +18,7 @@ use pingora::proxy::{ProxyHttp, Session};
 use pingora::{Error, ErrorSource, Result};
 
 use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
-use crate::config::{BodyOverLimit, Mode, OnError};
+use crate::config::{BodyOverLimit, Mode, OnError, MAX_BODY_LIMIT_BYTES};
 use crate::error::ProxyError;
 use crate::model::ServingModel;
 use crate::state::Shared;
@@ -106,6 +106,16 @@ impl WafProxy {
                 declared.unwrap_or_default()
             )));
         }
+        // pingora replays at most MAX_BODY_LIMIT_BYTES (64 KiB) of a body read before the upstream
+        // is connected. A declared body larger than that cannot be read here without losing
+        // bytes (the truncate policy is in force, reject returned above): only the URI is scored.
+        if declared.is_some_and(|n| n > MAX_BODY_LIMIT_BYTES as u64) {
+            tracing::debug!(
+                "body of {} bytes is larger than the replay buffer: scoring the URI only",
+                declared.unwrap_or_default()
+            );
+            return Ok(ScoredBody::NotScored);
+        }
         // A client that sent `Expect: 100-continue` waits for it before sending the body; the
         // upstream is not connected yet, so the proxy answers it (and drops the header upstream).
         let expects_continue = header
@@ -121,7 +131,10 @@ impl WafProxy {
         }
         session.enable_retry_buffering();
         let mut body = Vec::new();
-        while body.len() < limit {
+        // A declared length (at most 64 KiB here) is read whole, so the replay buffer always holds
+        // it; a chunked body is read until the limit is reached.
+        let read_whole = declared.is_some();
+        while read_whole || body.len() < limit {
             match session.read_request_body().await? {
                 Some(chunk) => body.extend_from_slice(&chunk),
                 None => break,
@@ -133,11 +146,12 @@ impl WafProxy {
                 "body_over_limit: more than body_limit_bytes {limit}"
             )));
         }
-        // pingora replays at most 64 KiB of buffered body; beyond that the bytes already read are
-        // gone, and forwarding the rest alone would corrupt the request.
+        // Only a chunked body can get here with more than 64 KiB read (one socket read may
+        // cross the limit by up to 64 KiB); those bytes are gone from the replay buffer and
+        // forwarding the rest alone would corrupt the request.
         if session.as_ref().retry_buffer_truncated() {
             return Ok(ScoredBody::OverLimit(format!(
-                "body_over_limit: {} bytes read before the verdict exceed pingora's replay buffer",
+                "body_over_limit: {} bytes of a chunked body read before the verdict exceed pingora's replay buffer",
                 body.len()
             )));
         }

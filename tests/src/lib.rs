@@ -85,8 +85,9 @@ fn is_root() -> bool {
 }
 
 /// Debian's `apache2` on `127.0.0.1:<port>`, with its own config, docroot and logs in a temporary
-/// directory. The access log records `X-Forwarded-For`, `X-Forwarded-Proto`, `Via` and
-/// `X-Request-Id`, so tests see exactly what reached Apache. Stopped on drop.
+/// directory. The access log records `X-Forwarded-For`, `X-Forwarded-Proto`, `Via`,
+/// `X-Request-Id` and the bytes received (`in=`, mod_logio: request line, headers and body), so
+/// tests see exactly what reached Apache. Stopped on drop.
 pub struct Apache {
     /// Directory holding `httpd.conf`, `htdocs/` and `logs/`.
     pub dir: PathBuf,
@@ -163,7 +164,7 @@ LoadModule dir_module {mods}/mod_dir.so
 AddType text/html .jsp
 DocumentRoot "{d}/htdocs"
 DirectoryIndex index.html
-LogFormat "%h \"%r\" %>s xff=\"%{{X-Forwarded-For}}i\" xfp=\"%{{X-Forwarded-Proto}}i\" via=\"%{{Via}}i\" rid=\"%{{X-Request-Id}}i\"" waf
+LogFormat "%h \"%r\" %>s xff=\"%{{X-Forwarded-For}}i\" xfp=\"%{{X-Forwarded-Proto}}i\" via=\"%{{Via}}i\" rid=\"%{{X-Request-Id}}i\" in=%I" waf
 CustomLog "{d}/logs/access.log" waf
 <Directory "{d}/htdocs">
   Require all granted

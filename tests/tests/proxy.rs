@@ -755,3 +755,84 @@ fn sigterm_stops_the_proxy_gracefully() {
         "the port is closed"
     );
 }
+
+/// Bytes Apache received for the forwarded request with this id (`in=%I` of its access log).
+fn apache_bytes_in(apache: &Apache, request_id: &str) -> Option<usize> {
+    let log = apache.access_log();
+    let line = log
+        .lines()
+        .find(|l| l.contains(&format!("rid=\"{request_id}\"")))?;
+    line.rsplit("in=").next()?.trim().parse().ok()
+}
+
+#[test]
+fn large_bodies_are_forwarded_whole_and_scored_by_their_prefix() {
+    let s = stack("block", "body_limit_bytes: 1024\n");
+    // 60 KiB: read whole (it fits pingora's replay buffer), its first 1 KiB scored, all forwarded.
+    let padding = "a".repeat(60 * 1024);
+    let benign = format!("id=3&nombre=Queso&comentario={padding}");
+    let attack_first = format!(
+        "nombre=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E&comentario={padding}"
+    );
+    let attack_late =
+        format!("comentario={padding}&nombre=%3Cscript%3Ealert%281%29%3C%2Fscript%3E");
+    // 200 KiB: more than pingora can replay; forwarded whole with the URI scored.
+    let huge = format!("id=3&comentario={}", "b".repeat(200 * 1024));
+    let post = |body: &str| {
+        http(
+            s.proxy.listen,
+            "POST",
+            "/tienda1/publico/anadir.jsp",
+            &[FORM],
+            Some(body.as_bytes()),
+        )
+        .unwrap()
+    };
+    let before = counters(&s.proxy);
+    let r = post(&benign);
+    assert_ne!(r.status, 403);
+    let benign_id = r.header("x-request-id").unwrap().to_string();
+    assert_eq!(
+        post(&attack_first).status,
+        403,
+        "an attack in the scored prefix is blocked"
+    );
+    let late = post(&attack_late);
+    assert_ne!(
+        late.status, 403,
+        "beyond body_limit_bytes the body is not scored"
+    );
+    let late_id = late.header("x-request-id").unwrap().to_string();
+    let r = post(&huge);
+    assert_ne!(r.status, 403);
+    assert_ne!(r.status, 413);
+    let huge_id = r.header("x-request-id").unwrap().to_string();
+    for (id, body) in [
+        (&benign_id, &benign),
+        (&late_id, &attack_late),
+        (&huge_id, &huge),
+    ] {
+        assert!(
+            eventually(Duration::from_secs(5), || apache_bytes_in(&s.apache, id)
+                .is_some()),
+            "{id} not in Apache's log:\n{}",
+            s.apache.access_log()
+        );
+        let received = apache_bytes_in(&s.apache, id).unwrap();
+        assert!(
+            received > body.len(),
+            "Apache received {received} bytes for a {}-byte body",
+            body.len()
+        );
+    }
+    assert_deltas(
+        &s.proxy,
+        &before,
+        &[
+            (&verdict("allow"), 3.0),
+            (&verdict("block"), 1.0),
+            ("patewaf_score_count", 4.0),
+            ("patewaf_scoring_duration_seconds_count", 4.0),
+        ],
+    );
+}
