@@ -1,7 +1,7 @@
 //! Batched vs sequential teacher training on the CPU (a benchmark, not a test: it prints timings).
 //!
 //!   cargo bench --release -p trainer --bench ensemble
-//!   BENCH_TEACHERS=250 BENCH_EPOCHS=2 BENCH_THREADS=2 cargo bench -p trainer --bench ensemble
+//!   BENCH_TEACHERS=250 BENCH_EPOCHS=2 BENCH_THREADS=2 BENCH_HIDDEN=512,128 cargo bench -p trainer --bench ensemble
 //!
 //! Both modes train the same teachers (the seeds' 500 → 512 → 128 → 1 network, shards of the
 //! size the full CSIC run gives: 125 training + 31 held-out samples, batch 32) for a fixed number of
@@ -41,7 +41,9 @@ fn main() {
     }
     let dim = 500;
     let config = TrainConfig {
-        hidden: vec![512, 128],
+        hidden: std::env::var("BENCH_HIDDEN")
+            .map(|h| h.split(',').map(|w| w.trim().parse().expect("BENCH_HIDDEN: widths like 512,128")).collect())
+            .unwrap_or_else(|_| vec![512, 128]),
         max_epochs: epochs,
         batch_size: 32,
         learning_rate: 0.003,
@@ -76,6 +78,7 @@ fn main() {
             "teachers": teachers,
             "epochs": epochs,
             "threads": tch::get_num_threads(),
+            "widths": config.dims(dim),
             "batched_seconds": seconds[0],
             "sequential_seconds": seconds[1],
             "speedup": seconds[1] / seconds[0],
