@@ -29,6 +29,7 @@ pub fn init_logging(level: &str) {
 /// until SIGINT (fast) or SIGTERM (graceful: waits at most `grace_period_seconds`).
 /// `upgrade`: take the listening sockets over from a running instance (pingora graceful upgrade).
 pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
+    guard_hangup_during_startup();
     bundle::init_onnxruntime(config.onnxruntime_library.as_deref())
         .map_err(|e| ProxyError::Server(e.to_string()))?;
     let shared = Shared::new(config)?;
@@ -87,6 +88,24 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
     server.add_service(hangup);
     server.run(pingora::server::RunArgs::default());
     Ok(())
+}
+
+/// SIGHUP's default action terminates the process. `systemctl reload` or logrotate may send it
+/// while the bundle is still loading, before the SIGHUP service listens; registering tokio's
+/// handler now (it stays installed for the life of the process) turns such an early SIGHUP into
+/// a no-op instead of a crash.
+fn guard_hangup_during_startup() {
+    let registered = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map(|rt| {
+            rt.block_on(async {
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).is_ok()
+            })
+        });
+    if !matches!(registered, Ok(true)) {
+        tracing::warn!("could not register a SIGHUP handler early; a SIGHUP during start-up would stop the proxy");
+    }
 }
 
 /// What `check-config` verifies: the YAML (every key known, contract keys present, values in
