@@ -311,30 +311,7 @@ impl Proxy {
     }
 
     fn start_until(dir: &Path, config: &str, probe: &str) -> Proxy {
-        let config_path = dir.join("proxy.yaml");
-        std::fs::write(&config_path, config).expect("write proxy.yaml");
-        let parsed: serde_yaml::Value = serde_yaml::from_str(config).expect("config YAML");
-        let addr = |key: &str| -> SocketAddr {
-            parsed[key]
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .expect("address in config")
-        };
-        let log = dir.join("proxy.log");
-        let log_file = std::fs::File::create(&log).expect("create proxy.log");
-        let child = Command::new(proxy_binary())
-            .arg("--config")
-            .arg(&config_path)
-            .stdout(Stdio::from(log_file.try_clone().expect("clone log handle")))
-            .stderr(Stdio::from(log_file))
-            .spawn()
-            .expect("spawn pate-proxy");
-        let mut proxy = Proxy {
-            child,
-            listen: addr("listen"),
-            admin: addr("admin_listen"),
-            log,
-        };
+        let mut proxy = Self::spawn(dir, config, &[], "proxy.log");
         let ready = eventually(Duration::from_secs(30), || {
             if let Ok(Some(status)) = proxy.child.try_wait() {
                 panic!("pate-proxy exited ({status}):\n{}", proxy.log_text());
@@ -347,6 +324,47 @@ impl Proxy {
             "proxy port closed"
         );
         proxy
+    }
+
+    /// Writes `config` to `dir/proxy.yaml` and spawns the proxy with `extra_args`, logging to
+    /// `dir/log_name`, without waiting for it.
+    pub fn spawn(dir: &Path, config: &str, extra_args: &[&str], log_name: &str) -> Proxy {
+        let config_path = dir.join("proxy.yaml");
+        std::fs::write(&config_path, config).expect("write proxy.yaml");
+        let parsed: serde_yaml::Value = serde_yaml::from_str(config).expect("config YAML");
+        let addr = |key: &str| -> SocketAddr {
+            parsed[key]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .expect("address in config")
+        };
+        let log = dir.join(log_name);
+        let log_file = std::fs::File::create(&log).expect("create the proxy log");
+        let child = Command::new(proxy_binary())
+            .arg("--config")
+            .arg(&config_path)
+            .args(extra_args)
+            .stdout(Stdio::from(log_file.try_clone().expect("clone log handle")))
+            .stderr(Stdio::from(log_file))
+            .spawn()
+            .expect("spawn pate-proxy");
+        Proxy {
+            child,
+            listen: addr("listen"),
+            admin: addr("admin_listen"),
+            log,
+        }
+    }
+
+    /// Sends SIGQUIT (pingora's graceful upgrade: hand the listening sockets to a process started
+    /// with `--upgrade`, then finish in-flight requests and exit) and waits for the exit.
+    pub fn quit_for_upgrade(&mut self) -> Option<std::process::ExitStatus> {
+        self.signal_and_wait("QUIT")
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// The proxy's own log so far.

@@ -836,3 +836,27 @@ fn large_bodies_are_forwarded_whole_and_scored_by_their_prefix() {
         ],
     );
 }
+
+#[test]
+fn graceful_upgrade_hands_the_listening_sockets_to_a_new_process() {
+    let mut s = stack("block", "");
+    let config = std::fs::read_to_string(s.tmp.path().join("proxy.yaml")).unwrap();
+    let mut upgraded = Proxy::spawn(s.tmp.path(), &config, &["--upgrade"], "proxy-upgraded.log");
+    // The new process waits on the upgrade socket; the old one hands over its sockets on SIGQUIT.
+    std::thread::sleep(Duration::from_millis(300));
+    let old_status = s.proxy.quit_for_upgrade().expect("old process exit");
+    assert!(old_status.success(), "{old_status}\n{}", s.proxy.log_text());
+    assert!(upgraded.is_running(), "{}", upgraded.log_text());
+    // Same addresses, now served by the new process.
+    assert!(eventually(Duration::from_secs(10), || {
+        http(upgraded.admin, "GET", "/ready", &[], None).is_ok_and(|r| r.status == 200)
+    }));
+    assert_eq!(upgraded.get(NORMAL).status, 200);
+    assert_eq!(upgraded.get(ATTACK).status, 403);
+    assert_eq!(
+        upgraded.metric(&verdict("block")),
+        1.0,
+        "a fresh process counts from zero"
+    );
+    upgraded.stop();
+}
