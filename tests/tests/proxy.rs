@@ -593,6 +593,25 @@ fn check_config_accepts_a_good_file_and_names_the_bad_key() {
         "{stderr}"
     );
 
+    // Running (not just checking) with a missing bundle fails fast with the path named.
+    let run_yaml = tmp.path().join("run.yaml");
+    std::fs::write(
+        &run_yaml,
+        good.replace(&*bundle.to_string_lossy(), &missing.to_string_lossy()),
+    )
+    .unwrap();
+    let out = Command::new(proxy_binary())
+        .arg("--config")
+        .arg(&run_yaml)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no-bundle") && stderr.contains("bundle.yaml"),
+        "{stderr}"
+    );
+
     let nowhere = tmp.path().join("missing-dir/audit.jsonl");
     let (code, _, stderr) = check_config(
         tmp.path(),
