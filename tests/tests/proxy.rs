@@ -394,6 +394,9 @@ fn upstream_down_gives_502_and_the_proxy_recovers() {
     let before = counters(&s.proxy);
     let down = s.proxy.get(NORMAL);
     assert_eq!(down.status, 502);
+    // The upstream error is counted in pingora's logging phase, which may run just after the
+    // client has the 502.
+    eventually(Duration::from_secs(5), || s.proxy.metric("patewaf_upstream_errors_total") >= 1.0);
     assert_deltas(
         &s.proxy,
         &before,
