@@ -300,10 +300,61 @@ impl Config {
         })
     }
 
-    /// The rule that applies to `path`, if any.
+    /// The rule that applies to `path`, if any. Rules match the path as the upstream will
+    /// resolve it ([`normalize_path`]), so `/static/../admin` is not under `/static/`.
     pub fn route_for(&self, path: &str) -> Option<&Route> {
-        self.routes.iter().find(|r| r.matches(path))
+        let path = normalize_path(path);
+        self.routes.iter().find(|r| r.matches(&path))
     }
+}
+
+/// The request path as a server resolves it, for route matching: percent-escapes decoded once
+/// (except `%2F`, which Apache does not treat as a separator), dot segments removed (RFC 3986
+/// §5.2.4) and empty segments merged. Without this, `/static/..%2Fadmin`-style paths or
+/// `/static/../login.jsp` would inherit an exclusion meant for `/static/`.
+pub fn normalize_path(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                let byte = (h * 16 + l) as u8;
+                if byte != b'/' {
+                    decoded.push(byte);
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        decoded.push(bytes[i]);
+        i += 1;
+    }
+    let text = String::from_utf8_lossy(&decoded);
+    let mut segments: Vec<&str> = Vec::new();
+    let mut trailing_slash = false;
+    for segment in text.split('/') {
+        trailing_slash = false;
+        match segment {
+            "" => trailing_slash = true,
+            "." => trailing_slash = true,
+            ".." => {
+                segments.pop();
+                trailing_slash = true;
+            }
+            s => segments.push(s),
+        }
+    }
+    let mut out = String::with_capacity(text.len() + 1);
+    for s in &segments {
+        out.push('/');
+        out.push_str(s);
+    }
+    if trailing_slash || out.is_empty() {
+        out.push('/');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -369,6 +420,35 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("upstream"), "{err}");
+    }
+
+    #[test]
+    fn paths_are_normalized_like_a_server_does() {
+        for (raw, normal) in [
+            ("/", "/"),
+            ("/static/app.js", "/static/app.js"),
+            ("/static/", "/static/"),
+            ("/static/../login.jsp", "/login.jsp"),
+            ("/static/%2e%2e/login.jsp", "/login.jsp"),
+            ("//static//./x", "/static/x"),
+            ("/a/b/..", "/a/"),
+            ("/../../etc/passwd", "/etc/passwd"),
+            ("/static%2F..%2Fx", "/static%2F..%2Fx"),
+            ("/caf%C3%A9", "/café"),
+            ("/bad%zz%", "/bad%zz%"),
+        ] {
+            assert_eq!(normalize_path(raw), normal, "{raw}");
+        }
+    }
+
+    #[test]
+    fn dot_segments_do_not_inherit_an_exclusion() {
+        let text = format!("{MINIMAL}routes:\n  - prefix: \"/static/\"\n    exclude: true\n");
+        let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
+        assert!(c.route_for("/static/app.js").is_some());
+        assert!(c.route_for("/static/../tienda1/login.jsp").is_none());
+        assert!(c.route_for("/static/%2e%2e/tienda1/login.jsp").is_none());
+        assert!(c.route_for("//static/app.js").is_some());
     }
 
     #[test]

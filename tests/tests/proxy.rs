@@ -396,7 +396,9 @@ fn upstream_down_gives_502_and_the_proxy_recovers() {
     assert_eq!(down.status, 502);
     // The upstream error is counted in pingora's logging phase, which may run just after the
     // client has the 502.
-    eventually(Duration::from_secs(5), || s.proxy.metric("patewaf_upstream_errors_total") >= 1.0);
+    eventually(Duration::from_secs(5), || {
+        s.proxy.metric("patewaf_upstream_errors_total") >= 1.0
+    });
     assert_deltas(
         &s.proxy,
         &before,
@@ -435,6 +437,21 @@ fn routes_exclude_paths_from_scoring_and_override_the_mode() {
     assert_eq!(excluded.status, 200);
     assert_deltas(&s.proxy, &before, &[(&verdict("excluded"), 1.0)]);
     assert!(json_lines(&s.audit).is_empty());
+    // A dot segment does not smuggle a request into the exclusion: Apache resolves this path to
+    // /tienda1/publico/..., and so does the route matcher.
+    let before = counters(&s.proxy);
+    let smuggled = s.proxy.get("/static/../tienda1/publico/caracteristicas.jsp?id=%3Cscript%3Ealert%28%22XSS%22%29%3C%2Fscript%3E");
+    assert_eq!(smuggled.status, 200);
+    assert_deltas(
+        &s.proxy,
+        &before,
+        &[
+            (&verdict("flag"), 1.0),
+            ("patewaf_score_count", 1.0),
+            ("patewaf_scoring_duration_seconds_count", 1.0),
+        ],
+    );
+    std::fs::write(&s.audit, b"").unwrap();
 
     // The route in block mode blocks; the rest stays in detect mode.
     let before = counters(&s.proxy);
