@@ -149,13 +149,24 @@ pub struct TeachersConfig {
     pub holdout_fraction: f64,
     /// At most this many held-out samples per teacher (the seeds used 800).
     pub holdout_max: usize,
+    /// Train on distinct private requests only (each repeated request once), so that the
+    /// teachers learn the distribution the student's distinct queries come from rather than one
+    /// dominated by a few requests repeated thousands of times.
+    pub distinct: bool,
     /// Network and optimizer.
     pub training: TrainConfig,
 }
 
 impl Default for TeachersConfig {
     fn default() -> Self {
-        TeachersConfig { count: 250, mode: Mode::Batched, holdout_fraction: 0.2, holdout_max: 800, training: TrainConfig::default() }
+        TeachersConfig {
+            count: 250,
+            mode: Mode::Batched,
+            holdout_fraction: 0.2,
+            holdout_max: 800,
+            distinct: false,
+            training: TrainConfig::default(),
+        }
     }
 }
 

@@ -193,7 +193,8 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
         written.push(run.labels(set));
         Ok((x, y))
     };
-    let (private_x, private_y) = feature_set(sets::PRIVATE, &splits.private)?;
+    let private_rows = if config.teachers.distinct { pipeline::distinct(&records, &splits.private) } else { splits.private.clone() };
+    let (private_x, private_y) = feature_set(sets::PRIVATE, &private_rows)?;
     let (query_x, query_y) = feature_set(sets::QUERIES, &query_rows)?;
     let (validation_x, validation_y) = feature_set(sets::STUDENT_VALIDATION, &validation_rows)?;
     let (test_x, test_y) = feature_set(sets::TEST, &splits.test)?;
@@ -206,7 +207,7 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
 
     // ---- teachers
     stage(&format!("teach {teachers} teachers"), started);
-    let shards = pipeline::hash_partition(&records, &splits.private, teachers);
+    let shards = pipeline::hash_partition(&records, &private_rows, teachers);
     if let Some(k) = shards.iter().position(|s| s.len() < 2) {
         return Err(Error::Config(format!(
             "teachers.count: shard {k} of {teachers} has {} private requests (at least 2 needed); use fewer teachers",

@@ -141,7 +141,9 @@ pub fn run(args: Args) -> Result<()> {
             f.save(&featurizer_path)?;
             f
         };
-        let partition = pipeline::hash_partition(&records, &splits.private, count);
+        let private_rows =
+            if config.teachers.distinct { pipeline::distinct(&records, &splits.private) } else { splits.private.clone() };
+        let partition = pipeline::hash_partition(&records, &private_rows, count);
         let shards = partition
             .iter()
             .enumerate()
@@ -149,7 +151,7 @@ pub fn run(args: Args) -> Result<()> {
                 if args.shard.is_some_and(|(i, _)| i != k) {
                     return Ok(None);
                 }
-                let idx: Vec<usize> = rows.iter().map(|&j| splits.private[j]).collect();
+                let idx: Vec<usize> = rows.iter().map(|&j| private_rows[j]).collect();
                 Ok(Some((pipeline::featurize_rows(&featurizer, &records, &idx), pipeline::labels_of(&records, &idx)?)))
             })
             .collect::<Result<Vec<_>>>()?;
