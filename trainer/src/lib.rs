@@ -1,5 +1,13 @@
 //! The PATE trainer library behind the `pate-trainer` CLI.
+//!
+//! * [`model`], [`ensemble`]: the seeds' MLP and N of them trained at once (`[N, in, out]`, `bmm`,
+//!   masked elementwise Adam, per-member early stopping, Youden thresholds).
+//! * [`device`]: `auto|cpu|cuda[:i]`, loading libtorch_cuda at runtime.
+//! * [`pipeline`], [`rundir`], [`config`]: the stages, the run directory and the YAML config.
+//! * [`metrics`]: ROC, AUC, Youden's J, confusion metrics, the SVG plot.
 #![warn(missing_docs)]
+// The one exception is loading libtorch_cuda.so in `device` (documented there).
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod config;

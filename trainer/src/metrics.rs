@@ -208,9 +208,9 @@ pub fn roc_svg(curves: &[(&str, &[RocPoint])]) -> String {
         let ly = MARGIN + SIZE - 20.0 - 18.0 * i as f64;
         svg += &format!(
             "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"/>\n<text x=\"{}\" y=\"{}\">{}</text>\n",
-            MARGIN + SIZE - 170.0,
-            MARGIN + SIZE - 150.0,
-            MARGIN + SIZE - 145.0,
+            MARGIN + 140.0,
+            MARGIN + 160.0,
+            MARGIN + 165.0,
             ly + 4.0,
             xml_escape(name)
         );

@@ -419,7 +419,7 @@ pub fn evaluate(
         (Some(m), roc)
     };
     let mut curves: Vec<(&str, &[crate::metrics::RocPoint])> = Vec::new();
-    let ensemble_name = format!("teacher ensemble ({} teachers, noiseless votes)", teachers.len());
+    let ensemble_name = format!("{} teachers (noiseless vote share)", teachers.len());
     if !ensemble_roc.is_empty() {
         curves.push((&ensemble_name, &ensemble_roc));
     }
