@@ -519,6 +519,61 @@ pub fn train<R: Rng>(
     }
 }
 
+/// The per-member tensors of the members still training (`ids[k]` is local member k's index in
+/// the full ensemble): the data padded to the longest of THEM, their class weights.
+struct Working {
+    ids: Vec<usize>,
+    train_data: Padded,
+    holdout: Padded,
+    holdout_x: Tensor,
+    pos_weight: Tensor,
+    sizes: Vec<usize>,
+    batch: usize,
+}
+
+impl Working {
+    fn new(ids: Vec<usize>, data: &[MemberData], pos_weights: &[f32], config: &TrainConfig, cols: usize, device: Device) -> Self {
+        let n = ids.len();
+        let train_sets: Vec<&LabeledRows> = ids.iter().map(|&k| &data[k].train).collect();
+        let holdout_sets: Vec<&LabeledRows> = ids.iter().map(|&k| &data[k].holdout).collect();
+        let train_data = pad(&train_sets, cols, device);
+        let holdout = pad(&holdout_sets, cols, device);
+        let holdout_x = holdout.x.view([n as i64, holdout.max as i64, cols as i64]);
+        let weights: Vec<f32> = ids.iter().map(|&k| pos_weights[k]).collect();
+        let pos_weight = Tensor::from_slice(&weights).view([n as i64, 1]).to_device(device);
+        let sizes: Vec<usize> = ids.iter().map(|&k| data[k].train.y.len()).collect();
+        // A member's batches are the same whatever the others' sizes: with B >= its size it takes
+        // all its rows in one step, exactly as with B = its size.
+        let batch = config.batch_size.min(train_data.max);
+        Working { ids, train_data, holdout, holdout_x, pos_weight, sizes, batch }
+    }
+}
+
+impl Trainer {
+    /// Keeps only the members at local positions `keep` (parameters, moments, step counts).
+    fn retain(self, keep: &[usize]) -> Result<Trainer> {
+        let device = self.ensemble.device;
+        let idx: Vec<i64> = keep.iter().map(|&k| k as i64).collect();
+        let idx = Tensor::from_slice(&idx).to_device(device);
+        let _guard = tch::no_grad_guard();
+        let select = |ts: &[Tensor]| ts.iter().map(|t| t.index_select(0, &idx)).collect::<Vec<_>>();
+        let ensemble = Ensemble {
+            device,
+            dims: self.ensemble.dims.clone(),
+            weights: select(&self.ensemble.weights).into_iter().map(|t| t.set_requires_grad(true)).collect(),
+            biases: select(&self.ensemble.biases).into_iter().map(|t| t.set_requires_grad(true)).collect(),
+        };
+        Ok(Trainer {
+            first_moments: select(&self.first_moments),
+            second_moments: select(&self.second_moments),
+            scratch: select(&self.scratch),
+            steps: keep.iter().map(|&k| self.steps[k]).collect(),
+            learning_rate: self.learning_rate,
+            ensemble,
+        })
+    }
+}
+
 fn train_batched<R: Rng>(
     ensemble: Ensemble,
     data: &[MemberData],
@@ -526,33 +581,40 @@ fn train_batched<R: Rng>(
     rngs: &mut [R],
     label: &str,
 ) -> Result<(Ensemble, Vec<MemberReport>)> {
-    let n = ensemble.len();
+    let n_all = ensemble.len();
     let cols = ensemble.dims[0];
     let device = ensemble.device;
-    let train_sets: Vec<&LabeledRows> = data.iter().map(|d| &d.train).collect();
-    let holdout_sets: Vec<&LabeledRows> = data.iter().map(|d| &d.holdout).collect();
-    let train_data = pad(&train_sets, cols, device);
-    let holdout = pad(&holdout_sets, cols, device);
-    let holdout_x = holdout.x.view([n as i64, holdout.max as i64, cols as i64]);
     let pos_weight_values = pos_weights(data, config.class_balance);
-    let pos_weight = Tensor::from_slice(&pos_weight_values).view([n as i64, 1]).to_device(device);
-    let sizes: Vec<usize> = data.iter().map(|d| d.train.y.len()).collect();
-    let batch = config.batch_size.min(train_data.max);
+    let mut work = Working::new((0..n_all).collect(), data, &pos_weight_values, config, cols, device);
 
     let mut trainer = Trainer::new(ensemble, config.learning_rate);
+    // Best weights of every member, full size; members copy theirs in when they improve.
     let mut best: Vec<Tensor> = trainer.params().iter().map(|p| p.detach().copy()).collect();
-    let mut best_loss = vec![f64::INFINITY; n];
-    let mut best_epoch = vec![0usize; n];
-    let mut epochs = vec![0usize; n];
-    let mut bad_epochs = vec![0usize; n];
-    let mut active = vec![true; n];
+    let mut best_loss = vec![f64::INFINITY; n_all];
+    let mut best_epoch = vec![0usize; n_all];
+    let mut epochs = vec![0usize; n_all];
+    let mut bad_epochs = vec![0usize; n_all];
+    // Local activity (position in `work.ids`).
+    let mut active = vec![true; n_all];
 
     for epoch in 1..=config.max_epochs {
-        if !active.iter().any(|&a| a) {
+        let running: Vec<usize> = (0..active.len()).filter(|&k| active[k]).collect();
+        if running.is_empty() {
             break;
         }
+        // Once half the members have stopped, drop the stopped ones from the batched model:
+        // masked members cost as much compute as training ones. Bit-for-bit the same result.
+        if running.len() * 2 <= active.len() {
+            let ids: Vec<usize> = running.iter().map(|&k| work.ids[k]).collect();
+            trainer = trainer.retain(&running)?;
+            work = Working::new(ids, data, &pos_weight_values, config, cols, device);
+            active = vec![true; running.len()];
+        }
+        let n = work.ids.len();
+        let batch = work.batch;
+        let sizes = &work.sizes;
         let perms: Vec<Option<Vec<usize>>> =
-            (0..n).map(|k| active[k].then(|| permutation(sizes[k], &mut rngs[k]))).collect();
+            (0..n).map(|k| active[k].then(|| permutation(sizes[k], &mut rngs[work.ids[k]]))).collect();
         let steps: Vec<usize> = (0..n).map(|k| if active[k] { sizes[k].div_ceil(batch) } else { 0 }).collect();
         let max_steps = steps.iter().copied().max().unwrap_or(0);
         for s in 0..max_steps {
@@ -568,18 +630,18 @@ fn train_batched<R: Rng>(
                 for j in 0..batch {
                     let r = s * batch + j;
                     if r < sizes[k] {
-                        index[k * batch + j] = (k * train_data.max + perm[r]) as i64;
+                        index[k * batch + j] = (k * work.train_data.max + perm[r]) as i64;
                         weight[k * batch + j] = 1.0;
                     } else {
-                        index[k * batch + j] = (k * train_data.max) as i64;
+                        index[k * batch + j] = (k * work.train_data.max) as i64;
                     }
                 }
             }
             let index = Tensor::from_slice(&index).to_device(device);
-            let x = train_data.x.index_select(0, &index).view([n as i64, batch as i64, cols as i64]);
-            let y = train_data.y.view([-1]).index_select(0, &index).view([n as i64, batch as i64]);
+            let x = work.train_data.x.index_select(0, &index).view([n as i64, batch as i64, cols as i64]);
+            let y = work.train_data.y.view([-1]).index_select(0, &index).view([n as i64, batch as i64]);
             let w = Tensor::from_slice(&weight).view([n as i64, batch as i64]).to_device(device);
-            trainer.step(&x, &y, &w, &pos_weight, &step_active)?;
+            trainer.step(&x, &y, &w, &work.pos_weight, &step_active)?;
         }
         // Held-out loss per member, then keep the improved members' weights.
         let losses = {
@@ -587,49 +649,52 @@ fn train_batched<R: Rng>(
             let widest = *trainer.ensemble.dims.iter().max().unwrap_or(&1);
             let chunk = (CHUNK_ELEMENTS / (n * widest)).max(1) as i64;
             let mut sum = Tensor::zeros([n as i64], (Kind::Float, device));
-            let max = holdout.max as i64;
+            let max = work.holdout.max as i64;
             let mut start = 0;
             while start < max {
                 let len = chunk.min(max - start);
-                let x = holdout_x.narrow(1, start, len);
-                let y = holdout.y.narrow(1, start, len);
-                let w = holdout.w.narrow(1, start, len);
+                let x = work.holdout_x.narrow(1, start, len);
+                let y = work.holdout.y.narrow(1, start, len);
+                let w = work.holdout.w.narrow(1, start, len);
                 let logits = trainer.ensemble.logits(&x);
-                let per_row = bce_rows(&logits, &y, &pos_weight);
+                let per_row = bce_rows(&logits, &y, &work.pos_weight);
                 sum += (per_row * &w).sum_dim_intlist(1, false, Kind::Float);
                 start += len;
             }
-            let counts = holdout.w.sum_dim_intlist(1, false, Kind::Float);
+            let counts = work.holdout.w.sum_dim_intlist(1, false, Kind::Float);
             Vec::<f32>::try_from((sum / counts).to_device(Device::Cpu))?
         };
-        let mut improved = vec![false; n];
+        let mut improved_local = Vec::new();
         for k in 0..n {
             if !active[k] {
                 continue;
             }
-            epochs[k] = epoch;
+            let m = work.ids[k];
+            epochs[m] = epoch;
             let loss = losses[k] as f64;
-            if loss < best_loss[k] {
-                best_loss[k] = loss;
-                best_epoch[k] = epoch;
-                bad_epochs[k] = 0;
-                improved[k] = true;
+            if loss < best_loss[m] {
+                best_loss[m] = loss;
+                best_epoch[m] = epoch;
+                bad_epochs[m] = 0;
+                improved_local.push(k);
             } else {
-                bad_epochs[k] += 1;
-                if bad_epochs[k] >= config.patience {
+                bad_epochs[m] += 1;
+                if bad_epochs[m] >= config.patience {
                     active[k] = false;
                 }
             }
         }
-        let improved: Vec<i64> = (0..n).filter(|&k| improved[k]).map(|k| k as i64).collect();
-        if !improved.is_empty() {
+        if !improved_local.is_empty() {
             let _guard = tch::no_grad_guard();
-            let idx = Tensor::from_slice(&improved).to_device(device);
+            let local: Vec<i64> = improved_local.iter().map(|&k| k as i64).collect();
+            let global: Vec<i64> = improved_local.iter().map(|&k| work.ids[k] as i64).collect();
+            let local = Tensor::from_slice(&local).to_device(device);
+            let global = Tensor::from_slice(&global).to_device(device);
             for (b, p) in best.iter_mut().zip(trainer.params()) {
-                if improved.len() == n {
+                if improved_local.len() == n_all {
                     let _ = b.f_copy_(&p)?;
                 } else {
-                    let _ = b.f_index_copy_(0, &idx, &p.index_select(0, &idx))?;
+                    let _ = b.f_index_copy_(0, &global, &p.index_select(0, &local))?;
                 }
             }
         }
@@ -638,33 +703,32 @@ fn train_batched<R: Rng>(
             let finite: Vec<f64> = best_loss.iter().copied().filter(|l| l.is_finite()).collect();
             let mean = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
             eprintln!(
-                "{label}: epoch {epoch}/{}: {running}/{n} still training, mean best held-out loss {mean:.4}",
+                "{label}: epoch {epoch}/{}: {running}/{n_all} still training, mean best held-out loss {mean:.4}",
                 config.max_epochs
             );
         }
     }
 
-    // Restore each member's best weights.
-    let mut ensemble = trainer.into_ensemble();
-    let layers = ensemble.weights.len();
-    for (i, b) in best.into_iter().enumerate() {
-        if i < layers {
-            ensemble.weights[i] = b;
-        } else {
-            ensemble.biases[i - layers] = b;
-        }
-    }
+    // Every member's best weights.
+    let dims = trainer.ensemble.dims.clone();
+    drop(trainer);
+    let layers = dims.len() - 1;
+    let mut best = best.into_iter();
+    let weights: Vec<Tensor> = best.by_ref().take(layers).collect();
+    let biases: Vec<Tensor> = best.collect();
+    let ensemble = Ensemble { device, dims, weights, biases };
 
     // Thresholds: Youden's J on each member's held-out scores.
-    let mut reports = Vec::with_capacity(n);
+    let full = Working::new((0..n_all).collect(), data, &pos_weight_values, config, cols, device);
+    let mut reports = Vec::with_capacity(n_all);
     let holdout_scores = {
         let _guard = tch::no_grad_guard();
-        let logits = ensemble.logits(&holdout_x);
+        let logits = ensemble.logits(&full.holdout_x);
         Vec::<f32>::try_from(logits.sigmoid().to_device(Device::Cpu).contiguous().view([-1]))?
     };
-    for k in 0..n {
+    for k in 0..n_all {
         let h = &data[k].holdout;
-        let scores = &holdout_scores[k * holdout.max..k * holdout.max + h.y.len()];
+        let scores = &holdout_scores[k * full.holdout.max..k * full.holdout.max + h.y.len()];
         let (threshold, fallback) = match youden_threshold(scores, &h.y) {
             Some(t) => (t, false),
             None => (0.5, true),

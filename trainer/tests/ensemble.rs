@@ -90,6 +90,10 @@ fn batched_training_equals_independent_trainings() {
     epochs.sort_unstable();
     epochs.dedup();
     assert!(epochs.len() > 1, "all members stopped at the same epoch: {batched_reports:?}");
+    // ... and at least three had stopped while another still trained, so the batched model was
+    // also shrunk to the members still training (the compaction path) before the end.
+    let last = batched_reports.iter().map(|r| r.epochs).max().unwrap();
+    assert!(batched_reports.iter().filter(|r| r.epochs < last).count() >= 3, "{batched_reports:?}");
 
     // Sequential mode gives the same result as batched mode.
     let seq = Ensemble::from_members(&init, Device::Cpu).unwrap();
