@@ -15,7 +15,10 @@ use trainer::dense::DenseMatrix;
 use trainer::ensemble::{self, ClassBalance, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 
 fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Rows shaped like l1-normalized TF-IDF: a dozen non-zero features summing to 1.
@@ -25,12 +28,19 @@ fn rows(n: usize, dim: usize, rng: &mut ChaCha20Rng) -> LabeledRows {
     for r in 0..n {
         let malicious = rng.random_range(0.0..1.0) < 0.2;
         for _ in 0..12 {
-            let j = if malicious { rng.random_range(0..dim / 2) } else { rng.random_range(dim / 2..dim) };
+            let j = if malicious {
+                rng.random_range(0..dim / 2)
+            } else {
+                rng.random_range(dim / 2..dim)
+            };
             values[r * dim + j] += 1.0 / 12.0;
         }
         y.push(malicious);
     }
-    LabeledRows { x: DenseMatrix::new(n, dim, values).unwrap(), y }
+    LabeledRows {
+        x: DenseMatrix::new(n, dim, values).unwrap(),
+        y,
+    }
 }
 
 fn main() {
@@ -42,7 +52,11 @@ fn main() {
     let dim = 500;
     let config = TrainConfig {
         hidden: std::env::var("BENCH_HIDDEN")
-            .map(|h| h.split(',').map(|w| w.trim().parse().expect("BENCH_HIDDEN: widths like 512,128")).collect())
+            .map(|h| {
+                h.split(',')
+                    .map(|w| w.trim().parse().expect("BENCH_HIDDEN: widths like 512,128"))
+                    .collect()
+            })
             .unwrap_or_else(|_| vec![512, 128]),
         max_epochs: epochs,
         batch_size: 32,
@@ -52,9 +66,16 @@ fn main() {
     };
     let mut data_rng = ChaCha20Rng::seed_from_u64(1);
     let data: Vec<MemberData> = (0..teachers)
-        .map(|_| MemberData { train: rows(125, dim, &mut data_rng), holdout: rows(31, dim, &mut data_rng) })
+        .map(|_| MemberData {
+            train: rows(125, dim, &mut data_rng),
+            holdout: rows(31, dim, &mut data_rng),
+        })
         .collect();
-    let streams = || (0..teachers).map(|k| ChaCha20Rng::seed_from_u64(100 + k as u64)).collect::<Vec<_>>();
+    let streams = || {
+        (0..teachers)
+            .map(|k| ChaCha20Rng::seed_from_u64(100 + k as u64))
+            .collect::<Vec<_>>()
+    };
     let init = ensemble::init_members(&config.dims(dim), &mut streams());
     eprintln!(
         "bench: {teachers} teachers, widths {:?}, {epochs} epochs, {} libtorch threads",
@@ -66,7 +87,8 @@ fn main() {
     for mode in [Mode::Batched, Mode::Sequential] {
         let model = Ensemble::from_members(&init, tch::Device::Cpu).unwrap();
         let started = Instant::now();
-        let (_, reports) = ensemble::train(model, &data, &config, &mut streams(), mode, "").unwrap();
+        let (_, reports) =
+            ensemble::train(model, &data, &config, &mut streams(), mode, "").unwrap();
         let s = started.elapsed().as_secs_f64();
         assert!(reports.iter().all(|r| r.epochs == epochs));
         eprintln!("bench: {mode:?}: {s:.2} s");

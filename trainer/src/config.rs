@@ -57,7 +57,9 @@ pub struct EvaluationConfig {
 
 impl Default for EvaluationConfig {
     fn default() -> Self {
-        EvaluationConfig { ensemble_max: Some(5000) }
+        EvaluationConfig {
+            ensemble_max: Some(5000),
+        }
     }
 }
 
@@ -100,7 +102,12 @@ pub struct SplitConfig {
 
 impl Default for SplitConfig {
     fn default() -> Self {
-        SplitConfig { private: 0.6, public: 0.15, student_validation: 0.05, test: 0.2 }
+        SplitConfig {
+            private: 0.6,
+            public: 0.15,
+            student_validation: 0.05,
+            test: 0.2,
+        }
     }
 }
 
@@ -133,7 +140,10 @@ fn default_fit_on() -> FitOn {
 
 impl Default for FeaturizerSection {
     fn default() -> Self {
-        FeaturizerSection { fit_on: FitOn::Public, config: featurizer::FeaturizerConfig::default() }
+        FeaturizerSection {
+            fit_on: FitOn::Public,
+            config: featurizer::FeaturizerConfig::default(),
+        }
     }
 }
 
@@ -185,7 +195,11 @@ pub struct StudentConfig {
 
 impl Default for StudentConfig {
     fn default() -> Self {
-        StudentConfig { queries: 1000, validation_max: 200, training: TrainConfig::default() }
+        StudentConfig {
+            queries: 1000,
+            validation_max: 200,
+            training: TrainConfig::default(),
+        }
     }
 }
 
@@ -259,8 +273,12 @@ impl RunConfig {
     /// Reads and validates a config file; relative dataset paths are resolved against its
     /// directory.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-        let mut config = Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config =
+            Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
         let base = path.parent().unwrap_or(Path::new("."));
         for d in &mut config.datasets {
             if d.path.is_relative() {
@@ -284,10 +302,16 @@ impl RunConfig {
     pub fn validate(&self) -> Result<()> {
         let bad = |key: &str, why: String| Err(Error::Config(format!("{key}: {why}")));
         if self.threads == Some(0) {
-            return bad("threads", "must be at least 1 (or null for libtorch's default)".into());
+            return bad(
+                "threads",
+                "must be at least 1 (or null for libtorch's default)".into(),
+            );
         }
         if self.evaluation.ensemble_max == Some(0) {
-            return bad("evaluation.ensemble_max", "must be at least 1 (or null for the whole test split)".into());
+            return bad(
+                "evaluation.ensemble_max",
+                "must be at least 1 (or null for the whole test split)".into(),
+            );
         }
         if self.datasets.is_empty() {
             return bad("datasets", "at least one dataset is needed".into());
@@ -305,13 +329,19 @@ impl RunConfig {
         }
         let total = s.private + s.public + s.student_validation + s.test;
         if (total - 1.0).abs() > 1e-6 {
-            return bad("split", format!("fractions must sum to 1, they sum to {total}"));
+            return bad(
+                "split",
+                format!("fractions must sum to 1, they sum to {total}"),
+            );
         }
         if self.teachers.count < 1 {
             return bad("teachers.count", "must be at least 1".into());
         }
         if !(self.teachers.holdout_fraction > 0.0 && self.teachers.holdout_fraction < 1.0) {
-            return bad("teachers.holdout_fraction", format!("must be in (0, 1), got {}", self.teachers.holdout_fraction));
+            return bad(
+                "teachers.holdout_fraction",
+                format!("must be in (0, 1), got {}", self.teachers.holdout_fraction),
+            );
         }
         if self.teachers.holdout_max < 1 {
             return bad("teachers.holdout_max", "must be at least 1".into());
@@ -321,13 +351,19 @@ impl RunConfig {
             return bad("student.queries", "must be at least 1".into());
         }
         if self.student.validation_max < 2 {
-            return bad("student.validation_max", "must be at least 2 (one per class)".into());
+            return bad(
+                "student.validation_max",
+                "must be at least 2 (one per class)".into(),
+            );
         }
         self.student.training.validate("student.training")?;
         let p = &self.privacy;
         if let Some(rho) = p.rho {
             if !(rho.is_finite() && rho > 0.0) {
-                return bad("privacy.rho", format!("must be a positive number or null, got {rho}"));
+                return bad(
+                    "privacy.rho",
+                    format!("must be a positive number or null, got {rho}"),
+                );
             }
         }
         for (key, v) in [
@@ -344,7 +380,10 @@ impl RunConfig {
             return bad("privacy.threshold", "must be a number".into());
         }
         if !(p.delta > 0.0 && p.delta < 1.0) {
-            return bad("privacy.delta", format!("must be in (0, 1), got {}", p.delta));
+            return bad(
+                "privacy.delta",
+                format!("must be in (0, 1), got {}", p.delta),
+            );
         }
         Ok(())
     }
@@ -359,7 +398,10 @@ mod tests {
         let base = "datasets: [{path: a.txt, format: csic}]\n";
         let e = RunConfig::parse(&format!("{base}teachers: {{count: 3, bogus: 1}}\n")).unwrap_err();
         assert!(e.contains("bogus"), "{e}");
-        let e = RunConfig::parse(&format!("{base}teachers: {{training: {{batch_size: 0}}}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!(
+            "{base}teachers: {{training: {{batch_size: 0}}}}\n"
+        ))
+        .unwrap_err();
         assert!(e.contains("teachers.training.batch_size"), "{e}");
         let e = RunConfig::parse(&format!("{base}privacy: {{delta: 2}}\n")).unwrap_err();
         assert!(e.contains("privacy.delta"), "{e}");

@@ -27,7 +27,11 @@ impl DenseMatrix {
 
     /// An empty matrix with `cols` columns.
     pub fn empty(cols: usize) -> Self {
-        DenseMatrix { rows: 0, cols, values: Vec::new() }
+        DenseMatrix {
+            rows: 0,
+            cols,
+            values: Vec::new(),
+        }
     }
 
     /// Builds a matrix from equally long rows.
@@ -36,12 +40,19 @@ impl DenseMatrix {
         let mut n = 0;
         for (i, row) in rows.into_iter().enumerate() {
             if row.len() != cols {
-                return Err(Error::Invalid(format!("row {i} has {} values, expected {cols}", row.len())));
+                return Err(Error::Invalid(format!(
+                    "row {i} has {} values, expected {cols}",
+                    row.len()
+                )));
             }
             values.extend_from_slice(&row);
             n += 1;
         }
-        Ok(DenseMatrix { rows: n, cols, values })
+        Ok(DenseMatrix {
+            rows: n,
+            cols,
+            values,
+        })
     }
 
     /// Row `i`.
@@ -55,11 +66,17 @@ impl DenseMatrix {
         for &i in indices {
             values.extend_from_slice(self.row(i));
         }
-        DenseMatrix { rows: indices.len(), cols: self.cols, values }
+        DenseMatrix {
+            rows: indices.len(),
+            cols: self.cols,
+            values,
+        }
     }
 
     /// The matrix as a `[rows, cols]` float tensor on `device`.
     pub fn to_tensor(&self, device: tch::Device) -> tch::Tensor {
-        tch::Tensor::from_slice(&self.values).view([self.rows as i64, self.cols as i64]).to_device(device)
+        tch::Tensor::from_slice(&self.values)
+            .view([self.rows as i64, self.cols as i64])
+            .to_device(device)
     }
 }

@@ -33,7 +33,11 @@ impl FromStr for DeviceChoice {
                 .strip_prefix("cuda:")
                 .and_then(|i| i.parse().ok())
                 .map(DeviceChoice::Cuda)
-                .ok_or_else(|| Error::Config(format!("device: expected auto, cpu, cuda or cuda:<index>, got {s:?}"))),
+                .ok_or_else(|| {
+                    Error::Config(format!(
+                        "device: expected auto, cpu, cuda or cuda:<index>, got {s:?}"
+                    ))
+                }),
         }
     }
 }
@@ -57,7 +61,8 @@ impl serde::Serialize for DeviceChoice {
 impl<'de> serde::Deserialize<'de> for DeviceChoice {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        s.parse().map_err(|e: Error| serde::de::Error::custom(e.to_string()))
+        s.parse()
+            .map_err(|e: Error| serde::de::Error::custom(e.to_string()))
     }
 }
 
@@ -90,7 +95,8 @@ fn cuda_library_candidates() -> Vec<PathBuf> {
 /// Loads libtorch_cuda.so once per process and keeps it loaded. Returns the path that loaded, or
 /// why none did.
 fn load_cuda_library() -> std::result::Result<PathBuf, String> {
-    static LOADED: std::sync::OnceLock<std::result::Result<PathBuf, String>> = std::sync::OnceLock::new();
+    static LOADED: std::sync::OnceLock<std::result::Result<PathBuf, String>> =
+        std::sync::OnceLock::new();
     LOADED
         .get_or_init(|| {
             let mut errors = Vec::new();
@@ -127,12 +133,19 @@ fn open_library(path: &Path) -> std::result::Result<libloading::Library, libload
 pub fn resolve(choice: DeviceChoice) -> Result<Device> {
     match choice {
         DeviceChoice::Cpu => {
-            eprintln!("device: cpu (requested), {} threads", tch::get_num_threads());
+            eprintln!(
+                "device: cpu (requested), {} threads",
+                tch::get_num_threads()
+            );
             Ok(Device::Cpu)
         }
         DeviceChoice::Auto => match load_cuda_library() {
             Ok(path) if tch::Cuda::is_available() => {
-                eprintln!("device: cuda:0 (auto; {} loaded, {} GPU(s))", path.display(), tch::Cuda::device_count());
+                eprintln!(
+                    "device: cuda:0 (auto; {} loaded, {} GPU(s))",
+                    path.display(),
+                    tch::Cuda::device_count()
+                );
                 Ok(Device::Cuda(0))
             }
             Ok(path) => {
@@ -144,13 +157,19 @@ pub fn resolve(choice: DeviceChoice) -> Result<Device> {
                 Ok(Device::Cpu)
             }
             Err(why) => {
-                eprintln!("device: cpu (auto: no CUDA libtorch: {why}), {} threads", tch::get_num_threads());
+                eprintln!(
+                    "device: cpu (auto: no CUDA libtorch: {why}), {} threads",
+                    tch::get_num_threads()
+                );
                 Ok(Device::Cpu)
             }
         },
         DeviceChoice::Cuda(i) => {
-            let path = load_cuda_library()
-                .map_err(|why| Error::Config(format!("device cuda:{i}: cannot load libtorch_cuda.so: {why}")))?;
+            let path = load_cuda_library().map_err(|why| {
+                Error::Config(format!(
+                    "device cuda:{i}: cannot load libtorch_cuda.so: {why}"
+                ))
+            })?;
             if !tch::Cuda::is_available() {
                 return Err(Error::Config(format!(
                     "device cuda:{i}: {} loaded but libtorch sees no CUDA device",
@@ -159,7 +178,9 @@ pub fn resolve(choice: DeviceChoice) -> Result<Device> {
             }
             let count = tch::Cuda::device_count() as usize;
             if i >= count {
-                return Err(Error::Config(format!("device cuda:{i}: only {count} CUDA device(s)")));
+                return Err(Error::Config(format!(
+                    "device cuda:{i}: only {count} CUDA device(s)"
+                )));
             }
             eprintln!("device: cuda:{i} (requested; {} loaded)", path.display());
             Ok(Device::Cuda(i))

@@ -159,19 +159,29 @@ pub struct Ensemble {
 
 impl std::fmt::Debug for Ensemble {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ensemble").field("members", &self.len()).field("dims", &self.dims).field("device", &self.device).finish()
+        f.debug_struct("Ensemble")
+            .field("members", &self.len())
+            .field("dims", &self.dims)
+            .field("device", &self.device)
+            .finish()
     }
 }
 
 impl Ensemble {
     /// Stacks `members` (all of the same shape) onto `device`.
     pub fn from_members(members: &[MlpWeights], device: Device) -> Result<Self> {
-        let first = members.first().ok_or_else(|| Error::Invalid("an ensemble needs at least one member".into()))?;
+        let first = members
+            .first()
+            .ok_or_else(|| Error::Invalid("an ensemble needs at least one member".into()))?;
         let dims = first.dims();
         for (k, m) in members.iter().enumerate() {
-            m.validate().map_err(|e| Error::Invalid(format!("member {k}: {e}")))?;
+            m.validate()
+                .map_err(|e| Error::Invalid(format!("member {k}: {e}")))?;
             if m.dims() != dims {
-                return Err(Error::Invalid(format!("member {k} has layer widths {:?}, member 0 has {dims:?}", m.dims())));
+                return Err(Error::Invalid(format!(
+                    "member {k} has layer widths {:?}, member 0 has {dims:?}",
+                    m.dims()
+                )));
             }
         }
         let n = members.len() as i64;
@@ -186,12 +196,21 @@ impl Ensemble {
                 w.extend_from_slice(&m.layers[l].weight);
                 b.extend_from_slice(&m.layers[l].bias);
             }
-            let w = Tensor::from_slice(&w).view([n, o, i]).transpose(1, 2).contiguous().to_device(device);
+            let w = Tensor::from_slice(&w)
+                .view([n, o, i])
+                .transpose(1, 2)
+                .contiguous()
+                .to_device(device);
             let b = Tensor::from_slice(&b).view([n, 1, o]).to_device(device);
             weights.push(w);
             biases.push(b);
         }
-        Ok(Ensemble { device, dims, weights, biases })
+        Ok(Ensemble {
+            device,
+            dims,
+            weights,
+            biases,
+        })
     }
 
     /// Number of members.
@@ -220,8 +239,19 @@ impl Ensemble {
         let mut members = vec![MlpWeights { layers: Vec::new() }; n];
         for l in 0..self.weights.len() {
             let (i, o) = (self.dims[l], self.dims[l + 1]);
-            let w = Vec::<f32>::try_from(self.weights[l].transpose(1, 2).contiguous().to_device(Device::Cpu).view([-1]))?;
-            let b = Vec::<f32>::try_from(self.biases[l].to_device(Device::Cpu).contiguous().view([-1]))?;
+            let w = Vec::<f32>::try_from(
+                self.weights[l]
+                    .transpose(1, 2)
+                    .contiguous()
+                    .to_device(Device::Cpu)
+                    .view([-1]),
+            )?;
+            let b = Vec::<f32>::try_from(
+                self.biases[l]
+                    .to_device(Device::Cpu)
+                    .contiguous()
+                    .view([-1]),
+            )?;
             for (k, m) in members.iter_mut().enumerate() {
                 m.layers.push(DenseWeights {
                     in_dim: i,
@@ -265,7 +295,10 @@ impl Ensemble {
     /// Malicious probabilities of every member on every row of `x`: `result[k][r]`.
     pub fn scores(&self, x: &DenseMatrix) -> Result<Vec<Vec<f32>>> {
         if x.cols != self.dims[0] {
-            return Err(Error::Invalid(format!("the model takes {} features, the matrix has {}", self.dims[0], x.cols)));
+            return Err(Error::Invalid(format!(
+                "the model takes {} features, the matrix has {}",
+                self.dims[0], x.cols
+            )));
         }
         let n = self.len();
         let widest = *self.dims.iter().max().unwrap_or(&1);
@@ -275,8 +308,14 @@ impl Ensemble {
         for start in (0..x.rows).step_by(chunk) {
             let end = (start + chunk).min(x.rows);
             let rows = &x.values[start * x.cols..end * x.cols];
-            let t = Tensor::from_slice(rows).view([(end - start) as i64, x.cols as i64]).to_device(self.device);
-            let p = self.logits_shared(&t).sigmoid().to_device(Device::Cpu).contiguous();
+            let t = Tensor::from_slice(rows)
+                .view([(end - start) as i64, x.cols as i64])
+                .to_device(self.device);
+            let p = self
+                .logits_shared(&t)
+                .sigmoid()
+                .to_device(Device::Cpu)
+                .contiguous();
             let p = Vec::<f32>::try_from(p.view([-1]))?;
             for (k, member) in out.iter_mut().enumerate() {
                 member.extend_from_slice(&p[k * (end - start)..(k + 1) * (end - start)]);
@@ -309,9 +348,15 @@ fn pad(sets: &[&LabeledRows], cols: usize, device: Device) -> Padded {
         }
     }
     Padded {
-        x: Tensor::from_slice(&x).view([(n * max) as i64, cols as i64]).to_device(device),
-        y: Tensor::from_slice(&y).view([n as i64, max as i64]).to_device(device),
-        w: Tensor::from_slice(&w).view([n as i64, max as i64]).to_device(device),
+        x: Tensor::from_slice(&x)
+            .view([(n * max) as i64, cols as i64])
+            .to_device(device),
+        y: Tensor::from_slice(&y)
+            .view([n as i64, max as i64])
+            .to_device(device),
+        w: Tensor::from_slice(&w)
+            .view([n as i64, max as i64])
+            .to_device(device),
         max,
     }
 }
@@ -328,7 +373,8 @@ fn bce_rows(logits: &Tensor, y: &Tensor, pos_weight: &Tensor) -> Tensor {
 /// ℓ = −[p·y·log σ(z) + (1 − y)·log σ(−z)], returned as `[N]`.
 fn member_losses(logits: &Tensor, y: &Tensor, w: &Tensor, pos_weight: &Tensor) -> Tensor {
     let per_row = bce_rows(logits, y, pos_weight);
-    (per_row * w).sum_dim_intlist(1, false, Kind::Float) / w.sum_dim_intlist(1, false, Kind::Float).clamp_min(1.0)
+    (per_row * w).sum_dim_intlist(1, false, Kind::Float)
+        / w.sum_dim_intlist(1, false, Kind::Float).clamp_min(1.0)
 }
 
 /// Adam's constants (Kingma & Ba 2015, §2: β₁ = 0.9, β₂ = 0.999, ε = 1e-8, PyTorch's defaults).
@@ -351,26 +397,57 @@ pub struct Trainer {
 impl Trainer {
     /// Prepares `ensemble` for training with Adam at `learning_rate`.
     pub fn new(mut ensemble: Ensemble, learning_rate: f64) -> Self {
-        for p in ensemble.weights.iter_mut().chain(ensemble.biases.iter_mut()) {
+        for p in ensemble
+            .weights
+            .iter_mut()
+            .chain(ensemble.biases.iter_mut())
+        {
             *p = p.detach().set_requires_grad(true);
         }
         let zeros = |ps: &[Tensor]| ps.iter().map(|p| p.zeros_like()).collect::<Vec<_>>();
-        let params = ensemble.weights.iter().chain(&ensemble.biases).map(|p| p.shallow_clone()).collect::<Vec<_>>();
+        let params = ensemble
+            .weights
+            .iter()
+            .chain(&ensemble.biases)
+            .map(|p| p.shallow_clone())
+            .collect::<Vec<_>>();
         let n = ensemble.len();
-        Trainer { first_moments: zeros(&params), second_moments: zeros(&params), scratch: zeros(&params), steps: vec![0; n], learning_rate, ensemble }
+        Trainer {
+            first_moments: zeros(&params),
+            second_moments: zeros(&params),
+            scratch: zeros(&params),
+            steps: vec![0; n],
+            learning_rate,
+            ensemble,
+        }
     }
 
     fn params(&self) -> Vec<Tensor> {
-        self.ensemble.weights.iter().chain(&self.ensemble.biases).map(|p| p.shallow_clone()).collect()
+        self.ensemble
+            .weights
+            .iter()
+            .chain(&self.ensemble.biases)
+            .map(|p| p.shallow_clone())
+            .collect()
     }
 
     /// One Adam step on per-member batches `x: [N, B, in]`, `y`, `w: [N, B]` (w = 0 marks padding);
     /// members with `active[k] == false` are left exactly as they are (parameters and moments).
     /// Returns each member's batch loss.
-    pub fn step(&mut self, x: &Tensor, y: &Tensor, w: &Tensor, pos_weight: &Tensor, active: &[bool]) -> Result<Vec<f32>> {
+    pub fn step(
+        &mut self,
+        x: &Tensor,
+        y: &Tensor,
+        w: &Tensor,
+        pos_weight: &Tensor,
+        active: &[bool],
+    ) -> Result<Vec<f32>> {
         let n = self.ensemble.len();
         if active.len() != n {
-            return Err(Error::Invalid(format!("{} activity flags for {n} members", active.len())));
+            return Err(Error::Invalid(format!(
+                "{} activity flags for {n} members",
+                active.len()
+            )));
         }
         let losses = member_losses(&self.ensemble.logits(x), y, w, pos_weight);
         losses.sum(Kind::Float).backward();
@@ -384,25 +461,49 @@ impl Trainer {
         let neg_step_size: Vec<f32> = self
             .steps
             .iter()
-            .map(|&t| if t == 0 { 0.0 } else { (-self.learning_rate / (1.0 - BETA1.powi(t as i32))) as f32 })
+            .map(|&t| {
+                if t == 0 {
+                    0.0
+                } else {
+                    (-self.learning_rate / (1.0 - BETA1.powi(t as i32))) as f32
+                }
+            })
             .collect();
-        let sqrt_bc2: Vec<f32> =
-            self.steps.iter().map(|&t| if t == 0 { 1.0 } else { (1.0 - BETA2.powi(t as i32)).sqrt() as f32 }).collect();
+        let sqrt_bc2: Vec<f32> = self
+            .steps
+            .iter()
+            .map(|&t| {
+                if t == 0 {
+                    1.0
+                } else {
+                    (1.0 - BETA2.powi(t as i32)).sqrt() as f32
+                }
+            })
+            .collect();
         let shape = [n as i64, 1, 1];
-        let neg_step_size = Tensor::from_slice(&neg_step_size).view(shape).to_device(device);
+        let neg_step_size = Tensor::from_slice(&neg_step_size)
+            .view(shape)
+            .to_device(device);
         let sqrt_bc2 = Tensor::from_slice(&sqrt_bc2).view(shape).to_device(device);
         // Members that must not move: their slices are saved before and restored after the
         // (in-place, whole-tensor) update, so they stay bit-for-bit unchanged. Cheaper than
         // masking every element when, as usual, most members are active.
         let inactive: Vec<i64> = (0..n).filter(|&k| !active[k]).map(|k| k as i64).collect();
-        let inactive = (!inactive.is_empty()).then(|| Tensor::from_slice(&inactive).to_device(device));
+        let inactive =
+            (!inactive.is_empty()).then(|| Tensor::from_slice(&inactive).to_device(device));
         let _guard = tch::no_grad_guard();
         for (i, mut p) in self.params().into_iter().enumerate() {
             let mut g = p.grad();
             let m = &mut self.first_moments[i];
             let v = &mut self.second_moments[i];
             let scratch = &mut self.scratch[i];
-            let saved = inactive.as_ref().map(|idx| (p.index_select(0, idx), m.index_select(0, idx), v.index_select(0, idx)));
+            let saved = inactive.as_ref().map(|idx| {
+                (
+                    p.index_select(0, idx),
+                    m.index_select(0, idx),
+                    v.index_select(0, idx),
+                )
+            });
             // m ← β₁m + (1−β₁)g (as torch.optim.Adam: lerp), v ← β₂v + (1−β₂)g².
             let _ = m.f_lerp_(&g, 1.0 - BETA1)?;
             let _ = g.f_mul_(&g.shallow_clone())?;
@@ -421,7 +522,9 @@ impl Trainer {
             }
             let _ = g.f_zero_()?;
         }
-        Ok(Vec::<f32>::try_from(losses.detach().to_device(Device::Cpu))?)
+        Ok(Vec::<f32>::try_from(
+            losses.detach().to_device(Device::Cpu),
+        )?)
     }
 
     /// The ensemble being trained.
@@ -478,7 +581,11 @@ pub fn train<R: Rng>(
 ) -> Result<(Ensemble, Vec<MemberReport>)> {
     let n = ensemble.len();
     if data.len() != n || rngs.len() != n {
-        return Err(Error::Invalid(format!("{n} members but {} data sets and {} random streams", data.len(), rngs.len())));
+        return Err(Error::Invalid(format!(
+            "{n} members but {} data sets and {} random streams",
+            data.len(),
+            rngs.len()
+        )));
     }
     for (k, d) in data.iter().enumerate() {
         if d.train.y.is_empty() || d.holdout.y.is_empty() {
@@ -509,8 +616,13 @@ pub fn train<R: Rng>(
             let mut reports = Vec::with_capacity(n);
             for k in 0..n {
                 let one = Ensemble::from_members(std::slice::from_ref(&members[k]), device)?;
-                let sub_label = if label.is_empty() { String::new() } else { format!("{label} {}/{n}", k + 1) };
-                let (one, mut report) = train_batched(one, &data[k..=k], config, &mut rngs[k..=k], &sub_label)?;
+                let sub_label = if label.is_empty() {
+                    String::new()
+                } else {
+                    format!("{label} {}/{n}", k + 1)
+                };
+                let (one, mut report) =
+                    train_batched(one, &data[k..=k], config, &mut rngs[k..=k], &sub_label)?;
                 trained.push(one.members()?.remove(0));
                 reports.push(report.remove(0));
             }
@@ -532,7 +644,14 @@ struct Working {
 }
 
 impl Working {
-    fn new(ids: Vec<usize>, data: &[MemberData], pos_weights: &[f32], config: &TrainConfig, cols: usize, device: Device) -> Self {
+    fn new(
+        ids: Vec<usize>,
+        data: &[MemberData],
+        pos_weights: &[f32],
+        config: &TrainConfig,
+        cols: usize,
+        device: Device,
+    ) -> Self {
         let n = ids.len();
         let train_sets: Vec<&LabeledRows> = ids.iter().map(|&k| &data[k].train).collect();
         let holdout_sets: Vec<&LabeledRows> = ids.iter().map(|&k| &data[k].holdout).collect();
@@ -540,12 +659,22 @@ impl Working {
         let holdout = pad(&holdout_sets, cols, device);
         let holdout_x = holdout.x.view([n as i64, holdout.max as i64, cols as i64]);
         let weights: Vec<f32> = ids.iter().map(|&k| pos_weights[k]).collect();
-        let pos_weight = Tensor::from_slice(&weights).view([n as i64, 1]).to_device(device);
+        let pos_weight = Tensor::from_slice(&weights)
+            .view([n as i64, 1])
+            .to_device(device);
         let sizes: Vec<usize> = ids.iter().map(|&k| data[k].train.y.len()).collect();
         // A member's batches are the same whatever the others' sizes: with B >= its size it takes
         // all its rows in one step, exactly as with B = its size.
         let batch = config.batch_size.min(train_data.max);
-        Working { ids, train_data, holdout, holdout_x, pos_weight, sizes, batch }
+        Working {
+            ids,
+            train_data,
+            holdout,
+            holdout_x,
+            pos_weight,
+            sizes,
+            batch,
+        }
     }
 }
 
@@ -556,12 +685,22 @@ impl Trainer {
         let idx: Vec<i64> = keep.iter().map(|&k| k as i64).collect();
         let idx = Tensor::from_slice(&idx).to_device(device);
         let _guard = tch::no_grad_guard();
-        let select = |ts: &[Tensor]| ts.iter().map(|t| t.index_select(0, &idx)).collect::<Vec<_>>();
+        let select = |ts: &[Tensor]| {
+            ts.iter()
+                .map(|t| t.index_select(0, &idx))
+                .collect::<Vec<_>>()
+        };
         let ensemble = Ensemble {
             device,
             dims: self.ensemble.dims.clone(),
-            weights: select(&self.ensemble.weights).into_iter().map(|t| t.set_requires_grad(true)).collect(),
-            biases: select(&self.ensemble.biases).into_iter().map(|t| t.set_requires_grad(true)).collect(),
+            weights: select(&self.ensemble.weights)
+                .into_iter()
+                .map(|t| t.set_requires_grad(true))
+                .collect(),
+            biases: select(&self.ensemble.biases)
+                .into_iter()
+                .map(|t| t.set_requires_grad(true))
+                .collect(),
         };
         Ok(Trainer {
             first_moments: select(&self.first_moments),
@@ -585,7 +724,14 @@ fn train_batched<R: Rng>(
     let cols = ensemble.dims[0];
     let device = ensemble.device;
     let pos_weight_values = pos_weights(data, config.class_balance);
-    let mut work = Working::new((0..n_all).collect(), data, &pos_weight_values, config, cols, device);
+    let mut work = Working::new(
+        (0..n_all).collect(),
+        data,
+        &pos_weight_values,
+        config,
+        cols,
+        device,
+    );
 
     let mut trainer = Trainer::new(ensemble, config.learning_rate);
     // Best weights of every member, full size; members copy theirs in when they improve.
@@ -613,9 +759,18 @@ fn train_batched<R: Rng>(
         let n = work.ids.len();
         let batch = work.batch;
         let sizes = &work.sizes;
-        let perms: Vec<Option<Vec<usize>>> =
-            (0..n).map(|k| active[k].then(|| permutation(sizes[k], &mut rngs[work.ids[k]]))).collect();
-        let steps: Vec<usize> = (0..n).map(|k| if active[k] { sizes[k].div_ceil(batch) } else { 0 }).collect();
+        let perms: Vec<Option<Vec<usize>>> = (0..n)
+            .map(|k| active[k].then(|| permutation(sizes[k], &mut rngs[work.ids[k]])))
+            .collect();
+        let steps: Vec<usize> = (0..n)
+            .map(|k| {
+                if active[k] {
+                    sizes[k].div_ceil(batch)
+                } else {
+                    0
+                }
+            })
+            .collect();
         let max_steps = steps.iter().copied().max().unwrap_or(0);
         for s in 0..max_steps {
             let mut index = vec![0i64; n * batch];
@@ -638,9 +793,20 @@ fn train_batched<R: Rng>(
                 }
             }
             let index = Tensor::from_slice(&index).to_device(device);
-            let x = work.train_data.x.index_select(0, &index).view([n as i64, batch as i64, cols as i64]);
-            let y = work.train_data.y.view([-1]).index_select(0, &index).view([n as i64, batch as i64]);
-            let w = Tensor::from_slice(&weight).view([n as i64, batch as i64]).to_device(device);
+            let x = work.train_data.x.index_select(0, &index).view([
+                n as i64,
+                batch as i64,
+                cols as i64,
+            ]);
+            let y = work
+                .train_data
+                .y
+                .view([-1])
+                .index_select(0, &index)
+                .view([n as i64, batch as i64]);
+            let w = Tensor::from_slice(&weight)
+                .view([n as i64, batch as i64])
+                .to_device(device);
             trainer.step(&x, &y, &w, &work.pos_weight, &step_active)?;
         }
         // Held-out loss per member, then keep the improved members' weights.
@@ -700,7 +866,11 @@ fn train_batched<R: Rng>(
         }
         if !label.is_empty() {
             let running = active.iter().filter(|&&a| a).count();
-            let finite: Vec<f64> = best_loss.iter().copied().filter(|l| l.is_finite()).collect();
+            let finite: Vec<f64> = best_loss
+                .iter()
+                .copied()
+                .filter(|l| l.is_finite())
+                .collect();
             let mean = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
             eprintln!(
                 "{label}: epoch {epoch}/{}: {running}/{n_all} still training, mean best held-out loss {mean:.4}",
@@ -716,15 +886,33 @@ fn train_batched<R: Rng>(
     let mut best = best.into_iter();
     let weights: Vec<Tensor> = best.by_ref().take(layers).collect();
     let biases: Vec<Tensor> = best.collect();
-    let ensemble = Ensemble { device, dims, weights, biases };
+    let ensemble = Ensemble {
+        device,
+        dims,
+        weights,
+        biases,
+    };
 
     // Thresholds: Youden's J on each member's held-out scores.
-    let full = Working::new((0..n_all).collect(), data, &pos_weight_values, config, cols, device);
+    let full = Working::new(
+        (0..n_all).collect(),
+        data,
+        &pos_weight_values,
+        config,
+        cols,
+        device,
+    );
     let mut reports = Vec::with_capacity(n_all);
     let holdout_scores = {
         let _guard = tch::no_grad_guard();
         let logits = ensemble.logits(&full.holdout_x);
-        Vec::<f32>::try_from(logits.sigmoid().to_device(Device::Cpu).contiguous().view([-1]))?
+        Vec::<f32>::try_from(
+            logits
+                .sigmoid()
+                .to_device(Device::Cpu)
+                .contiguous()
+                .view([-1]),
+        )?
     };
     for k in 0..n_all {
         let h = &data[k].holdout;
@@ -750,7 +938,9 @@ fn train_batched<R: Rng>(
 
 /// Random initial weights for `n` members, member k from `rngs[k]`.
 pub fn init_members<R: Rng>(dims: &[usize], rngs: &mut [R]) -> Vec<MlpWeights> {
-    rngs.iter_mut().map(|rng| MlpWeights::init(dims, rng)).collect()
+    rngs.iter_mut()
+        .map(|rng| MlpWeights::init(dims, rng))
+        .collect()
 }
 
 /// Counts member votes: `votes[r] = [benign, malicious]`, member k voting malicious on row r when

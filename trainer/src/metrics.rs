@@ -30,15 +30,23 @@ pub fn roc_curve(scores: &[f32], labels: &[bool]) -> Vec<RocPoint> {
     let mut order: Vec<usize> = (0..scores.len()).collect();
     // NaN scores sort last (treated as the lowest score) so they never win a threshold.
     order.sort_by(|&a, &b| {
-        scores[b].partial_cmp(&scores[a]).unwrap_or_else(|| scores[a].is_nan().cmp(&scores[b].is_nan()))
+        scores[b]
+            .partial_cmp(&scores[a])
+            .unwrap_or_else(|| scores[a].is_nan().cmp(&scores[b].is_nan()))
     });
-    let mut points = vec![RocPoint { threshold: f32::INFINITY, fpr: 0.0, tpr: 0.0 }];
+    let mut points = vec![RocPoint {
+        threshold: f32::INFINITY,
+        fpr: 0.0,
+        tpr: 0.0,
+    }];
     let (mut tp, mut fp) = (0usize, 0usize);
     let mut i = 0;
     while i < order.len() {
         let threshold = scores[order[i]];
         // Take every sample tied at this score together: a threshold cannot separate them.
-        while i < order.len() && (scores[order[i]] == threshold || (threshold.is_nan() && scores[order[i]].is_nan())) {
+        while i < order.len()
+            && (scores[order[i]] == threshold || (threshold.is_nan() && scores[order[i]].is_nan()))
+        {
             if labels[order[i]] {
                 tp += 1;
             } else {
@@ -46,7 +54,11 @@ pub fn roc_curve(scores: &[f32], labels: &[bool]) -> Vec<RocPoint> {
             }
             i += 1;
         }
-        points.push(RocPoint { threshold, fpr: fp as f64 / negatives as f64, tpr: tp as f64 / positives as f64 });
+        points.push(RocPoint {
+            threshold,
+            fpr: fp as f64 / negatives as f64,
+            tpr: tp as f64 / positives as f64,
+        });
     }
     points
 }
@@ -59,7 +71,12 @@ pub fn roc_auc(scores: &[f32], labels: &[bool]) -> Option<f64> {
     if curve.is_empty() {
         return None;
     }
-    Some(curve.windows(2).map(|w| (w[1].fpr - w[0].fpr) * (w[1].tpr + w[0].tpr) / 2.0).sum())
+    Some(
+        curve
+            .windows(2)
+            .map(|w| (w[1].fpr - w[0].fpr) * (w[1].tpr + w[0].tpr) / 2.0)
+            .sum(),
+    )
 }
 
 /// The threshold that maximizes Youden's J statistic J = TPR − FPR over the ROC curve
@@ -200,7 +217,10 @@ pub fn roc_svg(curves: &[(&str, &[RocPoint])]) -> String {
     );
     for (i, (name, points)) in curves.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        let path: Vec<String> = points.iter().map(|p| format!("{:.2},{:.2}", x(p.fpr), y(p.tpr))).collect();
+        let path: Vec<String> = points
+            .iter()
+            .map(|p| format!("{:.2},{:.2}", x(p.fpr), y(p.tpr)))
+            .collect();
         svg += &format!(
             "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n",
             path.join(" ")
@@ -220,7 +240,10 @@ pub fn roc_svg(curves: &[(&str, &[RocPoint])]) -> String {
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -49,10 +49,19 @@ impl MlpWeights {
             .map(|w| {
                 let (in_dim, out_dim) = (w[0], w[1]);
                 let bound = 1.0 / (in_dim as f32).sqrt();
-                let mut draw = |n: usize| (0..n).map(|_| rng.random_range(-bound..bound)).collect::<Vec<f32>>();
+                let mut draw = |n: usize| {
+                    (0..n)
+                        .map(|_| rng.random_range(-bound..bound))
+                        .collect::<Vec<f32>>()
+                };
                 let weight = draw(in_dim * out_dim);
                 let bias = draw(out_dim);
-                DenseWeights { in_dim, out_dim, weight, bias }
+                DenseWeights {
+                    in_dim,
+                    out_dim,
+                    weight,
+                    bias,
+                }
             })
             .collect();
         MlpWeights { layers }
@@ -85,14 +94,19 @@ impl MlpWeights {
             }
         }
         if self.layers.last().map(|l| l.out_dim) != Some(1) {
-            return Err(Error::Invalid("the last layer must have exactly one output".into()));
+            return Err(Error::Invalid(
+                "the last layer must have exactly one output".into(),
+            ));
         }
         Ok(())
     }
 
     /// Number of trainable parameters.
     pub fn parameter_count(&self) -> usize {
-        self.layers.iter().map(|l| l.weight.len() + l.bias.len()).sum()
+        self.layers
+            .iter()
+            .map(|l| l.weight.len() + l.bias.len())
+            .sum()
     }
 
     /// The malicious probability of one feature row, computed in plain Rust (f32, no libtorch):
@@ -112,5 +126,4 @@ impl MlpWeights {
         }
         1.0 / (1.0 + (-h[0]).exp())
     }
-
 }

@@ -71,8 +71,16 @@ impl ModelFile {
         self.weights.validate()?;
         let mut buffers = Vec::new();
         for (l, layer) in self.weights.layers.iter().enumerate() {
-            buffers.push((format!("layer{l}.weight"), vec![layer.out_dim, layer.in_dim], le_bytes(&layer.weight)));
-            buffers.push((format!("layer{l}.bias"), vec![layer.out_dim], le_bytes(&layer.bias)));
+            buffers.push((
+                format!("layer{l}.weight"),
+                vec![layer.out_dim, layer.in_dim],
+                le_bytes(&layer.weight),
+            ));
+            buffers.push((
+                format!("layer{l}.bias"),
+                vec![layer.out_dim],
+                le_bytes(&layer.bias),
+            ));
         }
         let views = buffers
             .iter()
@@ -82,39 +90,70 @@ impl ModelFile {
                     .map_err(|e| Error::Invalid(format!("tensor {name}: {e:?}")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let info = serde_json::to_string(&self.info).map_err(|e| Error::Invalid(format!("model info: {e}")))?;
+        let info = serde_json::to_string(&self.info)
+            .map_err(|e| Error::Invalid(format!("model info: {e}")))?;
         let metadata = Some(HashMap::from([(METADATA_KEY.to_string(), info)]));
-        safetensors::tensor::serialize(views, &metadata).map_err(|e| Error::Invalid(format!("safetensors: {e:?}")))
+        safetensors::tensor::serialize(views, &metadata)
+            .map_err(|e| Error::Invalid(format!("safetensors: {e:?}")))
     }
 
     /// Parses safetensors bytes; `path` names the file in errors.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Self> {
         let bad = |what: String| Error::Invalid(format!("{}: {what}", path.display()));
-        let (_, metadata) = SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not a safetensors file: {e:?}")))?;
+        let (_, metadata) = SafeTensors::read_metadata(bytes)
+            .map_err(|e| bad(format!("not a safetensors file: {e:?}")))?;
         let info_json = metadata
             .metadata()
             .as_ref()
             .and_then(|m| m.get(METADATA_KEY))
-            .ok_or_else(|| bad(format!("no `{METADATA_KEY}` metadata: not a pate-waf model file")))?;
-        let info: ModelInfo = serde_json::from_str(info_json).map_err(|e| bad(format!("model info: {e}")))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "no `{METADATA_KEY}` metadata: not a pate-waf model file"
+                ))
+            })?;
+        let info: ModelInfo =
+            serde_json::from_str(info_json).map_err(|e| bad(format!("model info: {e}")))?;
         if info.format_version != MODEL_FILE_VERSION {
-            return Err(bad(format!("model file version {} (this pate-trainer reads {MODEL_FILE_VERSION})", info.format_version)));
+            return Err(bad(format!(
+                "model file version {} (this pate-trainer reads {MODEL_FILE_VERSION})",
+                info.format_version
+            )));
         }
-        let tensors = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("safetensors: {e:?}")))?;
+        let tensors =
+            SafeTensors::deserialize(bytes).map_err(|e| bad(format!("safetensors: {e:?}")))?;
         let read = |name: &str, dims: usize| -> Result<(Vec<usize>, Vec<f32>)> {
-            let t = tensors.tensor(name).map_err(|_| bad(format!("missing tensor {name}")))?;
+            let t = tensors
+                .tensor(name)
+                .map_err(|_| bad(format!("missing tensor {name}")))?;
             if t.dtype() != Dtype::F32 || t.shape().len() != dims {
-                return Err(bad(format!("tensor {name}: expected {dims}-d f32, got {:?} {:?}", t.dtype(), t.shape())));
+                return Err(bad(format!(
+                    "tensor {name}: expected {dims}-d f32, got {:?} {:?}",
+                    t.dtype(),
+                    t.shape()
+                )));
             }
-            let values = t.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let values = t
+                .data()
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
             Ok((t.shape().to_vec(), values))
         };
-        let layer_count = tensors.names().iter().filter(|n| n.ends_with(".weight")).count();
+        let layer_count = tensors
+            .names()
+            .iter()
+            .filter(|n| n.ends_with(".weight"))
+            .count();
         let mut layers = Vec::with_capacity(layer_count);
         for l in 0..layer_count {
             let (shape, weight) = read(&format!("layer{l}.weight"), 2)?;
             let (_, bias) = read(&format!("layer{l}.bias"), 1)?;
-            layers.push(DenseWeights { in_dim: shape[1], out_dim: shape[0], weight, bias });
+            layers.push(DenseWeights {
+                in_dim: shape[1],
+                out_dim: shape[0],
+                weight,
+                bias,
+            });
         }
         let weights = MlpWeights { layers };
         weights.validate().map_err(|e| bad(e.to_string()))?;
@@ -124,12 +163,18 @@ impl ModelFile {
     /// Writes the file atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
         let bytes = self.to_bytes()?;
-        featurizer::write_atomic(path, &bytes).map_err(|source| Error::Io { path: path.to_owned(), source })
+        featurizer::write_atomic(path, &bytes).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// Reads and checks a model file.
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         Self::from_bytes(&bytes, path)
     }
 }
@@ -142,10 +187,16 @@ pub fn teacher_file_name(shard: usize) -> String {
 /// Loads every `teacher-*.safetensors` of `dir`, sorted by shard; checks that they agree on the
 /// shard count, featurizer and shape.
 pub fn load_teachers(dir: &Path) -> Result<Vec<ModelFile>> {
-    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
     let mut paths = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|source| Error::Io { path: dir.to_owned(), source })?;
+        let entry = entry.map_err(|source| Error::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with("teacher-") && name.ends_with(".safetensors") {
             paths.push(entry.path());
@@ -153,13 +204,22 @@ pub fn load_teachers(dir: &Path) -> Result<Vec<ModelFile>> {
     }
     paths.sort();
     if paths.is_empty() {
-        return Err(Error::Invalid(format!("{}: no teacher-*.safetensors files", dir.display())));
+        return Err(Error::Invalid(format!(
+            "{}: no teacher-*.safetensors files",
+            dir.display()
+        )));
     }
-    let teachers = paths.iter().map(|p| ModelFile::load(p)).collect::<Result<Vec<_>>>()?;
+    let teachers = paths
+        .iter()
+        .map(|p| ModelFile::load(p))
+        .collect::<Result<Vec<_>>>()?;
     let first = &teachers[0];
     for (t, p) in teachers.iter().zip(&paths) {
         if t.info.role != ModelRole::Teacher {
-            return Err(Error::Invalid(format!("{}: not a teacher model", p.display())));
+            return Err(Error::Invalid(format!(
+                "{}: not a teacher model",
+                p.display()
+            )));
         }
         if t.info.featurizer_hash != first.info.featurizer_hash {
             return Err(Error::Invalid(format!(

@@ -30,7 +30,10 @@ impl RunRng {
     /// Fresh OS randomness unless `seed` is given.
     pub fn new(seed: Option<u64>) -> Result<Self> {
         let master = match seed {
-            Some(s) => Sha256::digest([b"pate-waf experiment seed ".as_slice(), &s.to_le_bytes()].concat()).into(),
+            Some(s) => {
+                Sha256::digest([b"pate-waf experiment seed ".as_slice(), &s.to_le_bytes()].concat())
+                    .into()
+            }
             None => {
                 let mut rng = ChaCha20Rng::try_from_rng(&mut rand::rngs::SysRng)
                     .map_err(|e| Error::Invalid(format!("no OS entropy: {e}")))?;
@@ -44,7 +47,11 @@ impl RunRng {
 
     /// The random stream for `purpose`.
     pub fn stream(&self, purpose: &str) -> ChaCha20Rng {
-        let digest: [u8; 32] = Sha256::new().chain_update(self.master).chain_update(purpose.as_bytes()).finalize().into();
+        let digest: [u8; 32] = Sha256::new()
+            .chain_update(self.master)
+            .chain_update(purpose.as_bytes())
+            .finalize()
+            .into();
         ChaCha20Rng::from_seed(digest)
     }
 
@@ -68,7 +75,10 @@ impl RunRng {
 pub fn load_datasets(sources: &[DatasetSource]) -> Result<Vec<datasets::Record>> {
     let mut all = Vec::new();
     for source in sources {
-        let options = datasets::LoadOptions { label: source.label, label_file: None };
+        let options = datasets::LoadOptions {
+            label: source.label,
+            label_file: None,
+        };
         let mut records = datasets::load_with(source.format, &source.path, &options)?;
         if let Some(limit) = source.limit {
             records.truncate(limit);
@@ -80,7 +90,12 @@ pub fn load_datasets(sources: &[DatasetSource]) -> Result<Vec<datasets::Record>>
                 r.line
             )));
         }
-        eprintln!("data: {} requests from {} ({})", records.len(), source.path.display(), source.format.name());
+        eprintln!(
+            "data: {} requests from {} ({})",
+            records.len(),
+            source.path.display(),
+            source.format.name()
+        );
         all.extend(records);
     }
     Ok(all)
@@ -105,7 +120,11 @@ pub fn request_hash(r: &datasets::Record) -> [u8; 32] {
 /// The first occurrence of each distinct request (by [`request_hash`]) among `indices`, in order.
 pub fn distinct(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
     let mut seen = std::collections::HashSet::new();
-    indices.iter().copied().filter(|&i| seen.insert(request_hash(&records[i]))).collect()
+    indices
+        .iter()
+        .copied()
+        .filter(|&i| seen.insert(request_hash(&records[i])))
+        .collect()
 }
 
 /// Indices of the records in each split.
@@ -148,13 +167,22 @@ pub fn split_by_hash(records: &[datasets::Record], config: &SplitConfig) -> Spli
 }
 
 /// The dense features of `records[indices]`.
-pub fn featurize_rows(f: &featurizer::Featurizer, records: &[datasets::Record], indices: &[usize]) -> DenseMatrix {
+pub fn featurize_rows(
+    f: &featurizer::Featurizer,
+    records: &[datasets::Record],
+    indices: &[usize],
+) -> DenseMatrix {
     let dim = f.dim();
     let mut values = vec![0f32; indices.len() * dim];
     for (row, &i) in indices.iter().enumerate() {
-        f.transform(&records[i].parts()).write_dense(&mut values[row * dim..(row + 1) * dim]);
+        f.transform(&records[i].parts())
+            .write_dense(&mut values[row * dim..(row + 1) * dim]);
     }
-    DenseMatrix { rows: indices.len(), cols: dim, values }
+    DenseMatrix {
+        rows: indices.len(),
+        cols: dim,
+        values,
+    }
 }
 
 /// Labels of `records[indices]` (true = malicious); an unlabelled record is an error.
@@ -163,7 +191,10 @@ pub fn labels_of(records: &[datasets::Record], indices: &[usize]) -> Result<Vec<
         .iter()
         .map(|&i| match records[i].label {
             Some(l) => Ok(l == datasets::Label::Malicious),
-            None => Err(Error::Invalid(format!("request at line {} has no label", records[i].line))),
+            None => Err(Error::Invalid(format!(
+                "request at line {} has no label",
+                records[i].line
+            ))),
         })
         .collect()
 }
@@ -197,8 +228,16 @@ pub fn partition(n: usize, count: usize, rng: &mut impl rand::Rng) -> Vec<Vec<us
 /// sorting by a cryptographic hash makes the assignment look random with respect to the content.
 /// (Assigning by `hash mod N` instead would put every copy of a frequent request with one teacher
 /// and give shards of very uneven size and quality.) Returns positions into `private`, sorted.
-pub fn hash_partition(records: &[datasets::Record], private: &[usize], count: usize) -> Vec<Vec<usize>> {
-    let mut order: Vec<([u8; 32], usize)> = private.iter().enumerate().map(|(j, &i)| (request_hash(&records[i]), j)).collect();
+pub fn hash_partition(
+    records: &[datasets::Record],
+    private: &[usize],
+    count: usize,
+) -> Vec<Vec<usize>> {
+    let mut order: Vec<([u8; 32], usize)> = private
+        .iter()
+        .enumerate()
+        .map(|(j, &i)| (request_hash(&records[i]), j))
+        .collect();
     order.sort_unstable();
     let mut shards = vec![Vec::with_capacity(private.len() / count.max(1) + 1); count];
     for (rank, (_, j)) in order.into_iter().enumerate() {
@@ -219,17 +258,32 @@ pub fn teacher_member_data(
 ) -> Result<MemberData> {
     let n = y.len();
     if n < 2 {
-        return Err(Error::Invalid(format!("a shard of {n} samples cannot be split into training and held-out samples")));
+        return Err(Error::Invalid(format!(
+            "a shard of {n} samples cannot be split into training and held-out samples"
+        )));
     }
-    let holdout = ((n as f64 * fraction).round() as usize).clamp(1, max.max(1)).min(n - 1);
+    let holdout = ((n as f64 * fraction).round() as usize)
+        .clamp(1, max.max(1))
+        .min(n - 1);
     let perm = shuffled(n, rng);
     let (h, t) = perm.split_at(holdout);
-    let pick = |idx: &[usize]| LabeledRows { x: x.select_rows(idx), y: idx.iter().map(|&i| y[i]).collect() };
-    Ok(MemberData { train: pick(t), holdout: pick(h) })
+    let pick = |idx: &[usize]| LabeledRows {
+        x: x.select_rows(idx),
+        y: idx.iter().map(|&i| y[i]).collect(),
+    };
+    Ok(MemberData {
+        train: pick(t),
+        holdout: pick(h),
+    })
 }
 
 /// What a teacher is trained on, hashed: a saved teacher is reused only when this matches.
-pub fn shard_hash(featurizer_hash: &str, x: &DenseMatrix, y: &[bool], training: &serde_json::Value) -> String {
+pub fn shard_hash(
+    featurizer_hash: &str,
+    x: &DenseMatrix,
+    y: &[bool],
+    training: &serde_json::Value,
+) -> String {
     let mut h = Sha256::new();
     h.update(featurizer_hash.as_bytes());
     h.update(training.to_string().as_bytes());
@@ -267,7 +321,10 @@ pub struct TeachJob<'a> {
 /// one file per teacher. Returns how many were trained and how many reused.
 pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
     let count = job.shards.len();
-    std::fs::create_dir_all(job.out_dir).map_err(|source| Error::Io { path: job.out_dir.to_owned(), source })?;
+    std::fs::create_dir_all(job.out_dir).map_err(|source| Error::Io {
+        path: job.out_dir.to_owned(),
+        source,
+    })?;
     let training_json = serde_json::json!({
         "training": job.training,
         "holdout_fraction": job.holdout_fraction,
@@ -285,18 +342,33 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
                     reused += 1;
                     continue;
                 }
-                Ok(_) => eprintln!("teach: {} was trained on other data; training it again", path.display()),
+                Ok(_) => eprintln!(
+                    "teach: {} was trained on other data; training it again",
+                    path.display()
+                ),
                 Err(e) => eprintln!("teach: {e}; training it again"),
             }
         }
         todo.push((k, hash));
     }
     if todo.is_empty() {
-        eprintln!("teach: all {reused} teacher(s) already trained in {}", job.out_dir.display());
+        eprintln!(
+            "teach: all {reused} teacher(s) already trained in {}",
+            job.out_dir.display()
+        );
         return Ok((0, reused));
     }
-    let dims = job.training.dims(job.shards.iter().flatten().next().map_or(0, |(x, _)| x.cols));
-    let mut rngs: Vec<ChaCha20Rng> = todo.iter().map(|(k, _)| rng.stream(&format!("teacher/{k}"))).collect();
+    let dims = job.training.dims(
+        job.shards
+            .iter()
+            .flatten()
+            .next()
+            .map_or(0, |(x, _)| x.cols),
+    );
+    let mut rngs: Vec<ChaCha20Rng> = todo
+        .iter()
+        .map(|(k, _)| rng.stream(&format!("teacher/{k}")))
+        .collect();
     let mut data = Vec::with_capacity(todo.len());
     for ((k, _), r) in todo.iter().zip(rngs.iter_mut()) {
         let (x, y) = job.shards[*k].as_ref().expect("listed shards exist");
@@ -317,7 +389,8 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
         data.iter().map(|d| d.train.y.len() + d.holdout.y.len()).sum::<usize>() / data.len()
     );
     let model = Ensemble::from_members(&init, job.device)?;
-    let (model, reports) = ensemble::train(model, &data, job.training, &mut rngs, job.mode, "teach")?;
+    let (model, reports) =
+        ensemble::train(model, &data, job.training, &mut rngs, job.mode, "teach")?;
     for (((k, hash), weights), report) in todo.iter().zip(model.members()?).zip(reports) {
         let file = ModelFile {
             weights,
@@ -340,7 +413,11 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
 }
 
 /// Every teacher's vote on every query row: `[benign, malicious]` counts, the teachers batched.
-pub fn vote(teachers: &[ModelFile], queries: &DenseMatrix, device: Device) -> Result<privacy::VoteMatrix> {
+pub fn vote(
+    teachers: &[ModelFile],
+    queries: &DenseMatrix,
+    device: Device,
+) -> Result<privacy::VoteMatrix> {
     let weights: Vec<_> = teachers.iter().map(|t| t.weights.clone()).collect();
     let thresholds: Vec<f32> = teachers.iter().map(|t| t.info.threshold).collect();
     let model = Ensemble::from_members(&weights, device)?;
@@ -352,9 +429,16 @@ pub fn vote(teachers: &[ModelFile], queries: &DenseMatrix, device: Device) -> Re
 
 /// The teacher ensemble's score of each row: the fraction of teachers voting malicious (the
 /// noiseless plurality decides at 0.5).
-pub fn ensemble_vote_fraction(teachers: &[ModelFile], x: &DenseMatrix, device: Device) -> Result<Vec<f32>> {
+pub fn ensemble_vote_fraction(
+    teachers: &[ModelFile],
+    x: &DenseMatrix,
+    device: Device,
+) -> Result<Vec<f32>> {
     let votes = vote(teachers, x, device)?;
-    Ok(votes.rows().map(|r| r[1] as f32 / (r[0] + r[1]).max(1) as f32).collect())
+    Ok(votes
+        .rows()
+        .map(|r| r[1] as f32 / (r[0] + r[1]).max(1) as f32)
+        .collect())
 }
 
 /// Trains the student on `queries` with their (noisily aggregated) labels; early stopping and the
@@ -370,7 +454,12 @@ pub fn train_student(
     let dims = config.dims(train.x.cols);
     let mut rngs = vec![rng.stream("student")];
     let init = ensemble::init_members(&dims, &mut rngs);
-    let data_hash = shard_hash(featurizer_hash, &train.x, &train.y, &serde_json::json!({"training": config}));
+    let data_hash = shard_hash(
+        featurizer_hash,
+        &train.x,
+        &train.y,
+        &serde_json::json!({"training": config}),
+    );
     eprintln!(
         "student: {} labelled queries ({} malicious), {} validation samples, widths {dims:?}",
         train.y.len(),
@@ -378,8 +467,17 @@ pub fn train_student(
         validation.y.len()
     );
     let model = Ensemble::from_members(&init, device)?;
-    let (model, mut reports) =
-        ensemble::train(model, &[MemberData { train, holdout: validation }], config, &mut rngs, Mode::Batched, "student")?;
+    let (model, mut reports) = ensemble::train(
+        model,
+        &[MemberData {
+            train,
+            holdout: validation,
+        }],
+        config,
+        &mut rngs,
+        Mode::Batched,
+        "student",
+    )?;
     let report = reports.remove(0);
     Ok(ModelFile {
         weights: model.members()?.remove(0),
@@ -405,14 +503,24 @@ pub fn model_scores(model: &ModelFile, x: &DenseMatrix, device: Device) -> Resul
 }
 
 /// Metrics and ROC curve of `scores` at `threshold`.
-pub fn evaluate_scores(scores: &[f32], labels: &[bool], threshold: f32) -> (Metrics, Vec<RocPoint>) {
-    (Metrics::compute(scores, labels, threshold), roc_curve(scores, labels))
+pub fn evaluate_scores(
+    scores: &[f32],
+    labels: &[bool],
+    threshold: f32,
+) -> (Metrics, Vec<RocPoint>) {
+    (
+        Metrics::compute(scores, labels, threshold),
+        roc_curve(scores, labels),
+    )
 }
 
 /// Reads a labels file (privacy format: one class index per line, `-` for no answer) as
 /// `Option<bool>` (true = malicious).
 pub fn read_labels(path: &Path) -> Result<Vec<Option<bool>>> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     let labels = privacy::aggregate::parse_labels(&text, path)?;
     labels
         .into_iter()
@@ -421,7 +529,11 @@ pub fn read_labels(path: &Path) -> Result<Vec<Option<bool>>> {
             None => Ok(None),
             Some(0) => Ok(Some(false)),
             Some(1) => Ok(Some(true)),
-            Some(c) => Err(Error::Invalid(format!("{}:{}: class {c} (expected 0 = benign or 1 = malicious)", path.display(), i + 1))),
+            Some(c) => Err(Error::Invalid(format!(
+                "{}:{}: class {c} (expected 0 = benign or 1 = malicious)",
+                path.display(),
+                i + 1
+            ))),
         })
         .collect()
 }
@@ -434,12 +546,16 @@ pub fn write_labels(path: &Path, labels: &[Option<bool>]) -> Result<()> {
 
 /// Writes a file atomically.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    featurizer::write_atomic(path, bytes).map_err(|source| Error::Io { path: path.to_owned(), source })
+    featurizer::write_atomic(path, bytes).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Writes pretty JSON atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
     bytes.push(b'\n');
     write_file(path, &bytes)
 }
@@ -459,6 +575,9 @@ pub fn write_matrix(path: &Path, m: &DenseMatrix) -> Result<()> {
 
 /// sha256 hex of a file's bytes.
 pub fn file_sha256(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     Ok(hex::encode(Sha256::digest(&bytes)))
 }

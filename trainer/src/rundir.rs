@@ -55,7 +55,11 @@ impl RunDir {
 
     /// Creates the directory (and `features/`, `teachers/`).
     pub fn create(&self) -> Result<()> {
-        for d in [self.root.clone(), self.root.join("features"), self.teachers()] {
+        for d in [
+            self.root.clone(),
+            self.root.join("features"),
+            self.teachers(),
+        ] {
             std::fs::create_dir_all(&d).map_err(|source| Error::Io { path: d, source })?;
         }
         Ok(())
@@ -152,7 +156,10 @@ impl RunManifest {
     /// A new manifest.
     pub fn new(rng: serde_json::Value, device: String, config: serde_json::Value) -> Self {
         let versions = BTreeMap::from([
-            ("pate-trainer".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+            (
+                "pate-trainer".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            ),
             ("tch".to_string(), "0.26.0".to_string()),
             ("featurizer-artifact".to_string(), featurizer_version()),
         ]);
@@ -181,7 +188,10 @@ impl RunManifest {
     fn add_file(&mut self, run: &RunDir, f: &Path) -> Result<()> {
         if f.is_dir() {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(f)
-                .map_err(|source| Error::Io { path: f.to_owned(), source })?
+                .map_err(|source| Error::Io {
+                    path: f.to_owned(),
+                    source,
+                })?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .collect();
             entries.sort();
@@ -190,7 +200,11 @@ impl RunManifest {
             }
             return Ok(());
         }
-        let relative = f.strip_prefix(&run.root).unwrap_or(f).to_string_lossy().into_owned();
+        let relative = f
+            .strip_prefix(&run.root)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .into_owned();
         self.artifacts.insert(relative, file_sha256(f)?);
         Ok(())
     }

@@ -5,7 +5,9 @@ use rand_chacha::ChaCha20Rng;
 use tch::nn::OptimizerConfig;
 use tch::{Device, Kind, Tensor};
 use trainer::dense::DenseMatrix;
-use trainer::ensemble::{self, ClassBalance, Ensemble, LabeledRows, MemberData, Mode, TrainConfig, Trainer};
+use trainer::ensemble::{
+    self, ClassBalance, Ensemble, LabeledRows, MemberData, Mode, TrainConfig, Trainer,
+};
 use trainer::metrics::{roc_curve, youden_threshold};
 use trainer::model::MlpWeights;
 
@@ -19,10 +21,17 @@ fn synthetic(n: usize, noise: f64, rng: &mut ChaCha20Rng) -> LabeledRows {
     for _ in 0..n {
         let row: Vec<f32> = (0..DIM).map(|_| rng.random_range(0.0f32..1.0)).collect();
         let signal = row[0] + row[1] - row[2] - row[3] > 0.3;
-        y.push(if rng.random_range(0.0..1.0) < noise { !signal } else { signal });
+        y.push(if rng.random_range(0.0..1.0) < noise {
+            !signal
+        } else {
+            signal
+        });
         values.extend(row);
     }
-    LabeledRows { x: DenseMatrix::new(n, DIM, values).unwrap(), y }
+    LabeledRows {
+        x: DenseMatrix::new(n, DIM, values).unwrap(),
+        y,
+    }
 }
 
 fn member_data(seed: u64) -> Vec<MemberData> {
@@ -30,7 +39,10 @@ fn member_data(seed: u64) -> Vec<MemberData> {
     // Different shard sizes and label noise per member: they stop at different epochs.
     [(40, 0.0), (55, 0.3), (33, 0.1), (61, 0.45), (47, 0.05)]
         .iter()
-        .map(|&(n, noise)| MemberData { train: synthetic(n, noise, &mut rng), holdout: synthetic(n / 3, noise, &mut rng) })
+        .map(|&(n, noise)| MemberData {
+            train: synthetic(n, noise, &mut rng),
+            holdout: synthetic(n / 3, noise, &mut rng),
+        })
         .collect()
 }
 
@@ -46,14 +58,21 @@ fn config() -> TrainConfig {
 }
 
 fn streams(n: usize) -> Vec<ChaCha20Rng> {
-    (0..n).map(|k| ChaCha20Rng::seed_from_u64(1000 + k as u64)).collect()
+    (0..n)
+        .map(|k| ChaCha20Rng::seed_from_u64(1000 + k as u64))
+        .collect()
 }
 
 fn max_abs_diff(a: &MlpWeights, b: &MlpWeights) -> f32 {
     a.layers
         .iter()
         .zip(&b.layers)
-        .flat_map(|(la, lb)| la.weight.iter().zip(&lb.weight).chain(la.bias.iter().zip(&lb.bias)))
+        .flat_map(|(la, lb)| {
+            la.weight
+                .iter()
+                .zip(&lb.weight)
+                .chain(la.bias.iter().zip(&lb.bias))
+        })
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f32::max)
 }
@@ -66,8 +85,15 @@ fn batched_training_equals_independent_trainings() {
     let init = ensemble::init_members(&dims, &mut streams(data.len()));
 
     let batched = Ensemble::from_members(&init, Device::Cpu).unwrap();
-    let (batched, batched_reports) =
-        ensemble::train(batched, &data, &cfg, &mut streams(data.len()), Mode::Batched, "").unwrap();
+    let (batched, batched_reports) = ensemble::train(
+        batched,
+        &data,
+        &cfg,
+        &mut streams(data.len()),
+        Mode::Batched,
+        "",
+    )
+    .unwrap();
     let batched = batched.members().unwrap();
 
     // Each member alone: a one-member model, its own data, its own stream, nothing else.
@@ -78,28 +104,60 @@ fn batched_training_equals_independent_trainings() {
             ensemble::train(one, &data[k..=k], &cfg, &mut rngs[k..=k], Mode::Batched, "").unwrap();
         let alone = one.members().unwrap().remove(0);
         let diff = max_abs_diff(&alone, &batched[k]);
-        assert!(diff < 1e-4, "member {k}: batched and independent weights differ by {diff}");
-        assert_eq!(reports[0].epochs, batched_reports[k].epochs, "member {k}: epochs");
-        assert_eq!(reports[0].best_epoch, batched_reports[k].best_epoch, "member {k}: best epoch");
-        assert!((reports[0].threshold - batched_reports[k].threshold).abs() < 1e-4, "member {k}: threshold");
+        assert!(
+            diff < 1e-4,
+            "member {k}: batched and independent weights differ by {diff}"
+        );
+        assert_eq!(
+            reports[0].epochs, batched_reports[k].epochs,
+            "member {k}: epochs"
+        );
+        assert_eq!(
+            reports[0].best_epoch, batched_reports[k].best_epoch,
+            "member {k}: best epoch"
+        );
+        assert!(
+            (reports[0].threshold - batched_reports[k].threshold).abs() < 1e-4,
+            "member {k}: threshold"
+        );
         // Training changed the weights.
-        assert!(max_abs_diff(&alone, &init[k]) > 1e-3, "member {k} did not train");
+        assert!(
+            max_abs_diff(&alone, &init[k]) > 1e-3,
+            "member {k} did not train"
+        );
     }
     // The test only means something if members stopped at different epochs (masking was used).
     let mut epochs: Vec<usize> = batched_reports.iter().map(|r| r.epochs).collect();
     epochs.sort_unstable();
     epochs.dedup();
-    assert!(epochs.len() > 1, "all members stopped at the same epoch: {batched_reports:?}");
+    assert!(
+        epochs.len() > 1,
+        "all members stopped at the same epoch: {batched_reports:?}"
+    );
     // ... and at least three had stopped while another still trained, so the batched model was
     // also shrunk to the members still training (the compaction path) before the end.
     let last = batched_reports.iter().map(|r| r.epochs).max().unwrap();
-    assert!(batched_reports.iter().filter(|r| r.epochs < last).count() >= 3, "{batched_reports:?}");
+    assert!(
+        batched_reports.iter().filter(|r| r.epochs < last).count() >= 3,
+        "{batched_reports:?}"
+    );
 
     // Sequential mode gives the same result as batched mode.
     let seq = Ensemble::from_members(&init, Device::Cpu).unwrap();
-    let (seq, seq_reports) = ensemble::train(seq, &data, &cfg, &mut streams(data.len()), Mode::Sequential, "").unwrap();
+    let (seq, seq_reports) = ensemble::train(
+        seq,
+        &data,
+        &cfg,
+        &mut streams(data.len()),
+        Mode::Sequential,
+        "",
+    )
+    .unwrap();
     for (k, m) in seq.members().unwrap().iter().enumerate() {
-        assert!(max_abs_diff(m, &batched[k]) < 1e-4, "member {k}: sequential differs from batched");
+        assert!(
+            max_abs_diff(m, &batched[k]) < 1e-4,
+            "member {k}: sequential differs from batched"
+        );
         assert_eq!(seq_reports[k].epochs, batched_reports[k].epochs);
     }
 }
@@ -107,7 +165,10 @@ fn batched_training_equals_independent_trainings() {
 fn batch(rng: &mut ChaCha20Rng, n: usize, b: usize) -> (Tensor, Tensor, Tensor) {
     let rows: Vec<LabeledRows> = (0..n).map(|_| synthetic(b, 0.1, rng)).collect();
     let x: Vec<f32> = rows.iter().flat_map(|r| r.x.values.clone()).collect();
-    let y: Vec<f32> = rows.iter().flat_map(|r| r.y.iter().map(|&v| v as u8 as f32)).collect();
+    let y: Vec<f32> = rows
+        .iter()
+        .flat_map(|r| r.y.iter().map(|&v| v as u8 as f32))
+        .collect();
     (
         Tensor::from_slice(&x).view([n as i64, b as i64, DIM as i64]),
         Tensor::from_slice(&y).view([n as i64, b as i64]),
@@ -133,14 +194,19 @@ fn masked_adam_step_matches_libtorch_adam() {
     for (l, layer) in init[k].layers.iter().enumerate() {
         let w = Tensor::from_slice(&layer.weight).view([layer.out_dim as i64, layer.in_dim as i64]);
         let b = Tensor::from_slice(&layer.bias);
-        params.push((root.var_copy(&format!("w{l}"), &w), root.var_copy(&format!("b{l}"), &b)));
+        params.push((
+            root.var_copy(&format!("w{l}"), &w),
+            root.var_copy(&format!("b{l}"), &b),
+        ));
     }
     let mut opt = tch::nn::Adam::default().build(&vs, 0.01).unwrap();
 
     let mut rng = ChaCha20Rng::seed_from_u64(5);
     for _ in 0..12 {
         let (x, y, w) = batch(&mut rng, 3, 6);
-        trainer.step(&x, &y, &w, &pos_weight, &[true, true, true]).unwrap();
+        trainer
+            .step(&x, &y, &w, &pos_weight, &[true, true, true])
+            .unwrap();
         let xk = x.get(k as i64);
         let h = xk.matmul(&params[0].0.tr()) + &params[0].1;
         let logits = (h.relu().matmul(&params[1].0.tr()) + &params[1].1).squeeze_dim(-1);
@@ -156,7 +222,12 @@ fn masked_adam_step_matches_libtorch_adam() {
     for (l, layer) in ours.layers.iter().enumerate() {
         let w_ref = Vec::<f32>::try_from(params[l].0.detach().contiguous().view([-1])).unwrap();
         let b_ref = Vec::<f32>::try_from(params[l].1.detach()).unwrap();
-        for (a, b) in layer.weight.iter().zip(&w_ref).chain(layer.bias.iter().zip(&b_ref)) {
+        for (a, b) in layer
+            .weight
+            .iter()
+            .zip(&w_ref)
+            .chain(layer.bias.iter().zip(&b_ref))
+        {
             assert!((a - b).abs() < 1e-5, "layer {l}: {a} vs libtorch Adam {b}");
         }
     }
@@ -173,7 +244,9 @@ fn masked_members_stay_fixed() {
     let mut rng = ChaCha20Rng::seed_from_u64(9);
     for _ in 0..5 {
         let (x, y, w) = batch(&mut rng, 3, 5);
-        trainer.step(&x, &y, &w, &pos_weight, &[true, false, true]).unwrap();
+        trainer
+            .step(&x, &y, &w, &pos_weight, &[true, false, true])
+            .unwrap();
     }
     let after = trainer.ensemble().members().unwrap();
     assert_eq!(after[1], init[1], "a masked member changed");
@@ -181,13 +254,30 @@ fn masked_members_stay_fixed() {
 
     // Its Adam state was untouched too: its first real step equals a fresh trainer's first step.
     let (x, y, w) = batch(&mut rng, 3, 5);
-    trainer.step(&x, &y, &w, &pos_weight, &[false, true, false]).unwrap();
-    let mut fresh = Trainer::new(Ensemble::from_members(&init[1..2], Device::Cpu).unwrap(), 0.05);
-    fresh
-        .step(&x.narrow(0, 1, 1), &y.narrow(0, 1, 1), &w.narrow(0, 1, 1), &pos_weight.narrow(0, 1, 1), &[true])
+    trainer
+        .step(&x, &y, &w, &pos_weight, &[false, true, false])
         .unwrap();
-    let diff = max_abs_diff(&trainer.ensemble().members().unwrap()[1], &fresh.ensemble().members().unwrap()[0]);
-    assert!(diff < 1e-6, "masked member's first step differs from a fresh one by {diff}");
+    let mut fresh = Trainer::new(
+        Ensemble::from_members(&init[1..2], Device::Cpu).unwrap(),
+        0.05,
+    );
+    fresh
+        .step(
+            &x.narrow(0, 1, 1),
+            &y.narrow(0, 1, 1),
+            &w.narrow(0, 1, 1),
+            &pos_weight.narrow(0, 1, 1),
+            &[true],
+        )
+        .unwrap();
+    let diff = max_abs_diff(
+        &trainer.ensemble().members().unwrap()[1],
+        &fresh.ensemble().members().unwrap()[0],
+    );
+    assert!(
+        diff < 1e-6,
+        "masked member's first step differs from a fresh one by {diff}"
+    );
 }
 
 /// Early stopping keeps the best epoch's weights: re-scoring the held-out samples with the returned
@@ -198,7 +288,15 @@ fn early_stopping_returns_best_weights() {
     let cfg = config();
     let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(data.len()));
     let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
-    let (model, reports) = ensemble::train(model, &data, &cfg, &mut streams(data.len()), Mode::Batched, "").unwrap();
+    let (model, reports) = ensemble::train(
+        model,
+        &data,
+        &cfg,
+        &mut streams(data.len()),
+        Mode::Batched,
+        "",
+    )
+    .unwrap();
     let members = model.members().unwrap();
     let mut stopped_early = 0;
     for (k, (m, r)) in members.iter().zip(&reports).enumerate() {
@@ -219,7 +317,11 @@ fn early_stopping_returns_best_weights() {
             })
             .sum::<f64>()
             / h.y.len() as f64;
-        assert!((loss - r.best_holdout_loss).abs() < 1e-3 * (1.0 + loss), "member {k}: {loss} vs {}", r.best_holdout_loss);
+        assert!(
+            (loss - r.best_holdout_loss).abs() < 1e-3 * (1.0 + loss),
+            "member {k}: {loss} vs {}",
+            r.best_holdout_loss
+        );
     }
     assert!(stopped_early > 0, "no member stopped early: {reports:?}");
 }

@@ -20,7 +20,11 @@ fn run_ok(cmd: &mut Command) -> (String, String) {
     let out = cmd.output().expect("pate-trainer starts");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "pate-trainer failed: {:?}\nstdout: {stdout}\nstderr: {stderr}", cmd);
+    assert!(
+        out.status.success(),
+        "pate-trainer failed: {:?}\nstdout: {stdout}\nstderr: {stderr}",
+        cmd
+    );
     (stdout, stderr)
 }
 
@@ -36,7 +40,10 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
             .arg(&run_dir)
             .args(["--device", "cpu", "--threads", "1"]),
     );
-    assert!(stderr.contains("device: cpu"), "the device is logged: {stderr}");
+    assert!(
+        stderr.contains("device: cpu"),
+        "the device is logged: {stderr}"
+    );
 
     // report.json has every required key with sensible values.
     let report: serde_json::Value =
@@ -55,26 +62,48 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         "metrics",
         "teacher_ensemble_metrics",
     ] {
-        assert!(report.get(key).is_some(), "report.json lacks {key}: {report:#}");
+        assert!(
+            report.get(key).is_some(),
+            "report.json lacks {key}: {report:#}"
+        );
     }
     assert_eq!(report["teachers"], 20);
     assert_eq!(report["queries"], 200);
     assert_eq!(report["mechanism"], "lnmax");
     assert_eq!(report["mechanism_parameters"]["gamma"], 0.3);
     assert_eq!(report["delta"], 1e-5);
-    assert!(report["student_local_epsilon"].is_null(), "no privatization in quick.yaml");
-    assert!(report["data_dependent_epsilon_label"].as_str().unwrap().contains("data-dependent"));
+    assert!(
+        report["student_local_epsilon"].is_null(),
+        "no privatization in quick.yaml"
+    );
+    assert!(report["data_dependent_epsilon_label"]
+        .as_str()
+        .unwrap()
+        .contains("data-dependent"));
     let eps_ind = report["data_independent_epsilon"].as_f64().unwrap();
     let eps_dep = report["data_dependent_epsilon"].as_f64().unwrap();
-    assert!(eps_ind > 0.0 && eps_dep > 0.0 && eps_dep <= eps_ind + 1e-9, "{eps_ind} {eps_dep}");
+    assert!(
+        eps_ind > 0.0 && eps_dep > 0.0 && eps_dep <= eps_ind + 1e-9,
+        "{eps_ind} {eps_dep}"
+    );
     assert_eq!(report["rng"]["rng"], "os", "quick.yaml uses OS randomness");
     for who in ["metrics", "teacher_ensemble_metrics"] {
         let m = &report[who];
-        for key in ["tpr", "tnr", "fpr", "precision", "f1", "roc_auc", "threshold"] {
+        for key in [
+            "tpr",
+            "tnr",
+            "fpr",
+            "precision",
+            "f1",
+            "roc_auc",
+            "threshold",
+        ] {
             assert!(m.get(key).is_some(), "{who} lacks {key}");
         }
         for key in ["tpr", "tnr", "fpr", "roc_auc"] {
-            let v = m[key].as_f64().unwrap_or_else(|| panic!("{who}.{key} is a number: {m}"));
+            let v = m[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{who}.{key} is a number: {m}"));
             assert!((0.0..=1.0).contains(&v), "{who}.{key} = {v}");
         }
         let count = |k: &str| m[k].as_u64().unwrap();
@@ -84,23 +113,37 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     }
     // The noiseless teacher ensemble separates the sample's CSIC attacks well (0.94–0.97 in
     // repeated runs); the student's quality varies with the noisy labels and is not asserted.
-    let ensemble_auc = report["teacher_ensemble_metrics"]["roc_auc"].as_f64().unwrap();
-    assert!(ensemble_auc > 0.8, "teacher ensemble ROC AUC {ensemble_auc}");
+    let ensemble_auc = report["teacher_ensemble_metrics"]["roc_auc"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        ensemble_auc > 0.8,
+        "teacher ensemble ROC AUC {ensemble_auc}"
+    );
 
     // Every artifact the manifest lists has the recorded sha256.
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("manifest.json")).unwrap()).unwrap();
     let artifacts = manifest["artifacts"].as_object().unwrap();
-    assert!(artifacts.contains_key("teachers/teacher-00019.safetensors") && artifacts.contains_key("votes.csv"));
+    assert!(
+        artifacts.contains_key("teachers/teacher-00019.safetensors")
+            && artifacts.contains_key("votes.csv")
+    );
     for (path, hash) in artifacts {
         let bytes = std::fs::read(run_dir.join(path)).unwrap();
-        assert_eq!(hex::encode(Sha256::digest(&bytes)), hash.as_str().unwrap(), "{path}");
+        assert_eq!(
+            hex::encode(Sha256::digest(&bytes)),
+            hash.as_str().unwrap(),
+            "{path}"
+        );
     }
     assert_eq!(manifest["rng"]["rng"], "os");
 
     // The ROC plot has both curves.
     let svg = std::fs::read_to_string(run_dir.join("roc.svg")).unwrap();
-    assert!(svg.starts_with("<svg") && svg.matches("<polyline").count() == 2 && svg.contains("student"));
+    assert!(
+        svg.starts_with("<svg") && svg.matches("<polyline").count() == 2 && svg.contains("student")
+    );
 
     // The vote file has one line per query and 20 votes per line.
     let votes = privacy::votes::read_vote_file(&run_dir.join("votes.csv")).unwrap();
@@ -119,7 +162,10 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     assert_eq!(onnx_scores.len(), test_x.rows);
     assert!(test_x.rows > 100);
     for (i, (a, b)) in onnx_scores.iter().zip(&torch_scores).enumerate() {
-        assert!((a - b).abs() <= 1e-5, "test row {i}: ONNX {a} vs libtorch {b}");
+        assert!(
+            (a - b).abs() <= 1e-5,
+            "test row {i}: ONNX {a} vs libtorch {b}"
+        );
     }
     // And the bundle's featurizer gives the same features the student was evaluated on.
     let featurizer = featurizer::Featurizer::load(&run_dir.join("featurizer.json")).unwrap();
@@ -128,17 +174,38 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
 
     // The subcommands reproduce the run's artifacts from the run directory.
     let votes_again = tmp.path().join("votes-again.csv");
-    run_ok(trainer().args(["vote", "--run"]).arg(&run_dir).arg("--out").arg(&votes_again).args(["--device", "cpu", "--threads", "1"]));
-    assert_eq!(std::fs::read(&votes_again).unwrap(), std::fs::read(run_dir.join("votes.csv")).unwrap());
+    run_ok(
+        trainer()
+            .args(["vote", "--run"])
+            .arg(&run_dir)
+            .arg("--out")
+            .arg(&votes_again)
+            .args(["--device", "cpu", "--threads", "1"]),
+    );
+    assert_eq!(
+        std::fs::read(&votes_again).unwrap(),
+        std::fs::read(run_dir.join("votes.csv")).unwrap()
+    );
     let (stdout, _) = run_ok(
-        trainer().args(["evaluate", "--run"]).arg(&run_dir).arg("--out").arg(tmp.path().join("ev.json")).arg("--roc").arg(tmp.path().join("roc.svg")).args(["--device", "cpu"]),
+        trainer()
+            .args(["evaluate", "--run"])
+            .arg(&run_dir)
+            .arg("--out")
+            .arg(tmp.path().join("ev.json"))
+            .arg("--roc")
+            .arg(tmp.path().join("roc.svg"))
+            .args(["--device", "cpu"]),
     );
     let evaluation: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(evaluation["student"], report["metrics"]);
 }
 
 fn teacher_bytes(dir: &Path, shard: usize) -> Vec<u8> {
-    std::fs::read(dir.join("teachers").join(trainer::model_file::teacher_file_name(shard))).unwrap()
+    std::fs::read(
+        dir.join("teachers")
+            .join(trainer::model_file::teacher_file_name(shard)),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -148,15 +215,25 @@ fn teach_shard_is_resumable_and_retrains_on_changed_settings() {
     let config = repo().join("configs/quick.yaml");
     let teach = |config: &Path| {
         let (stdout, _) = run_ok(
-            trainer().arg("teach").arg("--config").arg(config).arg("--out").arg(&out).args([
-                "--shard", "2/20", "--device", "cpu", "--threads", "1",
-            ]),
+            trainer()
+                .arg("teach")
+                .arg("--config")
+                .arg(config)
+                .arg("--out")
+                .arg(&out)
+                .args(["--shard", "2/20", "--device", "cpu", "--threads", "1"]),
         );
         serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
     };
     let first = teach(&config);
-    assert_eq!((first["trained"].as_u64(), first["reused"].as_u64()), (Some(1), Some(0)));
-    let files: Vec<_> = std::fs::read_dir(out.join("teachers")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(
+        (first["trained"].as_u64(), first["reused"].as_u64()),
+        (Some(1), Some(0))
+    );
+    let files: Vec<_> = std::fs::read_dir(out.join("teachers"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(files.len(), 1, "only shard 2 is trained: {files:?}");
     let bytes = teacher_bytes(&out, 2);
     let saved = ModelFile::from_bytes(&bytes, Path::new("t")).unwrap();
@@ -164,26 +241,52 @@ fn teach_shard_is_resumable_and_retrains_on_changed_settings() {
 
     // Again: kept and skipped, the file untouched.
     let second = teach(&config);
-    assert_eq!((second["trained"].as_u64(), second["reused"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(
+        (second["trained"].as_u64(), second["reused"].as_u64()),
+        (Some(0), Some(1))
+    );
     assert_eq!(teacher_bytes(&out, 2), bytes);
 
     // Another shard next to it trains only that one.
-    run_ok(trainer().arg("teach").arg("--config").arg(&config).arg("--out").arg(&out).args([
-        "--shard", "5/20", "--device", "cpu", "--threads", "1",
-    ]));
+    run_ok(
+        trainer()
+            .arg("teach")
+            .arg("--config")
+            .arg(&config)
+            .arg("--out")
+            .arg(&out)
+            .args(["--shard", "5/20", "--device", "cpu", "--threads", "1"]),
+    );
     assert_eq!(teacher_bytes(&out, 2), bytes);
-    assert!(out.join("teachers").join(trainer::model_file::teacher_file_name(5)).exists());
+    assert!(out
+        .join("teachers")
+        .join(trainer::model_file::teacher_file_name(5))
+        .exists());
 
     // Changed training settings: the saved teacher no longer matches and is retrained.
-    let text = std::fs::read_to_string(&config).unwrap().replace("patience: 4", "patience: 3").replace("../data", &repo().join("data").display().to_string());
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("patience: 4", "patience: 3")
+        .replace("../data", &repo().join("data").display().to_string());
     let changed = tmp.path().join("changed.yaml");
     std::fs::write(&changed, text).unwrap();
     let third = teach(&changed);
-    assert_eq!((third["trained"].as_u64(), third["reused"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(
+        (third["trained"].as_u64(), third["reused"].as_u64()),
+        (Some(1), Some(0))
+    );
     assert_ne!(teacher_bytes(&out, 2), bytes);
 
     // The shard count must match the config.
-    let out_err = trainer().arg("teach").arg("--config").arg(&config).arg("--out").arg(&out).args(["--shard", "2/7"]).output().unwrap();
+    let out_err = trainer()
+        .arg("teach")
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .args(["--shard", "2/7"])
+        .output()
+        .unwrap();
     assert!(!out_err.status.success());
     assert!(String::from_utf8_lossy(&out_err.stderr).contains("teachers.count"));
 }
@@ -193,18 +296,41 @@ fn config_errors_name_the_key_and_write_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let cases = [
         ("teachers: {count: 3, hiden: [4]}\n", "hiden"),
-        ("teachers: {training: {learning_rate: -1}}\n", "teachers.training.learning_rate"),
-        ("split: {private: 0.5, public: 0.5, student_validation: 0.1, test: 0.1}\n", "split"),
+        (
+            "teachers: {training: {learning_rate: -1}}\n",
+            "teachers.training.learning_rate",
+        ),
+        (
+            "split: {private: 0.5, public: 0.5, student_validation: 0.1, test: 0.1}\n",
+            "split",
+        ),
         ("privacy: {mechanism: laplace}\n", "mechanism"),
     ];
     for (i, (extra, key)) in cases.iter().enumerate() {
         let config = tmp.path().join(format!("bad{i}.yaml"));
-        std::fs::write(&config, format!("datasets: [{{path: x.txt, format: csic}}]\n{extra}")).unwrap();
+        std::fs::write(
+            &config,
+            format!("datasets: [{{path: x.txt, format: csic}}]\n{extra}"),
+        )
+        .unwrap();
         let out = tmp.path().join(format!("run{i}"));
-        let result = trainer().arg("run").arg("--config").arg(&config).arg("--out").arg(&out).output().unwrap();
+        let result = trainer()
+            .arg("run")
+            .arg("--config")
+            .arg(&config)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
         assert!(!result.status.success());
         let stderr = String::from_utf8_lossy(&result.stderr);
-        assert!(stderr.contains(key) && stderr.contains(&format!("bad{i}.yaml")), "case {i}: {stderr}");
-        assert!(!out.exists(), "case {i}: a run directory was created for an invalid config");
+        assert!(
+            stderr.contains(key) && stderr.contains(&format!("bad{i}.yaml")),
+            "case {i}: {stderr}"
+        );
+        assert!(
+            !out.exists(),
+            "case {i}: a run directory was created for an invalid config"
+        );
     }
 }

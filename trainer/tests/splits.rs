@@ -6,10 +6,18 @@ use trainer::pipeline::{distinct, hash_partition, split_by_hash};
 
 fn record(i: usize, copy: usize) -> Record {
     Record {
-        method: if i % 3 == 0 { "POST".into() } else { "GET".into() },
+        method: if i % 3 == 0 {
+            "POST".into()
+        } else {
+            "GET".into()
+        },
         target: format!("/tienda1/item.jsp?id={i}").into_bytes(),
         body: (i % 3 == 0).then(|| format!("a={i}").into_bytes()),
-        label: Some(if i % 5 == 0 { Label::Malicious } else { Label::Benign }),
+        label: Some(if i % 5 == 0 {
+            Label::Malicious
+        } else {
+            Label::Benign
+        }),
         line: 1 + 10 * i + copy,
     }
 }
@@ -25,28 +33,64 @@ fn duplicates_never_straddle_splits_and_the_split_is_deterministic() {
             }
         }
     }
-    let config = SplitConfig { private: 0.6, public: 0.15, student_validation: 0.05, test: 0.2 };
+    let config = SplitConfig {
+        private: 0.6,
+        public: 0.15,
+        student_validation: 0.05,
+        test: 0.2,
+    };
     let splits = split_by_hash(&records, &config);
     assert_eq!(splits, split_by_hash(&records, &config), "deterministic");
     let mut where_is = std::collections::HashMap::new();
-    for (name, idx) in [("private", &splits.private), ("public", &splits.public), ("validation", &splits.student_validation), ("test", &splits.test)] {
+    for (name, idx) in [
+        ("private", &splits.private),
+        ("public", &splits.public),
+        ("validation", &splits.student_validation),
+        ("test", &splits.test),
+    ] {
         for &i in idx {
-            let key = (records[i].method.clone(), records[i].target.clone(), records[i].body.clone());
+            let key = (
+                records[i].method.clone(),
+                records[i].target.clone(),
+                records[i].body.clone(),
+            );
             let previous = where_is.insert(key, name);
-            assert!(previous.is_none() || previous == Some(name), "request {i} is in {name} and {previous:?}");
+            assert!(
+                previous.is_none() || previous == Some(name),
+                "request {i} is in {name} and {previous:?}"
+            );
         }
     }
     let total = records.len() as f64;
-    assert_eq!(splits.private.len() + splits.public.len() + splits.student_validation.len() + splits.test.len(), records.len());
-    for (got, want) in [(splits.private.len(), 0.6), (splits.public.len(), 0.15), (splits.test.len(), 0.2)] {
-        assert!((got as f64 / total - want).abs() < 0.05, "{got} of {total} for fraction {want}");
+    assert_eq!(
+        splits.private.len()
+            + splits.public.len()
+            + splits.student_validation.len()
+            + splits.test.len(),
+        records.len()
+    );
+    for (got, want) in [
+        (splits.private.len(), 0.6),
+        (splits.public.len(), 0.15),
+        (splits.test.len(), 0.2),
+    ] {
+        assert!(
+            (got as f64 / total - want).abs() < 0.05,
+            "{got} of {total} for fraction {want}"
+        );
     }
     // A body or method difference is a different request.
     let a = record(3, 0);
     let mut b = a.clone();
     b.body = Some(b"a=4".to_vec());
-    assert_ne!(trainer::pipeline::request_hash(&a), trainer::pipeline::request_hash(&b));
-    assert_eq!(distinct(&records, &(0..records.len()).collect::<Vec<_>>()).len(), 2000);
+    assert_ne!(
+        trainer::pipeline::request_hash(&a),
+        trainer::pipeline::request_hash(&b)
+    );
+    assert_eq!(
+        distinct(&records, &(0..records.len()).collect::<Vec<_>>()).len(),
+        2000
+    );
 }
 
 #[test]
@@ -57,9 +101,16 @@ fn teacher_partition_is_disjoint_balanced_and_process_independent() {
     assert_eq!(shards, hash_partition(&records, &private, 25));
     let mut all: Vec<usize> = shards.iter().flatten().copied().collect();
     all.sort_unstable();
-    assert_eq!(all, (0..private.len()).collect::<Vec<_>>(), "every private row in exactly one shard");
+    assert_eq!(
+        all,
+        (0..private.len()).collect::<Vec<_>>(),
+        "every private row in exactly one shard"
+    );
     let sizes: Vec<usize> = shards.iter().map(Vec::len).collect();
-    assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+    assert!(
+        sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+        "{sizes:?}"
+    );
     // The same requests in another order (another process reading another copy) get the same
     // teachers.
     let reversed: Vec<usize> = private.iter().rev().copied().collect();

@@ -54,7 +54,10 @@ pub fn run(args: Args) -> Result<()> {
     let model_path = pick(&args.model, &|r| r.student(), "model")?;
     let features_path = pick(&args.features, &|r| r.features(sets::TEST), "features")?;
     let labels_path = pick(&args.labels, &|r| r.labels(sets::TEST), "labels")?;
-    let teachers_dir = args.teachers.clone().or_else(|| run.as_ref().map(|r| r.teachers()).filter(|p| p.is_dir()));
+    let teachers_dir = args
+        .teachers
+        .clone()
+        .or_else(|| run.as_ref().map(|r| r.teachers()).filter(|p| p.is_dir()));
     if let Some(t) = args.threads {
         tch::set_num_threads(t as i32);
     }
@@ -64,7 +67,15 @@ pub fn run(args: Args) -> Result<()> {
     let y = pipeline::read_labels(&labels_path)?
         .into_iter()
         .enumerate()
-        .map(|(i, l)| l.ok_or_else(|| Error::Invalid(format!("{}:{}: test labels must be 0 or 1", labels_path.display(), i + 1))))
+        .map(|(i, l)| {
+            l.ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{}:{}: test labels must be 0 or 1",
+                    labels_path.display(),
+                    i + 1
+                ))
+            })
+        })
         .collect::<Result<Vec<bool>>>()?;
     if y.len() != x.rows {
         return Err(Error::Invalid(format!(
@@ -80,10 +91,18 @@ pub fn run(args: Args) -> Result<()> {
         None => Vec::new(),
     };
     let evaluation = crate::cli::run::evaluate(&model, &teachers, &x, &y, None, device)?;
-    if let Some(out) = args.out.clone().or_else(|| run.as_ref().map(|r| r.path("evaluation.json"))) {
+    if let Some(out) = args
+        .out
+        .clone()
+        .or_else(|| run.as_ref().map(|r| r.path("evaluation.json")))
+    {
         pipeline::write_json(&out, &evaluation.json)?;
     }
-    if let Some(roc) = args.roc.clone().or_else(|| run.as_ref().map(|r| r.path("roc.svg"))) {
+    if let Some(roc) = args
+        .roc
+        .clone()
+        .or_else(|| run.as_ref().map(|r| r.path("roc.svg")))
+    {
         pipeline::write_file(&roc, evaluation.svg.as_bytes())?;
     }
     println!("{}", evaluation.json);

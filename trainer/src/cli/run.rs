@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};
 use privacy::accountant::{AccountOptions, Mechanism as AccountedMechanism};
+use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};
 
 use crate::config::{FitOn, Mechanism, RunConfig};
 use crate::device::{self, DeviceChoice};
@@ -84,11 +84,18 @@ fn stage(name: &str, started: Instant) {
 }
 
 /// Runs every stage into `run` and returns the report (also written to `report.json`).
-pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Result<serde_json::Value> {
+pub fn run_pipeline(
+    config: &RunConfig,
+    run: &RunDir,
+    started: Instant,
+) -> Result<serde_json::Value> {
     run.create()?;
     let rng = RunRng::new(config.seed)?;
     if config.seed.is_some() {
-        eprintln!("run: SEEDED randomness (seed: {:?}) — reproducible, not private; for experiments only", config.seed);
+        eprintln!(
+            "run: SEEDED randomness (seed: {:?}) — reproducible, not private; for experiments only",
+            config.seed
+        );
     }
     if let Some(t) = config.threads {
         tch::set_num_threads(t as i32);
@@ -138,13 +145,16 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
         .collect();
     let distinct_validation = pipeline::distinct(&records, &splits.student_validation);
     let mut validation_rng = rng.stream("student-validation");
-    let validation_rows: Vec<usize> = pipeline::shuffled(distinct_validation.len(), &mut validation_rng)
-        .into_iter()
-        .take(config.student.validation_max)
-        .map(|i| distinct_validation[i])
-        .collect();
+    let validation_rows: Vec<usize> =
+        pipeline::shuffled(distinct_validation.len(), &mut validation_rng)
+            .into_iter()
+            .take(config.student.validation_max)
+            .map(|i| distinct_validation[i])
+            .collect();
     let where_from = |idx: &[usize]| -> Vec<serde_json::Value> {
-        idx.iter().map(|&i| serde_json::json!([records[i].line])).collect()
+        idx.iter()
+            .map(|&i| serde_json::json!([records[i].line]))
+            .collect()
     };
     pipeline::write_json(
         &run.path("splits.json"),
@@ -173,27 +183,44 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
             &splits.private
         }
     };
-    stage(&format!("fit the featurizer on {} {} requests", fit_rows.len(), match config.featurizer.fit_on {
-        FitOn::Public => "public",
-        FitOn::Private => "PRIVATE",
-    }), started);
-    let featurizer =
-        featurizer::Featurizer::fit(config.featurizer.config.clone(), fit_rows.iter().map(|&i| records[i].parts()))?;
+    stage(
+        &format!(
+            "fit the featurizer on {} {} requests",
+            fit_rows.len(),
+            match config.featurizer.fit_on {
+                FitOn::Public => "public",
+                FitOn::Private => "PRIVATE",
+            }
+        ),
+        started,
+    );
+    let featurizer = featurizer::Featurizer::fit(
+        config.featurizer.config.clone(),
+        fit_rows.iter().map(|&i| records[i].parts()),
+    )?;
     featurizer.save(&run.featurizer())?;
     let fhash = featurizer.content_hash().to_string();
 
     stage("featurize", started);
     let mut written = vec![run.featurizer()];
-    let mut feature_set = |set: &str, rows: &[usize]| -> Result<(crate::dense::DenseMatrix, Vec<bool>)> {
-        let x = pipeline::featurize_rows(&featurizer, &records, rows);
-        let y = pipeline::labels_of(&records, rows)?;
-        pipeline::write_matrix(&run.features(set), &x)?;
-        pipeline::write_labels(&run.labels(set), &y.iter().map(|&l| Some(l)).collect::<Vec<_>>())?;
-        written.push(run.features(set));
-        written.push(run.labels(set));
-        Ok((x, y))
+    let mut feature_set =
+        |set: &str, rows: &[usize]| -> Result<(crate::dense::DenseMatrix, Vec<bool>)> {
+            let x = pipeline::featurize_rows(&featurizer, &records, rows);
+            let y = pipeline::labels_of(&records, rows)?;
+            pipeline::write_matrix(&run.features(set), &x)?;
+            pipeline::write_labels(
+                &run.labels(set),
+                &y.iter().map(|&l| Some(l)).collect::<Vec<_>>(),
+            )?;
+            written.push(run.features(set));
+            written.push(run.labels(set));
+            Ok((x, y))
+        };
+    let private_rows = if config.teachers.distinct {
+        pipeline::distinct(&records, &splits.private)
+    } else {
+        splits.private.clone()
     };
-    let private_rows = if config.teachers.distinct { pipeline::distinct(&records, &splits.private) } else { splits.private.clone() };
     let (private_x, private_y) = feature_set(sets::PRIVATE, &private_rows)?;
     let (query_x, query_y) = feature_set(sets::QUERIES, &query_rows)?;
     let (validation_x, validation_y) = feature_set(sets::STUDENT_VALIDATION, &validation_rows)?;
@@ -218,7 +245,12 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
     let job = TeachJob {
         shards: shards
             .iter()
-            .map(|s| Some((private_x.select_rows(s), s.iter().map(|&i| private_y[i]).collect())))
+            .map(|s| {
+                Some((
+                    private_x.select_rows(s),
+                    s.iter().map(|&i| private_y[i]).collect(),
+                ))
+            })
             .collect(),
         holdout_fraction: config.teachers.holdout_fraction,
         holdout_max: config.teachers.holdout_max,
@@ -246,22 +278,46 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
     let mut noise = rng.noise()?;
     let mut sent = query_x.clone();
     if let Some(rho) = config.privacy.rho {
-        stage(&format!("privatize {} queries with Lap(1/ρ), ρ = {rho}", sent.rows), started);
+        stage(
+            &format!("privatize {} queries with Lap(1/ρ), ρ = {rho}", sent.rows),
+            started,
+        );
         privacy::privatize::laplace(&mut sent.values, rho, &mut noise)?;
     }
     pipeline::write_matrix(&run.features(sets::QUERIES_SENT), &sent)?;
-    stage(&format!("vote: {} teachers on {} queries", teacher_files.len(), sent.rows), started);
+    stage(
+        &format!(
+            "vote: {} teachers on {} queries",
+            teacher_files.len(),
+            sent.rows
+        ),
+        started,
+    );
     let votes = pipeline::vote(&teacher_files, &sent, device)?;
     privacy::votes::write_vote_file(&run.votes(), &votes)?;
-    manifest.record(run, "vote", &[run.features(sets::QUERIES_SENT), run.votes()])?;
+    manifest.record(
+        run,
+        "vote",
+        &[run.features(sets::QUERIES_SENT), run.votes()],
+    )?;
 
     // ---- aggregate + account
     let p = &config.privacy;
     let (aggregator, accounted): (Box<dyn Aggregator>, AccountedMechanism) = match p.mechanism {
-        Mechanism::Lnmax => (Box::new(Lnmax { gamma: p.gamma }), AccountedMechanism::Lnmax(Lnmax { gamma: p.gamma })),
-        Mechanism::Gnmax => (Box::new(Gnmax { sigma: p.sigma }), AccountedMechanism::Gnmax(Gnmax { sigma: p.sigma })),
+        Mechanism::Lnmax => (
+            Box::new(Lnmax { gamma: p.gamma }),
+            AccountedMechanism::Lnmax(Lnmax { gamma: p.gamma }),
+        ),
+        Mechanism::Gnmax => (
+            Box::new(Gnmax { sigma: p.sigma }),
+            AccountedMechanism::Gnmax(Gnmax { sigma: p.sigma }),
+        ),
         Mechanism::ConfidentGnmax => {
-            let m = ConfidentGnmax { threshold: p.threshold, sigma1: p.sigma1, sigma2: p.sigma2 };
+            let m = ConfidentGnmax {
+                threshold: p.threshold,
+                sigma1: p.sigma1,
+                sigma2: p.sigma2,
+            };
             (Box::new(m), AccountedMechanism::ConfidentGnmax(m))
         }
     };
@@ -278,20 +334,44 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
     };
     let epsilon = privacy::accountant::account(&votes, &accounted, &options)?;
     pipeline::write_json(&run.privacy(), &epsilon)?;
-    manifest.record(run, "aggregate+account", &[run.aggregate_labels(), run.privacy()])?;
+    manifest.record(
+        run,
+        "aggregate+account",
+        &[run.aggregate_labels(), run.privacy()],
+    )?;
 
     // ---- student
     let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
     if answered.is_empty() {
-        return Err(Error::Invalid("the aggregator answered no query: nothing to train the student on".into()));
+        return Err(Error::Invalid(
+            "the aggregator answered no query: nothing to train the student on".into(),
+        ));
     }
-    let student_labels: Vec<bool> = answered.iter().map(|&i| labels[i].expect("answered")).collect();
-    let label_agreement =
-        answered.iter().filter(|&&i| labels[i] == Some(query_y[i])).count() as f64 / answered.len() as f64;
-    stage(&format!("student on {} answered queries (original features)", answered.len()), started);
+    let student_labels: Vec<bool> = answered
+        .iter()
+        .map(|&i| labels[i].expect("answered"))
+        .collect();
+    let label_agreement = answered
+        .iter()
+        .filter(|&&i| labels[i] == Some(query_y[i]))
+        .count() as f64
+        / answered.len() as f64;
+    stage(
+        &format!(
+            "student on {} answered queries (original features)",
+            answered.len()
+        ),
+        started,
+    );
     let student = pipeline::train_student(
-        LabeledRows { x: query_x.select_rows(&answered), y: student_labels },
-        LabeledRows { x: validation_x, y: validation_y },
+        LabeledRows {
+            x: query_x.select_rows(&answered),
+            y: student_labels,
+        },
+        LabeledRows {
+            x: validation_x,
+            y: validation_y,
+        },
         &config.student.training,
         &fhash,
         &rng,
@@ -301,22 +381,46 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
     manifest.record(run, "student", &[run.student()])?;
 
     // ---- evaluate
-    stage(&format!("evaluate on {} test requests", test_x.rows), started);
-    let ensemble_rows: Option<Vec<usize>> = config.evaluation.ensemble_max.filter(|&m| m < test_x.rows).map(|m| {
-        let mut rows: Vec<usize> = pipeline::shuffled(test_x.rows, &mut rng.stream("ensemble-evaluation")).into_iter().take(m).collect();
-        rows.sort_unstable();
-        rows
-    });
-    let evaluation = evaluate(&student, &teacher_files, &test_x, &test_y, ensemble_rows.as_deref(), device)?;
+    stage(
+        &format!("evaluate on {} test requests", test_x.rows),
+        started,
+    );
+    let ensemble_rows: Option<Vec<usize>> = config
+        .evaluation
+        .ensemble_max
+        .filter(|&m| m < test_x.rows)
+        .map(|m| {
+            let mut rows: Vec<usize> =
+                pipeline::shuffled(test_x.rows, &mut rng.stream("ensemble-evaluation"))
+                    .into_iter()
+                    .take(m)
+                    .collect();
+            rows.sort_unstable();
+            rows
+        });
+    let evaluation = evaluate(
+        &student,
+        &teacher_files,
+        &test_x,
+        &test_y,
+        ensemble_rows.as_deref(),
+        device,
+    )?;
     pipeline::write_file(&run.path("roc.svg"), evaluation.svg.as_bytes())?;
     pipeline::write_json(&run.path("evaluation.json"), &evaluation.json)?;
-    manifest.record(run, "evaluate", &[run.path("evaluation.json"), run.path("roc.svg")])?;
+    manifest.record(
+        run,
+        "evaluate",
+        &[run.path("evaluation.json"), run.path("roc.svg")],
+    )?;
 
     // ---- report
     let mechanism_parameters = match p.mechanism {
         Mechanism::Lnmax => serde_json::json!({"gamma": p.gamma}),
         Mechanism::Gnmax => serde_json::json!({"sigma": p.sigma}),
-        Mechanism::ConfidentGnmax => serde_json::json!({"threshold": p.threshold, "sigma1": p.sigma1, "sigma2": p.sigma2}),
+        Mechanism::ConfidentGnmax => {
+            serde_json::json!({"threshold": p.threshold, "sigma1": p.sigma1, "sigma2": p.sigma2})
+        }
     };
     let mut report = serde_json::json!({
         "teachers": teachers,
@@ -378,7 +482,11 @@ pub fn run_pipeline(config: &RunConfig, run: &RunDir, started: Instant) -> Resul
     report["bundle"] = serde_json::Value::String(bundle_dir.display().to_string());
     report["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
     pipeline::write_json(&run.path(crate::cli::export::RUN_REPORT_FILE), &report)?;
-    manifest.record(run, "export+report", &[bundle_dir, run.path(crate::cli::export::RUN_REPORT_FILE)])?;
+    manifest.record(
+        run,
+        "export+report",
+        &[bundle_dir, run.path(crate::cli::export::RUN_REPORT_FILE)],
+    )?;
     Ok(report)
 }
 
@@ -404,7 +512,8 @@ pub fn evaluate(
     device: tch::Device,
 ) -> Result<Evaluation> {
     let scores = pipeline::model_scores(student, x, device)?;
-    let (student_metrics, student_roc) = pipeline::evaluate_scores(&scores, y, student.info.threshold);
+    let (student_metrics, student_roc) =
+        pipeline::evaluate_scores(&scores, y, student.info.threshold);
     let (ensemble_metrics, ensemble_roc) = if teachers.is_empty() {
         (None, Vec::new())
     } else {
@@ -413,7 +522,10 @@ pub fn evaluate(
                 pipeline::ensemble_vote_fraction(teachers, &x.select_rows(rows), device)?,
                 rows.iter().map(|&r| y[r]).collect::<Vec<bool>>(),
             ),
-            None => (pipeline::ensemble_vote_fraction(teachers, x, device)?, y.to_vec()),
+            None => (
+                pipeline::ensemble_vote_fraction(teachers, x, device)?,
+                y.to_vec(),
+            ),
         };
         let (m, roc) = pipeline::evaluate_scores(&fraction, &labels, 0.5);
         (Some(m), roc)
@@ -432,5 +544,10 @@ pub fn evaluate(
         "teacher_ensemble_score": "share of teachers voting malicious; malicious when >= 0.5",
         "teacher_ensemble_samples": ensemble_rows.map_or(y.len(), |r| r.len()),
     });
-    Ok(Evaluation { student: student_metrics, ensemble: ensemble_metrics, json, svg })
+    Ok(Evaluation {
+        student: student_metrics,
+        ensemble: ensemble_metrics,
+        json,
+        svg,
+    })
 }

@@ -60,12 +60,23 @@ pub fn run(args: Args) -> Result<()> {
     };
     let queries_path = pick(&args.queries, &|r| r.features(sets::QUERIES), "queries")?;
     let labels_path = pick(&args.labels, &|r| r.aggregate_labels(), "labels")?;
-    let validation_path = pick(&args.validation, &|r| r.features(sets::STUDENT_VALIDATION), "validation")?;
-    let validation_labels_path =
-        pick(&args.validation_labels, &|r| r.labels(sets::STUDENT_VALIDATION), "validation-labels")?;
+    let validation_path = pick(
+        &args.validation,
+        &|r| r.features(sets::STUDENT_VALIDATION),
+        "validation",
+    )?;
+    let validation_labels_path = pick(
+        &args.validation_labels,
+        &|r| r.labels(sets::STUDENT_VALIDATION),
+        "validation-labels",
+    )?;
     let featurizer_path = pick(&args.featurizer, &|r| r.featurizer(), "featurizer")?;
     let out = pick(&args.out, &|r| r.student(), "out")?;
-    let config = match args.config.clone().or_else(|| run.as_ref().map(|r| r.config()).filter(|p| p.exists())) {
+    let config = match args
+        .config
+        .clone()
+        .or_else(|| run.as_ref().map(|r| r.config()).filter(|p| p.exists()))
+    {
         Some(p) => RunConfig::load(&p)?,
         None => RunConfig::without_datasets(),
     };
@@ -89,14 +100,23 @@ pub fn run(args: Args) -> Result<()> {
     }
     let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
     if answered.is_empty() {
-        return Err(Error::Invalid(format!("{}: no answered query", labels_path.display())));
+        return Err(Error::Invalid(format!(
+            "{}: no answered query",
+            labels_path.display()
+        )));
     }
     let validation = pipeline::read_matrix(&validation_path)?;
     let validation_labels = pipeline::read_labels(&validation_labels_path)?
         .into_iter()
         .enumerate()
         .map(|(i, l)| {
-            l.ok_or_else(|| Error::Invalid(format!("{}:{}: validation labels must all be 0 or 1", validation_labels_path.display(), i + 1)))
+            l.ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{}:{}: validation labels must all be 0 or 1",
+                    validation_labels_path.display(),
+                    i + 1
+                ))
+            })
         })
         .collect::<Result<Vec<bool>>>()?;
     for (path, m) in [(&queries_path, &queries), (&validation_path, &validation)] {
@@ -111,8 +131,17 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let student = pipeline::train_student(
-        LabeledRows { x: queries.select_rows(&answered), y: answered.iter().map(|&i| labels[i].expect("answered")).collect() },
-        LabeledRows { x: validation, y: validation_labels },
+        LabeledRows {
+            x: queries.select_rows(&answered),
+            y: answered
+                .iter()
+                .map(|&i| labels[i].expect("answered"))
+                .collect(),
+        },
+        LabeledRows {
+            x: validation,
+            y: validation_labels,
+        },
         &config.student.training,
         featurizer.content_hash(),
         &rng,

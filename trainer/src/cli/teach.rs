@@ -61,11 +61,21 @@ pub struct Args {
 
 /// Parses `i/N` with 0 <= i < N.
 pub fn parse_shard(s: &str) -> std::result::Result<(usize, usize), String> {
-    let (i, n) = s.split_once('/').ok_or_else(|| format!("expected i/N (e.g. 3/250), got {s:?}"))?;
-    let i: usize = i.trim().parse().map_err(|_| format!("shard index {i:?} is not a number"))?;
-    let n: usize = n.trim().parse().map_err(|_| format!("shard count {n:?} is not a number"))?;
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("expected i/N (e.g. 3/250), got {s:?}"))?;
+    let i: usize = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("shard index {i:?} is not a number"))?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("shard count {n:?} is not a number"))?;
     if n == 0 || i >= n {
-        return Err(format!("shard {i}/{n}: the index must be in 0..{n} (0-based)"));
+        return Err(format!(
+            "shard {i}/{n}: the index must be in 0..{n} (0-based)"
+        ));
     }
     Ok((i, n))
 }
@@ -75,7 +85,11 @@ pub fn run(args: Args) -> Result<()> {
     let config = match &args.config {
         Some(p) => RunConfig::load(p)?,
         None if !args.data.is_empty() => RunConfig::without_datasets(),
-        None => return Err(Error::Config("teach: pass --config CFG, or --shard i/N with --data FILE".into())),
+        None => {
+            return Err(Error::Config(
+                "teach: pass --config CFG, or --shard i/N with --data FILE".into(),
+            ))
+        }
     };
     if let Some(t) = args.threads.or(config.threads) {
         tch::set_num_threads(t as i32);
@@ -90,7 +104,9 @@ pub fn run(args: Args) -> Result<()> {
     if !args.data.is_empty() {
         // Multi-organization mode: the organization's files are its whole shard.
         let (i, n) = args.shard.expect("clap: --data requires --shard");
-        let format = args.format.ok_or_else(|| Error::Config("teach: --data needs --format".into()))?;
+        let format = args
+            .format
+            .ok_or_else(|| Error::Config("teach: --data needs --format".into()))?;
         if !featurizer_path.exists() {
             return Err(Error::Config(format!(
                 "teach: {} does not exist; pass --featurizer with the featurizer fitted on the public side",
@@ -101,7 +117,12 @@ pub fn run(args: Args) -> Result<()> {
         let sources: Vec<_> = args
             .data
             .iter()
-            .map(|p| crate::config::DatasetSource { path: p.clone(), format, label: args.label, limit: None })
+            .map(|p| crate::config::DatasetSource {
+                path: p.clone(),
+                format,
+                label: args.label,
+                limit: None,
+            })
             .collect();
         let records = pipeline::load_datasets(&sources)?;
         let all: Vec<usize> = (0..records.len()).collect();
@@ -109,11 +130,21 @@ pub fn run(args: Args) -> Result<()> {
         let y = pipeline::labels_of(&records, &all)?;
         let mut shards = vec![None; n];
         shards[i] = Some((x, y));
-        return train(&args, &config, shards, featurizer.content_hash(), &run, &rng, device);
+        return train(
+            &args,
+            &config,
+            shards,
+            featurizer.content_hash(),
+            &run,
+            &rng,
+            device,
+        );
     }
     {
         if args.config.is_none() {
-            return Err(Error::Config("teach: without --data, --config is needed for the datasets".into()));
+            return Err(Error::Config(
+                "teach: without --data, --config is needed for the datasets".into(),
+            ));
         }
         if args.shard.is_some() && count != config.teachers.count {
             return Err(Error::Config(format!(
@@ -133,7 +164,11 @@ pub fn run(args: Args) -> Result<()> {
                     &splits.private
                 }
             };
-            eprintln!("teach: fitting the featurizer on {} requests into {}", fit_rows.len(), featurizer_path.display());
+            eprintln!(
+                "teach: fitting the featurizer on {} requests into {}",
+                fit_rows.len(),
+                featurizer_path.display()
+            );
             let f = featurizer::Featurizer::fit(
                 config.featurizer.config.clone(),
                 fit_rows.iter().map(|&i| records[i].parts()),
@@ -141,8 +176,11 @@ pub fn run(args: Args) -> Result<()> {
             f.save(&featurizer_path)?;
             f
         };
-        let private_rows =
-            if config.teachers.distinct { pipeline::distinct(&records, &splits.private) } else { splits.private.clone() };
+        let private_rows = if config.teachers.distinct {
+            pipeline::distinct(&records, &splits.private)
+        } else {
+            splits.private.clone()
+        };
         let partition = pipeline::hash_partition(&records, &private_rows, count);
         let shards = partition
             .iter()
@@ -152,10 +190,21 @@ pub fn run(args: Args) -> Result<()> {
                     return Ok(None);
                 }
                 let idx: Vec<usize> = rows.iter().map(|&j| private_rows[j]).collect();
-                Ok(Some((pipeline::featurize_rows(&featurizer, &records, &idx), pipeline::labels_of(&records, &idx)?)))
+                Ok(Some((
+                    pipeline::featurize_rows(&featurizer, &records, &idx),
+                    pipeline::labels_of(&records, &idx)?,
+                )))
             })
             .collect::<Result<Vec<_>>>()?;
-        train(&args, &config, shards, featurizer.content_hash(), &run, &rng, device)
+        train(
+            &args,
+            &config,
+            shards,
+            featurizer.content_hash(),
+            &run,
+            &rng,
+            device,
+        )
     }
 }
 

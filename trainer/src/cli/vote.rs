@@ -38,7 +38,10 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let run = args.run.as_ref().map(RunDir::new);
     let pick = |given: &Option<PathBuf>, default: fn(&RunDir) -> PathBuf, flag: &str| {
-        given.clone().or_else(|| run.as_ref().map(default)).ok_or_else(|| Error::Config(format!("vote: pass --{flag} or --run RUN_DIR")))
+        given
+            .clone()
+            .or_else(|| run.as_ref().map(default))
+            .ok_or_else(|| Error::Config(format!("vote: pass --{flag} or --run RUN_DIR")))
     };
     let teachers_dir = pick(&args.teachers, |r| r.teachers(), "teachers")?;
     let queries_path = pick(&args.queries, |r| r.features(sets::QUERIES_SENT), "queries")?;
