@@ -89,7 +89,6 @@ pub fn run_pipeline(
     run: &RunDir,
     started: Instant,
 ) -> Result<serde_json::Value> {
-    run.create()?;
     let rng = RunRng::new(config.seed)?;
     if config.seed.is_some() {
         eprintln!(
@@ -101,6 +100,8 @@ pub fn run_pipeline(
         tch::set_num_threads(t as i32);
     }
     let device = device::resolve(config.device)?;
+    // Only now, with the config valid and the device usable, does the run directory appear.
+    run.create()?;
     let config_yaml = serde_yaml::to_string(config).map_err(|e| Error::Config(e.to_string()))?;
     pipeline::write_file(&run.config(), config_yaml.as_bytes())?;
     let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
