@@ -29,7 +29,9 @@ r = json.load(open(sys.argv[1]))
 keys = ["teachers", "queries", "answered", "mechanism", "delta", "data_independent_epsilon",
         "data_dependent_epsilon", "student_local_epsilon"]
 print(json.dumps({k: r.get(k) for k in keys}, indent=2))
-print("student test metrics:", json.dumps(r.get("student", r.get("test", {})))[:400])
+for name, key in (("student", "metrics"), ("teacher ensemble", "teacher_ensemble_metrics")):
+    m = r.get(key) or {}
+    print(f"{name} on the test split: " + ", ".join(f"{k} {m[k]:.3f}" for k in ("tpr", "tnr", "fpr", "roc_auc") if k in m))
 PY
 
 step "start Apache on 127.0.0.1:$APACHE_PORT and pate-proxy (block mode) on 127.0.0.1:$PROXY_PORT"
