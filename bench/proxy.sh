@@ -213,6 +213,12 @@ for r in $(seq 1 "$ROUNDS"); do
  done
 done
 IDLE3_DETECT=$(rss "$DETECT_PID"); IDLE3_BLOCK=$(rss "$BLOCK_PID")
+# In-proxy scoring time (featurize + ONNX Runtime) over every request the proxy scored, warm-up
+# included: patewaf_scoring_duration_seconds_sum / _count from the admin endpoint.
+for mode in detect block; do
+  admin=$DETECT_ADMIN; [ "$mode" = block ] && admin=$BLOCK_ADMIN
+  curl -fs "http://127.0.0.1:$admin/metrics" > "$WORK/metrics-$mode.txt" || true
+done
 
 # --- summary ------------------------------------------------------------------------------------
 python3 - "$WORK" "$ROUNDS" "$CONFIGS" "$CONNECTIONS" <<PY
@@ -252,6 +258,18 @@ for line in open(f"{work}/rss.txt"):
     parts = line.split()
     if len(parts) == 2 and parts[1].isdigit():
         rss.setdefault(parts[0], []).append(int(parts[1]))
+print()
+print("| pate-proxy | requests scored | mean scoring time (featurize + ONNX), µs |")
+print("|---|---|---|")
+for mode in ("detect", "block"):
+    vals = {}
+    for line in open(f"{work}/metrics-{mode}.txt"):
+        m = re.match(r"patewaf_scoring_duration_seconds_(sum|count)(?:\{[^}]*\})? ([0-9.e+-]+)$", line.strip())
+        if m: vals[m.group(1)] = vals.get(m.group(1), 0.0) + float(m.group(2))
+    if vals.get("count"):
+        print(f"| {mode} | {int(vals['count'])} | {vals['sum'] / vals['count'] * 1e6:.1f} |")
+    else:
+        print(f"| {mode} | n/a | n/a (no patewaf_scoring_duration_seconds in /metrics) |")
 print()
 print("| pate-proxy RSS (MiB) | idle, ready before any request | idle after warm-up | max under load | idle after the runs |")
 print("|---|---|---|---|---|")
