@@ -9,7 +9,9 @@ ROOT=$PWD
 
 TORCH_VERSION=2.13.0
 ORT_VERSION=1.31.1
-APT_PACKAGES=(apache2 cmake wrk prometheus libapache2-mod-security2 modsecurity-crs)
+# systemd (systemd-analyze), python3-seccomp and logrotate: scripts/check-deploy.sh validates the
+# systemd unit, its sandbox and the audit-log rotation with them.
+APT_PACKAGES=(apache2 cmake wrk prometheus libapache2-mod-security2 modsecurity-crs systemd python3-seccomp logrotate)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
