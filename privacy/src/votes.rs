@@ -52,7 +52,8 @@ impl VoteMatrix {
     /// The largest number of votes cast on one query (the number of teachers N when every
     /// teacher votes on every query).
     pub fn max_teachers(&self) -> u64 {
-        self.rows().map(|r| r.iter().sum::<u64>()).max().unwrap_or(0)
+        // Saturating: a matrix built with from_rows may hold counts whose sum exceeds u64.
+        self.rows().map(|r| r.iter().fold(0u64, |sum, &v| sum.saturating_add(v))).max().unwrap_or(0)
     }
 }
 
@@ -68,6 +69,9 @@ pub fn parse_votes(text: &str, path: &Path) -> Result<VoteMatrix> {
             continue;
         }
         let mut n = 0usize;
+        // A row's votes are summed (max_teachers, the sensitivity of the counts): refuse rows
+        // whose sum does not fit in u64 rather than overflow later (found by fuzz/privacy_votes).
+        let mut row_sum: u64 = 0;
         for field in line.split(',') {
             let field = field.trim();
             let value: u64 = field.parse().map_err(|_| {
@@ -75,6 +79,9 @@ pub fn parse_votes(text: &str, path: &Path) -> Result<VoteMatrix> {
                     line_no,
                     format!("field {} is {field:?}; expected a non-negative integer vote count", n + 1),
                 )
+            })?;
+            row_sum = row_sum.checked_add(value).ok_or_else(|| {
+                err(line_no, format!("the vote counts of this line sum to more than {}; expected realistic counts", u64::MAX))
             })?;
             counts.push(value);
             n += 1;

@@ -103,3 +103,15 @@ fn matrix_round_trip_and_format_errors() {
     assert!(e.contains("row 0, column 1"), "{e}");
     assert!(F32Matrix::new(2, 2, vec![0.0; 3]).is_err());
 }
+
+/// Regression (fuzz/privacy_votes): counts whose sum overflows u64 made `max_teachers` panic
+/// (overflow checks) or wrap to a wrong teacher count (release). Now a parse error naming the line,
+/// and `max_teachers` saturates on matrices built in code.
+#[test]
+fn vote_counts_whose_sum_overflows_are_rejected() {
+    let (line, message) = parse_err("1,2\n18446744073709551615,1\n");
+    assert_eq!(line, 2);
+    assert!(message.contains("sum to more than"), "{message}");
+    let m = VoteMatrix::from_rows(&[[u64::MAX, 1], [3, 4]]).unwrap();
+    assert_eq!(m.max_teachers(), u64::MAX);
+}
