@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh all SECONDS       run every target in turn, SECONDS each
 #   scripts/fuzz.sh list              list the targets
 #   scripts/fuzz.sh build             build only
+#   FUZZ_NO_BUILD=1 scripts/fuzz.sh TARGET SECONDS   run without rebuilding
 #
 # cargo-fuzz needs nightly flags; RUSTC_BOOTSTRAP=1 makes stable rustc accept them, and this
 # script passes the same sanitizer-coverage flags cargo-fuzz would (no ASan: the crates are
@@ -22,6 +23,8 @@ TARGETS=(featurizer_transform featurizer_from_json datasets_parse privacy_votes 
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 
 build() {
+    # FUZZ_NO_BUILD=1 runs the binaries already in fuzz/target (e.g. several runs after one build).
+    [[ -n ${FUZZ_NO_BUILD:-} ]] && return 0
     # $1 = extra cargo arguments (the proxy target needs `--features proxy`).
     RUSTC_BOOTSTRAP=1 \
     RUSTFLAGS="${RUSTFLAGS:-} --cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
