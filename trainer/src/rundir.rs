@@ -47,6 +47,21 @@ pub mod sets {
     pub const TEST: &str = "test";
 }
 
+/// Resolves one input or output path of a stage subcommand: the explicit `--FLAG` value, else the
+/// run directory's default for it, else an error naming both ways to give it.
+pub fn resolve_path(
+    given: &Option<PathBuf>,
+    run: Option<&RunDir>,
+    default: impl Fn(&RunDir) -> PathBuf,
+    command: &str,
+    flag: &str,
+) -> Result<PathBuf> {
+    given
+        .clone()
+        .or_else(|| run.map(default))
+        .ok_or_else(|| Error::Config(format!("{command}: pass --{flag} or --run RUN_DIR")))
+}
+
 impl RunDir {
     /// A run directory at `root` (not created).
     pub fn new(root: impl Into<PathBuf>) -> Self {

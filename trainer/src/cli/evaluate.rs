@@ -8,7 +8,7 @@ use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::model_file::{load_teachers, ModelFile};
 use crate::pipeline;
-use crate::rundir::{sets, RunDir};
+use crate::rundir::{resolve_path, sets, RunDir};
 
 /// Arguments of `pate-trainer evaluate`.
 #[derive(Debug, clap::Args)]
@@ -46,10 +46,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let run = args.run.as_ref().map(RunDir::new);
     let pick = |given: &Option<PathBuf>, default: &dyn Fn(&RunDir) -> PathBuf, flag: &str| {
-        given
-            .clone()
-            .or_else(|| run.as_ref().map(default))
-            .ok_or_else(|| Error::Config(format!("evaluate: pass --{flag} or --run RUN_DIR")))
+        resolve_path(given, run.as_ref(), default, "evaluate", flag)
     };
     let model_path = pick(&args.model, &|r| r.student(), "model")?;
     let features_path = pick(&args.features, &|r| r.features(sets::TEST), "features")?;

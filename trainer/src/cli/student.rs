@@ -9,7 +9,7 @@ use crate::device::{self, DeviceChoice};
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, RunRng};
-use crate::rundir::{sets, RunDir};
+use crate::rundir::{resolve_path, sets, RunDir};
 
 /// Arguments of `pate-trainer student`.
 #[derive(Debug, clap::Args)]
@@ -53,10 +53,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let run = args.run.as_ref().map(RunDir::new);
     let pick = |given: &Option<PathBuf>, default: &dyn Fn(&RunDir) -> PathBuf, flag: &str| {
-        given
-            .clone()
-            .or_else(|| run.as_ref().map(default))
-            .ok_or_else(|| Error::Config(format!("student: pass --{flag} or --run RUN_DIR")))
+        resolve_path(given, run.as_ref(), default, "student", flag)
     };
     let queries_path = pick(&args.queries, &|r| r.features(sets::QUERIES), "queries")?;
     let labels_path = pick(&args.labels, &|r| r.aggregate_labels(), "labels")?;

@@ -8,7 +8,7 @@ use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::model_file::load_teachers;
 use crate::pipeline;
-use crate::rundir::{sets, RunDir};
+use crate::rundir::{resolve_path, sets, RunDir};
 
 /// Arguments of `pate-trainer vote`.
 #[derive(Debug, clap::Args)]
@@ -38,10 +38,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let run = args.run.as_ref().map(RunDir::new);
     let pick = |given: &Option<PathBuf>, default: fn(&RunDir) -> PathBuf, flag: &str| {
-        given
-            .clone()
-            .or_else(|| run.as_ref().map(default))
-            .ok_or_else(|| Error::Config(format!("vote: pass --{flag} or --run RUN_DIR")))
+        resolve_path(given, run.as_ref(), default, "vote", flag)
     };
     let teachers_dir = pick(&args.teachers, |r| r.teachers(), "teachers")?;
     let queries_path = pick(&args.queries, |r| r.features(sets::QUERIES_SENT), "queries")?;
