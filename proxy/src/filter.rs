@@ -20,7 +20,7 @@ use pingora::{Error, ErrorSource, Result};
 use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
 use crate::config::{BodyOverLimit, Mode, OnError, MAX_BODY_LIMIT_BYTES};
 use crate::error::ProxyError;
-use crate::model::ServingModel;
+use crate::model::{Scored, ServingModel};
 use crate::state::Shared;
 
 /// `Via` value added to forwarded requests (RFC 9110 §7.6.3).
@@ -44,7 +44,7 @@ pub struct RequestCtx {
 /// What the audit record says about the decision.
 struct Judgement<'a> {
     model: Option<&'a ServingModel>,
-    score: Option<f32>,
+    scored: Option<&'a Scored>,
     mode: Mode,
     reason: Option<String>,
 }
@@ -168,10 +168,11 @@ impl WafProxy {
     ) {
         let Judgement {
             model,
-            score,
+            scored,
             mode,
             reason,
         } = judged;
+        let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
         let config = &self.shared.config;
         let redact = config.audit_redact_values;
@@ -185,8 +186,8 @@ impl WafProxy {
             let raw = if redact { redact_pairs(b) } else { b.to_vec() };
             truncate_text(&raw, config.audit_target_max_bytes).0
         });
-        let top_tokens = match (model, score) {
-            (Some(m), Some(_)) => m.top_tokens(parts, config.audit_top_tokens),
+        let top_tokens = match (model, scored) {
+            (Some(m), Some(s)) => m.top_tokens(&s.features, config.audit_top_tokens),
             _ => Vec::new(),
         };
         let record = AuditRecord {
@@ -275,7 +276,7 @@ impl ProxyHttp for WafProxy {
                     &parts,
                     Judgement {
                         model: model.as_deref(),
-                        score: None,
+                        scored: None,
                         mode,
                         reason: Some(reason),
                     },
@@ -312,7 +313,7 @@ impl ProxyHttp for WafProxy {
                 self.count(ctx, verdict);
                 let judged = Judgement {
                     model: model.as_deref(),
-                    score: Some(scored.score),
+                    scored: Some(&scored),
                     mode,
                     reason: None,
                 };
@@ -339,7 +340,7 @@ impl ProxyHttp for WafProxy {
                     &parts,
                     Judgement {
                         model: model.as_deref(),
-                        score: None,
+                        scored: None,
                         mode,
                         reason,
                     },

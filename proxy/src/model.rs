@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use bundle::{is_block, Bundle, Scorer};
-use featurizer::{Featurizer, RequestParts};
+use featurizer::{Featurizer, RequestParts, SparseVector};
 
 use crate::audit::TokenWeight;
 use crate::error::ProxyError;
@@ -36,7 +36,7 @@ pub struct ServingModel {
 }
 
 /// A score and what it took.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
     /// Probability that the request is malicious.
     pub score: f32,
@@ -44,6 +44,9 @@ pub struct Scored {
     pub malicious: bool,
     /// Featurize + ONNX Runtime time, seconds.
     pub seconds: f64,
+    /// The feature vector that was scored (the audit log's top tokens come from it, so an audited
+    /// request is featurized once).
+    pub features: SparseVector,
 }
 
 /// The request used to warm up the featurizer and every session at load time.
@@ -149,23 +152,26 @@ impl ServingModel {
             score,
             malicious: is_block(score, self.threshold),
             seconds: started.elapsed().as_secs_f64(),
+            features,
         })
     }
 
-    /// The `n` tokens of the request with the largest TF-IDF weight, heaviest first.
-    pub fn top_tokens(&self, req: &RequestParts, n: usize) -> Vec<TokenWeight> {
-        let mut weights = self.featurizer.explain(req).weights;
-        weights.sort_by(|a, b| {
-            b.weight
-                .total_cmp(&a.weight)
-                .then_with(|| a.token.cmp(&b.token))
-        });
+    /// The `n` tokens of a scored feature vector with the largest TF-IDF weight, heaviest first.
+    pub fn top_tokens(&self, features: &SparseVector, n: usize) -> Vec<TokenWeight> {
+        let vocabulary = self.featurizer.vocabulary();
+        let mut weights: Vec<(&str, f32)> = features
+            .indices
+            .iter()
+            .zip(&features.values)
+            .filter_map(|(&i, &w)| vocabulary.get(i as usize).map(|t| (t.as_str(), w)))
+            .collect();
+        weights.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         weights
             .into_iter()
             .take(n)
-            .map(|w| TokenWeight {
-                token: w.token,
-                weight: w.weight,
+            .map(|(token, weight)| TokenWeight {
+                token: token.to_owned(),
+                weight,
             })
             .collect()
     }
