@@ -240,7 +240,11 @@ pub fn sanitize(
     let cap = if moments { analysis.independent_total(order) / order } else { analysis.independent_total(order) };
     let ss = smooth_sensitivity_bound(votes, mechanism, opts.answered.as_deref(), order, beta, cap)?;
     let noise_std = ss * sopts.noise_multiplier;
-    let noisy = (rdp_dep + noise::gaussian(rng, noise_std)).max(0.0);
+    // Two valid bounds on the same RDP total: the noisy data-dependent value, and the
+    // data-independent total `cap` (which needs no release at all). Clamping the noisy value into
+    // [0, cap] is post-processing with data-independent constants, so it costs nothing and the
+    // published ε is never above the data-independent ε at this order plus the release's cost.
+    let noisy = (rdp_dep + noise::gaussian(rng, noise_std)).clamp(0.0, cap);
     let cost = gnss_rdp(beta, sopts.noise_multiplier, alpha);
     let epsilon = noisy + cost + ln_inv_delta / (alpha - 1.0);
     if !epsilon.is_finite() {
