@@ -100,17 +100,41 @@ pub fn run_pipeline(
         tch::set_num_threads(t as i32);
     }
     let device = device::resolve(config.device)?;
-    // Only now, with the config valid and the device usable, does the run directory appear.
-    run.create()?;
-    let config_yaml = serde_yaml::to_string(config).map_err(|e| Error::Config(e.to_string()))?;
-    pipeline::write_file(&run.config(), config_yaml.as_bytes())?;
-    let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
-    let mut manifest = RunManifest::new(rng.provenance(), device::name(device), config_json);
-    manifest.record(run, "config", &[run.config()])?;
 
     // ---- data and splits
     stage("load datasets and split by request hash", started);
     let records = pipeline::load_datasets(&config.datasets)?;
+    // A data set that cannot train a detector (one class only, e.g. a benign-only file) is
+    // refused before anything is written, naming the files; the per-split check after
+    // featurization still catches a split that the hash left without one class.
+    let files = || -> String {
+        let names: Vec<String> = config
+            .datasets
+            .iter()
+            .map(|d| d.path.display().to_string())
+            .collect();
+        names.join(", ")
+    };
+    if records.is_empty() {
+        return Err(Error::Config(format!(
+            "datasets: no requests in {}",
+            files()
+        )));
+    }
+    let has = |label: datasets::Label| records.iter().any(|r| r.label == Some(label));
+    if !has(datasets::Label::Benign) || !has(datasets::Label::Malicious) {
+        return Err(Error::Config(format!(
+            "datasets: the data needs both benign and malicious requests, {} has only {}",
+            files(),
+            if has(datasets::Label::Benign) {
+                "benign ones"
+            } else if has(datasets::Label::Malicious) {
+                "malicious ones"
+            } else {
+                "unlabelled ones"
+            }
+        )));
+    }
     let splits = pipeline::split_by_hash(&records, &config.split);
     eprintln!(
         "split: {} private, {} public, {} student validation, {} test",
@@ -138,6 +162,15 @@ pub fn run_pipeline(
             distinct_public.len()
         )));
     }
+    // Only now, with the config and the data valid and the device usable, does the run
+    // directory appear (a bad data file leaves no half-written run directory behind).
+    run.create()?;
+    let config_yaml = serde_yaml::to_string(config).map_err(|e| Error::Config(e.to_string()))?;
+    pipeline::write_file(&run.config(), config_yaml.as_bytes())?;
+    let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
+    let mut manifest = RunManifest::new(rng.provenance(), device::name(device), config_json);
+    manifest.record(run, "config", &[run.config()])?;
+
     let mut query_rng = rng.stream("queries");
     let query_rows: Vec<usize> = pipeline::shuffled(distinct_public.len(), &mut query_rng)
         .into_iter()
