@@ -31,7 +31,14 @@
 //!    `idf(t) = ln((1 + n) / (1 + df(t))) + 1` (the smoothed IDF of scikit-learn's
 //!    `TfidfTransformer(smooth_idf=True)`, n = number of fitted documents); the vector
 //!    `w_t = tf(t, r) · idf(t)` is then l1-normalized (`Σ |w_t| = 1`). A request with no
-//!    vocabulary token gives the empty (all-zero) vector.
+//!    vocabulary token gives the empty (all-zero) vector. With
+//!    [`FeaturizerConfig::sublinear_tf`], `tf(t, r) = 1 + ln count(t, r)` instead.
+//!
+//! Opt-in feature families beyond the seeds' (all off by default, and absent from the artifact
+//! when off, so older artifacts keep their bytes and hash): token n-grams
+//! ([`FeaturizerConfig::ngram_max`]), character n-grams ([`FeaturizerConfig::char_ngrams`]) and
+//! parameter value shapes ([`FeaturizerConfig::value_shapes`]); see
+//! [`for_each_configured_feature`]. They compete with the tokens for the same `top_k` places.
 //!
 //! The fitted [`Featurizer`] is a versioned JSON artifact ([`Featurizer::to_json`]) holding every
 //! setting, the vocabulary, the document frequencies, the IDF and a sha256 content hash; fitting
@@ -95,18 +102,59 @@ pub struct FeaturizerConfig {
     /// form and hash.
     #[serde(skip_serializing_if = "is_unigram")]
     pub ngram_max: usize,
+    /// Character n-grams of the normalized text as extra features, `[min, max]` characters
+    /// (1 ≤ min ≤ max ≤ [`MAX_CHAR_NGRAM`]); off when absent (the seeds' features). They compete
+    /// for the same `top_k` places and are written `c:` + the characters (a token or token n-gram
+    /// never starts with `c:`). Character n-grams are the classic strong feature for malicious
+    /// request detection (e.g. Kruegel & Vigna 2003; the logistic-regression reference).
+    /// Not written to the artifact when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub char_ngrams: Option<[usize; 2]>,
+    /// Parameter name + value *shape* features (`v:name=<shape>`, see [`value_shape`]): CSIC 2010
+    /// "anomalous" includes plain wrong-type values (letters in a number field), which tokens of
+    /// a random name or number cannot show. Off (false) by default; not written when false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub value_shapes: bool,
+    /// Sublinear term frequency `1 + ln(count)` instead of `count` (scikit-learn's
+    /// `sublinear_tf`), so that a long run of one token does not drown the others. Off by
+    /// default; not written when false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub sublinear_tf: bool,
 }
 
 fn is_unigram(n: &usize) -> bool {
     *n == 1
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Largest accepted character n-gram length ([`FeaturizerConfig::char_ngrams`]).
+pub const MAX_CHAR_NGRAM: usize = 8;
+/// Prefix of a character n-gram feature in the vocabulary.
+pub const CHAR_NGRAM_PREFIX: &str = "c:";
+/// Prefix of a parameter value-shape feature in the vocabulary.
+pub const VALUE_SHAPE_PREFIX: &str = "v:";
+/// Values at least this long (in characters) get the `long` mark in their shape: long values are
+/// how buffer-overflow probes look.
+pub const LONG_VALUE_CHARS: usize = 64;
+
 /// Largest accepted [`FeaturizerConfig::ngram_max`].
 pub const MAX_NGRAM: usize = 3;
 
 impl Default for FeaturizerConfig {
     fn default() -> Self {
-        FeaturizerConfig { top_k: 500, max_input_bytes: 8192, decode_rounds: 3, include_body: true, ngram_max: 1 }
+        FeaturizerConfig {
+            top_k: 500,
+            max_input_bytes: 8192,
+            decode_rounds: 3,
+            include_body: true,
+            ngram_max: 1,
+            char_ngrams: None,
+            value_shapes: false,
+            sublinear_tf: false,
+        }
     }
 }
 
@@ -548,6 +596,124 @@ pub fn for_each_feature<'t>(text: &'t str, ngram_max: usize, gram: &mut String, 
     count
 }
 
+/// The vocabulary namespace of a feature ([`for_each_configured_feature`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeatureKind {
+    /// A token or token n-gram (no prefix in the vocabulary).
+    Token,
+    /// A character n-gram ([`CHAR_NGRAM_PREFIX`] in the vocabulary).
+    Char,
+    /// A parameter value shape ([`VALUE_SHAPE_PREFIX`] in the vocabulary).
+    Shape,
+}
+
+impl FeatureKind {
+    /// The prefix of this kind's vocabulary entries.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            FeatureKind::Token => "",
+            FeatureKind::Char => CHAR_NGRAM_PREFIX,
+            FeatureKind::Shape => VALUE_SHAPE_PREFIX,
+        }
+    }
+}
+
+/// The shape of a (normalized) parameter value: `empty`, `digits`, `alpha` (letters and spaces),
+/// `alnum` (letters, digits, spaces), `text` (those plus `. , - _ @ / :`), `symbols` (anything
+/// else, e.g. quotes, `<`, `;`), with `,long` appended when the value has at least
+/// [`LONG_VALUE_CHARS`] characters.
+pub fn value_shape(value: &str) -> &'static str {
+    const SHAPES: [[&str; 2]; 6] = [
+        ["empty", "empty,long"],
+        ["digits", "digits,long"],
+        ["alpha", "alpha,long"],
+        ["alnum", "alnum,long"],
+        ["text", "text,long"],
+        ["symbols", "symbols,long"],
+    ];
+    let (mut letters, mut digits, mut punct, mut symbols, mut chars) = (false, false, false, false, 0usize);
+    for c in value.chars() {
+        chars += 1;
+        if c.is_ascii_digit() {
+            digits = true;
+        } else if c.is_alphabetic() {
+            letters = true;
+        } else if c == ' ' {
+        } else if matches!(c, '.' | ',' | '-' | '_' | '@' | '/' | ':') {
+            punct = true;
+        } else {
+            symbols = true;
+        }
+    }
+    let class = if chars == 0 {
+        0
+    } else if symbols {
+        5
+    } else if punct {
+        4
+    } else if letters && digits {
+        3
+    } else if letters {
+        2
+    } else if digits {
+        1
+    } else {
+        // Only spaces: as suspicious as punctuation in a value.
+        4
+    };
+    SHAPES[class][usize::from(chars >= LONG_VALUE_CHARS)]
+}
+
+/// Calls `f(kind, body)` on every feature of normalized text under `config`, in order: the token
+/// features of [`for_each_feature`]; then, when [`FeaturizerConfig::char_ngrams`] is set, every
+/// character n-gram (for each character, the n-grams that end with it, shortest first); then,
+/// when [`FeaturizerConfig::value_shapes`] is set, one `name=<shape>` per `&`-separated pair of
+/// the query (the text after the first `?`; a pair without `=` has the shape `noeq`). The
+/// vocabulary entry of a feature is `kind.prefix()` followed by `body`. `gram` is a reusable
+/// buffer. Returns the number of features.
+pub fn for_each_configured_feature(
+    text: &str,
+    config: &FeaturizerConfig,
+    gram: &mut String,
+    mut f: impl FnMut(FeatureKind, &str),
+) -> u32 {
+    let mut count = for_each_feature(text, config.ngram_max, gram, |t| f(FeatureKind::Token, t));
+    if let Some([lo, hi]) = config.char_ngrams {
+        let (lo, hi) = (lo.max(1), hi.min(MAX_CHAR_NGRAM));
+        // bounds[k % RING] = byte offset after k characters, for the last MAX_CHAR_NGRAM + 1 k.
+        const RING: usize = MAX_CHAR_NGRAM + 1;
+        let mut bounds = [0usize; RING];
+        let mut chars = 0usize;
+        for (pos, c) in text.char_indices() {
+            let end = pos + c.len_utf8();
+            chars += 1;
+            bounds[chars % RING] = end;
+            for n in lo..=hi.min(chars) {
+                let start = bounds[(chars - n) % RING];
+                count += 1;
+                f(FeatureKind::Char, &text[start..end]);
+            }
+        }
+    }
+    if config.value_shapes {
+        if let Some(q) = text.find('?') {
+            for pair in text[q + 1..].split('&').filter(|p| !p.is_empty()) {
+                let (name, shape) = match pair.split_once('=') {
+                    Some((name, value)) => (name, value_shape(value)),
+                    None => (pair, "noeq"),
+                };
+                gram.clear();
+                gram.push_str(name);
+                gram.push('=');
+                gram.push_str(shape);
+                count += 1;
+                f(FeatureKind::Shape, gram.as_str());
+            }
+        }
+    }
+    count
+}
+
 // ---------------------------------------------------------------------------------------------
 // The fitted featurizer
 
@@ -625,6 +791,11 @@ pub struct Featurizer {
     /// Vocabulary index of each one-byte (ASCII) token, or `NOT_IN_VOCABULARY`: about half the
     /// tokens of a request are single symbols (`/`, `=`, `&`, ...), and this skips their hashing.
     ascii_index: [u32; 128],
+    /// Vocabulary index of each character n-gram, keyed without its prefix (no copying on the
+    /// hot path).
+    char_index: VocabIndex,
+    /// Vocabulary index of each value-shape feature, keyed without its prefix.
+    shape_index: VocabIndex,
 }
 
 impl PartialEq for Featurizer {
@@ -668,7 +839,12 @@ impl Featurizer {
             normalize_into(&config, &doc, &mut scratch);
             // Document frequency counts each distinct feature once per request.
             let mut distinct: Vec<String> = Vec::new();
-            for_each_feature(&scratch.text, config.ngram_max, &mut scratch.gram, |feature| distinct.push(feature.to_owned()));
+            for_each_configured_feature(&scratch.text, &config, &mut scratch.gram, |kind, feature| {
+                let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
+                entry.push_str(kind.prefix());
+                entry.push_str(feature);
+                distinct.push(entry);
+            });
             distinct.sort_unstable();
             distinct.dedup();
             for tok in distinct {
@@ -738,7 +914,37 @@ impl Featurizer {
             return Err(FeaturizerError::Invalid(format!("idf value {bad} is not a positive finite number")));
         }
         let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
+        let mut char_index = VocabIndex::default();
+        let mut shape_index = VocabIndex::default();
         for (i, tok) in c.vocabulary.iter().enumerate() {
+            if let Some(body) = tok.strip_prefix(CHAR_NGRAM_PREFIX) {
+                let n = body.chars().count();
+                match c.config.char_ngrams {
+                    Some([lo, hi]) if (lo..=hi).contains(&n) => {}
+                    _ => {
+                        return Err(FeaturizerError::Invalid(format!(
+                            "vocabulary entry {i} ({tok:?}) is a character {n}-gram, but char_ngrams is {:?}",
+                            c.config.char_ngrams
+                        )))
+                    }
+                }
+                if char_index.insert(body.into(), i as u32).is_some() {
+                    return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
+                }
+                continue;
+            }
+            if let Some(body) = tok.strip_prefix(VALUE_SHAPE_PREFIX) {
+                if !c.config.value_shapes || !body.contains('=') {
+                    return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary entry {i} ({tok:?}) is a value shape, but value_shapes is {} or it has no '='",
+                        c.config.value_shapes
+                    )));
+                }
+                if shape_index.insert(body.into(), i as u32).is_some() {
+                    return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
+                }
+                continue;
+            }
             let pieces: Vec<&str> = tok.split(' ').collect();
             let well_formed = pieces.len() <= c.config.ngram_max
                 && pieces.iter().all(|piece| {
@@ -763,10 +969,20 @@ impl Featurizer {
                 }
             }
         }
-        Ok(Featurizer { content: a.content, content_hash: a.content_hash, index, ascii_index })
+        Ok(Featurizer { content: a.content, content_hash: a.content_hash, index, ascii_index, char_index, shape_index })
     }
 
-    /// Vocabulary index of a feature.
+    /// Vocabulary index of a feature of a kind (`feature` without the kind's prefix).
+    #[inline]
+    fn lookup_kind(&self, kind: FeatureKind, feature: &str) -> Option<u32> {
+        match kind {
+            FeatureKind::Token => self.lookup(feature),
+            FeatureKind::Char => self.char_index.get(feature).copied(),
+            FeatureKind::Shape => self.shape_index.get(feature).copied(),
+        }
+    }
+
+    /// Vocabulary index of a token feature.
     #[inline]
     fn lookup(&self, feature: &str) -> Option<u32> {
         match feature.as_bytes() {
@@ -833,8 +1049,8 @@ impl Featurizer {
             counts.resize(self.dim(), 0);
         }
         touched.clear();
-        let tokens = for_each_feature(text, self.content.config.ngram_max, gram, |feature| {
-            if let Some(i) = self.lookup(feature) {
+        let tokens = for_each_configured_feature(text, &self.content.config, gram, |kind, feature| {
+            if let Some(i) = self.lookup_kind(kind, feature) {
                 let c = &mut counts[i as usize];
                 if *c == 0 {
                     touched.push(i);
@@ -846,14 +1062,23 @@ impl Featurizer {
             return;
         }
         touched.sort_unstable();
-        // Weights in f64, l1-normalized, then rounded once to f32.
+        // Weights in f64, l1-normalized, then rounded once to f32. (Dividing by `tokens` cancels
+        // in the normalization; kept so that the seeds' weights stay bit-identical.)
+        let sublinear = self.content.config.sublinear_tf;
+        let tf_of = |count: u32| {
+            if sublinear {
+                1.0 + f64::from(count).ln()
+            } else {
+                f64::from(count) / f64::from(tokens)
+            }
+        };
         let mut sum = 0.0f64;
         for &i in touched.iter() {
-            let tf = f64::from(counts[i as usize]) / f64::from(tokens);
+            let tf = tf_of(counts[i as usize]);
             sum += tf * f64::from(self.content.idf[i as usize]);
         }
         for &i in touched.iter() {
-            let tf = f64::from(counts[i as usize]) / f64::from(tokens);
+            let tf = tf_of(counts[i as usize]);
             let w = tf * f64::from(self.content.idf[i as usize]) / sum;
             out.indices.push(i);
             out.values.push(w as f32);
@@ -871,8 +1096,8 @@ impl Featurizer {
         let (normalized, truncated) = normalize(&self.content.config, req);
         let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
         let mut counts: HashMap<u32, u32> = HashMap::new();
-        for_each_feature(&normalized, self.content.config.ngram_max, &mut String::new(), |feature| {
-            if let Some(&i) = self.index.get(feature) {
+        for_each_configured_feature(&normalized, &self.content.config, &mut String::new(), |kind, feature| {
+            if let Some(i) = self.lookup_kind(kind, feature) {
                 *counts.entry(i).or_default() += 1;
             }
         });
@@ -936,6 +1161,13 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
     }
     if c.ngram_max == 0 || c.ngram_max > MAX_NGRAM {
         return Err(FeaturizerError::Invalid(format!("ngram_max = {} (1 to {MAX_NGRAM})", c.ngram_max)));
+    }
+    if let Some([lo, hi]) = c.char_ngrams {
+        if lo == 0 || lo > hi || hi > MAX_CHAR_NGRAM {
+            return Err(FeaturizerError::Invalid(format!(
+                "char_ngrams = [{lo}, {hi}] (need 1 <= min <= max <= {MAX_CHAR_NGRAM})"
+            )));
+        }
     }
     if c.decode_rounds > 16 {
         return Err(FeaturizerError::Invalid(format!("decode_rounds = {} (at most 16)", c.decode_rounds)));

@@ -82,6 +82,7 @@ fn fit(a: FitArgs) -> Result<()> {
         decode_rounds: a.decode_rounds,
         include_body: !a.no_body,
         ngram_max: a.ngram_max,
+        ..Default::default()
     };
     let records = datasets::load_all(a.format, &a.paths, &datasets::LoadOptions::default())?;
     if records.is_empty() {
