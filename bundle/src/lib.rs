@@ -16,7 +16,7 @@ pub use manifest::{
     is_block, rfc3339_utc, sha256_hex, write_bundle, Bundle, BundleContents, Manifest, ModelSummary, PrivacySummary,
     FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE, MODEL_FILE,
 };
-pub use onnx::{decode_onnx, encode_onnx, Dense, Mlp};
+pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
 pub use runtime::{init_onnxruntime, Scorer};
 
 /// Errors of the bundle crate; each names the file or the layer concerned.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::proto::{
     AttributeProto, Dimension, DimensionValue, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
     StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
-    ATTRIBUTE_TYPE_INT, DATA_TYPE_FLOAT,
+    ATTRIBUTE_TYPE_INT, DATA_TYPE_FLOAT, DATA_TYPE_INT64,
 };
 use crate::BundleError;
 
@@ -26,6 +26,12 @@ pub const INPUT_NAME: &str = "features";
 pub const OUTPUT_NAME: &str = "score";
 /// Symbolic name of the batch dimension.
 pub const BATCH_DIM: &str = "batch";
+/// Sparse-input graph ([`encode_sparse_onnx`]): positions of the non-zero features, int64[nnz].
+pub const SPARSE_INDICES_NAME: &str = "indices";
+/// Sparse-input graph: the non-zero feature values, float[1, nnz], in the order of the indices.
+pub const SPARSE_VALUES_NAME: &str = "values";
+/// Symbolic name of the number of non-zero features.
+pub const NNZ_DIM: &str = "nnz";
 
 /// One fully connected layer: `y = W·x + b`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,11 +163,15 @@ fn float_tensor(name: String, dims: Vec<i64>, values: &[f32]) -> TensorProto {
 }
 
 fn float_value_info(name: &str, dims: [DimensionValue; 2]) -> ValueInfoProto {
+    value_info(name, DATA_TYPE_FLOAT, dims.into())
+}
+
+fn value_info(name: &str, elem_type: i32, dims: Vec<DimensionValue>) -> ValueInfoProto {
     ValueInfoProto {
         name: name.into(),
         r#type: Some(TypeProto {
             tensor_type: Some(TypeProtoTensor {
-                elem_type: DATA_TYPE_FLOAT,
+                elem_type,
                 shape: Some(TensorShapeProto {
                     dim: dims.into_iter().map(|d| Dimension { value: Some(d), denotation: String::new() }).collect(),
                 }),
@@ -220,6 +230,98 @@ pub fn encode_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
                 OUTPUT_NAME,
                 [DimensionValue::DimParam(BATCH_DIM.into()), DimensionValue::DimValue(1)],
             )],
+            ..Default::default()
+        }),
+        metadata_props: vec![StringStringEntryProto { key: "layers".into(), value: layer_summary(mlp) }],
+    };
+    Ok(model.encode_to_vec())
+}
+
+/// Encodes the network as an ONNX model with a **sparse input**, for scoring one request at a
+/// time: inputs `indices` int64[nnz] (feature positions, each `< K`) and `values` float[1, nnz];
+/// output `score` float[1, 1]. Same network, same maths as [`encode_onnx`]'s graph, but the first
+/// layer only touches the rows of `W1ᵀ` the request uses:
+///
+/// `Gather(W1ᵀ, indices)` → float[nnz, H1] (ONNX operator spec, "Gather", axis 0), then
+/// `Gemm(values, ·, b1)` = `Σ_j values[j] · W1[:, indices[j]] + b1` = `W1·x + b1` for the dense
+/// `x` with `x[indices[j]] = values[j]` (indices distinct; a repeated index adds its values, as
+/// [`crate::Scorer::score_sparse`] always did), then `Relu` and the remaining layers exactly as in
+/// [`encode_onnx`]. The featurizer's l1-normalized vector has tens of non-zeros of K = 500, so the
+/// first layer costs nnz·H1 multiply-adds instead of K·H1. Sums run in another order than the
+/// dense `Gemm`'s, so scores agree with the dense graph to float rounding (~1e-7), not bit for
+/// bit. `nnz` must be at least 1: feed index 0 with value 0 for an empty vector.
+///
+/// This graph is built in memory from `model.onnx` by the scorer; bundles keep the dense graph
+/// (the contract of `model.onnx`, read by `pate-trainer score` and Python onnxruntime).
+pub fn encode_sparse_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
+    mlp.validate()?;
+    let first = &mlp.layers[0];
+    // W1ᵀ, row-major [in][out]: row i holds the weights from input feature i (what Gather picks).
+    let mut transposed = vec![0.0f32; first.weight.len()];
+    for o in 0..first.out_dim {
+        for i in 0..first.in_dim {
+            transposed[i * first.out_dim + o] = first.weight[o * first.in_dim + i];
+        }
+    }
+    let mut nodes = Vec::new();
+    let mut initializers = vec![
+        float_tensor("layer0.weight_t".into(), vec![first.in_dim as i64, first.out_dim as i64], &transposed),
+        float_tensor("layer0.bias".into(), vec![first.out_dim as i64], &first.bias),
+    ];
+    let axis = AttributeProto { name: "axis".into(), r#type: ATTRIBUTE_TYPE_INT, i: 0, ..Default::default() };
+    nodes.push(node(
+        "Gather",
+        "layer0.gather".into(),
+        vec!["layer0.weight_t".into(), SPARSE_INDICES_NAME.into()],
+        "layer0.rows".into(),
+        vec![axis],
+    ));
+    let last = mlp.layers.len() - 1;
+    let mut current = String::new();
+    for (i, layer) in mlp.layers.iter().enumerate() {
+        let linear = if i == last { "logit".to_string() } else { format!("layer{i}.linear") };
+        if i == 0 {
+            nodes.push(node(
+                "Gemm",
+                "layer0.gemm".into(),
+                vec![SPARSE_VALUES_NAME.into(), "layer0.rows".into(), "layer0.bias".into()],
+                linear.clone(),
+                vec![],
+            ));
+        } else {
+            let (w, b) = (format!("layer{i}.weight"), format!("layer{i}.bias"));
+            initializers.push(float_tensor(w.clone(), vec![layer.out_dim as i64, layer.in_dim as i64], &layer.weight));
+            initializers.push(float_tensor(b.clone(), vec![layer.out_dim as i64], &layer.bias));
+            let trans_b = AttributeProto { name: "transB".into(), r#type: ATTRIBUTE_TYPE_INT, i: 1, ..Default::default() };
+            nodes.push(node("Gemm", format!("layer{i}.gemm"), vec![current.clone(), w, b], linear.clone(), vec![trans_b]));
+        }
+        current = if i == last {
+            nodes.push(node("Sigmoid", "sigmoid".into(), vec![linear], OUTPUT_NAME.into(), vec![]));
+            OUTPUT_NAME.into()
+        } else {
+            let relu = format!("layer{i}.relu");
+            nodes.push(node("Relu", relu.clone(), vec![linear], relu.clone(), vec![]));
+            relu
+        };
+    }
+    let nnz = || DimensionValue::DimParam(NNZ_DIM.into());
+    let model = ModelProto {
+        ir_version: IR_VERSION,
+        opset_import: vec![OperatorSetIdProto { domain: String::new(), version: OPSET_VERSION }],
+        producer_name: "pate-waf".into(),
+        producer_version: env!("CARGO_PKG_VERSION").into(),
+        domain: "pate-waf".into(),
+        model_version: 1,
+        doc_string: "PATE student, sparse input: malicious-request probability of one request".into(),
+        graph: Some(GraphProto {
+            node: nodes,
+            name: "pate_student_sparse".into(),
+            initializer: initializers,
+            input: vec![
+                value_info(SPARSE_INDICES_NAME, DATA_TYPE_INT64, vec![nnz()]),
+                value_info(SPARSE_VALUES_NAME, DATA_TYPE_FLOAT, vec![DimensionValue::DimValue(1), nnz()]),
+            ],
+            output: vec![float_value_info(OUTPUT_NAME, [DimensionValue::DimValue(1), DimensionValue::DimValue(1)])],
             ..Default::default()
         }),
         metadata_props: vec![StringStringEntryProto { key: "layers".into(), value: layer_summary(mlp) }],

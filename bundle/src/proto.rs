@@ -7,6 +7,8 @@
 
 /// `TensorProto.DataType.FLOAT`.
 pub const DATA_TYPE_FLOAT: i32 = 1;
+/// `TensorProto.DataType.INT64`.
+pub const DATA_TYPE_INT64: i32 = 7;
 /// `AttributeProto.AttributeType.INT`.
 pub const ATTRIBUTE_TYPE_INT: i32 = 2;
 /// `AttributeProto.AttributeType.FLOAT`.

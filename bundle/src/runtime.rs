@@ -9,7 +9,7 @@ use ort::environment::Environment;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use crate::onnx::{INPUT_NAME, OUTPUT_NAME};
+use crate::onnx::{decode_onnx, encode_sparse_onnx, INPUT_NAME, OUTPUT_NAME, SPARSE_INDICES_NAME, SPARSE_VALUES_NAME};
 use crate::{Bundle, BundleError};
 
 /// The environment variable naming the ONNX Runtime library.
@@ -88,10 +88,18 @@ fn environment(path: Option<&Path>) -> Result<(Environment, PathBuf), BundleErro
 /// behind a `Mutex`, or keep one per worker (it is `Send`; sessions of the same model are cheap,
 /// a 500→512→128→1 network is 1.3 MB).
 pub struct Scorer {
+    /// The bundle's graph as written: dense input `features` float[N, K].
     session: Session,
+    /// The same network with a sparse first layer ([`encode_sparse_onnx`]), built in memory from
+    /// the dense graph; `None` for a graph [`decode_onnx`] does not read (then
+    /// [`Scorer::score_sparse`] densifies and runs the dense graph).
+    sparse: Option<Session>,
     input_dim: usize,
-    /// Reused dense row for [`Scorer::score_sparse`].
+    /// Reused dense row for [`Scorer::score_sparse`] without a sparse session.
     dense: Vec<f32>,
+    /// Reused sparse inputs (int64 indices, float values) of the sparse session.
+    sparse_indices: Vec<i64>,
+    sparse_values: Vec<f32>,
 }
 
 impl std::fmt::Debug for Scorer {
@@ -114,17 +122,16 @@ impl Scorer {
 
     /// A session for serialized ONNX bytes with input `features` float[N, `input_dim`] and output
     /// `score` float[N, 1] (what [`crate::onnx::encode_onnx`] writes).
+    ///
+    /// When the bytes are a graph this crate writes (the bundle's), a second session runs the
+    /// same network with a sparse first layer ([`encode_sparse_onnx`]) for
+    /// [`Scorer::score_sparse`], the proxy's per-request path.
     pub fn from_onnx(model: &[u8], input_dim: usize) -> Result<Self, BundleError> {
-        let (env, _) = environment(None)?;
-        let ort_error = |e: String| BundleError::Ort(format!("creating the session: {e}"));
-        let session = Session::builder(&env)
-            .map_err(|e| ort_error(e.to_string()))?
-            .with_intra_threads(1)
-            .map_err(|e| ort_error(e.to_string()))?
-            .with_inter_threads(1)
-            .map_err(|e| ort_error(e.to_string()))?
-            .commit_from_memory(model)
-            .map_err(|e| ort_error(e.to_string()))?;
+        let session = session_from_memory(model)?;
+        let sparse = match decode_onnx(model) {
+            Ok(mlp) if mlp.input_dim() == input_dim => Some(session_from_memory(&encode_sparse_onnx(&mlp)?)?),
+            _ => None,
+        };
         let names_ok = session.inputs().len() == 1
             && session.inputs()[0].name() == INPUT_NAME
             && session.outputs().len() == 1
@@ -134,13 +141,34 @@ impl Scorer {
                 "model.onnx must have one input `{INPUT_NAME}` and one output `{OUTPUT_NAME}`"
             )));
         }
-        let mut scorer = Scorer { session, input_dim, dense: vec![0.0; input_dim] };
+        let mut scorer = Scorer {
+            session,
+            sparse,
+            input_dim,
+            dense: vec![0.0; input_dim],
+            sparse_indices: Vec::new(),
+            sparse_values: Vec::new(),
+        };
         // The first run allocates and plans; do it now rather than on the first request.
         let warm = scorer.score(&vec![0.0; input_dim])?;
         if !warm.is_finite() {
             return Err(BundleError::InvalidModel(format!("warm-up run scored the zero vector as {warm}")));
         }
+        if scorer.sparse.is_some() {
+            let warm_sparse = scorer.score_sparse(&[], &[])?;
+            // The zero vector through both graphs: b1 → … → sigmoid, the same sums.
+            if (warm_sparse - warm).abs() > 1e-6 {
+                return Err(BundleError::InvalidModel(format!(
+                    "the sparse graph scored the zero vector {warm_sparse}, the dense graph {warm}"
+                )));
+            }
+        }
         Ok(scorer)
+    }
+
+    /// Whether [`Scorer::score_sparse`] runs the sparse-input graph (else it densifies).
+    pub fn has_sparse_session(&self) -> bool {
+        self.sparse.is_some()
     }
 
     /// Width of the model's input.
@@ -154,10 +182,39 @@ impl Scorer {
         Ok(scores[0])
     }
 
-    /// Malicious probability of one sparse feature vector (the featurizer's output).
+    /// Malicious probability of one sparse feature vector (the featurizer's output): the value
+    /// at position `indices[j]` is `values[j]`, every other feature is 0 (a repeated index adds
+    /// its values). Runs the sparse-input graph when there is one: the first layer then costs
+    /// nnz·H1 multiply-adds instead of K·H1.
     pub fn score_sparse(&mut self, indices: &[u32], values: &[f32]) -> Result<f32, BundleError> {
         if indices.len() != values.len() {
             return Err(BundleError::Input(format!("{} indices but {} values", indices.len(), values.len())));
+        }
+        if let Some(&i) = indices.iter().find(|&&i| i as usize >= self.input_dim) {
+            return Err(BundleError::Input(format!("feature index {i} ≥ input dimension {}", self.input_dim)));
+        }
+        if let Some(session) = self.sparse.as_mut() {
+            self.sparse_indices.clear();
+            self.sparse_values.clear();
+            self.sparse_indices.extend(indices.iter().map(|&i| i64::from(i)));
+            self.sparse_values.extend_from_slice(values);
+            if indices.is_empty() {
+                // The graph needs nnz ≥ 1; feature 0 with value 0 adds exactly 0 (weights are finite).
+                self.sparse_indices.push(0);
+                self.sparse_values.push(0.0);
+            }
+            let nnz = self.sparse_indices.len();
+            let run_error = |e: ort::Error| BundleError::Ort(format!("scoring a sparse row of {nnz} non-zeros: {e}"));
+            let index_tensor = TensorRef::from_array_view(([nnz], self.sparse_indices.as_slice())).map_err(run_error)?;
+            let value_tensor = TensorRef::from_array_view(([1, nnz], self.sparse_values.as_slice())).map_err(run_error)?;
+            let outputs = session
+                .run(ort::inputs![SPARSE_INDICES_NAME => index_tensor, SPARSE_VALUES_NAME => value_tensor])
+                .map_err(run_error)?;
+            let (shape, scores) = outputs[OUTPUT_NAME].try_extract_tensor::<f32>().map_err(run_error)?;
+            return match scores {
+                [score] => Ok(*score),
+                _ => Err(BundleError::Ort(format!("output `{OUTPUT_NAME}` of the sparse graph has shape {shape:?}, expected [1, 1]"))),
+            };
         }
         let mut dense = std::mem::take(&mut self.dense);
         dense.clear();
@@ -204,4 +261,23 @@ impl Scorer {
         }
         Ok(scores.to_vec())
     }
+}
+
+/// A session with one intra-op and one inter-op thread: requests are scored one at a time on the
+/// proxy's worker threads, so ONNX Runtime's own thread pools would only add hand-offs (and spin).
+fn session_from_memory(model: &[u8]) -> Result<Session, BundleError> {
+    let (env, _) = environment(None)?;
+    let ort_error = |e: String| BundleError::Ort(format!("creating the session: {e}"));
+    Session::builder(&env)
+        .map_err(|e| ort_error(e.to_string()))?
+        .with_intra_threads(1)
+        .map_err(|e| ort_error(e.to_string()))?
+        .with_inter_threads(1)
+        .map_err(|e| ort_error(e.to_string()))?
+        .with_intra_op_spinning(false)
+        .map_err(|e| ort_error(e.to_string()))?
+        .with_inter_op_spinning(false)
+        .map_err(|e| ort_error(e.to_string()))?
+        .commit_from_memory(model)
+        .map_err(|e| ort_error(e.to_string()))
 }

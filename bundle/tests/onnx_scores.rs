@@ -36,11 +36,43 @@ fn check_against_rust(widths: &[usize], seed: u64) {
     assert!(d1 <= TOLERANCE, "{widths:?}: single-row ORT scores differ from Rust by {d1}");
     assert!(d2 <= TOLERANCE, "{widths:?}: batched ORT scores differ from Rust by {d2}");
 
-    // Sparse entry point equals the dense one.
-    let x = &inputs[2];
-    let (idx, val): (Vec<u32>, Vec<f32>) =
-        x.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(i, v)| (i as u32, *v)).unzip();
-    assert!((scorer.score_sparse(&idx, &val).unwrap() - single[2]).abs() <= 1e-7);
+    // The sparse entry point (the proxy's path: its own sparse-input graph, `encode_sparse_onnx`)
+    // gives the dense graph's score on every input, the empty one included: the same sums in
+    // another order, so equal to float rounding.
+    assert!(scorer.has_sparse_session());
+    // Even inputs are featurizer-like (l1-normalized, ≤ 12 non-zeros): 1e-6. Odd ones are dense
+    // in ±2 with logits of tens, where the dense graph itself differs from the Rust forward pass
+    // by ~1e-6: 5e-6.
+    let (mut featurizer_like, mut dense_inputs) = (0.0f32, 0.0f32);
+    for (i, (x, &dense_score)) in inputs.iter().zip(&single).enumerate() {
+        let (idx, val): (Vec<u32>, Vec<f32>) =
+            x.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(i, v)| (i as u32, *v)).unzip();
+        let d = (scorer.score_sparse(&idx, &val).unwrap() - dense_score).abs();
+        let worst = if i % 2 == 0 { &mut featurizer_like } else { &mut dense_inputs };
+        *worst = worst.max(d);
+    }
+    eprintln!(
+        "{widths:?}: max |sparse graph - dense graph| = {featurizer_like:e} (featurizer-like inputs), {dense_inputs:e} (dense inputs)"
+    );
+    assert!(featurizer_like <= 1e-6, "{widths:?}: sparse and dense graphs differ by {featurizer_like}");
+    assert!(dense_inputs <= 5e-6, "{widths:?}: sparse and dense graphs differ by {dense_inputs} on dense inputs");
+}
+
+#[test]
+fn sparse_graph_adds_repeated_indices_and_rejects_bad_input() {
+    let mut rng = SplitMix(6);
+    let mlp = random_mlp(&[40, 16, 1], 3.0, &mut rng);
+    let mut scorer = Scorer::from_onnx(&encode_onnx(&mlp).unwrap(), 40).unwrap();
+    let mut dense = vec![0.0f32; 40];
+    dense[7] = 0.75;
+    dense[3] = 0.25;
+    let expected = mlp.forward(&dense).unwrap();
+    // Unsorted, and index 7 split over two entries (0.5 + 0.25).
+    let got = scorer.score_sparse(&[7, 3, 7], &[0.5, 0.25, 0.25]).unwrap();
+    assert!((got - expected).abs() <= 1e-6, "{got} vs {expected}");
+    assert!(matches!(scorer.score_sparse(&[40], &[1.0]), Err(BundleError::Input(_))));
+    assert!(matches!(scorer.score_sparse(&[1, 2], &[1.0]), Err(BundleError::Input(_))));
+    // The sparse graph itself, run by Python onnxruntime, is checked in `python_onnxruntime_agrees`.
 }
 
 #[test]
@@ -155,12 +187,28 @@ x = np.fromfile(inputs, dtype="<f4").reshape(-1, dim)
 (score,) = session.run(["score"], {"features": x})
 assert score.shape == (x.shape[0], 1), score.shape
 score.astype("<f4").tofile(outputs)
+# The proxy's sparse-input graph, one row at a time (feature 0 = 0 for an empty row).
+sparse = ort.InferenceSession(sys.argv[5], providers=["CPUExecutionProvider"])
+assert [i.name for i in sparse.get_inputs()] == ["indices", "values"], sparse.get_inputs()
+scores = []
+for row in x:
+    idx = np.flatnonzero(row)
+    if idx.size == 0:
+        idx = np.array([0])
+    (s,) = sparse.run(["score"], {"indices": idx.astype(np.int64), "values": row[idx].reshape(1, -1)})
+    assert s.shape == (1, 1), s.shape
+    scores.append(s[0, 0])
+np.array(scores, dtype="<f4").tofile(sys.argv[6])
 "#;
+    let sparse_model_path = dir.path().join("sparse.onnx");
+    std::fs::write(&sparse_model_path, bundle::encode_sparse_onnx(&mlp).unwrap()).unwrap();
+    let sparse_output_path = dir.path().join("sparse-scores.f32");
     let out = Command::new(&python)
         .arg("-c")
         .arg(script)
         .args([&model_path, &input_path, &output_path])
         .arg(widths[0].to_string())
+        .args([&sparse_model_path, &sparse_output_path])
         .output()
         .unwrap();
     assert!(out.status.success(), "python onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -177,4 +225,25 @@ score.astype("<f4").tofile(outputs)
     let rust_ort = scorer.score_batch(&inputs).unwrap();
     let d = max_abs_diff(&python_scores, &rust_ort);
     assert!(d <= TOLERANCE, "Python and Rust ONNX Runtime differ by {d}");
+
+    // The sparse-input graph: Python's scores equal the Rust scorer's sparse path and the dense
+    // graph's scores (the same network; sums in another order).
+    let python_sparse: Vec<f32> = std::fs::read(&sparse_output_path)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let rust_sparse: Vec<f32> = inputs
+        .iter()
+        .map(|x| {
+            let (idx, val): (Vec<u32>, Vec<f32>) =
+                x.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(i, v)| (i as u32, *v)).unzip();
+            scorer.score_sparse(&idx, &val).unwrap()
+        })
+        .collect();
+    let d_rust = max_abs_diff(&python_sparse, &rust_sparse);
+    let d_dense = max_abs_diff(&python_sparse, &python_scores);
+    eprintln!("sparse graph: max |Python - Rust| = {d_rust:e}, max |sparse - dense (Python)| = {d_dense:e}");
+    assert!(d_rust <= 1e-6, "Python and Rust sparse graphs differ by {d_rust}");
+    assert!(d_dense <= 1e-6, "sparse and dense graphs differ by {d_dense} in Python onnxruntime");
 }

@@ -54,9 +54,13 @@ fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
 }
 
 fn production_sized_mlp(input: usize) -> Mlp {
+    mlp_with_widths(&[input, 512, 128, 1])
+}
+
+fn mlp_with_widths(widths: &[usize]) -> Mlp {
     let mut state = 42;
     let mut layers = Vec::new();
-    for (i, o) in [(input, 512), (512, 128), (128, 1)] {
+    for (i, o) in widths.windows(2).map(|w| (w[0], w[1])) {
         let scale = 1.0 / (i as f32).sqrt();
         layers.push(Dense {
             in_dim: i,
@@ -69,10 +73,17 @@ fn production_sized_mlp(input: usize) -> Mlp {
 }
 
 fn percentiles(model: &ServingModel, req: &RequestParts) -> (f64, f64) {
+    percentiles_of(|| {
+        let _ = std::hint::black_box(model.score(req));
+    })
+}
+
+/// p50 and p99 in µs of 20 000 timed calls.
+fn percentiles_of(mut call: impl FnMut()) -> (f64, f64) {
     let mut samples: Vec<f64> = (0..20_000)
         .map(|_| {
             let t = Instant::now();
-            let _ = std::hint::black_box(model.score(req));
+            call();
             t.elapsed().as_secs_f64() * 1e6
         })
         .collect();
@@ -128,6 +139,34 @@ fn bench(c: &mut Criterion) {
             "{name} ({} {bytes} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs",
             req.method
         ));
+    }
+    // Where the time goes (same process, same requests, p50/p99 of 20 000 calls): featurize
+    // alone; the ONNX Runtime call alone on the sparse-input graph (the proxy's path) and on the
+    // bundle's dense graph (the proxy's path before); ORT's per-call floor, a 500→1 network.
+    let encoded = bundle::encode_onnx(&mlp).expect("encode");
+    let mut scorer = bundle::Scorer::from_onnx(&encoded, featurizer.dim()).expect("scorer");
+    let tiny = bundle::encode_onnx(&mlp_with_widths(&[featurizer.dim(), 1])).expect("encode");
+    let mut tiny_scorer = bundle::Scorer::from_onnx(&tiny, featurizer.dim()).expect("scorer");
+    for (name, record) in [("typical", typical), ("long", long)] {
+        let req = record.parts();
+        let features = featurizer.transform(&req);
+        let dense = featurizer.transform_dense(&req);
+        let nnz = features.indices.len();
+        let mut line = |what: &str, (p50, p99): (f64, f64)| {
+            summary.push(format!("{name}, {what}: p50 {p50:.1} µs, p99 {p99:.1} µs"))
+        };
+        line("featurize only", percentiles_of(|| {
+            std::hint::black_box(featurizer.transform(std::hint::black_box(&req)));
+        }));
+        line(&format!("ORT sparse graph only ({nnz} non-zeros)"), percentiles_of(|| {
+            std::hint::black_box(scorer.score_sparse(&features.indices, &features.values).ok());
+        }));
+        line("ORT dense graph only", percentiles_of(|| {
+            std::hint::black_box(scorer.score(&dense).ok());
+        }));
+        line("ORT 500-1 sparse graph (per-call floor)", percentiles_of(|| {
+            std::hint::black_box(tiny_scorer.score_sparse(&features.indices, &features.values).ok());
+        }));
     }
     for line in summary {
         println!("featurize+score {line}");
