@@ -20,5 +20,6 @@ pub mod model;
 pub mod model_file;
 pub mod pipeline;
 pub mod rundir;
+pub mod sweep;
 
 pub use error::{Error, Result};

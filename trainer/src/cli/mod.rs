@@ -12,3 +12,4 @@ pub mod export;
 pub mod score;
 pub mod run;
 pub mod replay;
+pub mod sweep;

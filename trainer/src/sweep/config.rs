@@ -1,0 +1,406 @@
+//! The YAML configuration of `pate-trainer sweep` (see `configs/sweep.yaml`, which documents every
+//! key). Unknown keys are errors (`deny_unknown_fields`) and every check names its key.
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{DatasetSource, RunConfig};
+use crate::error::{Error, Result};
+
+/// The whole sweep.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepConfig {
+    /// The `pate-trainer run` config the settings come from (datasets, split, featurizer, teacher
+    /// and student training, δ); relative to the sweep file's directory.
+    pub base: PathBuf,
+    /// Experiment seed (null: fresh OS randomness for every teacher set and every student).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// libtorch CPU threads (null: the base config's `threads`, else libtorch's default).
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// Students trained at the same time (each in its own thread).
+    #[serde(default = "default_jobs")]
+    pub jobs: usize,
+    /// The experiments, run in this order.
+    pub experiments: Vec<Experiment>,
+}
+
+fn default_jobs() -> usize {
+    1
+}
+
+/// What an experiment trains per cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExperimentKind {
+    /// PATE students: teachers × queries × ρ × mechanisms, `repeats` students per cell.
+    Pate,
+    /// The cost of privacy: per teacher count the teacher ensemble itself (noiseless vote share,
+    /// threshold 0.5) and students trained on the noiseless majority vote; once per data set a
+    /// non-private model of the student's architecture trained on all the private data.
+    Baselines,
+}
+
+/// One experiment: a grid of cells.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Names the experiment in the outputs (letters, digits, `-`, `_`).
+    pub name: String,
+    /// `pate` or `baselines`.
+    pub kind: ExperimentKind,
+    /// Other datasets than the base config's (e.g. the cross-dataset experiment).
+    #[serde(default)]
+    pub datasets: Option<Vec<SweepDataset>>,
+    /// Teacher counts.
+    pub teachers: Vec<usize>,
+    /// Student query counts (absent: the base config's `student.queries`).
+    #[serde(default)]
+    pub queries: Option<Vec<usize>>,
+    /// Student-side noise ρ values (Lap(1/ρ) per feature; null = none). `pate` only.
+    #[serde(default)]
+    pub rho: Option<Vec<Option<f64>>>,
+    /// Aggregation mechanisms. `pate` only.
+    #[serde(default)]
+    pub mechanisms: Vec<MechanismSpec>,
+    /// Students per cell.
+    pub repeats: usize,
+    /// Also account ε after this many queries (≤ the cell's queries): the ε-vs-queries curve.
+    #[serde(default)]
+    pub epsilon_curve: Vec<usize>,
+}
+
+/// A dataset file of an experiment: `pate-trainer run`'s keys plus `splits`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepDataset {
+    /// The file, relative to the sweep file's directory.
+    pub path: PathBuf,
+    /// `csic|fwaf|httpparams|csv|apache`.
+    pub format: datasets::Format,
+    /// Label override.
+    #[serde(default)]
+    pub label: Option<datasets::Label>,
+    /// First N requests only.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Keep this file's requests only in these splits (the hash split still decides which split
+    /// a request falls in; requests falling elsewhere are dropped). Absent: every split.
+    #[serde(default)]
+    pub splits: Option<Vec<SplitName>>,
+}
+
+/// The splits of `pipeline::split_by_hash`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitName {
+    /// Teachers' private data.
+    Private,
+    /// Student side (featurizer corpus, query pool).
+    Public,
+    /// Student early stopping and threshold.
+    StudentValidation,
+    /// Evaluation.
+    Test,
+}
+
+impl SplitName {
+    /// All splits, in `split_by_hash` order.
+    pub const ALL: [SplitName; 4] = [
+        SplitName::Private,
+        SplitName::Public,
+        SplitName::StudentValidation,
+        SplitName::Test,
+    ];
+    /// The YAML name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SplitName::Private => "private",
+            SplitName::Public => "public",
+            SplitName::StudentValidation => "student_validation",
+            SplitName::Test => "test",
+        }
+    }
+}
+
+/// A noise parameter: a number, or `matched` (solved so that the cell's data-independent ε equals
+/// that of the experiment's first mechanism at the same number of queries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Sigma {
+    /// An explicit σ.
+    Value(f64),
+    /// `matched`.
+    Keyword(String),
+}
+
+impl Sigma {
+    /// The explicit value, or `None` for `matched`.
+    pub fn value(&self) -> Option<f64> {
+        match self {
+            Sigma::Value(v) => Some(*v),
+            Sigma::Keyword(_) => None,
+        }
+    }
+}
+
+/// An aggregation mechanism of a `pate` experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum MechanismSpec {
+    /// LNMax (Papernot et al. 2017, §2.2): Lap(1/γ) on each count.
+    Lnmax {
+        /// γ.
+        gamma: f64,
+    },
+    /// GNMax (Papernot et al. 2018, §4.1): N(0, σ²) on each count.
+    Gnmax {
+        /// σ, or `matched`.
+        sigma: Sigma,
+    },
+    /// Confident-GNMax (Papernot et al. 2018, Algorithm 1).
+    ConfidentGnmax {
+        /// T as a share of the teachers (T = share × teachers), so one setting fits 100 and 250.
+        threshold_share: f64,
+        /// σ₁ of the threshold check.
+        sigma1: f64,
+        /// σ₂ of the answer, or `matched`.
+        sigma2: Sigma,
+    },
+}
+
+impl MechanismSpec {
+    /// Whether a parameter is `matched`.
+    pub fn is_matched(&self) -> bool {
+        match self {
+            MechanismSpec::Lnmax { .. } => false,
+            MechanismSpec::Gnmax { sigma } => sigma.value().is_none(),
+            MechanismSpec::ConfidentGnmax { sigma2, .. } => sigma2.value().is_none(),
+        }
+    }
+
+    /// A short label for ids and tables (`lnmax-g0.05`, `gnmax-matched`, ...).
+    pub fn label(&self) -> String {
+        let s = |v: &Sigma| v.value().map_or("matched".to_string(), |v| format!("{v}"));
+        match self {
+            MechanismSpec::Lnmax { gamma } => format!("lnmax-g{gamma}"),
+            MechanismSpec::Gnmax { sigma } => format!("gnmax-s{}", s(sigma)),
+            MechanismSpec::ConfidentGnmax {
+                threshold_share,
+                sigma1,
+                sigma2,
+            } => format!("cgnmax-T{threshold_share}-s1_{sigma1}-s2_{}", s(sigma2)),
+        }
+    }
+}
+
+impl SweepConfig {
+    /// Reads, resolves (relative paths against the file's directory) and validates a sweep file,
+    /// and loads its base config.
+    pub fn load(path: &Path) -> Result<(Self, RunConfig)> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config: SweepConfig = serde_yaml::from_str(&text)
+            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        if config.base.is_relative() {
+            config.base = dir.join(&config.base);
+        }
+        for e in &mut config.experiments {
+            for d in e.datasets.iter_mut().flatten() {
+                if d.path.is_relative() {
+                    d.path = dir.join(&d.path);
+                }
+            }
+        }
+        let base = RunConfig::load(&config.base)
+            .map_err(|e| Error::Config(format!("{} (base of {}): {e}", config.base.display(), path.display())))?;
+        config
+            .validate()
+            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        Ok((config, base))
+    }
+
+    /// Checks every value, naming the key.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |key: String, why: &str| Err(Error::Config(format!("{key}: {why}")));
+        if self.jobs == 0 {
+            return bad("jobs".into(), "must be at least 1");
+        }
+        if self.threads == Some(0) {
+            return bad("threads".into(), "must be at least 1 (or null)");
+        }
+        if self.experiments.is_empty() {
+            return bad("experiments".into(), "at least one experiment is needed");
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, e) in self.experiments.iter().enumerate() {
+            let key = |k: &str| format!("experiments[{i}] ({}).{k}", e.name);
+            if e.name.is_empty()
+                || !e
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return bad(key("name"), "letters, digits, '-' and '_' only, not empty");
+            }
+            if !names.insert(e.name.clone()) {
+                return bad(key("name"), "two experiments have this name");
+            }
+            if e.teachers.is_empty() || e.teachers.contains(&0) {
+                return bad(key("teachers"), "a non-empty list of counts ≥ 1");
+            }
+            if e.repeats == 0 {
+                return bad(key("repeats"), "must be at least 1");
+            }
+            if let Some(q) = &e.queries {
+                if q.is_empty() || q.contains(&0) {
+                    return bad(key("queries"), "a non-empty list of counts ≥ 1");
+                }
+            }
+            if e.epsilon_curve.contains(&0) {
+                return bad(key("epsilon_curve"), "query counts must be ≥ 1");
+            }
+            if let Some(ds) = &e.datasets {
+                if ds.is_empty() {
+                    return bad(key("datasets"), "at least one dataset (or leave it out)");
+                }
+                for (j, d) in ds.iter().enumerate() {
+                    if d.splits.as_ref().is_some_and(|s| s.is_empty()) {
+                        return bad(key(&format!("datasets[{j}].splits")), "at least one split (or leave it out)");
+                    }
+                }
+            }
+            match e.kind {
+                ExperimentKind::Baselines => {
+                    if !e.mechanisms.is_empty() || e.rho.is_some() {
+                        return bad(key("mechanisms"), "a baselines experiment has no mechanisms or rho (no noise)");
+                    }
+                }
+                ExperimentKind::Pate => {
+                    if e.mechanisms.is_empty() {
+                        return bad(key("mechanisms"), "at least one mechanism");
+                    }
+                    if e.mechanisms[0].is_matched() {
+                        return bad(key("mechanisms[0]"), "the first mechanism is the reference the others are matched to: give its parameters");
+                    }
+                    for r in e.rho.iter().flatten().flatten() {
+                        if !(r.is_finite() && *r > 0.0) {
+                            return bad(key("rho"), "each ρ must be a positive number or null");
+                        }
+                    }
+                    for (j, m) in e.mechanisms.iter().enumerate() {
+                        let k = key(&format!("mechanisms[{j}]"));
+                        let positive = |v: f64| v.is_finite() && v > 0.0;
+                        let sigma_ok = |s: &Sigma| match s {
+                            Sigma::Value(v) => positive(*v),
+                            Sigma::Keyword(w) => w == "matched",
+                        };
+                        let ok = match m {
+                            MechanismSpec::Lnmax { gamma } => positive(*gamma),
+                            MechanismSpec::Gnmax { sigma } => sigma_ok(sigma),
+                            MechanismSpec::ConfidentGnmax {
+                                threshold_share,
+                                sigma1,
+                                sigma2,
+                            } => {
+                                threshold_share.is_finite()
+                                    && (0.0..=1.0).contains(threshold_share)
+                                    && positive(*sigma1)
+                                    && sigma_ok(sigma2)
+                            }
+                        };
+                        if !ok {
+                            return bad(k, "γ, σ, σ₁ must be positive numbers, σ/σ₂ a positive number or `matched`, threshold_share in [0, 1]");
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `--quick`: a size that finishes in minutes on a 2-core machine. Every dataset keeps its
+    /// first 3,000 requests, each experiment its smallest teacher count (at most 20), its first
+    /// three ρ values, query counts capped at 200, 2 repeats; teachers train ≤ 15 epochs,
+    /// students ≤ 30.
+    pub fn quick(&mut self, base: &mut RunConfig) {
+        let cap = |l: Option<usize>| Some(l.map_or(3000, |l| l.min(3000)));
+        for d in &mut base.datasets {
+            d.limit = cap(d.limit);
+        }
+        base.teachers.training.max_epochs = base.teachers.training.max_epochs.min(15);
+        base.student.training.max_epochs = base.student.training.max_epochs.min(30);
+        base.student.queries = base.student.queries.min(200);
+        for e in &mut self.experiments {
+            for d in e.datasets.iter_mut().flatten() {
+                d.limit = cap(d.limit);
+            }
+            let smallest = *e.teachers.iter().min().expect("validated: not empty");
+            e.teachers = vec![smallest.min(20)];
+            if let Some(r) = &mut e.rho {
+                r.truncate(3);
+            }
+            if let Some(q) = &mut e.queries {
+                for v in q.iter_mut() {
+                    *v = (*v).min(200);
+                }
+                q.dedup();
+            }
+            for v in e.epsilon_curve.iter_mut() {
+                *v = (*v).min(200);
+            }
+            e.epsilon_curve.dedup();
+            e.repeats = e.repeats.min(2);
+        }
+    }
+}
+
+impl SweepDataset {
+    /// The `pate-trainer run` form of this dataset.
+    pub fn source(&self) -> DatasetSource {
+        DatasetSource {
+            path: self.path.clone(),
+            format: self.format,
+            label: self.label,
+            limit: self.limit,
+        }
+    }
+
+    /// A base-config dataset (every split allowed).
+    pub fn from_source(s: &DatasetSource) -> Self {
+        SweepDataset {
+            path: s.path.clone(),
+            format: s.format,
+            label: s.label,
+            limit: s.limit,
+            splits: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        let parse = |t: &str| serde_yaml::from_str::<SweepConfig>(t).map_err(|e| e.to_string());
+        let e = parse("base: x.yaml\nexperiments: []\nbogus: 1\n").unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+        let e = parse("base: x.yaml\nexperiments:\n  - {name: a, kind: pate, teachers: [1], repeats: 1, mechanisms: [{kind: lnmax, gamma: 0.1, sigma: 2}]}\n").unwrap_err();
+        assert!(e.contains("sigma"), "{e}");
+        let c = parse("base: x.yaml\nexperiments:\n  - {name: a, kind: pate, teachers: [1], repeats: 1, mechanisms: [{kind: gnmax, sigma: matched}]}\n").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("mechanisms[0]"), "{e}");
+        let c = parse("base: x.yaml\nexperiments:\n  - {name: a, kind: pate, teachers: [1], repeats: 1, mechanisms: [{kind: lnmax, gamma: 0.1}, {kind: gnmax, sigma: maybe}]}\n").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("mechanisms[1]"), "{e}");
+        let c = parse("base: x.yaml\nexperiments:\n  - {name: a, kind: pate, teachers: [1], repeats: 1, rho: [null, 0.5], mechanisms: [{kind: lnmax, gamma: 0.1}, {kind: confident_gnmax, threshold_share: 0.7, sigma1: 10, sigma2: matched}]}\n").unwrap();
+        c.validate().unwrap();
+    }
+}
