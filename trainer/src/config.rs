@@ -191,6 +191,20 @@ pub struct StudentConfig {
     pub validation_max: usize,
     /// Network and optimizer.
     pub training: TrainConfig,
+    /// Which distinct public requests are sent as queries: `distinct` (uniformly among the
+    /// distinct requests, the default) or `traffic` (weighted by how often each distinct request
+    /// occurs in the public split, without replacement, so the queries look like the traffic the
+    /// student will score; the multiplicities are public).
+    pub query_selection: QuerySelection,
+    /// How the student's decision threshold is chosen on the validation samples: `youden`
+    /// (max TPR − FPR, the seeds' rule, the default) or `target_fpr` (the highest-TPR point of the
+    /// validation ROC whose FPR is at most [`StudentConfig::target_fpr`]).
+    pub threshold_rule: ThresholdRule,
+    /// The false-positive rate aimed at by `threshold_rule: target_fpr`.
+    pub target_fpr: f64,
+    /// Self-training on the unlabelled public pool (post-processing of the private labels: it
+    /// costs no privacy budget). Off when `rounds` is 0.
+    pub self_training: SelfTrainingConfig,
 }
 
 impl Default for StudentConfig {
@@ -199,7 +213,52 @@ impl Default for StudentConfig {
             queries: 1000,
             validation_max: 200,
             training: TrainConfig::default(),
+            query_selection: QuerySelection::Distinct,
+            threshold_rule: ThresholdRule::Youden,
+            target_fpr: 0.01,
+            self_training: SelfTrainingConfig::default(),
         }
+    }
+}
+
+/// How queries are drawn from the distinct public requests ([`StudentConfig::query_selection`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuerySelection {
+    /// Uniformly among the distinct public requests.
+    Distinct,
+    /// Weighted by each distinct request's multiplicity in the public split.
+    Traffic,
+}
+
+/// How the student's threshold is chosen ([`StudentConfig::threshold_rule`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdRule {
+    /// Youden's J on the validation samples.
+    Youden,
+    /// The best TPR at validation FPR ≤ `target_fpr`.
+    TargetFpr,
+}
+
+/// Self-training of the student (the semi-supervised step of Papernot et al. 2017, §3.1,
+/// done here as pseudo-labelling, Lee 2013, "Pseudo-Label"): after training on the answered
+/// queries, the student labels the unlabelled public requests it is confident about (score
+/// ≥ `confidence` → malicious, ≤ 1 − `confidence` → benign), and a fresh student is trained on the
+/// answered queries plus those pseudo-labels; repeated `rounds` times. Uses only the student's
+/// own outputs on public data, so by post-processing it costs no ε.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelfTrainingConfig {
+    /// Number of pseudo-labelling rounds (0 = off).
+    pub rounds: usize,
+    /// Score confidence needed for a pseudo-label, in (0.5, 1).
+    pub confidence: f64,
+}
+
+impl Default for SelfTrainingConfig {
+    fn default() -> Self {
+        SelfTrainingConfig { rounds: 0, confidence: 0.95 }
     }
 }
 
@@ -357,6 +416,19 @@ impl RunConfig {
             );
         }
         self.student.training.validate("student.training")?;
+        if !(self.student.target_fpr >= 0.0 && self.student.target_fpr < 1.0) {
+            return bad(
+                "student.target_fpr",
+                format!("must be in [0, 1), got {}", self.student.target_fpr),
+            );
+        }
+        let c = self.student.self_training.confidence;
+        if !(c > 0.5 && c < 1.0) {
+            return bad(
+                "student.self_training.confidence",
+                format!("must be in (0.5, 1), got {c}"),
+            );
+        }
         let p = &self.privacy;
         if let Some(rho) = p.rho {
             if !(rho.is_finite() && rho > 0.0) {
@@ -407,7 +479,23 @@ mod tests {
         assert!(e.contains("privacy.delta"), "{e}");
         let e = RunConfig::parse(&format!("{base}device: tpu\n")).unwrap_err();
         assert!(e.contains("device"), "{e}");
+        let e = RunConfig::parse(&format!("{base}student: {{self_training: {{confidence: 0.4}}}}\n")).unwrap_err();
+        assert!(e.contains("student.self_training.confidence"), "{e}");
+        let e = RunConfig::parse(&format!("{base}student: {{target_fpr: 1.5}}\n")).unwrap_err();
+        assert!(e.contains("student.target_fpr"), "{e}");
+        let e = RunConfig::parse(&format!("{base}student: {{threshold_rule: median}}\n")).unwrap_err();
+        assert!(e.contains("threshold_rule") || e.contains("median"), "{e}");
+        let ok = RunConfig::parse(&format!(
+            "{base}student: {{query_selection: traffic, threshold_rule: target_fpr, target_fpr: 0.005, self_training: {{rounds: 2}}}}\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.student.query_selection, QuerySelection::Traffic);
+        assert_eq!(ok.student.threshold_rule, ThresholdRule::TargetFpr);
+        assert_eq!(ok.student.self_training.rounds, 2);
+        assert_eq!(ok.student.self_training.confidence, 0.95);
         let ok = RunConfig::parse(base).unwrap();
+        assert_eq!(ok.student.threshold_rule, ThresholdRule::Youden);
+        assert_eq!(ok.student.self_training.rounds, 0);
         assert_eq!(ok.teachers.count, 250);
         assert_eq!(ok.privacy.mechanism, Mechanism::Lnmax);
     }

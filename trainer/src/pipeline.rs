@@ -55,6 +55,19 @@ impl RunRng {
         ChaCha20Rng::from_seed(digest)
     }
 
+    /// A child generator for a sub-task that itself calls [`RunRng::stream`] with fixed purposes
+    /// (e.g. each self-training round's student): master = sha256(master ‖ "derived:" ‖ purpose),
+    /// same provenance.
+    pub fn derived(parent: &RunRng, purpose: &str) -> RunRng {
+        let master: [u8; 32] = Sha256::new()
+            .chain_update(parent.master)
+            .chain_update(b"derived:")
+            .chain_update(purpose.as_bytes())
+            .finalize()
+            .into();
+        RunRng { master, seed: parent.seed }
+    }
+
     /// The privacy noise generator (the privacy crate's CSPRNG; seeded only when the run is).
     pub fn noise(&self) -> Result<privacy::NoiseRng> {
         Ok(privacy::NoiseRng::from_option(self.seed)?)
@@ -580,4 +593,148 @@ pub fn file_sha256(path: &Path) -> Result<String> {
         source,
     })?;
     Ok(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// How many times each distinct request (by [`request_hash`]) occurs among `indices`, in the
+/// order of [`distinct`]`(records, indices)`.
+pub fn multiplicities(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
+    let mut position: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
+    let mut counts: Vec<usize> = Vec::new();
+    for &i in indices {
+        let h = request_hash(&records[i]);
+        match position.get(&h) {
+            Some(&k) => counts[k] += 1,
+            None => {
+                position.insert(h, counts.len());
+                counts.push(1);
+            }
+        }
+    }
+    counts
+}
+
+/// Draws `k` of `weights.len()` items without replacement, each draw proportional to the weight
+/// among the items not drawn yet (successive sampling, Efraimidis & Spirakis 2006, "Weighted
+/// random sampling with a reservoir": key `u^(1/w)`, keep the `k` largest keys). Returns item
+/// indices in draw order (largest key first).
+pub fn weighted_sample(weights: &[usize], k: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
+    use rand::RngExt;
+    let mut keyed: Vec<(f64, usize)> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            // ln(u)/w orders like u^(1/w) and does not underflow; u in (0, 1].
+            let u: f64 = 1.0 - rng.random_range(0.0..1.0);
+            (u.ln() / w.max(1) as f64, i)
+        })
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    keyed.into_iter().take(k).map(|(_, i)| i).collect()
+}
+
+/// The threshold of the highest-TPR point of the ROC of `scores` whose FPR is at most
+/// `target_fpr` (ties: the highest threshold). `None` when a class is absent.
+pub fn target_fpr_threshold(scores: &[f32], labels: &[bool], target_fpr: f64) -> Option<f32> {
+    let curve = roc_curve(scores, labels);
+    let mut best: Option<&RocPoint> = None;
+    // Skip the +inf point unless nothing else meets the target (then nothing is flagged).
+    for p in curve.iter().skip(1).filter(|p| p.fpr <= target_fpr) {
+        if best.is_none_or(|b| p.tpr > b.tpr) {
+            best = Some(p);
+        }
+    }
+    match best {
+        Some(p) => Some(p.threshold),
+        None if !curve.is_empty() => Some(f32::INFINITY),
+        None => None,
+    }
+}
+
+/// The best TPR over the ROC points with FPR ≤ `max_fpr` (an operating point read off the ROC,
+/// not the model's own threshold).
+pub fn tpr_at_fpr(roc: &[RocPoint], max_fpr: f64) -> Option<f64> {
+    roc.iter().filter(|p| p.fpr <= max_fpr).map(|p| p.tpr).reduce(f64::max)
+}
+
+/// What [`train_student_full`] did beyond training.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct StudentExtras {
+    /// Per self-training round: pseudo-labels added (malicious, benign).
+    pub pseudo_labels: Vec<(usize, usize)>,
+    /// The threshold rule used and the threshold it gave (the Youden one stays in `training`).
+    pub threshold_rule: String,
+    /// Validation ROC operating point of the chosen threshold: (FPR, TPR).
+    pub validation_operating_point: Option<(f64, f64)>,
+}
+
+/// [`train_student`] plus the `student:` options of the run configuration: self-training on
+/// `pool` (unlabelled public features; needed when `student.self_training.rounds` > 0) and the
+/// threshold rule.
+pub fn train_student_full(
+    train: LabeledRows,
+    validation: LabeledRows,
+    pool: Option<&DenseMatrix>,
+    student: &crate::config::StudentConfig,
+    featurizer_hash: &str,
+    rng: &RunRng,
+    device: Device,
+) -> Result<(ModelFile, StudentExtras)> {
+    let mut extras = StudentExtras::default();
+    let mut model = train_student(train.clone(), validation.clone(), &student.training, featurizer_hash, rng, device)?;
+    let rounds = student.self_training.rounds;
+    if rounds > 0 {
+        let pool = pool.ok_or_else(|| {
+            Error::Config("student.self_training.rounds > 0 needs the unlabelled public pool's features".into())
+        })?;
+        if pool.cols != train.x.cols {
+            return Err(Error::Invalid(format!(
+                "the unlabelled pool has {} features, the queries {}",
+                pool.cols, train.x.cols
+            )));
+        }
+        let c = student.self_training.confidence as f32;
+        for round in 1..=rounds {
+            let scores = model_scores(&model, pool, device)?;
+            let mut x = train.x.values.clone();
+            let mut y = train.y.clone();
+            let (mut malicious, mut benign) = (0usize, 0usize);
+            for (r, &s) in scores.iter().enumerate() {
+                let label = if s >= c {
+                    malicious += 1;
+                    true
+                } else if s <= 1.0 - c {
+                    benign += 1;
+                    false
+                } else {
+                    continue;
+                };
+                x.extend_from_slice(pool.row(r));
+                y.push(label);
+            }
+            eprintln!(
+                "student: self-training round {round}/{rounds}: {malicious} malicious and {benign} benign pseudo-labels from {} unlabelled public requests",
+                pool.rows
+            );
+            extras.pseudo_labels.push((malicious, benign));
+            let rows = y.len();
+            let augmented = LabeledRows { x: DenseMatrix::new(rows, train.x.cols, x)?, y };
+            let round_rng = RunRng::derived(rng, &format!("self-training-{round}"));
+            model = train_student(augmented, validation.clone(), &student.training, featurizer_hash, &round_rng, device)?;
+        }
+    }
+    match student.threshold_rule {
+        crate::config::ThresholdRule::Youden => extras.threshold_rule = "youden".into(),
+        crate::config::ThresholdRule::TargetFpr => {
+            let scores = model_scores(&model, &validation.x, device)?;
+            let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or_else(|| {
+                Error::Invalid("the student validation samples need both classes to choose a threshold".into())
+            })?;
+            extras.threshold_rule = format!("target_fpr {}", student.target_fpr);
+            model.info.threshold = t;
+        }
+    }
+    let scores = model_scores(&model, &validation.x, device)?;
+    let m = Metrics::compute(&scores, &validation.y, model.info.threshold);
+    extras.validation_operating_point = m.fpr.zip(m.tpr);
+    Ok((model, extras))
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use privacy::accountant::{AccountOptions, Mechanism as AccountedMechanism};
 use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};
 
-use crate::config::{FitOn, Mechanism, RunConfig};
+use crate::config::{FitOn, Mechanism, QuerySelection, RunConfig};
 use crate::device::{self, DeviceChoice};
 use crate::ensemble::{LabeledRows, Mode};
 use crate::error::{Error, Result};
@@ -172,10 +172,24 @@ pub fn run_pipeline(
     manifest.record(run, "config", &[run.config()])?;
 
     let mut query_rng = rng.stream("queries");
-    let query_rows: Vec<usize> = pipeline::shuffled(distinct_public.len(), &mut query_rng)
-        .into_iter()
+    let query_order: Vec<usize> = match config.student.query_selection {
+        QuerySelection::Distinct => pipeline::shuffled(distinct_public.len(), &mut query_rng),
+        QuerySelection::Traffic => pipeline::weighted_sample(
+            &pipeline::multiplicities(&records, &splits.public),
+            distinct_public.len(),
+            &mut query_rng,
+        ),
+    };
+    let query_rows: Vec<usize> = query_order
+        .iter()
         .take(config.student.queries)
-        .map(|i| distinct_public[i])
+        .map(|&i| distinct_public[i])
+        .collect();
+    // The unlabelled public pool for self-training: every distinct public request not queried.
+    let pool_rows: Vec<usize> = query_order
+        .iter()
+        .skip(config.student.queries)
+        .map(|&i| distinct_public[i])
         .collect();
     let distinct_validation = pipeline::distinct(&records, &splits.student_validation);
     let mut validation_rng = rng.stream("student-validation");
@@ -259,6 +273,14 @@ pub fn run_pipeline(
     let (query_x, query_y) = feature_set(sets::QUERIES, &query_rows)?;
     let (validation_x, validation_y) = feature_set(sets::STUDENT_VALIDATION, &validation_rows)?;
     let (test_x, test_y) = feature_set(sets::TEST, &splits.test)?;
+    let pool_x = if config.student.self_training.rounds > 0 {
+        let x = pipeline::featurize_rows(&featurizer, &records, &pool_rows);
+        pipeline::write_matrix(&run.features(PUBLIC_POOL_SET), &x)?;
+        written.push(run.features(PUBLIC_POOL_SET));
+        Some(x)
+    } else {
+        None
+    };
     for (what, y) in [("student validation", &validation_y), ("test", &test_y)] {
         if !y.contains(&true) || !y.contains(&false) {
             return Err(Error::Config(format!("the {what} split needs both benign and malicious requests; add data or change split")));
@@ -397,7 +419,7 @@ pub fn run_pipeline(
         ),
         started,
     );
-    let student = pipeline::train_student(
+    let (student, student_extras) = pipeline::train_student_full(
         LabeledRows {
             x: query_x.select_rows(&answered),
             y: student_labels,
@@ -406,7 +428,8 @@ pub fn run_pipeline(
             x: validation_x,
             y: validation_y,
         },
-        &config.student.training,
+        pool_x.as_ref(),
+        &config.student,
         &fhash,
         &rng,
         device,
@@ -478,7 +501,17 @@ pub fn run_pipeline(
         },
         "threshold": student.info.threshold,
         "metrics": evaluation.student,
+        "student_tpr_at_fpr": evaluation.student_tpr_at_fpr,
         "teacher_ensemble_metrics": evaluation.ensemble,
+        "teacher_ensemble_tpr_at_fpr": evaluation.ensemble_tpr_at_fpr,
+        "student_options": {
+            "query_selection": config.student.query_selection,
+            "threshold_rule": student_extras.threshold_rule,
+            "validation_operating_point_fpr_tpr": student_extras.validation_operating_point,
+            "self_training": config.student.self_training,
+            "pseudo_labels_malicious_benign_per_round": student_extras.pseudo_labels,
+            "unlabelled_pool": pool_rows.len(),
+        },
         "aggregated_label_agreement": label_agreement,
         "aggregated_label_agreement_note": "share of answered queries whose noisy label equals the query's true label (public-side labels; diagnostic only)",
         "splits": {
@@ -534,6 +567,28 @@ pub struct Evaluation {
     pub json: serde_json::Value,
     /// roc.svg.
     pub svg: String,
+    /// Best student TPR on the ROC at FPR ≤ 0, 0.5 %, 1 %, 2 % (operating points read off the
+    /// test ROC, not the student's threshold): `{"0": .., "0.005": .., "0.01": .., "0.02": ..}`.
+    pub student_tpr_at_fpr: serde_json::Value,
+    /// The same for the teacher ensemble's vote share (null without teachers).
+    pub ensemble_tpr_at_fpr: serde_json::Value,
+}
+
+/// Name of the feature set of the unlabelled public pool (self-training), `features/public_pool.f32`.
+pub const PUBLIC_POOL_SET: &str = "public_pool";
+
+/// FPR levels at which the report reads TPR off the ROC.
+const REPORTED_FPRS: [(&str, f64); 4] = [("0", 0.0), ("0.005", 0.005), ("0.01", 0.01), ("0.02", 0.02)];
+
+fn tpr_at_fprs(roc: &[crate::metrics::RocPoint]) -> serde_json::Value {
+    if roc.is_empty() {
+        return serde_json::Value::Null;
+    }
+    REPORTED_FPRS
+        .iter()
+        .map(|&(k, f)| (k.to_string(), serde_json::json!(pipeline::tpr_at_fpr(roc, f))))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// Evaluates the student (and the teacher ensemble when given) on labelled rows.
@@ -571,9 +626,13 @@ pub fn evaluate(
     }
     curves.push(("student", &student_roc));
     let svg = roc_svg(&curves);
+    let student_tpr_at_fpr = tpr_at_fprs(&student_roc);
+    let ensemble_tpr_at_fpr = tpr_at_fprs(&ensemble_roc);
     let json = serde_json::json!({
         "samples": y.len(),
         "student": student_metrics,
+        "student_tpr_at_fpr": student_tpr_at_fpr,
+        "teacher_ensemble_tpr_at_fpr": ensemble_tpr_at_fpr,
         "teacher_ensemble": ensemble_metrics,
         "teacher_ensemble_score": "share of teachers voting malicious; malicious when >= 0.5",
         "teacher_ensemble_samples": ensemble_rows.map_or(y.len(), |r| r.len()),
@@ -583,5 +642,7 @@ pub fn evaluate(
         ensemble: ensemble_metrics,
         json,
         svg,
+        student_tpr_at_fpr,
+        ensemble_tpr_at_fpr,
     })
 }
