@@ -724,26 +724,46 @@ fn write_split_tables(out: &Path) -> Result<()> {
     pipeline::write_file(&out.join("splits.md"), md.as_bytes())
 }
 
+/// A short mechanism label for plot axes: `GNMax σ=12.3*` (* = matched).
+fn short_mechanism(r: &ResultRow) -> String {
+    let name = match r.mechanism.as_str() {
+        "lnmax" => "LNMax",
+        "gnmax" => "GNMax",
+        "confident-gnmax" => "C-GNMax",
+        other => other,
+    };
+    let params = r.mechanism_parameters.replace(" = ", "=").replace(" (matched)", "*");
+    format!("{name} {params}")
+}
+
 fn write_plots(out: &Path, cells: &[report::CellSummary], rows: &[ResultRow], config: &SweepConfig) -> Result<()> {
     let dir = out.join("plots");
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.clone(), source })?;
     let values = |cell: &str, f: &dyn Fn(&ResultRow) -> Option<f64>| -> Vec<f64> { rows.iter().filter(|r| r.cell == cell).filter_map(f).collect() };
     for e in &config.experiments {
         let ecells: Vec<&report::CellSummary> = cells.iter().filter(|c| c.first.experiment == e.name).collect();
+        // Baselines: one plot of every model; PATE experiments: one per teacher count.
+        let baselines = e.kind == ExperimentKind::Baselines;
         let mut teacher_counts: Vec<Option<usize>> = Vec::new();
         for c in &ecells {
-            if !teacher_counts.contains(&c.first.teachers) {
-                teacher_counts.push(c.first.teachers);
+            let t = if baselines { None } else { c.first.teachers };
+            if !teacher_counts.contains(&t) {
+                teacher_counts.push(t);
             }
         }
         for t in teacher_counts {
-            let tcells: Vec<&&report::CellSummary> = ecells.iter().filter(|c| c.first.teachers == t).collect();
+            let tcells: Vec<&&report::CellSummary> = ecells.iter().filter(|c| baselines || c.first.teachers == t).collect();
             let varies = |f: &dyn Fn(&ResultRow) -> String| tcells.iter().map(|c| f(c.first)).collect::<std::collections::HashSet<_>>().len() > 1;
             let (vq, vr, vm) = (varies(&|r| format!("{:?}", r.queries)), varies(&|r| format!("{:?}", r.rho)), varies(&|r| r.mechanism_parameters.clone() + &r.model));
             let label = |r: &ResultRow| {
                 let mut parts = Vec::new();
-                if vm || (!vq && !vr) {
-                    parts.push(if r.model == "pate-student" { r.mechanism.clone() + " " + &r.mechanism_parameters } else { r.model.clone() });
+                if baselines {
+                    parts.push(match r.teachers {
+                        Some(t) if r.model != "non-private" => format!("{} ({t})", r.model),
+                        _ => r.model.clone(),
+                    });
+                } else if vm || (!vq && !vr) {
+                    parts.push(short_mechanism(r));
                 }
                 if vq {
                     parts.push(format!("q={}", r.queries.map_or("–".into(), |q| q.to_string())));
@@ -769,7 +789,7 @@ fn write_plots(out: &Path, cells: &[report::CellSummary], rows: &[ResultRow], co
                 pipeline::write_file(&dir.join(format!("{}-t{tname}-{measure}.svg", e.name)), svg.as_bytes())?;
             }
             // Accuracy against answered queries, with the ε each point costs in the table.
-            if vq {
+            if vq && !baselines {
                 let mut series: Vec<report::Series> = Vec::new();
                 let mut keys: Vec<String> = Vec::new();
                 for c in &tcells {

@@ -364,7 +364,7 @@ pub fn box_plot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)], y_max
     let slot = 56.0;
     let plot_w = (slot * groups.len() as f64).max(200.0);
     let width = LEFT + plot_w + 20.0;
-    let height = TOP + PLOT_H + 90.0;
+    let height = TOP + PLOT_H + 150.0;
     let all_max = groups
         .iter()
         .flat_map(|(_, v)| v.iter().copied())

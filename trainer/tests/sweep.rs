@@ -1,0 +1,162 @@
+//! `pate-trainer sweep` on the in-repo sample (data/sample) with a tiny grid: it writes its
+//! tables and plots, and a rerun recomputes nothing (one deleted result is recomputed alone).
+use std::path::{Path, PathBuf};
+
+use trainer::sweep::{config::SweepConfig, run_sweep};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn write_configs(dir: &Path) -> PathBuf {
+    let sample = repo().join("data/sample");
+    let shared = repo().join("../shared/datasets");
+    let base = format!(
+        "seed: 7\nthreads: 1\ndevice: cpu\n\
+datasets:\n\
+  - {{path: {s}/csic_normalTrafficTraining_sample.txt, format: csic, label: benign}}\n\
+  - {{path: {s}/csic_normalTrafficTest_A_sample.txt, format: csic, label: benign}}\n\
+  - {{path: {s}/csic_anomalousTrafficTest_A_sample.txt, format: csic, label: malicious}}\n\
+split: {{private: 0.55, public: 0.2, student_validation: 0.1, test: 0.15}}\n\
+featurizer: {{config: {{top_k: 200}}}}\n\
+teachers:\n  count: 5\n  training: {{hidden: [16], max_epochs: 5, batch_size: 64, learning_rate: 0.01, patience: 2, class_balance: pos_weight}}\n\
+student:\n  queries: 60\n  validation_max: 100\n  training: {{hidden: [16], max_epochs: 10, batch_size: 32, learning_rate: 0.01, patience: 3, class_balance: pos_weight}}\n\
+privacy: {{gamma: 0.3, delta: 1.0e-5}}\n\
+evaluation: {{ensemble_max: 300}}\n",
+        s = sample.display()
+    );
+    std::fs::write(dir.join("base.yaml"), base).unwrap();
+    let sweep = format!(
+        r#"base: base.yaml
+seed: 11
+jobs: 2
+experiments:
+  - {{name: grid, kind: pate, teachers: [4, 5], rho: [null, 1.0], mechanisms: [{{kind: lnmax, gamma: 0.3}}], repeats: 2, epsilon_curve: [20, 60]}}
+  - {{name: mechanisms, kind: pate, teachers: [5], mechanisms: [{{kind: lnmax, gamma: 0.3}}, {{kind: gnmax, sigma: matched}}, {{kind: confident_gnmax, threshold_share: 0.6, sigma1: 3, sigma2: matched}}], repeats: 1}}
+  - {{name: curve, kind: pate, teachers: [5], queries: [20, 60], mechanisms: [{{kind: lnmax, gamma: 0.3}}], repeats: 1}}
+  - {{name: baselines, kind: baselines, teachers: [5], repeats: 1}}
+  - name: cross
+    kind: pate
+    teachers: [5]
+    repeats: 1
+    mechanisms: [{{kind: lnmax, gamma: 0.3}}]
+    datasets:
+      - {{path: {s}/csic_normalTrafficTraining_sample.txt, format: csic, label: benign}}
+      - {{path: {s}/csic_anomalousTrafficTest_A_sample.txt, format: csic, label: malicious, splits: [public, student_validation, test]}}
+      - {{path: {f}/fwaf/badqueries.txt, format: fwaf, label: malicious, limit: 1500, splits: [private]}}
+"#,
+        s = sample.display(),
+        f = shared.display()
+    );
+    let path = dir.join("sweep.yaml");
+    std::fs::write(&path, sweep).unwrap();
+    path
+}
+
+fn result_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn sweep_writes_tables_and_resumes_without_recomputing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (config, base) = SweepConfig::load(&write_configs(tmp.path())).unwrap();
+    let out = tmp.path().join("out");
+    // grid 2 teacher counts × 2 ρ × 2 repeats = 8; mechanisms 3; curve 2; baselines 1 + 1 + 1;
+    // cross 1.
+    let expected = 8 + 3 + 2 + 3 + 1;
+    let first = run_sweep(&config, &base, &out, config.jobs).unwrap();
+    assert_eq!((first.computed, first.reused), (expected, 0));
+
+    let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(results.lines().count(), 1 + expected, "{results}");
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    // grid 4 cells, mechanisms 3, curve 2, baselines 3, cross 1.
+    assert_eq!(summary.lines().count(), 1 + 13, "{summary}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for e in ["### grid", "### mechanisms", "### curve", "### baselines", "### cross", "data-dependent"] {
+        assert!(md.contains(e), "summary.md lacks {e}");
+    }
+    // Matched mechanisms: GNMax has the LNMax reference's data-independent ε; Confident-GNMax
+    // was matched with every query charged, and is charged only for those it answered.
+    let di: Vec<f64> = result_files(&out.join("cells/mechanisms"))
+        .iter()
+        .map(|p| {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+            v["data_independent_epsilon"].as_f64().unwrap()
+        })
+        .collect();
+    // Sorted paths: cgnmax, gnmax, lnmax.
+    assert_eq!(di.len(), 3);
+    assert!((di[1] - di[2]).abs() < 1e-3 && di[0] <= di[2] + 1e-3, "{di:?}");
+    // The split table: the cross-dataset teachers never see CSIC anomalous requests, and its
+    // test split is the same CSIC requests' test split as the base data's.
+    let splits = std::fs::read_to_string(out.join("splits.csv")).unwrap();
+    let row = |data: &str, split: &str| -> Vec<u64> {
+        let l = splits.lines().find(|l| l.starts_with(&format!("{data},{split},"))).unwrap();
+        l.split(',').skip(2).map(|v| v.parse().unwrap()).collect()
+    };
+    assert_eq!(row("cross", "test")[1], row("base", "test")[1]);
+    assert!(row("cross", "private")[1] > 0 && row("cross", "private")[1] <= 1500);
+    for plot in ["grid-t4-tpr.svg", "grid-t5-tnr.svg", "grid-t5-epsilon.svg", "grid-epsilon-vs-queries.svg", "curve-t5-accuracy-vs-queries.svg", "baselines-tall-tpr.svg"] {
+        let svg = std::fs::read_to_string(out.join("plots").join(plot)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"), "{plot}");
+    }
+
+    // Rerun: nothing recomputed, no result rewritten.
+    let cells = out.join("cells");
+    let before: Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> = result_files(&cells)
+        .into_iter()
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap(), std::fs::metadata(&p).unwrap().modified().unwrap()))
+        .collect();
+    assert_eq!(before.len(), expected);
+    let second = run_sweep(&config, &base, &out, config.jobs).unwrap();
+    assert_eq!((second.computed, second.reused), (0, expected));
+    for (p, bytes, mtime) in &before {
+        assert_eq!(&std::fs::read(p).unwrap(), bytes);
+        assert_eq!(&std::fs::metadata(p).unwrap().modified().unwrap(), mtime);
+    }
+    assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), results);
+
+    // One result lost: only it is computed again.
+    std::fs::remove_file(&before[0].0).unwrap();
+    let third = run_sweep(&config, &base, &out, 1).unwrap();
+    assert_eq!((third.computed, third.reused), (1, expected - 1));
+    assert!(before[0].0.exists());
+}
+
+#[test]
+fn bad_sweep_files_are_rejected_with_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_configs(tmp.path());
+    let path = tmp.path().join("bad.yaml");
+    std::fs::write(&path, "base: base.yaml\nexperiments:\n  - {name: g, kind: pate, teachers: [5], repeats: 1, mechanisms: [{kind: lnmax, gamma: 0.3}], rhoo: [1]}\n").unwrap();
+    let e = SweepConfig::load(&path).unwrap_err().to_string();
+    assert!(e.contains("rhoo") && e.contains("bad.yaml"), "{e}");
+    std::fs::write(&path, "base: base.yaml\nexperiments:\n  - {name: g, kind: pate, teachers: [5], repeats: 0, mechanisms: [{kind: lnmax, gamma: 0.3}]}\n").unwrap();
+    let e = SweepConfig::load(&path).unwrap_err().to_string();
+    assert!(e.contains("repeats"), "{e}");
+    std::fs::write(&path, "base: missing.yaml\nexperiments: []\n").unwrap();
+    let e = SweepConfig::load(&path).unwrap_err().to_string();
+    assert!(e.contains("missing.yaml"), "{e}");
+    // More queries than the sample's public split holds: a clear error, no result written.
+    std::fs::write(&path, "base: base.yaml\nexperiments:\n  - {name: g, kind: pate, teachers: [5], queries: [100000], repeats: 1, mechanisms: [{kind: lnmax, gamma: 0.3}]}\n").unwrap();
+    let (config, base) = SweepConfig::load(&path).unwrap();
+    let out = tmp.path().join("out");
+    let e = run_sweep(&config, &base, &out, 1).unwrap_err().to_string();
+    assert!(e.contains("100000") && e.contains("distinct"), "{e}");
+    assert!(!out.join("cells").exists());
+}
