@@ -112,7 +112,10 @@ pub struct FeaturizerConfig {
     pub char_ngrams: Option<[usize; 2]>,
     /// Parameter name + value *shape* features (`v:name=<shape>`, see [`value_shape`]): CSIC 2010
     /// "anomalous" includes plain wrong-type values (letters in a number field), which tokens of
-    /// a random name or number cannot show. Off (false) by default; not written when false.
+    /// a random name or number cannot show. A pair whose `name=shape` did not make it into the
+    /// vocabulary counts as [`UNSEEN_SHAPES`] `unseen==shape` (the last 13 places of the
+    /// vocabulary): tampered names (`errorMsgA=`) and never-seen types. Off (false) by default;
+    /// not written when false.
     #[serde(skip_serializing_if = "is_false")]
     pub value_shapes: bool,
     /// Sublinear term frequency `1 + ln(count)` instead of `count` (scikit-learn's
@@ -136,6 +139,28 @@ pub const MAX_CHAR_NGRAM: usize = 8;
 pub const CHAR_NGRAM_PREFIX: &str = "c:";
 /// Prefix of a parameter value-shape feature in the vocabulary.
 pub const VALUE_SHAPE_PREFIX: &str = "v:";
+/// Name part of the "unseen parameter" shape features: a parameter whose `name=shape` is not in
+/// the vocabulary counts as `unseen==shape` instead (two `=`: no real `name=shape` has two, since
+/// a name ends at its first `=`). This is what flags a tampered parameter name (CSIC's
+/// `errorMsgA=`, `idA=`) or a value of a type never seen for that name (`cantidad=abc`).
+pub const UNSEEN_NAME: &str = "unseen==";
+/// Every "unseen parameter" feature (body after [`VALUE_SHAPE_PREFIX`]); with
+/// [`FeaturizerConfig::value_shapes`] they take the last places of the vocabulary.
+pub const UNSEEN_SHAPES: [&str; 13] = [
+    "unseen==empty",
+    "unseen==empty,long",
+    "unseen==digits",
+    "unseen==digits,long",
+    "unseen==alpha",
+    "unseen==alpha,long",
+    "unseen==alnum",
+    "unseen==alnum,long",
+    "unseen==text",
+    "unseen==text,long",
+    "unseen==symbols",
+    "unseen==symbols,long",
+    "unseen==noeq",
+];
 /// Values at least this long (in characters) get the `long` mark in their shape: long values are
 /// how buffer-overflow probes look.
 pub const LONG_VALUE_CHARS: usize = 64;
@@ -273,6 +298,7 @@ pub struct Scratch {
     gram: String,
     counts: Vec<u32>,
     touched: Vec<u32>,
+    unseen: String,
 }
 
 /// Normalizes a request (see the crate documentation, step 1). Returns the text and whether the
@@ -832,6 +858,8 @@ impl Featurizer {
     ) -> Result<Self, FeaturizerError> {
         validate_config(&config)?;
         let mut df: HashMap<String, u64> = HashMap::new();
+        // Each document's value-shape features (for the second pass, with value_shapes only).
+        let mut doc_shapes: Vec<Vec<String>> = Vec::new();
         let mut scratch = Scratch::default();
         let mut n: u64 = 0;
         for doc in docs {
@@ -839,7 +867,11 @@ impl Featurizer {
             normalize_into(&config, &doc, &mut scratch);
             // Document frequency counts each distinct feature once per request.
             let mut distinct: Vec<String> = Vec::new();
+            let mut shapes: Vec<String> = Vec::new();
             for_each_configured_feature(&scratch.text, &config, &mut scratch.gram, |kind, feature| {
+                if kind == FeatureKind::Shape {
+                    shapes.push(feature.to_owned());
+                }
                 let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
                 entry.push_str(kind.prefix());
                 entry.push_str(feature);
@@ -847,6 +879,9 @@ impl Featurizer {
             });
             distinct.sort_unstable();
             distinct.dedup();
+            if config.value_shapes {
+                doc_shapes.push(shapes);
+            }
             for tok in distinct {
                 match df.get_mut(&tok) {
                     Some(c) => *c += 1,
@@ -862,7 +897,33 @@ impl Featurizer {
         let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
         // Highest document frequency first; ties by token, ascending (deterministic).
         ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        ranked.truncate(config.top_k);
+        if config.value_shapes {
+            // The last places go to the "unseen name/shape" features, whose document frequency
+            // depends on which name/shape pairs made it into the vocabulary: a second pass.
+            ranked.truncate(config.top_k - UNSEEN_SHAPES.len());
+            let kept: std::collections::HashSet<&str> =
+                ranked.iter().filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX)).collect();
+            let mut unseen_df = [0u64; UNSEEN_SHAPES.len()];
+            for pairs in &doc_shapes {
+                let mut seen = [false; UNSEEN_SHAPES.len()];
+                for body in pairs {
+                    if !kept.contains(body.as_str()) {
+                        let shape = body.rsplit_once('=').map_or("", |(_, shape)| shape);
+                        if let Some(k) = UNSEEN_SHAPES.iter().position(|u| u.strip_prefix(UNSEEN_NAME) == Some(shape)) {
+                            seen[k] = true;
+                        }
+                    }
+                }
+                for (d, s) in unseen_df.iter_mut().zip(seen) {
+                    *d += u64::from(s);
+                }
+            }
+            for (u, d) in UNSEEN_SHAPES.iter().zip(unseen_df) {
+                ranked.push((format!("{VALUE_SHAPE_PREFIX}{u}"), d));
+            }
+        } else {
+            ranked.truncate(config.top_k);
+        }
         let idf = ranked
             .iter()
             .map(|(_, d)| (((1.0 + n as f64) / (1.0 + *d as f64)).ln() + 1.0) as f32)
@@ -982,6 +1043,21 @@ impl Featurizer {
         }
     }
 
+    /// [`Featurizer::lookup_kind`], except that a shape feature not in the vocabulary maps to its
+    /// [`UNSEEN_SHAPES`] entry (`buf` is a reusable buffer).
+    #[inline]
+    fn lookup_kind_or_unseen(&self, kind: FeatureKind, feature: &str, buf: &mut String) -> Option<u32> {
+        let found = self.lookup_kind(kind, feature);
+        if found.is_some() || kind != FeatureKind::Shape {
+            return found;
+        }
+        let shape = feature.rsplit_once('=').map_or("", |(_, shape)| shape);
+        buf.clear();
+        buf.push_str(UNSEEN_NAME);
+        buf.push_str(shape);
+        self.shape_index.get(buf.as_str()).copied()
+    }
+
     /// Vocabulary index of a token feature.
     #[inline]
     fn lookup(&self, feature: &str) -> Option<u32> {
@@ -1043,14 +1119,14 @@ impl Featurizer {
         out.indices.clear();
         out.values.clear();
         out.truncated = normalize_into(&self.content.config, req, scratch);
-        let Scratch { text, gram, counts, touched, .. } = scratch;
+        let Scratch { text, gram, counts, touched, unseen, .. } = scratch;
         if counts.len() != self.dim() {
             counts.clear();
             counts.resize(self.dim(), 0);
         }
         touched.clear();
         let tokens = for_each_configured_feature(text, &self.content.config, gram, |kind, feature| {
-            if let Some(i) = self.lookup_kind(kind, feature) {
+            if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
                 let c = &mut counts[i as usize];
                 if *c == 0 {
                     touched.push(i);
@@ -1096,8 +1172,9 @@ impl Featurizer {
         let (normalized, truncated) = normalize(&self.content.config, req);
         let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
         let mut counts: HashMap<u32, u32> = HashMap::new();
+        let mut buf = String::new();
         for_each_configured_feature(&normalized, &self.content.config, &mut String::new(), |kind, feature| {
-            if let Some(i) = self.lookup_kind(kind, feature) {
+            if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
                 *counts.entry(i).or_default() += 1;
             }
         });
@@ -1168,6 +1245,14 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
                 "char_ngrams = [{lo}, {hi}] (need 1 <= min <= max <= {MAX_CHAR_NGRAM})"
             )));
         }
+    }
+    if c.value_shapes && c.top_k <= UNSEEN_SHAPES.len() {
+        return Err(FeaturizerError::Invalid(format!(
+            "top_k = {} with value_shapes (at least {} needed: {} places go to the unseen-parameter features)",
+            c.top_k,
+            UNSEEN_SHAPES.len() + 1,
+            UNSEEN_SHAPES.len()
+        )));
     }
     if c.decode_rounds > 16 {
         return Err(FeaturizerError::Invalid(format!("decode_rounds = {} (at most 16)", c.decode_rounds)));

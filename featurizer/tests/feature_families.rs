@@ -92,6 +92,31 @@ fn new_families_fit_transform_explain_and_round_trip() {
 }
 
 #[test]
+fn parameters_never_seen_with_that_name_and_shape_count_as_unseen() {
+    let config = FeaturizerConfig { top_k: 100, value_shapes: true, ..Default::default() };
+    let f = Featurizer::fit(config, corpus()).unwrap();
+    let vocab = f.vocabulary();
+    // The 13 unseen-parameter features take the last places, in their fixed order.
+    assert_eq!(&vocab[vocab.len() - 13..], featurizer::UNSEEN_SHAPES.map(|u| format!("v:{u}")).as_slice());
+    let tampered = f.explain(&RequestParts::get("/tienda1/publico/anadir.jsp?idA=3&nombre=Queso&cantidad=2"));
+    let w = |e: &featurizer::Explanation, t: &str| e.weights.iter().find(|w| w.token == t).map(|w| w.count);
+    assert_eq!(w(&tampered, "v:unseen==digits"), Some(1), "{:?}", tampered.weights);
+    assert_eq!(w(&tampered, "v:cantidad=digits"), Some(1));
+    let wrong_type = f.explain(&RequestParts::get("/tienda1/publico/anadir.jsp?id=3&nombre=Queso&cantidad=dos"));
+    assert_eq!(w(&wrong_type, "v:unseen==alpha"), Some(1), "{:?}", wrong_type.weights);
+    let normal = f.explain(&RequestParts::get("/tienda1/publico/anadir.jsp?id=3&nombre=Queso&cantidad=2"));
+    assert!(normal.weights.iter().all(|w| !w.token.starts_with("v:unseen")), "{:?}", normal.weights);
+    // The unseen features' document frequency was counted against the final vocabulary: the
+    // corpus's only unseen pair kinds are from names that fell out of the top places (none here).
+    let df_unseen_symbols = f.idf()[vocab.iter().position(|t| t == "v:unseen==symbols").unwrap()];
+    assert!(df_unseen_symbols > 1.0);
+    let back = Featurizer::from_json(&f.to_json()).unwrap();
+    assert_eq!(back.transform(&RequestParts::get("/a?idA=3")), f.transform(&RequestParts::get("/a?idA=3")));
+    let err = Featurizer::fit(FeaturizerConfig { top_k: 13, value_shapes: true, ..Default::default() }, corpus()).unwrap_err();
+    assert!(err.to_string().contains("unseen"), "{err}");
+}
+
+#[test]
 fn sublinear_tf_damps_repeated_tokens() {
     let corpus = [RequestParts::get("/a?x=b"), RequestParts::get("/c?y=d")];
     let plain = Featurizer::fit(FeaturizerConfig::default(), corpus).unwrap();

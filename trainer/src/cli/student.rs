@@ -1,9 +1,11 @@
 //! `pate-trainer student`: trains the student on the ORIGINAL features of the answered queries
 //! with their noisy labels (unanswered queries, `-`, are left out); early stopping and the Youden
-//! threshold on the labelled student-validation samples.
+//! threshold on the labelled student-validation samples, or the `student:` options of the config:
+//! `threshold_rule: target_fpr` and `self_training` (pseudo-labels on the unlabelled public pool,
+//! `--pool`).
 use std::path::PathBuf;
 
-use crate::cli::run::parse_device;
+use crate::cli::run::{parse_device, PUBLIC_POOL_SET};
 use crate::config::RunConfig;
 use crate::device::{self, DeviceChoice};
 use crate::ensemble::LabeledRows;
@@ -31,7 +33,11 @@ pub struct Args {
     /// Validation labels (0 or 1 per line).
     #[arg(long, value_name = "FILE")]
     pub validation_labels: Option<PathBuf>,
-    /// Run configuration (its `student.training` section; default RUN_DIR/config.yaml, else
+    /// Unlabelled public pool features for `student.self_training` (f32 matrix; default
+    /// RUN_DIR/features/public_pool.f32, which `run` writes when self-training is on).
+    #[arg(long, value_name = "FILE")]
+    pub pool: Option<PathBuf>,
+    /// Run configuration (its `student` section; default RUN_DIR/config.yaml, else
     /// the defaults).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -127,7 +133,23 @@ pub fn run(args: Args) -> Result<()> {
             )));
         }
     }
-    let student = pipeline::train_student(
+    let pool = if config.student.self_training.rounds > 0 {
+        let pool_path = pick(&args.pool, &|r| r.features(PUBLIC_POOL_SET), "pool")?;
+        let m = pipeline::read_matrix(&pool_path)?;
+        if m.cols != featurizer.dim() {
+            return Err(Error::Invalid(format!(
+                "{}: {} features, the featurizer {} has {}",
+                pool_path.display(),
+                m.cols,
+                featurizer_path.display(),
+                featurizer.dim()
+            )));
+        }
+        Some(m)
+    } else {
+        None
+    };
+    let (student, extras) = pipeline::train_student_full(
         LabeledRows {
             x: queries.select_rows(&answered),
             y: answered
@@ -139,7 +161,8 @@ pub fn run(args: Args) -> Result<()> {
             x: validation,
             y: validation_labels,
         },
-        &config.student.training,
+        pool.as_ref(),
+        &config.student,
         featurizer.content_hash(),
         &rng,
         device,
@@ -147,7 +170,7 @@ pub fn run(args: Args) -> Result<()> {
     student.save(&out)?;
     println!(
         "{}",
-        serde_json::json!({"student": out.display().to_string(), "answered": answered.len(), "threshold": student.info.threshold, "training": student.info.training})
+        serde_json::json!({"student": out.display().to_string(), "answered": answered.len(), "threshold": student.info.threshold, "training": student.info.training, "options": extras})
     );
     Ok(())
 }
