@@ -673,6 +673,7 @@ pub struct StudentExtras {
 pub fn train_student_full(
     train: LabeledRows,
     validation: LabeledRows,
+    copies: Option<(&[usize], &[usize])>,
     pool: Option<&DenseMatrix>,
     student: &crate::config::StudentConfig,
     featurizer_hash: &str,
@@ -680,6 +681,27 @@ pub fn train_student_full(
     device: Device,
 ) -> Result<(ModelFile, StudentExtras)> {
     let mut extras = StudentExtras::default();
+    // Traffic weighting by repetition (a row with weight w appears w times): the same gradient
+    // in expectation as a per-sample weight, and the ROC of the repeated validation rows is the
+    // traffic-weighted ROC.
+    let (train, validation) = match copies {
+        None => (train, validation),
+        Some((train_copies, validation_copies)) => {
+            let repeat = |rows: LabeledRows, copies: &[usize], what: &str| -> Result<LabeledRows> {
+                if copies.len() != rows.y.len() {
+                    return Err(Error::Invalid(format!(
+                        "{what}: {} multiplicities for {} rows",
+                        copies.len(),
+                        rows.y.len()
+                    )));
+                }
+                let idx: Vec<usize> =
+                    copies.iter().enumerate().flat_map(|(i, &c)| std::iter::repeat_n(i, c.max(1))).collect();
+                Ok(LabeledRows { x: rows.x.select_rows(&idx), y: idx.iter().map(|&i| rows.y[i]).collect() })
+            };
+            (repeat(train, train_copies, "answered queries")?, repeat(validation, validation_copies, "validation")?)
+        }
+    };
     let mut model = train_student(train.clone(), validation.clone(), &student.training, featurizer_hash, rng, device)?;
     let rounds = student.self_training.rounds;
     if rounds > 0 {

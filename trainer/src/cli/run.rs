@@ -193,12 +193,19 @@ pub fn run_pipeline(
         .collect();
     let distinct_validation = pipeline::distinct(&records, &splits.student_validation);
     let mut validation_rng = rng.stream("student-validation");
-    let validation_rows: Vec<usize> =
-        pipeline::shuffled(distinct_validation.len(), &mut validation_rng)
-            .into_iter()
-            .take(config.student.validation_max)
-            .map(|i| distinct_validation[i])
-            .collect();
+    let validation_order: Vec<usize> = pipeline::shuffled(distinct_validation.len(), &mut validation_rng)
+        .into_iter()
+        .take(config.student.validation_max)
+        .collect();
+    let validation_rows: Vec<usize> = validation_order.iter().map(|&i| distinct_validation[i]).collect();
+    // Traffic weights (student.multiplicity_cap): copies of each answered query / validation row.
+    let public_multiplicity = pipeline::multiplicities(&records, &splits.public);
+    let validation_multiplicity = pipeline::multiplicities(&records, &splits.student_validation);
+    let cap = config.student.multiplicity_cap.unwrap_or(1);
+    let query_copies: Vec<usize> =
+        query_order.iter().take(config.student.queries).map(|&i| public_multiplicity[i].min(cap)).collect();
+    let validation_copies: Vec<usize> =
+        validation_order.iter().map(|&i| validation_multiplicity[i].min(cap)).collect();
     let where_from = |idx: &[usize]| -> Vec<serde_json::Value> {
         idx.iter()
             .map(|&i| serde_json::json!([records[i].line]))
@@ -428,6 +435,12 @@ pub fn run_pipeline(
             x: validation_x,
             y: validation_y,
         },
+        config.student.multiplicity_cap.map(|_| {
+            (
+                answered.iter().map(|&i| query_copies[i]).collect::<Vec<_>>(),
+                validation_copies.clone(),
+            )
+        }).as_ref().map(|(a, v)| (a.as_slice(), v.as_slice())),
         pool_x.as_ref(),
         &config.student,
         &fhash,
@@ -509,6 +522,8 @@ pub fn run_pipeline(
             "threshold_rule": student_extras.threshold_rule,
             "validation_operating_point_fpr_tpr": student_extras.validation_operating_point,
             "self_training": config.student.self_training,
+            "multiplicity_cap": config.student.multiplicity_cap,
+            "answered_rows_after_weighting": config.student.multiplicity_cap.map(|_| answered.iter().map(|&i| query_copies[i]).sum::<usize>()),
             "pseudo_labels_malicious_benign_per_round": student_extras.pseudo_labels,
             "unlabelled_pool": pool_rows.len(),
         },

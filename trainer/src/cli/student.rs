@@ -133,6 +133,11 @@ pub fn run(args: Args) -> Result<()> {
             )));
         }
     }
+    if config.student.multiplicity_cap.is_some() {
+        return Err(Error::Config(
+            "student.multiplicity_cap needs each request's multiplicity in its split, which only `pate-trainer run` has; set it to null for the student stage".into(),
+        ));
+    }
     let pool = if config.student.self_training.rounds > 0 {
         let pool_path = pick(&args.pool, &|r| r.features(PUBLIC_POOL_SET), "pool")?;
         let m = pipeline::read_matrix(&pool_path)?;
@@ -161,6 +166,7 @@ pub fn run(args: Args) -> Result<()> {
             x: validation,
             y: validation_labels,
         },
+        None,
         pool.as_ref(),
         &config.student,
         featurizer.content_hash(),
