@@ -61,6 +61,18 @@ pub enum BodyOverLimit {
     Reject,
 }
 
+/// What the proxy does with a request target (path and query) longer than `uri_limit_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UriOverLimit {
+    /// Answer 414 without connecting upstream (the default: what the model cannot see past its
+    /// featurizer's `max_input_bytes` could hide an attack behind benign padding).
+    Reject,
+    /// Score what the featurizer reads (its first `max_input_bytes` bytes) and forward the
+    /// whole target.
+    Truncate,
+}
+
 /// One per-route rule; the first rule whose path matches applies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -119,6 +131,32 @@ pub struct Config {
     /// `truncate` (default: score the prefix) or `reject` (413) for a body over the limit.
     #[serde(default = "default_body_over_limit")]
     pub body_over_limit: BodyOverLimit,
+    /// Longest request target (path and query, as sent) accepted; see `uri_over_limit`.
+    /// Default 8192, about Apache's `LimitRequestLine` (8190 bytes for the whole request line).
+    #[serde(default = "default_uri_limit")]
+    pub uri_limit_bytes: usize,
+    /// `reject` (default: 414) or `truncate` (score the featurizer's prefix, forward) for a
+    /// target longer than `uri_limit_bytes`.
+    #[serde(default = "default_uri_over_limit")]
+    pub uri_over_limit: UriOverLimit,
+    /// Most request header fields accepted; more is answered 431 (RFC 6585 §5). Apache's
+    /// `LimitRequestFields` default is 100. (pingora itself refuses more than 256 with 400.)
+    #[serde(default = "default_header_count_limit")]
+    pub header_count_limit: usize,
+    /// Largest total size of the request header fields (names + values) accepted; more is
+    /// answered 431.
+    #[serde(default = "default_header_limit_bytes")]
+    pub header_limit_bytes: usize,
+    /// Milliseconds a client gets to send the part of a scored body the proxy reads before its
+    /// verdict; a client that trickles it slower is answered 408 and dropped. (The request head
+    /// is bounded by pingora's own per-read timeout of 60 s, see docs/bad-input.md.)
+    #[serde(default = "default_client_body_timeout_ms")]
+    pub client_body_timeout_ms: u64,
+    /// Peers (exact IP addresses, e.g. a TLS-terminating load balancer) whose
+    /// `X-Forwarded-Proto` is kept; from every other peer it is replaced by `http`, so a client
+    /// cannot claim `https`. Empty (default): always `http`.
+    #[serde(default)]
+    pub trusted_forwarders: Vec<std::net::IpAddr>,
     /// Per-route exclusions and mode overrides; the first match wins.
     #[serde(default)]
     pub routes: Vec<Route>,
@@ -167,6 +205,21 @@ fn default_body_limit() -> usize {
 }
 fn default_body_over_limit() -> BodyOverLimit {
     BodyOverLimit::Truncate
+}
+fn default_uri_limit() -> usize {
+    8192
+}
+fn default_uri_over_limit() -> UriOverLimit {
+    UriOverLimit::Reject
+}
+fn default_header_count_limit() -> usize {
+    100
+}
+fn default_header_limit_bytes() -> usize {
+    32 * 1024
+}
+fn default_client_body_timeout_ms() -> u64 {
+    10_000
 }
 fn default_audit_target_max_bytes() -> usize {
     2048
@@ -249,6 +302,16 @@ impl Config {
                     self.body_limit_bytes
                 ),
             ));
+        }
+        for (key, value) in [
+            ("uri_limit_bytes", self.uri_limit_bytes as u64),
+            ("header_count_limit", self.header_count_limit as u64),
+            ("header_limit_bytes", self.header_limit_bytes as u64),
+            ("client_body_timeout_ms", self.client_body_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(bad(key, "expected at least 1".to_string()));
+            }
         }
         if self.threads == 0 {
             return Err(bad("threads", "expected at least 1".to_string()));
@@ -370,6 +433,10 @@ mod tests {
         assert_eq!(c.on_error, OnError::Open);
         assert_eq!(c.body_limit_bytes, MAX_BODY_LIMIT_BYTES);
         assert!(c.routes.is_empty());
+        assert_eq!(c.uri_limit_bytes, 8192);
+        assert_eq!(c.uri_over_limit, UriOverLimit::Reject);
+        assert_eq!(c.header_count_limit, 100);
+        assert!(c.trusted_forwarders.is_empty());
     }
 
     #[test]
@@ -399,6 +466,13 @@ mod tests {
             ("threshold: 1.5\n", "threshold"),
             ("body_limit_bytes: 1000000\n", "body_limit_bytes"),
             ("log_level: loud\n", "log_level"),
+            ("uri_limit_bytes: 0\n", "uri_limit_bytes"),
+            ("uri_over_limit: cut\n", "uri_over_limit"),
+            ("client_body_timeout_ms: 0\n", "client_body_timeout_ms"),
+            (
+                "trusted_forwarders: [\"lb.example\"]\n",
+                "trusted_forwarders",
+            ),
             (
                 "routes:\n  - prefix: \"static\"\n    exclude: true\n",
                 "routes[0]",

@@ -18,7 +18,7 @@ use pingora::proxy::{ProxyHttp, Session};
 use pingora::{Error, ErrorSource, Result};
 
 use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
-use crate::config::{BodyOverLimit, Mode, OnError, MAX_BODY_LIMIT_BYTES};
+use crate::config::{BodyOverLimit, Mode, OnError, UriOverLimit, MAX_BODY_LIMIT_BYTES};
 use crate::error::ProxyError;
 use crate::model::{Scored, ServingModel};
 use crate::state::Shared;
@@ -57,6 +57,10 @@ enum ScoredBody {
     Prefix(Vec<u8>),
     /// The body is larger than the limit (or than pingora can replay) and must be refused.
     OverLimit(String),
+    /// The client did not send the body within `client_body_timeout_ms` (a slow client).
+    TimedOut(String),
+    /// The body could not be read as HTTP (e.g. a malformed chunk) or the client went away.
+    Malformed(String),
 }
 
 impl WafProxy {
@@ -132,12 +136,29 @@ impl WafProxy {
         session.enable_retry_buffering();
         let mut body = Vec::new();
         // A declared length (at most 64 KiB here) is read whole, so the replay buffer always holds
-        // it; a chunked body is read until the limit is reached.
+        // it; a chunked body is read until the limit is reached. The whole read has one deadline
+        // (pingora's own timeout is per read, which a client trickling a byte at a time resets).
         let read_whole = declared.is_some();
-        while read_whole || body.len() < limit {
-            match session.read_request_body().await? {
-                Some(chunk) => body.extend_from_slice(&chunk),
-                None => break,
+        let timeout_ms = self.shared.config.client_body_timeout_ms;
+        let read = tokio::time::timeout(Duration::from_millis(timeout_ms), async {
+            while read_whole || body.len() < limit {
+                match session.read_request_body().await? {
+                    Some(chunk) => body.extend_from_slice(&chunk),
+                    None => break,
+                }
+            }
+            Ok::<(), Box<Error>>(())
+        })
+        .await;
+        match read {
+            Ok(Ok(())) => {}
+            // A malformed body (bad chunk size) is the client's error: 400, not pingora's 500.
+            Ok(Err(e)) => return Ok(ScoredBody::Malformed(format!("bad_body: {e}"))),
+            Err(_) => {
+                return Ok(ScoredBody::TimedOut(format!(
+                    "client_body_timeout: {} body bytes in client_body_timeout_ms {timeout_ms}",
+                    body.len()
+                )))
             }
         }
         let over = body.len() > limit || !session.is_body_done();
@@ -157,6 +178,85 @@ impl WafProxy {
         }
         body.truncate(limit);
         Ok(ScoredBody::Prefix(body))
+    }
+
+    /// The request head against `uri_limit_bytes` (414) and the header limits (431): the status,
+    /// its reason phrase and the audit reason of the first limit exceeded.
+    fn over_head_limits(&self, session: &Session) -> Option<(u16, &'static str, String)> {
+        let config = &self.shared.config;
+        let header = session.req_header();
+        let target_len = header.raw_path().len();
+        if target_len > config.uri_limit_bytes && config.uri_over_limit == UriOverLimit::Reject {
+            return Some((
+                414,
+                "URI Too Long",
+                format!(
+                    "uri_over_limit: target of {target_len} bytes > uri_limit_bytes {}",
+                    config.uri_limit_bytes
+                ),
+            ));
+        }
+        let count = header.headers.len();
+        if count > config.header_count_limit {
+            return Some((
+                431,
+                "Request Header Fields Too Large",
+                format!(
+                    "header_over_limit: {count} header fields > header_count_limit {}",
+                    config.header_count_limit
+                ),
+            ));
+        }
+        let bytes: usize = header
+            .headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len())
+            .sum();
+        if bytes > config.header_limit_bytes {
+            return Some((
+                431,
+                "Request Header Fields Too Large",
+                format!(
+                    "header_over_limit: {bytes} bytes of header fields > header_limit_bytes {}",
+                    config.header_limit_bytes
+                ),
+            ));
+        }
+        None
+    }
+
+    /// Answers `status` without scoring or connecting upstream; counted as `block` (the proxy
+    /// refused the request) and audited with `reason`, the target truncated as configured.
+    async fn refuse(
+        &self,
+        session: &mut Session,
+        ctx: &mut RequestCtx,
+        mode: Mode,
+        status: u16,
+        what: &str,
+        reason: String,
+    ) -> Result<()> {
+        self.count(ctx, "block");
+        let method = session.req_header().method.as_str().to_string();
+        let target = session.req_header().raw_path().to_vec();
+        let parts = RequestParts {
+            method: &method,
+            target: &target,
+            body: None,
+        };
+        let model = self.shared.model.get();
+        self.audit(
+            ctx,
+            session,
+            &parts,
+            Judgement {
+                model: model.as_deref(),
+                scored: None,
+                mode,
+                reason: Some(reason),
+            },
+        );
+        respond(session, status, what, &ctx.request_id).await
     }
 
     fn audit(
@@ -186,10 +286,22 @@ impl WafProxy {
             let raw = if redact { redact_pairs(b) } else { b.to_vec() };
             truncate_text(&raw, config.audit_target_max_bytes).0
         });
-        let top_tokens = match (model, scored) {
+        let mut top_tokens = match (model, scored) {
             (Some(m), Some(s)) => m.top_tokens(&s.features, config.audit_top_tokens),
             _ => Vec::new(),
         };
+        if redact {
+            // A word token of the model's vocabulary may be a value (a user name, a password
+            // seen in training): keep only those that the redacted target and body show anyway;
+            // punctuation tokens (`'`, `<`) carry no personal data and stay.
+            let mut shown = String::from_utf8_lossy(&raw_target).to_lowercase();
+            if let Some(b) = &body {
+                shown.push_str(&b.to_lowercase());
+            }
+            top_tokens.retain(|t| {
+                !t.token.chars().any(char::is_alphanumeric) || shown.contains(t.token.as_str())
+            });
+        }
         let record = AuditRecord {
             time: now_rfc3339(),
             request_id: &ctx.request_id,
@@ -251,6 +363,13 @@ impl ProxyHttp for WafProxy {
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         let config = &self.shared.config;
+        // Protocol limits come before routes: an excluded path is not scored, but it is still
+        // bounded.
+        if let Some((status, what, reason)) = self.over_head_limits(session) {
+            self.refuse(session, ctx, config.mode, status, what, reason)
+                .await?;
+            return Ok(true);
+        }
         let route = config.route_for(session.req_header().uri.path());
         if route.is_some_and(|r| r.exclude) {
             self.count(ctx, "excluded");
@@ -261,27 +380,18 @@ impl ProxyHttp for WafProxy {
             ScoredBody::NotScored => None,
             ScoredBody::Prefix(body) => Some(body),
             ScoredBody::OverLimit(reason) => {
-                self.count(ctx, "block");
-                let method = session.req_header().method.as_str().to_string();
-                let target = session.req_header().raw_path().to_vec();
-                let parts = RequestParts {
-                    method: &method,
-                    target: &target,
-                    body: None,
-                };
-                let model = self.shared.model.get();
-                self.audit(
-                    ctx,
-                    session,
-                    &parts,
-                    Judgement {
-                        model: model.as_deref(),
-                        scored: None,
-                        mode,
-                        reason: Some(reason),
-                    },
-                );
-                respond(session, 413, "Content Too Large", &ctx.request_id).await?;
+                self.refuse(session, ctx, mode, 413, "Content Too Large", reason)
+                    .await?;
+                return Ok(true);
+            }
+            ScoredBody::TimedOut(reason) => {
+                self.refuse(session, ctx, mode, 408, "Request Timeout", reason)
+                    .await?;
+                return Ok(true);
+            }
+            ScoredBody::Malformed(reason) => {
+                self.refuse(session, ctx, mode, 400, "Bad Request", reason)
+                    .await?;
                 return Ok(true);
             }
         };
@@ -395,7 +505,20 @@ impl ProxyHttp for WafProxy {
             };
             upstream_request.insert_header("x-forwarded-for", forwarded_for)?;
         }
-        upstream_request.insert_header("x-forwarded-proto", "http")?;
+        // Only a trusted front (e.g. the TLS terminator) may say the client used https; any
+        // other peer's value is replaced, so a client cannot claim a scheme it did not use.
+        let trusted = session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .is_some_and(|a| self.shared.config.trusted_forwarders.contains(&a.ip()));
+        let forwarded_proto = upstream_request
+            .headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_ascii_lowercase())
+            .filter(|v| trusted && (v == "http" || v == "https"))
+            .unwrap_or_else(|| "http".to_string());
+        upstream_request.insert_header("x-forwarded-proto", forwarded_proto)?;
         let via = match upstream_request
             .headers
             .get(http::header::VIA)
@@ -406,6 +529,11 @@ impl ProxyHttp for WafProxy {
         };
         upstream_request.insert_header(http::header::VIA, via)?;
         upstream_request.insert_header("x-request-id", ctx.request_id.as_str())?;
+        // An HTTP/1.0 client may omit Host; the request goes upstream as HTTP/1.1, where Host is
+        // required (RFC 9112 §3.2) and Apache answers 400 without it: name the upstream.
+        if !upstream_request.headers.contains_key(http::header::HOST) {
+            upstream_request.insert_header(http::header::HOST, self.upstream.to_string())?;
+        }
         if session
             .req_header()
             .headers

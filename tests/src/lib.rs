@@ -566,3 +566,107 @@ pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("invalid JSON line {l:?}: {e}")))
         .collect()
 }
+
+/// Writes `request` (raw bytes, exactly as given: malformed requests that HTTP clients refuse to
+/// send) to `addr` and reads until the server closes the connection or `read_timeout` passes
+/// without a byte. Returns what was read (possibly several pipelined responses).
+pub fn raw_exchange(
+    addr: SocketAddr,
+    request: &[u8],
+    read_timeout: Duration,
+) -> std::io::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(read_timeout))?;
+    // A server that answers early (413, 431) may close before it read everything we send.
+    let _ = stream.write_all(request);
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                break
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(raw)
+}
+
+/// One raw request answered: the first response in what [`raw_exchange`] read (an error when
+/// nothing or no complete head came back, e.g. the connection was closed without an answer).
+pub fn raw_request(addr: SocketAddr, request: &[u8]) -> std::io::Result<Response> {
+    let raw = raw_exchange(addr, request, Duration::from_secs(10))?;
+    parse_response(&raw)
+}
+
+/// Splits what a server sent on one connection into its responses, in order (interim `1xx`
+/// responses skipped; bodies delimited by `Content-Length` or chunked encoding).
+pub fn parse_responses(mut raw: &[u8]) -> Vec<Response> {
+    let mut out = Vec::new();
+    while let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+        let mut rest = &raw[end + 4..];
+        let status: u16 = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let headers: Vec<(String, String)> = head
+            .split("\r\n")
+            .skip(1)
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        if (100..200).contains(&status) {
+            raw = rest;
+            continue;
+        }
+        let length = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .and_then(|(_, v)| v.parse::<usize>().ok());
+        let chunked = headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+        let mut body = Vec::new();
+        if chunked {
+            while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+                let size = usize::from_str_radix(
+                    String::from_utf8_lossy(&rest[..eol])
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim(),
+                    16,
+                )
+                .unwrap_or(0);
+                rest = &rest[eol + 2..];
+                if size == 0 {
+                    rest = rest.get(2..).unwrap_or_default();
+                    break;
+                }
+                body.extend_from_slice(&rest[..size.min(rest.len())]);
+                rest = rest.get(size + 2..).unwrap_or_default();
+            }
+        } else {
+            let n = length.unwrap_or(rest.len()).min(rest.len());
+            body.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+        }
+        out.push(Response {
+            status,
+            headers,
+            body,
+        });
+        raw = rest;
+    }
+    out
+}
