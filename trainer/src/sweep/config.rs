@@ -67,6 +67,11 @@ pub struct Experiment {
     pub mechanisms: Vec<MechanismSpec>,
     /// Students per cell.
     pub repeats: usize,
+    /// `baselines` only: training of the non-private model (absent: the base config's student
+    /// training). All the private data is far more rows than the student's queries, so a larger
+    /// batch keeps its cost sane.
+    #[serde(default)]
+    pub non_private_training: Option<crate::ensemble::TrainConfig>,
     /// Also account ε after this many queries (≤ the cell's queries): the ε-vs-queries curve.
     #[serde(default)]
     pub epsilon_curve: Vec<usize>,
@@ -260,6 +265,12 @@ impl SweepConfig {
             if let Some(q) = &e.queries {
                 if q.is_empty() || q.contains(&0) {
                     return bad(key("queries"), "a non-empty list of counts ≥ 1");
+                }
+            }
+            if let Some(t) = &e.non_private_training {
+                t.validate(&key("non_private_training"))?;
+                if e.kind != ExperimentKind::Baselines {
+                    return bad(key("non_private_training"), "only a baselines experiment trains a non-private model");
                 }
             }
             if e.epsilon_curve.contains(&0) {

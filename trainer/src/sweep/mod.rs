@@ -147,14 +147,14 @@ enum UnitKind {
     Pate { teachers: usize, queries: usize, rho: Option<f64>, mechanism: ResolvedMechanism, epsilon_curve: Vec<usize> },
     Ensemble { teachers: usize },
     Majority { teachers: usize, queries: usize },
-    NonPrivate,
+    NonPrivate { training: crate::ensemble::TrainConfig },
 }
 
 impl UnitKind {
     fn teachers(&self) -> Option<usize> {
         match self {
             UnitKind::Pate { teachers, .. } | UnitKind::Ensemble { teachers } | UnitKind::Majority { teachers, .. } => Some(*teachers),
-            UnitKind::NonPrivate => None,
+            UnitKind::NonPrivate { .. } => None,
         }
     }
     fn queries(&self) -> Option<usize> {
@@ -295,7 +295,8 @@ pub fn run_sweep(config: &SweepConfig, base: &RunConfig, out: &Path, jobs: usize
                 }
             }
             ExperimentKind::Baselines => {
-                push(format!("{}/non-private", e.name), e.repeats, UnitKind::NonPrivate);
+                let training = e.non_private_training.clone().unwrap_or_else(|| base.student.training.clone());
+                push(format!("{}/non-private", e.name), e.repeats, UnitKind::NonPrivate { training });
                 for &t in &e.teachers {
                     push(format!("{}/t{t}-ensemble", e.name), 1, UnitKind::Ensemble { teachers: t });
                     for &q in &queries {
@@ -311,38 +312,49 @@ pub fn run_sweep(config: &SweepConfig, base: &RunConfig, out: &Path, jobs: usize
     let reused = units.len() - pending.len();
     eprintln!("sweep: {} results in {} experiments; {reused} already done, {} to compute ({jobs} at a time)", units.len(), config.experiments.len(), pending.len());
 
-    // Groups of pending units sharing data and teachers, in order of first appearance.
+    // Round-robin over repeats (every cell of every experiment gets its first model, then its
+    // second, ...), so an interrupted sweep has every cell with a few models rather than some
+    // cells complete and others empty. Consecutive units sharing data and teachers form a batch
+    // the workers share.
+    let mut order: Vec<&Unit> = pending.clone();
+    let experiment_index = |u: &Unit| config.experiments.iter().position(|e| e.name == u.experiment).unwrap_or(0);
+    order.sort_by_key(|u| (u.repeat, experiment_index(u)));
     let mut groups: Vec<((usize, Option<usize>), Vec<&Unit>)> = Vec::new();
-    for u in &pending {
+    for u in order {
         let key = (u.data, u.kind.teachers());
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, g)) => g.push(u),
-            None => groups.push((key, vec![u])),
+        match groups.last_mut() {
+            Some((k, g)) if *k == key => g.push(u),
+            _ => groups.push((key, vec![u])),
         }
     }
     let mut contexts: HashMap<usize, Context> = HashMap::new();
+    let mut teacher_sets: HashMap<(usize, usize), TeacherSet> = HashMap::new();
     let done = AtomicUsize::new(0);
     let compute_started = Instant::now();
     let total = pending.len();
     for ((data, teachers), group) in groups {
         if let std::collections::hash_map::Entry::Vacant(v) = contexts.entry(data) {
-            v.insert(build_context(&specs[data], base, out)?);
-        }
-        let ctx = &contexts[&data];
-        for u in &group {
-            if let Some(q) = u.kind.queries() {
-                if q > ctx.pool_x.rows {
-                    return Err(Error::Config(format!(
-                        "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
-                        u.experiment, specs[data].label, ctx.pool_x.rows
-                    )));
+            let ctx = build_context(&specs[data], base, out)?;
+            for u in pending.iter().filter(|u| u.data == data) {
+                if let Some(q) = u.kind.queries() {
+                    if q > ctx.pool_x.rows {
+                        return Err(Error::Config(format!(
+                            "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
+                            u.experiment, specs[data].label, ctx.pool_x.rows
+                        )));
+                    }
                 }
             }
+            v.insert(ctx);
         }
-        let set = match teachers {
-            Some(n) => Some(teacher_set(&specs[data], ctx, base, n, config.seed, out, device)?),
-            None => None,
-        };
+        let ctx = &contexts[&data];
+        if let Some(n) = teachers {
+            if !teacher_sets.contains_key(&(data, n)) {
+                let set = teacher_set(&specs[data], ctx, base, n, config.seed, out, device)?;
+                teacher_sets.insert((data, n), set);
+            }
+        }
+        let set = teachers.map(|n| &teacher_sets[&(data, n)]);
         let next = AtomicUsize::new(0);
         let failure: Mutex<Option<Error>> = Mutex::new(None);
         let worker = || loop {
@@ -352,7 +364,7 @@ pub fn run_sweep(config: &SweepConfig, base: &RunConfig, out: &Path, jobs: usize
             let i = next.fetch_add(1, Ordering::SeqCst);
             let Some(u) = group.get(i) else { return };
             let t0 = Instant::now();
-            let result = compute(u, &specs[u.data].label, ctx, set.as_ref(), base, config.seed, device)
+            let result = compute(u, &specs[u.data].label, ctx, set, base, config.seed, device)
                 .and_then(|mut row| {
                     row.seconds = t0.elapsed().as_secs_f64();
                     write_json_in(&u.path, &row)?;
@@ -581,11 +593,14 @@ fn compute(u: &Unit, data: &str, ctx: &Context, set: Option<&TeacherSet>, base: 
         Ok(())
     };
     match &u.kind {
-        UnitKind::NonPrivate => {
+        UnitKind::NonPrivate { training } => {
             row.model = "non-private".into();
             row.mechanism = "none (labels known)".into();
-            row.mechanism_parameters = format!("{} private requests", ctx.private_y.len());
-            train_and_score(&mut row, LabeledRows { x: ctx.private_x.clone(), y: ctx.private_y.clone() })?;
+            row.mechanism_parameters = format!("{} private requests, batch {}", ctx.private_y.len(), training.batch_size);
+            let train = LabeledRows { x: ctx.private_x.clone(), y: ctx.private_y.clone() };
+            let student = pipeline::train_student(train, validation(), training, &ctx.featurizer_hash, &rng, device)?;
+            let scores = pipeline::model_scores(&student, &ctx.test_x, device)?;
+            set_metrics(&mut row, &scores, &ctx.test_y, student.info.threshold);
         }
         UnitKind::Ensemble { teachers } => {
             row.model = "teacher-ensemble".into();
