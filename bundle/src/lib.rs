@@ -11,6 +11,7 @@ mod manifest;
 pub mod onnx;
 pub mod proto;
 pub mod runtime;
+pub mod sparse;
 
 pub use manifest::{
     is_block, rfc3339_utc, sha256_hex, write_bundle, Bundle, BundleContents, Manifest, ModelSummary, PrivacySummary,
@@ -18,6 +19,7 @@ pub use manifest::{
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
 pub use runtime::{init_onnxruntime, Scorer};
+pub use sparse::SparseMlp;
 
 /// Errors of the bundle crate; each names the file or the layer concerned.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use bundle::onnx::{decode_onnx, encode_onnx};
-use bundle::{BundleError, Dense, Mlp, Scorer};
+use bundle::{BundleError, Dense, Mlp, Scorer, SparseMlp};
 use common::{random_inputs, random_mlp, SplitMix};
 
 const TOLERANCE: f32 = 1e-5;
@@ -43,19 +43,30 @@ fn check_against_rust(widths: &[usize], seed: u64) {
     // Even inputs are featurizer-like (l1-normalized, ≤ 12 non-zeros): 1e-6. Odd ones are dense
     // in ±2 with logits of tens, where the dense graph itself differs from the Rust forward pass
     // by ~1e-6: 5e-6.
-    let (mut featurizer_like, mut dense_inputs) = (0.0f32, 0.0f32);
+    // The same holds for the native sparse forward pass (`SparseMlp`, what the proxy runs).
+    let native = SparseMlp::new(&mlp).unwrap();
+    let (mut featurizer_like, mut dense_inputs) = ([0.0f32; 2], [0.0f32; 2]);
     for (i, (x, &dense_score)) in inputs.iter().zip(&single).enumerate() {
         let (idx, val): (Vec<u32>, Vec<f32>) =
             x.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(i, v)| (i as u32, *v)).unzip();
-        let d = (scorer.score_sparse(&idx, &val).unwrap() - dense_score).abs();
+        let d = [
+            (scorer.score_sparse(&idx, &val).unwrap() - dense_score).abs(),
+            (native.score(&idx, &val).unwrap() - dense_score).abs(),
+        ];
         let worst = if i % 2 == 0 { &mut featurizer_like } else { &mut dense_inputs };
-        *worst = worst.max(d);
+        for k in 0..2 {
+            worst[k] = worst[k].max(d[k]);
+        }
     }
     eprintln!(
-        "{widths:?}: max |sparse graph - dense graph| = {featurizer_like:e} (featurizer-like inputs), {dense_inputs:e} (dense inputs)"
+        "{widths:?}: max |sparse - dense graph| = {:e} (ORT sparse graph), {:e} (native) on featurizer-like inputs; \
+         {:e}, {:e} on dense inputs",
+        featurizer_like[0], featurizer_like[1], dense_inputs[0], dense_inputs[1]
     );
-    assert!(featurizer_like <= 1e-6, "{widths:?}: sparse and dense graphs differ by {featurizer_like}");
-    assert!(dense_inputs <= 5e-6, "{widths:?}: sparse and dense graphs differ by {dense_inputs} on dense inputs");
+    for (k, what) in ["ORT sparse graph", "native SparseMlp"].iter().enumerate() {
+        assert!(featurizer_like[k] <= 1e-6, "{widths:?}: {what} and the dense graph differ by {}", featurizer_like[k]);
+        assert!(dense_inputs[k] <= 5e-6, "{widths:?}: {what} and the dense graph differ by {} on dense inputs", dense_inputs[k]);
+    }
 }
 
 #[test]
@@ -72,6 +83,14 @@ fn sparse_graph_adds_repeated_indices_and_rejects_bad_input() {
     assert!((got - expected).abs() <= 1e-6, "{got} vs {expected}");
     assert!(matches!(scorer.score_sparse(&[40], &[1.0]), Err(BundleError::Input(_))));
     assert!(matches!(scorer.score_sparse(&[1, 2], &[1.0]), Err(BundleError::Input(_))));
+    let native = SparseMlp::new(&mlp).unwrap();
+    let got = native.score(&[7, 3, 7], &[0.5, 0.25, 0.25]).unwrap();
+    assert!((got - expected).abs() <= 1e-6, "native: {got} vs {expected}");
+    let empty = native.score(&[], &[]).unwrap();
+    assert!((empty - mlp.forward(&[0.0; 40]).unwrap()).abs() <= 1e-6);
+    assert!(matches!(native.score(&[40], &[1.0]), Err(BundleError::Input(_))));
+    assert!(matches!(native.score(&[1, 2], &[1.0]), Err(BundleError::Input(_))));
+    assert!(SparseMlp::new(&Mlp { layers: vec![] }).is_err());
     // The sparse graph itself, run by Python onnxruntime, is checked in `python_onnxruntime_agrees`.
 }
 
@@ -241,6 +260,22 @@ np.array(scores, dtype="<f4").tofile(sys.argv[6])
             scorer.score_sparse(&idx, &val).unwrap()
         })
         .collect();
+    let native = SparseMlp::new(&mlp).unwrap();
+    let native_scores: Vec<f32> = inputs
+        .iter()
+        .map(|x| {
+            let (idx, val): (Vec<u32>, Vec<f32>) =
+                x.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(i, v)| (i as u32, *v)).unzip();
+            native.score(&idx, &val).unwrap()
+        })
+        .collect();
+    // Featurizer-like rows (even) to 1e-6; dense rows in ±2 (odd, logits of tens) to 5e-6.
+    for (parity, tolerance) in [(0, 1e-6f32), (1, 5e-6)] {
+        let pick = |v: &[f32]| v.iter().skip(parity).step_by(2).copied().collect::<Vec<f32>>();
+        let d = max_abs_diff(&pick(&python_scores), &pick(&native_scores));
+        eprintln!("native SparseMlp vs Python dense graph, rows {parity} mod 2: max diff {d:e}");
+        assert!(d <= tolerance, "native SparseMlp and Python onnxruntime differ by {d} (rows {parity} mod 2)");
+    }
     let d_rust = max_abs_diff(&python_sparse, &rust_sparse);
     let d_dense = max_abs_diff(&python_sparse, &python_scores);
     eprintln!("sparse graph: max |Python - Rust| = {d_rust:e}, max |sparse - dense (Python)| = {d_dense:e}");

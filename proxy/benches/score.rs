@@ -1,5 +1,5 @@
-//! In-process scoring time per request: featurize + ONNX Runtime score (exactly what the proxy
-//! does in `request_filter`, `ServingModel::score`), with a bundle of production size: a
+//! In-process scoring time per request: featurize + score (exactly what the proxy does in
+//! `request_filter`, `ServingModel::score`: the native sparse forward pass, `bundle::SparseMlp`), with a bundle of production size: a
 //! featurizer fitted (K = 500) on CSIC 2010 requests and a 500→512→128→1 MLP (weights set by a
 //! deterministic generator; timing does not depend on their values). Two requests: a typical
 //! CSIC request (median length of those with a query or body) and a long one (the longest).
@@ -141,8 +141,10 @@ fn bench(c: &mut Criterion) {
         ));
     }
     // Where the time goes (same process, same requests, p50/p99 of 20 000 calls): featurize
-    // alone; the ONNX Runtime call alone on the sparse-input graph (the proxy's path) and on the
-    // bundle's dense graph (the proxy's path before); ORT's per-call floor, a 500→1 network.
+    // alone; the native sparse forward pass alone (the proxy's path); ONNX Runtime on the
+    // sparse-input graph and on the bundle's dense graph (the proxy's earlier paths); ORT's
+    // per-call floor, a 500→1 network.
+    let native = bundle::SparseMlp::new(&mlp).expect("native");
     let encoded = bundle::encode_onnx(&mlp).expect("encode");
     let mut scorer = bundle::Scorer::from_onnx(&encoded, featurizer.dim()).expect("scorer");
     let tiny = bundle::encode_onnx(&mlp_with_widths(&[featurizer.dim(), 1])).expect("encode");
@@ -158,7 +160,10 @@ fn bench(c: &mut Criterion) {
         line("featurize only", percentiles_of(|| {
             std::hint::black_box(featurizer.transform(std::hint::black_box(&req)));
         }));
-        line(&format!("ORT sparse graph only ({nnz} non-zeros)"), percentiles_of(|| {
+        line(&format!("native SparseMlp only ({nnz} non-zeros)"), percentiles_of(|| {
+            std::hint::black_box(native.score(&features.indices, &features.values).ok());
+        }));
+        line("ORT sparse graph only", percentiles_of(|| {
             std::hint::black_box(scorer.score_sparse(&features.indices, &features.values).ok());
         }));
         line("ORT dense graph only", percentiles_of(|| {

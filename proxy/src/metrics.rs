@@ -18,7 +18,8 @@ pub struct Metrics {
     pub requests: IntCounterVec,
     /// `patewaf_score`: the student's probability for every scored request.
     pub score: Histogram,
-    /// `patewaf_scoring_duration_seconds`: featurize + ONNX Runtime, per request.
+    /// `patewaf_scoring_duration_seconds`: featurize + score (native sparse forward pass of
+    /// `model.onnx`'s network), per request.
     pub scoring_duration: Histogram,
     /// `patewaf_model_info{version,epsilon,delta,mechanism} 1` for the serving model.
     pub model_info: IntGaugeVec,
@@ -49,7 +50,7 @@ impl Metrics {
         let scoring_duration = Histogram::with_opts(
             HistogramOpts::new(
                 "scoring_duration_seconds",
-                "Time to featurize and score one request with ONNX Runtime.",
+                "Time to featurize and score one request.",
             )
             .namespace("patewaf")
             .buckets(prometheus::exponential_buckets(10e-6, 2.0, 14)?),

@@ -137,7 +137,6 @@ impl Shared {
                     version = %model.version,
                     previous = previous.as_deref().unwrap_or("none"),
                     threshold = model.threshold,
-                    sessions = model.sessions(),
                     "model loaded from {}",
                     model.dir.display()
                 );

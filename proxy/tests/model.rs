@@ -73,3 +73,101 @@ fn corrupt_bundle_is_rejected_with_the_file_named() {
         .to_string();
     assert!(err.contains("model.onnx"), "{err}");
 }
+
+/// Deterministic weights in ±`scale` (SplitMix64, Steele, Lea, Flood 2014).
+fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// The proxy scores with a native sparse forward pass (`bundle::SparseMlp`); `pate-trainer score`
+/// runs the bundle's dense `model.onnx` through ONNX Runtime (`Scorer::score` of
+/// `transform_dense`). On every request of the CSIC 2010 sample, with a multi-layer network of
+/// the quick config's shape, both give the same score to 1e-6, from several threads at once.
+#[test]
+fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/sample");
+    let mut records = Vec::new();
+    for file in [
+        "csic_normalTrafficTest_A_sample.txt",
+        "csic_anomalousTrafficTest_A_sample.txt",
+    ] {
+        records.extend(datasets::load(datasets::Format::Csic, &sample.join(file)).unwrap());
+    }
+    assert!(records.len() > 100, "{} CSIC sample records", records.len());
+    let featurizer = featurizer::Featurizer::fit(
+        featurizer::FeaturizerConfig::default(),
+        records.iter().map(datasets::Record::parts),
+    )
+    .unwrap();
+    let mut state = 11;
+    let widths = [featurizer.dim(), 64, 16, 1];
+    let layers = widths
+        .windows(2)
+        .map(|w| bundle::Dense {
+            in_dim: w[0],
+            out_dim: w[1],
+            // The input has l1 norm 1, so the first layer's weights are large (±30) and the
+            // others have gain 3: the scores spread over (0, 1).
+            weight: weights(
+                w[0] * w[1],
+                if w[0] == widths[0] { 30.0 } else { 3.0 / (w[0] as f32).sqrt() },
+                &mut state,
+            ),
+            bias: weights(w[1], 0.1, &mut state),
+        })
+        .collect();
+    let mlp = bundle::Mlp { layers };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    bundle::write_bundle(
+        &dir,
+        &bundle::BundleContents {
+            mlp: &mlp,
+            featurizer: &featurizer,
+            threshold: 0.5,
+            privacy: serde_json::Value::Null,
+            metrics: serde_json::Value::Null,
+            model_version: Some("csic-mlp".into()),
+        },
+    )
+    .unwrap();
+    let model = load(&dir, None);
+    let loaded = bundle::Bundle::load(&dir).unwrap();
+    let mut scorer = bundle::Scorer::new(&loaded).unwrap();
+    let expected: Vec<f32> = records
+        .iter()
+        .map(|r| {
+            scorer
+                .score(&loaded.featurizer.transform_dense(&r.parts()))
+                .unwrap()
+        })
+        .collect();
+    let (lo, hi) = expected
+        .iter()
+        .fold((1.0f32, 0.0f32), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+    assert!(lo < 0.3 && hi > 0.7, "scores span only [{lo}, {hi}]");
+    std::thread::scope(|scope| {
+        for t in 0..3 {
+            let (model, records, expected) = (&model, &records, &expected);
+            scope.spawn(move || {
+                for (i, (r, &want)) in records.iter().zip(expected).enumerate().skip(t) {
+                    let got = model.score(&r.parts()).unwrap().score;
+                    assert!(
+                        (got - want).abs() <= 1e-6,
+                        "thread {t}, record {i} (line {}): proxy {got} vs ONNX Runtime {want}",
+                        r.line
+                    );
+                }
+            });
+        }
+    });
+}
