@@ -157,21 +157,44 @@ fn bench(c: &mut Criterion) {
         let mut line = |what: &str, (p50, p99): (f64, f64)| {
             summary.push(format!("{name}, {what}: p50 {p50:.1} µs, p99 {p99:.1} µs"))
         };
-        line("featurize only", percentiles_of(|| {
-            std::hint::black_box(featurizer.transform(std::hint::black_box(&req)));
-        }));
-        line(&format!("native SparseMlp only ({nnz} non-zeros)"), percentiles_of(|| {
-            std::hint::black_box(native.score(&features.indices, &features.values).ok());
-        }));
-        line("ORT sparse graph only", percentiles_of(|| {
-            std::hint::black_box(scorer.score_sparse(&features.indices, &features.values).ok());
-        }));
-        line("ORT dense graph only", percentiles_of(|| {
-            std::hint::black_box(scorer.score(&dense).ok());
-        }));
-        line("ORT 500-1 sparse graph (per-call floor)", percentiles_of(|| {
-            std::hint::black_box(tiny_scorer.score_sparse(&features.indices, &features.values).ok());
-        }));
+        line(
+            "featurize only",
+            percentiles_of(|| {
+                std::hint::black_box(featurizer.transform(std::hint::black_box(&req)));
+            }),
+        );
+        line(
+            &format!("native SparseMlp only ({nnz} non-zeros)"),
+            percentiles_of(|| {
+                std::hint::black_box(native.score(&features.indices, &features.values).ok());
+            }),
+        );
+        line(
+            "ORT sparse graph only",
+            percentiles_of(|| {
+                std::hint::black_box(
+                    scorer
+                        .score_sparse(&features.indices, &features.values)
+                        .ok(),
+                );
+            }),
+        );
+        line(
+            "ORT dense graph only",
+            percentiles_of(|| {
+                std::hint::black_box(scorer.score(&dense).ok());
+            }),
+        );
+        line(
+            "ORT 500-1 sparse graph (per-call floor)",
+            percentiles_of(|| {
+                std::hint::black_box(
+                    tiny_scorer
+                        .score_sparse(&features.indices, &features.values)
+                        .ok(),
+                );
+            }),
+        );
     }
     for line in summary {
         println!("featurize+score {line}");

@@ -119,7 +119,11 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
             // others have gain 3: the scores spread over (0, 1).
             weight: weights(
                 w[0] * w[1],
-                if w[0] == widths[0] { 30.0 } else { 3.0 / (w[0] as f32).sqrt() },
+                if w[0] == widths[0] {
+                    30.0
+                } else {
+                    3.0 / (w[0] as f32).sqrt()
+                },
                 &mut state,
             ),
             bias: weights(w[1], 0.1, &mut state),
