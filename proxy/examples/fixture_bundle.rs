@@ -1,5 +1,7 @@
 //! Writes the fixture bundle (see `proxy::fixture`) into a directory, for trying the proxy
-//! without training: `cargo run --release -p proxy --example fixture_bundle -- DIR [VERSION]`.
+//! without training: `cargo run --release -p proxy --example fixture_bundle -- DIR [VERSION]
+//! [harmless]`. `harmless`: no token is weighted as malicious, so nothing is blocked (used by
+//! bench/faults.sh to see verdicts switch on reload).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +16,15 @@ fn main() -> ExitCode {
         .next()
         .map(|v| v.to_string_lossy().into_owned())
         .unwrap_or_else(|| "fixture".into());
-    match proxy::fixture::write_fixture_bundle(&dir, None, 0.5, &version) {
+    let attack_tokens: Option<&[&str]> = match args.next() {
+        None => None,
+        Some(a) if a == "harmless" => Some(&[]),
+        Some(a) => {
+            eprintln!("unknown argument {a:?}; usage: fixture_bundle DIR [MODEL_VERSION] [harmless]");
+            return ExitCode::from(2);
+        }
+    };
+    match proxy::fixture::write_fixture_bundle(&dir, attack_tokens, 0.5, &version) {
         Ok(manifest) => {
             println!(
                 "{}: model {} (threshold {})",
