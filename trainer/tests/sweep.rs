@@ -2,7 +2,7 @@
 //! tables and plots, and a rerun recomputes nothing (one deleted result is recomputed alone).
 use std::path::{Path, PathBuf};
 
-use trainer::sweep::{config::SweepConfig, run_sweep};
+use trainer::sweep::{config::SweepConfig, run_sweep, run_sweep_with};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -131,8 +131,13 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
     }
     assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), results);
 
-    // One result lost: only it is computed again.
+    // One result lost: --report-only tables leave it out and compute nothing; a run computes
+    // only it again.
     std::fs::remove_file(&before[0].0).unwrap();
+    let report = run_sweep_with(&config, &base, &out, 1, true).unwrap();
+    assert_eq!((report.computed, report.reused), (0, expected - 1));
+    assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap().lines().count(), expected);
+    assert!(!before[0].0.exists());
     let third = run_sweep(&config, &base, &out, 1).unwrap();
     assert_eq!((third.computed, third.reused), (1, expected - 1));
     assert!(before[0].0.exists());

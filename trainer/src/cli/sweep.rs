@@ -19,6 +19,10 @@ pub struct Args {
     /// teacher count (≤ 20), 3 ρ values, ≤ 200 queries, 2 repeats, shorter training.
     #[arg(long)]
     pub quick: bool,
+    /// Compute nothing: write the tables and plots of the results already in DIR (e.g. while a
+    /// long sweep is still running; missing results are left out).
+    #[arg(long)]
+    pub report_only: bool,
     /// Students trained at the same time (overrides the file's `jobs`).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -40,6 +44,6 @@ pub fn run(args: Args) -> Result<()> {
         config.threads = args.threads;
     }
     config.validate()?;
-    sweep::run_sweep(&config, &base, &args.out, config.jobs)?;
+    sweep::run_sweep_with(&config, &base, &args.out, config.jobs, args.report_only)?;
     Ok(())
 }

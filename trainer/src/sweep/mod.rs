@@ -239,6 +239,12 @@ fn fmt_rho(rho: Option<f64>) -> String {
 
 /// Runs the sweep into `out`. `jobs` students train at the same time.
 pub fn run_sweep(config: &SweepConfig, base: &RunConfig, out: &Path, jobs: usize) -> Result<SweepOutcome> {
+    run_sweep_with(config, base, out, jobs, false)
+}
+
+/// [`run_sweep`], or with `report_only` only the tables and plots of the results already in
+/// `out` (missing ones left out; e.g. while a long sweep is still running).
+pub fn run_sweep_with(config: &SweepConfig, base: &RunConfig, out: &Path, jobs: usize, report_only: bool) -> Result<SweepOutcome> {
     let started = Instant::now();
     if let Some(t) = config.threads.or(base.threads) {
         tch::set_num_threads(t as i32);
@@ -247,7 +253,9 @@ pub fn run_sweep(config: &SweepConfig, base: &RunConfig, out: &Path, jobs: usize
     let delta = base.privacy.delta;
     std::fs::create_dir_all(out).map_err(|source| Error::Io { path: out.to_owned(), source })?;
     pipeline::write_file(&out.join(".gitignore"), b"# models, features and matrices: large, rebuilt on demand\nwork/\n")?;
-    pipeline::write_json(&out.join("sweep.json"), &serde_json::json!({"sweep": config, "base": base}))?;
+    if !report_only {
+        pipeline::write_json(&out.join("sweep.json"), &serde_json::json!({"sweep": config, "base": base}))?;
+    }
 
     // ---- the data specs and the units
     let mut specs: Vec<DataSpec> = Vec::new();
@@ -305,6 +313,13 @@ pub fn run_sweep(config: &SweepConfig, base: &RunConfig, out: &Path, jobs: usize
                 }
             }
         }
+    }
+
+    if report_only {
+        let rows: Vec<ResultRow> = units.iter().filter_map(|u| read_result(&u.path)).collect();
+        eprintln!("sweep: report only: {} of {} results present", rows.len(), units.len());
+        write_outputs(out, &rows, config)?;
+        return Ok(SweepOutcome { computed: 0, reused: rows.len() });
     }
 
     // ---- what is left to do
