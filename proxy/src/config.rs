@@ -172,7 +172,7 @@ pub struct Config {
     /// `error`, `warn`, `info`, `debug` or `trace`; `RUST_LOG` overrides it.
     #[serde(default = "default_log_level")]
     pub log_level: String,
-    /// Worker threads of the proxy service (also the number of ONNX Runtime sessions).
+    /// Worker threads of the proxy service (scoring needs no per-thread session: it is lock-free).
     #[serde(default = "default_threads")]
     pub threads: usize,
     /// Seconds pingora waits for in-flight requests on SIGTERM before stopping.
