@@ -147,9 +147,13 @@ pub struct Config {
     /// answered 431.
     #[serde(default = "default_header_limit_bytes")]
     pub header_limit_bytes: usize,
+    /// Milliseconds a client gets to send a whole request head (request line and headers),
+    /// counted from the accept (or, on a keep-alive connection, from the head's first byte); a
+    /// slower client is disconnected without an answer (slowloris protection, `slowloris.rs`).
+    #[serde(default = "default_client_header_timeout_ms")]
+    pub client_header_timeout_ms: u64,
     /// Milliseconds a client gets to send the part of a scored body the proxy reads before its
-    /// verdict; a client that trickles it slower is answered 408 and dropped. (The request head
-    /// is bounded by pingora's own per-read timeout of 60 s, see docs/bad-input.md.)
+    /// verdict; a client that trickles it slower is answered 408 and dropped.
     #[serde(default = "default_client_body_timeout_ms")]
     pub client_body_timeout_ms: u64,
     /// Peers (exact IP addresses, e.g. a TLS-terminating load balancer) whose
@@ -217,6 +221,9 @@ fn default_header_count_limit() -> usize {
 }
 fn default_header_limit_bytes() -> usize {
     32 * 1024
+}
+fn default_client_header_timeout_ms() -> u64 {
+    10_000
 }
 fn default_client_body_timeout_ms() -> u64 {
     10_000
@@ -307,6 +314,7 @@ impl Config {
             ("uri_limit_bytes", self.uri_limit_bytes as u64),
             ("header_count_limit", self.header_count_limit as u64),
             ("header_limit_bytes", self.header_limit_bytes as u64),
+            ("client_header_timeout_ms", self.client_header_timeout_ms),
             ("client_body_timeout_ms", self.client_body_timeout_ms),
         ] {
             if value == 0 {

@@ -16,6 +16,7 @@ pub mod fixture;
 pub mod metrics;
 pub mod model;
 pub mod server;
+pub mod slowloris;
 pub mod state;
 
 pub use config::{Config, Mode, OnError};

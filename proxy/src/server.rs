@@ -1,7 +1,7 @@
 //! Builds and runs the pingora server: the proxy service, the admin service and the SIGHUP
 //! handler, around one [`Shared`] state.
 
-use pingora::proxy::http_proxy_service;
+use pingora::proxy::http_proxy;
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
 use pingora::services::background::background_service;
@@ -11,6 +11,7 @@ use crate::admin::{AdminApp, HangupReloader};
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::filter::WafProxy;
+use crate::slowloris::HeadDeadlineApp;
 use crate::state::Shared;
 
 /// Sets up logging at the configured level (`RUST_LOG` overrides); pingora's `log` records are
@@ -75,7 +76,12 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
     server.bootstrap();
 
-    let mut proxy = http_proxy_service(&server.configuration, WafProxy::new(shared.clone())?);
+    // Every accepted connection gets a deadline for its request heads (slowloris, issue 8).
+    let app = HeadDeadlineApp::new(
+        http_proxy(&server.configuration, WafProxy::new(shared.clone())?),
+        std::time::Duration::from_millis(shared.config.client_header_timeout_ms),
+    );
+    let mut proxy = Service::new("pate-proxy".to_string(), app);
     proxy.add_tcp(&shared.config.listen);
     let mut admin = Service::new(
         "pate-proxy admin".to_string(),

@@ -327,7 +327,7 @@ fn header_floods_and_huge_headers_get_431_and_never_reach_apache() {
 
 #[test]
 fn slow_clients_are_dropped_and_do_not_hold_up_others() {
-    let s = stack("client_body_timeout_ms: 1000\n");
+    let s = stack("client_body_timeout_ms: 1000\nclient_header_timeout_ms: 1500\n");
     // A body trickled slower than client_body_timeout_ms: 408, connection closed, not forwarded.
     let mut slow = TcpStream::connect(s.proxy.listen).unwrap();
     slow.set_read_timeout(Some(Duration::from_secs(10)))
@@ -369,18 +369,77 @@ fn slow_clients_are_dropped_and_do_not_hold_up_others() {
     );
     assert!(!s.apache_saw(&request_id(&r[0])));
 
-    // Clients stalled mid-head (slowloris) hold a connection each, but not the proxy: others are
-    // served meanwhile. (pingora bounds each head read at 60 s: docs/bad-input.md.)
-    let stalled: Vec<TcpStream> = (0..50)
+    // A head trickled a byte every 200 ms (each read is quick, the head is not): disconnected
+    // without an answer once client_header_timeout_ms has passed since the accept.
+    let mut trickle = TcpStream::connect(s.proxy.listen).unwrap();
+    trickle
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let started = Instant::now();
+    let head = b"GET /tienda1/index.jsp HTTP/1.1\r\nHost: shop\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    let mut closed_after = None;
+    for byte in head.iter() {
+        if trickle.write_all(&[*byte]).is_err() {
+            closed_after = Some(started.elapsed());
+            break;
+        }
+        match trickle.read(&mut buf) {
+            Ok(0) => {
+                closed_after = Some(started.elapsed());
+                break;
+            }
+            Ok(n) => panic!(
+                "answered a trickled head: {}",
+                String::from_utf8_lossy(&buf[..n])
+            ),
+            Err(_) => {}
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let closed_after = closed_after.expect("a trickled head was never cut off");
+    assert!(
+        closed_after >= Duration::from_millis(1400) && closed_after < Duration::from_secs(4),
+        "closed after {closed_after:?}, client_header_timeout_ms is 1500"
+    );
+
+    // Clients stalled mid-head (slowloris) hold a connection each until the deadline, but not
+    // the proxy: others are served meanwhile; then they are all disconnected.
+    let mut stalled: Vec<TcpStream> = (0..50)
         .map(|_| {
             let mut c = TcpStream::connect(s.proxy.listen).unwrap();
             c.write_all(b"GET /tienda1/index.jsp HTTP/1.1\r\nHost: sh")
                 .unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             c
         })
         .collect();
     s.still_serving();
-    drop(stalled);
+    for c in &mut stalled {
+        assert!(
+            matches!(c.read(&mut buf), Ok(0) | Err(_)),
+            "a stalled head was answered"
+        );
+    }
+
+    // A keep-alive client that pauses longer than the deadline BETWEEN requests is fine: the
+    // deadline covers a head, not the idle time before it.
+    let mut keepalive = TcpStream::connect(s.proxy.listen).unwrap();
+    keepalive
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    for _ in 0..2 {
+        keepalive
+            .write_all(format!("GET {NORMAL} HTTP/1.1\r\nHost: shop\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut got = Vec::new();
+        while parse_responses(&got).is_empty() {
+            let n = keepalive.read(&mut buf).unwrap();
+            assert!(n > 0, "keep-alive connection closed");
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(parse_responses(&got)[0].status, 200);
+        std::thread::sleep(Duration::from_millis(2000));
+    }
     s.still_serving();
 }
 

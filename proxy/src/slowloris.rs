@@ -1,0 +1,271 @@
+//! A deadline for the request head (slow-client protection, issue 8).
+//!
+//! pingora 0.9 bounds each read of a request head by a timeout (60 s on a new connection), but
+//! not the head as a whole: a client that trickles one byte every few seconds keeps a connection
+//! (and its buffers) for as long as it likes, the "slowloris" attack. [`HeadDeadlineApp`] wraps
+//! the proxy application and every accepted connection in [`HeadDeadlineStream`], which fails the
+//! read (pingora then drops the connection without an answer, as for a broken one) once a head has
+//! taken longer than `client_header_timeout_ms`, counted from the accept for the first request
+//! and from its first byte for a later request on a keep-alive connection. The end of a head is
+//! the first blank line (`\r\n\r\n`, or `\n\n`) after its start; a final (not 1xx) response
+//! written after it re-arms the deadline for the next head, from that head's first byte. Known
+//! limit: a body the client is still sending after the proxy has answered (early 403/413 answers
+//! close the connection, so only a streamed-through body answered early by the upstream) would be
+//! scanned as a head. Apache's mod_reqtimeout does the same
+//! (`RequestReadTimeout header=20-40`).
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pingora::apps::ServerApp;
+use pingora::protocols::raw_connect::ProxyDigest;
+use pingora::protocols::{
+    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl, Stream,
+    TimingDigest, UniqueID, UniqueIDType,
+};
+use pingora::server::ShutdownWatch;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// Where the stream is with respect to request heads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Reading a head; the deadline runs.
+    Head,
+    /// The head ended; body bytes and the response follow, no deadline.
+    AfterHead,
+    /// A response was written: the next byte read starts a new head.
+    Idle,
+}
+
+/// A connection whose request heads must arrive within a deadline.
+pub struct HeadDeadlineStream {
+    inner: Stream,
+    timeout: Duration,
+    phase: Phase,
+    deadline: Pin<Box<Sleep>>,
+    /// The last bytes of the head read so far (to find a blank line split across reads).
+    tail: [u8; 3],
+    tail_len: usize,
+}
+
+impl Debug for HeadDeadlineStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeadDeadlineStream")
+            .field("inner", &self.inner)
+            .field("phase", &self.phase)
+            .finish()
+    }
+}
+
+impl HeadDeadlineStream {
+    /// Wraps `inner`; the first head's deadline starts now (the accept).
+    pub fn new(inner: Stream, timeout: Duration) -> Self {
+        HeadDeadlineStream {
+            inner,
+            timeout,
+            phase: Phase::Head,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            tail: [0; 3],
+            tail_len: 0,
+        }
+    }
+
+    /// Scans newly read head bytes for the blank line that ends the head.
+    fn scan(&mut self, bytes: &[u8]) {
+        let mut window: Vec<u8> = Vec::with_capacity(self.tail_len + bytes.len());
+        window.extend_from_slice(&self.tail[..self.tail_len]);
+        window.extend_from_slice(bytes);
+        let ended =
+            window.windows(4).any(|w| w == b"\r\n\r\n") || window.windows(2).any(|w| w == b"\n\n");
+        if ended {
+            self.phase = Phase::AfterHead;
+            self.tail_len = 0;
+        } else {
+            let keep = window.len().min(3);
+            self.tail[..keep].copy_from_slice(&window[window.len() - keep..]);
+            self.tail_len = keep;
+        }
+    }
+}
+
+impl AsyncRead for HeadDeadlineStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let new = buf.filled()[before..].to_vec();
+                if !new.is_empty() && this.phase == Phase::Idle {
+                    this.phase = Phase::Head;
+                    let at = Instant::now() + this.timeout;
+                    this.deadline.as_mut().reset(at);
+                }
+                if this.phase == Phase::Head {
+                    if this.deadline.is_elapsed() {
+                        return Poll::Ready(Err(head_timeout(this.timeout)));
+                    }
+                    this.scan(&new);
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                if this.phase == Phase::Head && this.deadline.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Err(head_timeout(this.timeout)));
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+}
+
+/// Whether a write starts an interim (1xx) response.
+fn is_interim(buf: &[u8]) -> bool {
+    buf.starts_with(b"HTTP/1.1 1") || buf.starts_with(b"HTTP/1.0 1")
+}
+
+fn head_timeout(timeout: Duration) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!(
+            "request head not complete within client_header_timeout_ms {}",
+            timeout.as_millis()
+        ),
+    )
+}
+
+impl AsyncWrite for HeadDeadlineStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        // An interim `100 Continue` is not the answer: the body follows, not a new head.
+        if self.phase == Phase::AfterHead && !is_interim(buf) {
+            self.phase = Phase::Idle;
+        }
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &b[..]);
+        if self.phase == Phase::AfterHead && !is_interim(first) {
+            self.phase = Phase::Idle;
+        }
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[async_trait]
+impl Shutdown for HeadDeadlineStream {
+    async fn shutdown(&mut self) {
+        self.inner.shutdown().await
+    }
+}
+
+impl UniqueID for HeadDeadlineStream {
+    fn id(&self) -> UniqueIDType {
+        self.inner.id()
+    }
+}
+
+impl Ssl for HeadDeadlineStream {}
+
+impl GetTimingDigest for HeadDeadlineStream {
+    fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
+        self.inner.get_timing_digest()
+    }
+    fn get_read_pending_time(&self) -> Duration {
+        self.inner.get_read_pending_time()
+    }
+    fn get_write_pending_time(&self) -> Duration {
+        self.inner.get_write_pending_time()
+    }
+}
+
+impl GetProxyDigest for HeadDeadlineStream {
+    fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
+        self.inner.get_proxy_digest()
+    }
+    fn set_proxy_digest(&mut self, digest: ProxyDigest) {
+        self.inner.set_proxy_digest(digest)
+    }
+}
+
+impl GetSocketDigest for HeadDeadlineStream {
+    fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
+        self.inner.get_socket_digest()
+    }
+    fn set_socket_digest(&mut self, digest: SocketDigest) {
+        self.inner.set_socket_digest(digest)
+    }
+}
+
+#[async_trait]
+impl Peek for HeadDeadlineStream {
+    async fn try_peek(&mut self, buf: &mut [u8]) -> std::io::Result<bool> {
+        self.inner.try_peek(buf).await
+    }
+}
+
+/// A [`ServerApp`] that gives every accepted connection a request-head deadline, then hands it
+/// to `inner` (the pingora proxy application).
+pub struct HeadDeadlineApp<A> {
+    inner: Arc<A>,
+    timeout: Duration,
+}
+
+impl<A> HeadDeadlineApp<A> {
+    /// Wraps `inner` with a `timeout` per request head.
+    pub fn new(inner: A, timeout: Duration) -> Self {
+        HeadDeadlineApp {
+            inner: Arc::new(inner),
+            timeout,
+        }
+    }
+}
+
+#[async_trait]
+impl<A: ServerApp + Send + Sync + 'static> ServerApp for HeadDeadlineApp<A> {
+    async fn process_new(
+        self: &Arc<Self>,
+        stream: Stream,
+        shutdown: &ShutdownWatch,
+    ) -> Option<Stream> {
+        let wrapped: Stream = Box::new(HeadDeadlineStream::new(stream, self.timeout));
+        self.inner.process_new(wrapped, shutdown).await
+    }
+
+    async fn cleanup(&self) {
+        self.inner.cleanup().await
+    }
+}
