@@ -6,7 +6,7 @@ use tch::nn::OptimizerConfig;
 use tch::{Device, Kind, Tensor};
 use trainer::dense::DenseMatrix;
 use trainer::ensemble::{
-    self, ClassBalance, Ensemble, LabeledRows, MemberData, Mode, TrainConfig, Trainer,
+    self, ClassBalance, Ensemble, InputLayout, LabeledRows, MemberData, Mode, TrainConfig, Trainer,
 };
 use trainer::metrics::{roc_curve, youden_threshold};
 use trainer::model::MlpWeights;
@@ -362,4 +362,88 @@ fn vote_counts_use_each_members_threshold() {
     let scores = vec![vec![0.2, 0.9], vec![0.6, 0.6], vec![0.5, 0.1]];
     let votes = ensemble::count_votes(&scores, &[0.5, 0.7, 0.5]);
     assert_eq!(votes, vec![[2, 1], [2, 1]]);
+}
+
+/// Rows like l1-normalized TF-IDF: 1 to 6 non-zero features of `dim`, summing to 1; malicious
+/// when most of the mass is on the first quarter of the features (label noise `noise`).
+fn sparse_synthetic(n: usize, dim: usize, noise: f64, rng: &mut ChaCha20Rng) -> LabeledRows {
+    let mut values = vec![0f32; n * dim];
+    let mut y = Vec::with_capacity(n);
+    for r in 0..n {
+        let row = &mut values[r * dim..(r + 1) * dim];
+        for _ in 0..rng.random_range(1..=6) {
+            row[rng.random_range(0..dim)] += rng.random_range(0.1f32..1.0);
+        }
+        let total: f32 = row.iter().sum();
+        row.iter_mut().for_each(|v| *v /= total);
+        let signal = row[..dim / 4].iter().sum::<f32>() > 0.3;
+        y.push(if rng.random_range(0.0..1.0) < noise {
+            !signal
+        } else {
+            signal
+        });
+    }
+    LabeledRows {
+        x: DenseMatrix::new(n, dim, values).unwrap(),
+        y,
+    }
+}
+
+/// The sparse first layer (`embedding_bag` over each row's non-zeros) trains the same members as
+/// the dense `bmm`, batched and sequentially, and `Auto` picks it for TF-IDF-like rows.
+#[test]
+fn sparse_first_layer_equals_dense() {
+    const SPARSE_DIM: usize = 40;
+    let mut rng = ChaCha20Rng::seed_from_u64(21);
+    let data: Vec<MemberData> = [(40, 0.0), (57, 0.3), (33, 0.1), (61, 0.4), (47, 0.05)]
+        .iter()
+        .map(|&(n, noise)| MemberData {
+            train: sparse_synthetic(n, SPARSE_DIM, noise, &mut rng),
+            holdout: sparse_synthetic(n / 3, SPARSE_DIM, noise, &mut rng),
+        })
+        .collect();
+    let cfg = TrainConfig {
+        learning_rate: 0.03,
+        ..config()
+    };
+    let init = ensemble::init_members(&cfg.dims(SPARSE_DIM), &mut streams(data.len()));
+    let run = |mode: Mode, layout: InputLayout| {
+        let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
+        let (model, reports) = ensemble::train_with_layout(
+            model,
+            &data,
+            &cfg,
+            &mut streams(data.len()),
+            mode,
+            "",
+            layout,
+        )
+        .unwrap();
+        (model.members().unwrap(), reports)
+    };
+    let (dense, dense_reports) = run(Mode::Batched, InputLayout::Dense);
+    for (mode, layout) in [
+        (Mode::Batched, InputLayout::Sparse),
+        (Mode::Sequential, InputLayout::Sparse),
+        (Mode::Batched, InputLayout::Auto),
+    ] {
+        let (other, reports) = run(mode, layout);
+        for k in 0..data.len() {
+            let diff = max_abs_diff(&dense[k], &other[k]);
+            assert!(
+                diff < 1e-4,
+                "{mode:?} {layout:?}, member {k}: differs from dense batched by {diff}"
+            );
+            assert_eq!(reports[k].epochs, dense_reports[k].epochs);
+            assert_eq!(reports[k].best_epoch, dense_reports[k].best_epoch);
+            assert!((reports[k].threshold - dense_reports[k].threshold).abs() < 1e-4);
+        }
+    }
+    for k in 0..data.len() {
+        assert!(max_abs_diff(&dense[k], &init[k]) > 1e-3, "member {k} did not train");
+    }
+    let mut epochs: Vec<usize> = dense_reports.iter().map(|r| r.epochs).collect();
+    epochs.sort_unstable();
+    epochs.dedup();
+    assert!(epochs.len() > 1, "no member stopped early: {dense_reports:?}");
 }
