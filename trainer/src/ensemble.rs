@@ -348,11 +348,16 @@ impl Ensemble {
         for start in (0..x.rows).step_by(chunk) {
             let end = (start + chunk).min(x.rows);
             let rows = &x.values[start * x.cols..end * x.cols];
-            let t = Tensor::from_slice(rows)
-                .view([(end - start) as i64, x.cols as i64])
-                .to_device(self.device);
-            let p = self
-                .logits_shared(&t)
+            let logits = match shared_sparse_rows(rows, x.cols, n) {
+                Some(sparse) => self.logits_rows(&sparse.to_device(self.device)),
+                None => {
+                    let t = Tensor::from_slice(rows)
+                        .view([(end - start) as i64, x.cols as i64])
+                        .to_device(self.device);
+                    self.logits_shared(&t)
+                }
+            };
+            let p = logits
                 .sigmoid()
                 .to_device(Device::Cpu)
                 .contiguous();
@@ -416,6 +421,62 @@ enum Rows {
         b: i64,
         width: i64,
     },
+}
+
+/// `rows` (row-major, `cols` wide) as sparse rows for each of `members` members (the same
+/// rows for every member, indices offset by `k·cols`), or `None` when some row has more than a
+/// quarter of its features non-zero (then the dense product is as cheap).
+fn shared_sparse_rows(rows: &[f32], cols: usize, members: usize) -> Option<Rows> {
+    let count = rows.len() / cols.max(1);
+    let width = rows
+        .chunks(cols.max(1))
+        .map(|r| r.iter().filter(|&&v| v != 0.0).count())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    if InputLayout::Auto.resolve(width, cols) != InputLayout::Sparse {
+        return None;
+    }
+    // Padding entries: index 0 (any row of the weight would do) with value 0 add nothing.
+    let mut index = vec![0i64; members * count * width];
+    let mut value = vec![0f32; members * count * width];
+    for (r, row) in rows.chunks(cols).enumerate() {
+        for (j, (f, &v)) in row.iter().enumerate().filter(|(_, &v)| v != 0.0).enumerate() {
+            for k in 0..members {
+                let at = (k * count + r) * width + j;
+                index[at] = (k * cols + f) as i64;
+                value[at] = v;
+            }
+        }
+    }
+    Some(Rows::Sparse {
+        index: Tensor::from_slice(&index),
+        value: Tensor::from_slice(&value),
+        n: members as i64,
+        b: count as i64,
+        width: width as i64,
+    })
+}
+
+impl Rows {
+    fn to_device(&self, device: Device) -> Rows {
+        match self {
+            Rows::Dense(x) => Rows::Dense(x.to_device(device)),
+            Rows::Sparse {
+                index,
+                value,
+                n,
+                b,
+                width,
+            } => Rows::Sparse {
+                index: index.to_device(device),
+                value: value.to_device(device),
+                n: *n,
+                b: *b,
+                width: *width,
+            },
+        }
+    }
 }
 
 /// Padded rows as stored: dense `[N·max, in]`, or sparse `index`/`value` `[N·max, width]` with

@@ -447,3 +447,28 @@ fn sparse_first_layer_equals_dense() {
     epochs.dedup();
     assert!(epochs.len() > 1, "no member stopped early: {dense_reports:?}");
 }
+
+/// `Ensemble::scores` (sparse first layer for TF-IDF-like rows, dense for dense rows) equals
+/// `MlpWeights::score_row` for every member and row.
+#[test]
+fn ensemble_scores_match_score_row() {
+    let mut rng = ChaCha20Rng::seed_from_u64(33);
+    let members = ensemble::init_members(&[40, 24, 8, 1], &mut streams(4));
+    let model = Ensemble::from_members(&members, Device::Cpu).unwrap();
+    let sparse = sparse_synthetic(300, 40, 0.0, &mut rng).x;
+    let mut dense = sparse.clone();
+    dense.values.iter_mut().for_each(|v| *v += 0.01);
+    for x in [&sparse, &dense] {
+        let scores = model.scores(x).unwrap();
+        for (k, m) in members.iter().enumerate() {
+            for r in 0..x.rows {
+                let expected = m.score_row(x.row(r));
+                assert!(
+                    (scores[k][r] - expected).abs() < 1e-5,
+                    "member {k}, row {r}: {} vs score_row {expected}",
+                    scores[k][r]
+                );
+            }
+        }
+    }
+}
