@@ -196,6 +196,8 @@ struct Context {
     validation_y: Vec<bool>,
     test_x: DenseMatrix,
     test_y: Vec<bool>,
+    /// Rows of `test_x` holding each distinct test request once.
+    test_distinct: Vec<usize>,
 }
 
 /// A trained teacher set in memory.
@@ -507,6 +509,8 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
     let (pool_x, pool_y) = set(&pool)?;
     let (validation_x, validation_y) = set(&validation)?;
     let (test_x, test_y) = set(&test)?;
+    let first_of: std::collections::HashSet<usize> = pipeline::distinct(&records, &test).into_iter().collect();
+    let test_distinct: Vec<usize> = test.iter().enumerate().filter(|(_, i)| first_of.contains(i)).map(|(r, _)| r).collect();
     for (what, y) in [("student validation", &validation_y), ("test", &test_y), ("private", &private_y)] {
         if !y.contains(&true) || !y.contains(&false) {
             return Err(Error::Config(format!("data `{}`: the {what} split needs both benign and malicious requests", spec.label)));
@@ -528,6 +532,7 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         validation_y,
         test_x,
         test_y,
+        test_distinct,
     })
 }
 
@@ -585,6 +590,8 @@ fn compute(u: &Unit, data: &str, ctx: &Context, set: Option<&TeacherSet>, base: 
         fpr: None,
         auc: None,
         tpr_at_1pct_fpr: None,
+        tpr_distinct: None,
+        tnr_distinct: None,
         threshold: None,
         test_samples: ctx.test_y.len(),
         seconds: 0.0,
@@ -605,6 +612,7 @@ fn compute(u: &Unit, data: &str, ctx: &Context, set: Option<&TeacherSet>, base: 
         let student = pipeline::train_student(train, validation(), &base.student.training, &ctx.featurizer_hash, &rng, device)?;
         let scores = pipeline::model_scores(&student, &ctx.test_x, device)?;
         set_metrics(row, &scores, &ctx.test_y, student.info.threshold);
+        set_distinct(row, &scores, ctx, student.info.threshold);
         Ok(())
     };
     match &u.kind {
@@ -616,6 +624,7 @@ fn compute(u: &Unit, data: &str, ctx: &Context, set: Option<&TeacherSet>, base: 
             let student = pipeline::train_student(train, validation(), training, &ctx.featurizer_hash, &rng, device)?;
             let scores = pipeline::model_scores(&student, &ctx.test_x, device)?;
             set_metrics(&mut row, &scores, &ctx.test_y, student.info.threshold);
+            set_distinct(&mut row, &scores, ctx, student.info.threshold);
         }
         UnitKind::Ensemble { teachers } => {
             row.model = "teacher-ensemble".into();
@@ -634,6 +643,13 @@ fn compute(u: &Unit, data: &str, ctx: &Context, set: Option<&TeacherSet>, base: 
             let y: Vec<bool> = rows.iter().map(|&r| ctx.test_y[r]).collect();
             set_metrics(&mut row, &share, &y, 0.5);
             row.test_samples = y.len();
+            // The distinct test requests (also at most ensemble_max of them).
+            let distinct: Vec<usize> = ctx.test_distinct.iter().copied().take(base.evaluation.ensemble_max.unwrap_or(usize::MAX)).collect();
+            let votes = set.votes(&ctx.test_x.select_rows(&distinct))?;
+            let share: Vec<f32> = votes.iter().map(|v| v[1] as f32 / (v[0] + v[1]).max(1) as f32).collect();
+            let m = Metrics::compute(&share, &distinct.iter().map(|&r| ctx.test_y[r]).collect::<Vec<_>>(), 0.5);
+            row.tpr_distinct = m.tpr;
+            row.tnr_distinct = m.tnr;
             row.mechanism_parameters = format!("{teachers} teachers");
         }
         UnitKind::Majority { queries, .. } => {
@@ -696,7 +712,9 @@ fn compute(u: &Unit, data: &str, ctx: &Context, set: Option<&TeacherSet>, base: 
                 // request malicious or every request benign), which is what it would do.
                 row.label_agreement = Some(agreement(&q, &labels, &ctx.pool_y));
                 let constant = if student_labels[0] { 1.0 } else { 0.0 };
-                set_metrics(&mut row, &vec![constant; ctx.test_y.len()], &ctx.test_y, 0.5);
+                let scores = vec![constant; ctx.test_y.len()];
+                set_metrics(&mut row, &scores, &ctx.test_y, 0.5);
+                set_distinct(&mut row, &scores, ctx, 0.5);
             } else {
                 row.label_agreement = Some(agreement(&q, &labels, &ctx.pool_y));
                 train_and_score(&mut row, LabeledRows { x: x.select_rows(&answered), y: student_labels })?;
@@ -710,6 +728,15 @@ fn compute(u: &Unit, data: &str, ctx: &Context, set: Option<&TeacherSet>, base: 
 fn agreement(rows: &[usize], labels: &[Option<bool>], truth: &[bool]) -> f64 {
     let answered: Vec<(usize, bool)> = rows.iter().zip(labels).filter_map(|(&r, l)| l.map(|l| (r, l))).collect();
     answered.iter().filter(|(r, l)| truth[*r] == *l).count() as f64 / answered.len().max(1) as f64
+}
+
+/// TPR and TNR over the distinct test requests, from the scores of every test row.
+fn set_distinct(row: &mut ResultRow, scores: &[f32], ctx: &Context, threshold: f32) {
+    let s: Vec<f32> = ctx.test_distinct.iter().map(|&r| scores[r]).collect();
+    let y: Vec<bool> = ctx.test_distinct.iter().map(|&r| ctx.test_y[r]).collect();
+    let m = Metrics::compute(&s, &y, threshold);
+    row.tpr_distinct = m.tpr;
+    row.tnr_distinct = m.tnr;
 }
 
 fn set_metrics(row: &mut ResultRow, scores: &[f32], labels: &[bool], threshold: f32) {

@@ -59,6 +59,13 @@ pub struct ResultRow {
     pub auc: Option<f64>,
     /// Highest TPR on the test ROC curve at FPR ≤ 1%.
     pub tpr_at_1pct_fpr: Option<f64>,
+    /// TPR over the DISTINCT test requests (each request once: CSIC repeats a few requests
+    /// hundreds of times, which dominate the traffic-weighted rates).
+    #[serde(default)]
+    pub tpr_distinct: Option<f64>,
+    /// TNR over the distinct test requests.
+    #[serde(default)]
+    pub tnr_distinct: Option<f64>,
     /// The decision threshold.
     pub threshold: Option<f32>,
     /// Test requests scored.
@@ -120,6 +127,10 @@ pub struct CellSummary<'a> {
     pub auc: Option<Spread>,
     /// TPR at FPR ≤ 1%.
     pub tpr_at_1pct_fpr: Option<Spread>,
+    /// TPR over distinct test requests.
+    pub tpr_distinct: Option<Spread>,
+    /// TNR over distinct test requests.
+    pub tnr_distinct: Option<Spread>,
     /// Answered queries.
     pub answered: Option<Spread>,
     /// Data-independent ε.
@@ -153,6 +164,8 @@ pub fn summarize(rows: &[ResultRow]) -> Vec<CellSummary<'_>> {
                 tnr: s(&|r| r.tnr),
                 auc: s(&|r| r.auc),
                 tpr_at_1pct_fpr: s(&|r| r.tpr_at_1pct_fpr),
+                tpr_distinct: s(&|r| r.tpr_distinct),
+                tnr_distinct: s(&|r| r.tnr_distinct),
                 answered: s(&|r| r.answered.map(|a| a as f64)),
                 data_independent_epsilon: s(&|r| r.data_independent_epsilon),
                 data_dependent_epsilon: s(&|r| r.data_dependent_epsilon),
@@ -176,7 +189,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 /// results.csv: one line per trained model.
 pub fn results_csv(rows: &[ResultRow]) -> String {
     let mut out = String::from(
-        "experiment,cell,data,model,teachers,queries,rho,local_epsilon,mechanism,mechanism_parameters,repeat,answered,label_agreement,data_independent_epsilon,data_dependent_epsilon,tpr,tnr,fpr,auc,tpr_at_1pct_fpr,threshold,test_samples,seconds\n",
+        "experiment,cell,data,model,teachers,queries,rho,local_epsilon,mechanism,mechanism_parameters,repeat,answered,label_agreement,data_independent_epsilon,data_dependent_epsilon,tpr,tnr,fpr,auc,tpr_at_1pct_fpr,tpr_distinct,tnr_distinct,threshold,test_samples,seconds\n",
     );
     for r in rows {
         let fields = [
@@ -200,6 +213,8 @@ pub fn results_csv(rows: &[ResultRow]) -> String {
             opt(r.fpr.map(|v| format!("{v:.4}"))),
             opt(r.auc.map(|v| format!("{v:.4}"))),
             opt(r.tpr_at_1pct_fpr.map(|v| format!("{v:.4}"))),
+            opt(r.tpr_distinct.map(|v| format!("{v:.4}"))),
+            opt(r.tnr_distinct.map(|v| format!("{v:.4}"))),
             opt(r.threshold.map(|v| format!("{v:.5}"))),
             r.test_samples.to_string(),
             format!("{:.1}", r.seconds),
@@ -217,6 +232,8 @@ pub fn summary_csv(cells: &[CellSummary]) -> String {
         "tnr",
         "auc",
         "tpr_at_1pct_fpr",
+        "tpr_distinct",
+        "tnr_distinct",
         "answered",
         "data_independent_epsilon",
         "data_dependent_epsilon",
@@ -249,6 +266,8 @@ pub fn summary_csv(cells: &[CellSummary]) -> String {
             c.tnr,
             c.auc,
             c.tpr_at_1pct_fpr,
+            c.tpr_distinct,
+            c.tnr_distinct,
             c.answered,
             c.data_independent_epsilon,
             c.data_dependent_epsilon,
@@ -287,12 +306,12 @@ pub fn summary_md(cells: &[CellSummary], header: &str) -> String {
     }
     for e in experiments {
         out += &format!(
-            "\n### {e}\n\n| model | teachers | queries | ρ | local ε = 2ρ | mechanism | n | TPR | TNR | AUC | TPR at FPR ≤ 1% | answered | ε data-independent | ε data-dependent (not private to publish) |\n|---|---:|---:|---:|---:|---|---:|---|---|---|---|---:|---:|---|\n"
+            "\n### {e}\n\n| model | teachers | queries | ρ | local ε = 2ρ | mechanism | n | TPR | TNR | AUC | TPR at FPR ≤ 1% | TPR distinct | TNR distinct | answered | ε data-independent | ε data-dependent (not private to publish) |\n|---|---:|---:|---:|---:|---|---:|---|---|---|---|---|---|---:|---:|---|\n"
         );
         for c in cells.iter().filter(|c| c.first.experiment == e) {
             let r = c.first;
             out += &format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 r.model,
                 opt(r.teachers),
                 opt(r.queries),
@@ -308,6 +327,8 @@ pub fn summary_md(cells: &[CellSummary], header: &str) -> String {
                 md_spread(c.tnr, true),
                 md_spread(c.auc, false),
                 md_spread(c.tpr_at_1pct_fpr, true),
+                md_spread(c.tpr_distinct, true),
+                md_spread(c.tnr_distinct, true),
                 c.answered.map_or("–".into(), |s| format!("{:.0}", s.median)),
                 c.data_independent_epsilon
                     .map_or("∞ (not private)".into(), |s| format!("{:.2}", s.median)),
