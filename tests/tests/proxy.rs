@@ -899,3 +899,62 @@ fn graceful_upgrade_hands_the_listening_sockets_to_a_new_process() {
     );
     upgraded.stop();
 }
+
+/// Reads one HTTP/1.1 response (headers and a Content-Length body) from `stream`; returns the
+/// status line and the headers, lower-cased.
+fn read_one_response(stream: &mut std::net::TcpStream) -> (String, String) {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).unwrap(),
+            1,
+            "connection closed mid-response: {bytes:?}"
+        );
+        bytes.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .expect("content-length");
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).unwrap();
+    (head.lines().next().unwrap_or_default().to_string(), head)
+}
+
+/// A blocked request that was read whole leaves the client's connection open for its next request
+/// (block mode used to close it, costing a TCP connection per blocked request); a refusal with an
+/// unread body (413) still closes it.
+#[test]
+fn a_blocked_request_keeps_the_connection_and_a_refused_body_closes_it() {
+    use std::io::{Read, Write};
+    let s = stack("block", "body_limit_bytes: 64\nbody_over_limit: reject\n");
+    let mut conn = std::net::TcpStream::connect(s.proxy.listen).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for (target, status) in [(ATTACK, "403"), (NORMAL, "200"), (ATTACK, "403")] {
+        write!(conn, "GET {target} HTTP/1.1\r\nHost: shop\r\n\r\n").unwrap();
+        let (status_line, head) = read_one_response(&mut conn);
+        assert!(status_line.contains(status), "{target}: {status_line}");
+        assert!(!head.contains("connection: close"), "{head}");
+    }
+    // A declared body over the limit is refused before it is read: the connection closes.
+    let big = format!("comment={}", "a".repeat(500));
+    write!(
+        conn,
+        "POST /tienda1/publico/anadir.jsp HTTP/1.1\r\nHost: shop\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{big}",
+        big.len()
+    )
+    .unwrap();
+    let (status_line, _) = read_one_response(&mut conn);
+    assert!(status_line.contains("413"), "{status_line}");
+    let mut rest = Vec::new();
+    let closed = conn.read_to_end(&mut rest).is_ok_and(|_| rest.is_empty());
+    assert!(
+        closed,
+        "the connection must close after a 413, read {rest:?}"
+    );
+}
