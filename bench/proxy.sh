@@ -6,8 +6,10 @@
 #   crs     wrk -> Apache + ModSecurity 2 + OWASP CRS, paranoia level 1 (bench/crs/crs-conf.sh)
 # Reports, per configuration, the median over ROUNDS of requests/s as a ratio to direct Apache
 # (ratio taken within each round), p50/p99 latency (wrk --latency), added p99 over direct, the
-# spread (min-max over rounds), the share of non-2xx answers, and pate-proxy's RSS at idle and
-# under load (max of `ps -o rss` sampled every 0.5 s during the timed runs).
+# spread (min-max over rounds), the share of non-2xx answers, the CPU time each request cost the
+# proxy and Apache (utime + stime from /proc over the timed run, divided by the requests served:
+# unlike req/s it hardly depends on what else runs on the machine), and pate-proxy's RSS at idle
+# and under load (max of `ps -o rss` sampled every 0.5 s during the timed runs).
 #
 #   bench/proxy.sh                      # defaults below; ~3.5 min
 #   BUNDLE=runs/demo/bundle bench/proxy.sh   # an existing bundle instead of training one
@@ -28,6 +30,8 @@
 # (default 0). So "through the proxy" means proxy + Apache share one core, exactly as direct
 # Apache or Apache+CRS have that one core to themselves. Only one configuration is loaded at a
 # time; the others sit idle. Other jobs on the machine are not pinned away, hence several rounds.
+# PROXY_CPU (default SERVER_CPU) pins the two pate-proxy processes elsewhere, e.g. PROXY_CPU=1
+# puts them on wrk's core instead of Apache's.
 #
 # Needs: target/release/pate-trainer and pate-proxy (build once with
 # `cargo build --release -p trainer -p proxy`; this script never builds), wrk, apache2,
@@ -42,6 +46,7 @@ WRK_THREADS=${WRK_THREADS:-1}
 N_PER_CLASS=${N_PER_CLASS:-200}
 WRK_CPU=${WRK_CPU:-1}
 SERVER_CPU=${SERVER_CPU:-0}
+PROXY_CPU=${PROXY_CPU:-$SERVER_CPU}
 PROXY_THREADS=${PROXY_THREADS:-1}
 PORT_BASE=${PORT_BASE:-18280}
 DIRECT_PORT=$((PORT_BASE + 1)); CRS_PORT=$((PORT_BASE + 2))
@@ -73,7 +78,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 say() { printf '== %s\n' "$*" >&2; }
 
-say "work dir $WORK; wrk on CPU $WRK_CPU, servers on CPU $SERVER_CPU; $ROUNDS rounds x $DURATION per configuration, $CONNECTIONS connections"
+say "work dir $WORK; wrk on CPU $WRK_CPU, Apaches on CPU $SERVER_CPU, pate-proxy on CPU $PROXY_CPU; $ROUNDS rounds x $DURATION per configuration, $CONNECTIONS connections"
 
 # --- request mix -------------------------------------------------------------------------------
 python3 - "$N_PER_CLASS" \
@@ -163,7 +168,7 @@ threads: $PROXY_THREADS
 grace_period_seconds: 1
 upgrade_sock: "$WORK/upgrade-$mode.sock"
 YAML
-  taskset -c "$SERVER_CPU" "$PROXY" --config "$WORK/proxy-$mode.yaml" > "$WORK/proxy-$mode.log" 2>&1 &
+  taskset -c "$PROXY_CPU" "$PROXY" --config "$WORK/proxy-$mode.yaml" > "$WORK/proxy-$mode.log" 2>&1 &
   echo $!
 }
 DETECT_PID=$(start_proxy detect "$DETECT_PORT" "$DETECT_ADMIN"); PIDS+=("$DETECT_PID")
@@ -186,6 +191,20 @@ say "pate-proxy RSS at idle (ready, no request yet): detect ${IDLE_DETECT} KiB, 
 
 port_of() { case $1 in direct) echo "$DIRECT_PORT";; detect) echo "$DETECT_PORT";; block) echo "$BLOCK_PORT";; crs) echo "$CRS_PORT";; esac; }
 pid_of() { case $1 in detect) echo "$DETECT_PID";; block) echo "$BLOCK_PID";; *) echo "";; esac; }
+# The Apache serving a configuration (crs: the CRS one; otherwise the plain one): its pids.
+apache_pids_of() {
+  local conf=$DIRECT_CONF; [ "$1" = crs ] && conf=$CRS_CONF
+  pgrep -f -- "-f $conf" | tr '\n' ' '
+}
+# Sum of utime + stime (clock ticks) of the given pids (children that exited are not counted:
+# Apache's event MPM keeps its children for the whole run, StartServers 1 / ServerLimit 4).
+ticks_of() {
+  local sum=0 p
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] && sum=$((sum + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$sum"
+}
 run_wrk() { # config duration outfile connections
   taskset -c "$WRK_CPU" wrk -t "$WRK_THREADS" -c "$4" -d "$2" --latency -s "$WORK/mix.lua" \
     "http://127.0.0.1:$(port_of "$1")" > "$3" 2>&1
@@ -200,7 +219,9 @@ for r in $(seq 1 "$ROUNDS"); do
  for n in $CONNECTIONS; do
   for c in $CONFIGS; do
     say "round $r/$ROUNDS: $c, $n connections ($DURATION)"
-    pid=$(pid_of "$c")
+    pid=$(pid_of "$c"); apache=$(apache_pids_of "$c")
+    # shellcheck disable=SC2086 # word splitting of the pid lists is intended
+    before="$(ticks_of $pid) $(ticks_of $apache)"
     if [ -n "$pid" ]; then
       ( while kill -0 "$pid" 2>/dev/null; do echo "$c $(rss "$pid")" >> "$WORK/rss.txt"; sleep 0.5; done ) &
       SAMPLER=$!
@@ -209,6 +230,8 @@ for r in $(seq 1 "$ROUNDS"); do
     else
       run_wrk "$c" "$DURATION" "$WORK/wrk-$r-$n-$c.txt" "$n"
     fi
+    # shellcheck disable=SC2086
+    echo "$before $(ticks_of $pid) $(ticks_of $apache) $(getconf CLK_TCK)" > "$WORK/cpu-$r-$n-$c.txt"
   done
  done
 done
@@ -233,7 +256,11 @@ def parse(path):
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     errs = re.search(r"Socket errors: (.*)", text)
     return {"rps": rps, "p50": lat["50"], "p99": lat["99"], "non2xx": (int(m.group(1)) if m else 0) / total,
-            "errors": errs.group(1) if errs else ""}
+            "errors": errs.group(1) if errs else "", "total": total}
+def cpu_per_request(path, total):
+    """µs of CPU per request of (pate-proxy, Apache) over one timed run."""
+    p0, a0, p1, a1, tick = (int(x) for x in open(path).read().split())
+    return (p1 - p0) / tick / total * 1e6, (a1 - a0) / tick / total * 1e6
 def med(xs): return statistics.median(xs)
 def spread(xs, fmt): return fmt.format(min(xs)) + "–" + fmt.format(max(xs)) if len(xs) > 1 else "n/a"
 names = {"direct": "Apache direct", "detect": "pate-proxy detect → Apache", "block": "pate-proxy block → Apache", "crs": "Apache + ModSecurity 2 + CRS PL1"}
@@ -253,13 +280,23 @@ for n in conns:
     for c in configs:
         e = [x["errors"] for x in res[c] if x["errors"]]
         if e: print(f"\nwrk socket errors for {c}: {e}")
+    print(f"\nCPU time per request ({n} connection(s); median over rounds, min–max), µs:\n")
+    print("| configuration | pate-proxy | Apache | total | total / direct |")
+    print("|---|---|---|---|---|")
+    cpu = {c: [cpu_per_request(f"{work}/cpu-{r}-{n}-{c}.txt", res[c][r - 1]["total"]) for r in range(1, rounds + 1)]
+           for c in configs}
+    for c in configs:
+        px = [p for p, _ in cpu[c]]; ap = [a for _, a in cpu[c]]; tot = [p + a for p, a in cpu[c]]
+        rel = [(cpu[c][i][0] + cpu[c][i][1]) / (cpu["direct"][i][0] + cpu["direct"][i][1]) for i in range(rounds)]
+        proxy_cell = f"{med(px):.0f} ({spread(px, '{:.0f}')})" if c in ("detect", "block") else "—"
+        print(f"| {names[c]} | {proxy_cell} | {med(ap):.0f} ({spread(ap, '{:.0f}')}) | {med(tot):.0f} | {med(rel):.2f} |")
 rss = {}
 for line in open(f"{work}/rss.txt"):
     parts = line.split()
     if len(parts) == 2 and parts[1].isdigit():
         rss.setdefault(parts[0], []).append(int(parts[1]))
 print()
-print("| pate-proxy | requests scored | mean scoring time (featurize + ONNX), µs |")
+print("| pate-proxy | requests scored | mean scoring time (featurize + score), µs |")
 print("|---|---|---|")
 for mode in ("detect", "block"):
     vals = {}
