@@ -271,7 +271,7 @@ start_without_model: true" "$WORK/wrong-width"
     # wrk counts the requests it completed; the proxy may have counted a few more that wrk cut
     # off at the end of its run (at most one per connection), never fewer.
     [ "$ready" = 503 ] && [ "$bad" = 0 ] && [ "$n" -gt 0 ] && [ "$(echo "$counted >= $n && $counted <= $n + 8" | bc)" = 1 ] && ok=0
-    result "scoring/on_error=$policy" $ok "load error: $(grep -o 'dimensions disagree[^"]*' "$WORK/proxy.log" | tail -1 | cut -c1-120); /ready $ready; $(tail -1 "$WORK/scoring-$policy.txt"); not $want: $bad; verdict=error +$counted"
+    result "scoring/on_error=$policy" $ok "load error: $(sed 's/\x1b\[[0-9;]*m//g' "$WORK/proxy.log" | grep -o 'dimensions disagree[^"]*says [0-9]*' | tail -1); /ready $ready; $(tail -1 "$WORK/scoring-$policy.txt"); not $want: $bad; verdict=error +$counted"
     stop_proxy
   done
 }

@@ -1,7 +1,7 @@
 //! Featurizer normalization, tokenization and transform on arbitrary request bytes.
 //!
-//! Input layout: byte 0 = flags (bit 0: send a body, bit 1: use the bigram featurizer, bit 2:
-//! decoding off); the rest is the target, split at the first `\n` into target and body when a body
+//! Input layout: byte 0 = flags (bit 0: send a body; bits 1-2: the featurizer, 0 unigram,
+//! 1 bigram, 2 decoding off, 3 every optional feature: char n-grams, value shapes, sublinear tf); the rest is the target, split at the first `\n` into target and body when a body
 //! is sent. Property: nothing panics, and the output is a valid sparse vector (strictly increasing
 //! indices below `dim`, finite non-negative values summing to 1 within 1e-4, or empty), the same as
 //! the dense form, and the hand-written tokenizer agrees with the regex definition.
@@ -26,7 +26,10 @@ const FIT_TARGETS: &[&str] = &[
 ];
 
 fn fit(ngram_max: usize, decode_rounds: usize) -> Featurizer {
-    let config = FeaturizerConfig { top_k: 64, max_input_bytes: 512, decode_rounds, include_body: true, ngram_max };
+    fit_with(FeaturizerConfig { top_k: 64, max_input_bytes: 512, decode_rounds, include_body: true, ngram_max, ..FeaturizerConfig::default() })
+}
+
+fn fit_with(config: FeaturizerConfig) -> Featurizer {
     let docs = FIT_TARGETS.iter().map(|t| RequestParts { method: "POST", target: t.as_bytes(), body: Some(b"a=1&b='or'") });
     Featurizer::fit(config, docs).expect("fitting the fixed fuzz featurizer")
 }
@@ -34,6 +37,18 @@ fn fit(ngram_max: usize, decode_rounds: usize) -> Featurizer {
 static UNIGRAM: LazyLock<Featurizer> = LazyLock::new(|| fit(1, 3));
 static BIGRAM: LazyLock<Featurizer> = LazyLock::new(|| fit(2, 3));
 static NO_DECODE: LazyLock<Featurizer> = LazyLock::new(|| fit(1, 0));
+/// Every optional feature on: character 2-4-grams, value shapes, sublinear tf, token bigrams.
+static RICH: LazyLock<Featurizer> = LazyLock::new(|| {
+    fit_with(FeaturizerConfig {
+        top_k: 96,
+        max_input_bytes: 512,
+        ngram_max: 2,
+        char_ngrams: Some([2, 4]),
+        value_shapes: true,
+        sublinear_tf: true,
+        ..FeaturizerConfig::default()
+    })
+});
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else { return };
@@ -46,9 +61,10 @@ fuzz_target!(|data: &[u8]| {
         (rest, None)
     };
     let featurizer: &Featurizer = match (flags >> 1) & 3 {
-        0 | 3 => &UNIGRAM,
+        0 => &UNIGRAM,
         1 => &BIGRAM,
-        _ => &NO_DECODE,
+        2 => &NO_DECODE,
+        _ => &RICH,
     };
     let req = RequestParts { method: "GET", target, body };
 
