@@ -1,0 +1,147 @@
+//! The `student:` options of the run configuration (traffic query selection, multiplicity
+//! weights, target-FPR threshold, self-training) and the helpers behind them, on the in-repo
+//! sample (small and fast; no timings).
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rand::SeedableRng;
+use trainer::metrics::roc_curve;
+use trainer::pipeline;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn trainer() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+}
+
+/// configs/quick.yaml's setup with the given `student:` section, dataset paths made absolute.
+fn config(dir: &Path, student: &str) -> PathBuf {
+    let sample = repo().join("data/sample");
+    let s = |f: &str| sample.join(f).display().to_string();
+    let text = format!(
+        "seed: 7\ndevice: cpu\nthreads: 1\ndatasets:\n\
+         \x20 - {{path: {}, format: csic, label: benign}}\n\
+         \x20 - {{path: {}, format: csic, label: benign}}\n\
+         \x20 - {{path: {}, format: csic, label: malicious}}\n\
+         split: {{private: 0.55, public: 0.2, student_validation: 0.1, test: 0.15}}\n\
+         featurizer: {{fit_on: public, config: {{top_k: 300, value_shapes: true}}}}\n\
+         teachers: {{count: 10, training: {{hidden: [16], max_epochs: 20, patience: 3}}}}\n\
+         student: {student}\n\
+         privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
+        s("csic_normalTrafficTraining_sample.txt"),
+        s("csic_normalTrafficTest_A_sample.txt"),
+        s("csic_anomalousTrafficTest_A_sample.txt"),
+    );
+    let path = dir.join("config.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    cmd.output().expect("pate-trainer starts")
+}
+
+#[test]
+fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_pool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(
+        tmp.path(),
+        "{queries: 150, validation_max: 200, query_selection: traffic, multiplicity_cap: 50, \
+         threshold_rule: target_fpr, target_fpr: 0.05, self_training: {rounds: 1, confidence: 0.8}, \
+         training: {hidden: [16], max_epochs: 30, patience: 4}}",
+    );
+    let run_dir = tmp.path().join("run");
+    let out = run(trainer().args(["run", "--config"]).arg(&cfg).arg("--out").arg(&run_dir));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
+    let options = &report["student_options"];
+    assert_eq!(options["query_selection"], "traffic");
+    assert_eq!(options["threshold_rule"], "target_fpr 0.05");
+    assert_eq!(options["multiplicity_cap"], 50);
+    // The target-FPR threshold holds on the (weighted) validation rows it was chosen on.
+    let fpr = options["validation_operating_point_fpr_tpr"][0].as_f64().unwrap();
+    assert!(fpr <= 0.05, "validation FPR {fpr}");
+    // One self-training round, counted; the pool is every distinct public request not queried.
+    assert_eq!(options["pseudo_labels_malicious_benign_per_round"].as_array().unwrap().len(), 1);
+    let pool = options["unlabelled_pool"].as_u64().unwrap();
+    let splits: serde_json::Value = serde_json::from_slice(&std::fs::read(run_dir.join("splits.json")).unwrap()).unwrap();
+    assert_eq!(pool + 150, splits["counts"]["public_distinct"].as_u64().unwrap());
+    assert!(run_dir.join("features/public_pool.f32").exists());
+    // Weighting by multiplicity never gives fewer rows than the answered queries.
+    assert!(options["answered_rows_after_weighting"].as_u64().unwrap() >= report["answered"].as_u64().unwrap());
+    // TPR read off the ROC at growing FPR levels never decreases, for student and ensemble.
+    for key in ["student_tpr_at_fpr", "teacher_ensemble_tpr_at_fpr"] {
+        let t = &report[key];
+        let v: Vec<f64> = ["0", "0.005", "0.01", "0.02"].iter().map(|k| t[*k].as_f64().unwrap()).collect();
+        assert!(v.windows(2).all(|w| w[0] <= w[1]), "{key}: {v:?}");
+    }
+    assert!(report["student_distinct_test"]["metrics"]["samples"].as_u64().unwrap() > 0);
+
+    // The student stage: the same options from a config, minus the multiplicity weights (which
+    // need the split), with the pool file `run` wrote.
+    let stage_cfg = config(
+        &tmp.path().join("stage").tap_mkdir(),
+        "{threshold_rule: target_fpr, target_fpr: 0.1, self_training: {rounds: 1, confidence: 0.8}, \
+         training: {hidden: [16], max_epochs: 30, patience: 4}}",
+    );
+    let student_out = tmp.path().join("student2.safetensors");
+    let out = run(trainer().args(["student", "--run"]).arg(&run_dir).arg("--config").arg(&stage_cfg).arg("--out").arg(&student_out));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["options"]["threshold_rule"], "target_fpr 0.1");
+    assert_eq!(printed["options"]["pseudo_labels"].as_array().unwrap().len(), 1);
+    assert!(student_out.exists());
+    // ... and refuses multiplicity weights it cannot compute, naming the key.
+    let out = run(trainer().args(["student", "--run"]).arg(&run_dir).arg("--config").arg(&cfg).arg("--out").arg(tmp.path().join("s3")));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("student.multiplicity_cap"));
+    assert!(!tmp.path().join("s3").exists());
+}
+
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
+}
+
+#[test]
+fn target_fpr_threshold_is_the_best_tpr_within_the_fpr_budget() {
+    // Benign scores 0.1..0.9 (9 of them), malicious 0.5..0.95.
+    let scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.55, 0.65, 0.85, 0.95];
+    let labels = [false, false, false, false, false, false, false, false, false, true, true, true, true];
+    // FPR 0: only above 0.9 → threshold 0.95 (TPR 1/4).
+    assert_eq!(pipeline::target_fpr_threshold(&scores, &labels, 0.0), Some(0.95));
+    // FPR ≤ 1/9: the benign 0.9 may be flagged → threshold 0.85 (TPR 2/4).
+    assert_eq!(pipeline::target_fpr_threshold(&scores, &labels, 0.12), Some(0.85));
+    // A class absent: no threshold.
+    assert_eq!(pipeline::target_fpr_threshold(&[0.1, 0.2], &[false, false], 0.01), None);
+    let roc = roc_curve(&scores, &labels);
+    assert_eq!(pipeline::tpr_at_fpr(&roc, 0.0), Some(0.25));
+    assert_eq!(pipeline::tpr_at_fpr(&roc, 0.12), Some(0.5));
+    assert_eq!(pipeline::tpr_at_fpr(&roc, 1.0), Some(1.0));
+}
+
+#[test]
+fn weighted_sampling_draws_heavy_items_first_without_repeats() {
+    let weights = [1usize, 1000, 1, 1, 500, 1];
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+    let all = pipeline::weighted_sample(&weights, weights.len(), &mut rng);
+    let mut sorted = all.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, vec![0, 1, 2, 3, 4, 5], "a permutation");
+    // Over many draws the two heavy items come first almost always.
+    let mut heavy_first = 0;
+    for seed in 0..200 {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+        let two = pipeline::weighted_sample(&weights, 2, &mut rng);
+        heavy_first += usize::from(two.contains(&1) && two.contains(&4));
+    }
+    assert!(heavy_first >= 190, "{heavy_first}/200");
+}
