@@ -86,16 +86,11 @@ impl SparseMlp {
             let mut buffers = buffers.borrow_mut();
             let (current, next, active) = &mut *buffers;
             // Layer 0: b + Σ_j values[j] · W[:, indices[j]].
-            current.clear();
-            current.extend_from_slice(&first.bias);
-            for (&i, &v) in indices.iter().zip(values) {
-                let start = i as usize * first.out_dim;
-                axpy(current, v, &first.weight_t[start..start + first.out_dim]);
-            }
+            first.accumulate(indices, values, current);
             for layer in &self.layers[1..] {
                 relu(current);
-                // After ReLU about half the activations are exactly 0: keep the others (by
-                // moving them to the front of `current`, with their positions in `active`).
+                // After ReLU about half the activations are exactly 0: keep the others (moved to
+                // the front of `current`, with their positions in `active`).
                 active.clear();
                 let mut kept = 0;
                 for j in 0..current.len() {
@@ -107,34 +102,41 @@ impl SparseMlp {
                     }
                 }
                 current.truncate(kept);
-                next.clear();
-                next.extend_from_slice(&layer.bias);
-                // Output blocks of BLOCK floats accumulate in registers over every active input
-                // (y stays out of memory until the block is done); the tail goes column by column.
-                let blocks = layer.out_dim / BLOCK * BLOCK;
-                for start in (0..blocks).step_by(BLOCK) {
-                    let mut acc = [0.0f32; BLOCK];
-                    acc.copy_from_slice(&next[start..start + BLOCK]);
-                    for (&j, &a) in active.iter().zip(current.iter()) {
-                        let offset = j as usize * layer.out_dim + start;
-                        let w = &layer.weight_t[offset..offset + BLOCK];
-                        for k in 0..BLOCK {
-                            acc[k] += a * w[k];
-                        }
-                    }
-                    next[start..start + BLOCK].copy_from_slice(&acc);
-                }
-                if blocks < layer.out_dim {
-                    for (&j, &a) in active.iter().zip(current.iter()) {
-                        let row = &layer.weight_t[j as usize * layer.out_dim..(j as usize + 1) * layer.out_dim];
-                        axpy(&mut next[blocks..], a, &row[blocks..]);
-                    }
-                }
+                layer.accumulate(active, current, next);
                 std::mem::swap(current, next);
             }
             // The last layer has out_dim 1 (validated): one logit.
             Ok(sigmoid(current[0]))
         })
+    }
+}
+
+impl TransposedLayer {
+    /// `out = b + Σ_j values[j] · W[:, inputs[j]]` (inputs < `in_dim`, checked by the caller or
+    /// by construction). Output blocks of [`BLOCK`] floats accumulate in registers over every
+    /// input (the block stays out of memory until it is done); the tail goes input by input.
+    fn accumulate(&self, inputs: &[u32], values: &[f32], out: &mut Vec<f32>) {
+        out.clear();
+        out.extend_from_slice(&self.bias);
+        let blocks = self.out_dim / BLOCK * BLOCK;
+        for start in (0..blocks).step_by(BLOCK) {
+            let mut acc = [0.0f32; BLOCK];
+            acc.copy_from_slice(&out[start..start + BLOCK]);
+            for (&j, &a) in inputs.iter().zip(values) {
+                let offset = j as usize * self.out_dim + start;
+                let w = &self.weight_t[offset..offset + BLOCK];
+                for k in 0..BLOCK {
+                    acc[k] += a * w[k];
+                }
+            }
+            out[start..start + BLOCK].copy_from_slice(&acc);
+        }
+        if blocks < self.out_dim {
+            for (&j, &a) in inputs.iter().zip(values) {
+                let row = &self.weight_t[j as usize * self.out_dim..(j as usize + 1) * self.out_dim];
+                axpy(&mut out[blocks..], a, &row[blocks..]);
+            }
+        }
     }
 }
 
