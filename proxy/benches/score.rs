@@ -145,6 +145,9 @@ fn bench(c: &mut Criterion) {
     // sparse-input graph and on the bundle's dense graph (the proxy's earlier paths); ORT's
     // per-call floor, a 500→1 network.
     let native = bundle::SparseMlp::new(&mlp).expect("native");
+    // configs/quick.yaml's student shape, for comparison.
+    let native_small =
+        bundle::SparseMlp::new(&mlp_with_widths(&[featurizer.dim(), 64, 16, 1])).expect("native");
     let encoded = bundle::encode_onnx(&mlp).expect("encode");
     let mut scorer = bundle::Scorer::from_onnx(&encoded, featurizer.dim()).expect("scorer");
     let tiny = bundle::encode_onnx(&mlp_with_widths(&[featurizer.dim(), 1])).expect("encode");
@@ -167,6 +170,12 @@ fn bench(c: &mut Criterion) {
             &format!("native SparseMlp only ({nnz} non-zeros)"),
             percentiles_of(|| {
                 std::hint::black_box(native.score(&features.indices, &features.values).ok());
+            }),
+        );
+        line(
+            "native SparseMlp only, 500-64-16-1 network",
+            percentiles_of(|| {
+                std::hint::black_box(native_small.score(&features.indices, &features.values).ok());
             }),
         );
         line(
