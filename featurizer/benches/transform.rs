@@ -1,6 +1,7 @@
 //! Cost of featurizing one request on the proxy's hot path (`transform_into` with reused
 //! buffers), for real CSIC 2010 requests: a typical GET, a typical POST, and a long, double-encoded
-//! anomalous POST. The featurizer is fitted (top-500) on the in-repo CSIC sample.
+//! anomalous POST. The featurizer is fitted (top-500) on the in-repo CSIC sample; the same cases
+//! also with the opt-in `value_shapes` and with character 3-5-grams + shapes + sublinear tf.
 //!
 //! `cargo bench --release -p featurizer --bench transform`
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -62,6 +63,36 @@ fn bench(c: &mut Criterion) {
             ).as_bytes()),
         }),
     ];
+    // The opt-in feature families (configs/improved.yaml uses value_shapes at top-500).
+    let fit_with = |config: FeaturizerConfig| {
+        Featurizer::fit(
+            config,
+            docs.iter().map(|(t, b)| RequestParts { method: "GET", target: t.as_bytes(), body: b.as_deref().map(str::as_bytes) }),
+        )
+        .expect("fit")
+    };
+    let shapes = fit_with(FeaturizerConfig { value_shapes: true, ..Default::default() });
+    let chars = fit_with(FeaturizerConfig {
+        top_k: 2000,
+        char_ngrams: Some([3, 5]),
+        value_shapes: true,
+        sublinear_tf: true,
+        ..Default::default()
+    });
+    for (group_name, featurizer) in [("transform_into_value_shapes", &shapes), ("transform_into_char3to5_shapes_top2000", &chars)] {
+        let mut group = c.benchmark_group(group_name);
+        for (name, req) in &cases {
+            let mut scratch = Scratch::default();
+            let mut out = SparseVector::default();
+            group.bench_function(*name, |b| {
+                b.iter(|| {
+                    featurizer.transform_into(black_box(req), &mut scratch, &mut out);
+                    black_box(out.indices.len())
+                })
+            });
+        }
+        group.finish();
+    }
     let mut group = c.benchmark_group("transform_into");
     for (name, req) in &cases {
         let mut scratch = Scratch::default();
