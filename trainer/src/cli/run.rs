@@ -476,6 +476,23 @@ pub fn run_pipeline(
         ensemble_rows.as_deref(),
         device,
     )?;
+    // The same student on each DISTINCT test request once: the traffic-weighted test split is
+    // dominated by a few requests repeated thousands of times (CSIC: 8 static pages are most of
+    // the benign test traffic), so its rates move in large steps; this view does not.
+    let distinct_test: Vec<usize> = {
+        let rows = pipeline::distinct(&records, &splits.test);
+        let position: std::collections::HashMap<usize, usize> =
+            splits.test.iter().enumerate().map(|(k, &r)| (r, k)).collect();
+        rows.iter().filter_map(|r| position.get(r).copied()).collect()
+    };
+    let distinct_scores = pipeline::model_scores(&student, &test_x.select_rows(&distinct_test), device)?;
+    let distinct_y: Vec<bool> = distinct_test.iter().map(|&k| test_y[k]).collect();
+    let (distinct_metrics, distinct_roc) =
+        pipeline::evaluate_scores(&distinct_scores, &distinct_y, student.info.threshold);
+    let distinct_evaluation = serde_json::json!({
+        "metrics": distinct_metrics,
+        "tpr_at_fpr": tpr_at_fprs(&distinct_roc),
+    });
     pipeline::write_file(&run.path("roc.svg"), evaluation.svg.as_bytes())?;
     pipeline::write_json(&run.path("evaluation.json"), &evaluation.json)?;
     manifest.record(
@@ -515,6 +532,7 @@ pub fn run_pipeline(
         "threshold": student.info.threshold,
         "metrics": evaluation.student,
         "student_tpr_at_fpr": evaluation.student_tpr_at_fpr,
+        "student_distinct_test": distinct_evaluation,
         "teacher_ensemble_metrics": evaluation.ensemble,
         "teacher_ensemble_tpr_at_fpr": evaluation.ensemble_tpr_at_fpr,
         "student_options": {
