@@ -59,7 +59,7 @@ impl ServeHttp for AdminApp {
             ("GET", "/ready") => match self.shared.model.get() {
                 Some(model) => json(
                     StatusCode::OK,
-                    serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold}),
+                    serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold, "scorer": model.scorer().as_str()}),
                 ),
                 None => json(
                     StatusCode::SERVICE_UNAVAILABLE,

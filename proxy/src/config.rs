@@ -73,6 +73,29 @@ pub enum UriOverLimit {
     Truncate,
 }
 
+/// How the proxy runs the student on each request's feature vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScorerKind {
+    /// ONNX Runtime (the default and the product definition): every request runs through an ORT
+    /// session of the bundle's network with a sparse first layer (`bundle::Scorer::score_sparse`,
+    /// a graph built in memory from `model.onnx`), one session per worker thread.
+    Onnxruntime,
+    /// Opt-in: a native Rust forward pass of the same network (`bundle::SparseMlp`), checked
+    /// against ONNX Runtime at every load; faster per call than ORT's per-call floor.
+    Native,
+}
+
+impl ScorerKind {
+    /// The lowercase name used in the YAML file, the logs and `/ready`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScorerKind::Onnxruntime => "onnxruntime",
+            ScorerKind::Native => "native",
+        }
+    }
+}
+
 /// One per-route rule; the first rule whose path matches applies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -176,9 +199,14 @@ pub struct Config {
     /// `error`, `warn`, `info`, `debug` or `trace`; `RUST_LOG` overrides it.
     #[serde(default = "default_log_level")]
     pub log_level: String,
-    /// Worker threads of the proxy service (scoring needs no per-thread session: it is lock-free).
+    /// Worker threads of the proxy service (with `scorer: onnxruntime`, also the number of ONNX
+    /// Runtime sessions, so that no worker waits for another's session).
     #[serde(default = "default_threads")]
     pub threads: usize,
+    /// `onnxruntime` (default: every request is scored through ONNX Runtime) or `native` (opt-in
+    /// native forward pass of the same network, checked against ONNX Runtime at load).
+    #[serde(default = "default_scorer")]
+    pub scorer: ScorerKind,
     /// Seconds pingora waits for in-flight requests on SIGTERM before stopping.
     #[serde(default = "default_grace_period_seconds")]
     pub grace_period_seconds: u64,
@@ -239,6 +267,9 @@ fn default_log_level() -> String {
 }
 fn default_threads() -> usize {
     2
+}
+fn default_scorer() -> ScorerKind {
+    ScorerKind::Onnxruntime
 }
 fn default_grace_period_seconds() -> u64 {
     5
@@ -445,6 +476,30 @@ mod tests {
         assert_eq!(c.uri_over_limit, UriOverLimit::Reject);
         assert_eq!(c.header_count_limit, 100);
         assert!(c.trusted_forwarders.is_empty());
+        assert_eq!(c.scorer, ScorerKind::Onnxruntime);
+    }
+
+    #[test]
+    fn scorer_key_selects_onnxruntime_or_native() {
+        for (value, kind) in [
+            ("onnxruntime", ScorerKind::Onnxruntime),
+            ("native", ScorerKind::Native),
+        ] {
+            let c = Config::from_yaml(&format!("{MINIMAL}scorer: {value}\n"), Path::new("s.yaml"))
+                .unwrap();
+            assert_eq!(c.scorer, kind);
+            assert_eq!(c.scorer.as_str(), value);
+        }
+        let err = Config::from_yaml(&format!("{MINIMAL}scorer: torch\n"), Path::new("s.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("s.yaml"), "{err}");
+        assert!(err.contains("scorer") || err.contains("torch"), "{err}");
+        assert!(
+            err.contains("onnxruntime") && err.contains("native"),
+            "{err}"
+        );
+        assert!(err.contains("line 6"), "{err}");
     }
 
     #[test]

@@ -41,6 +41,7 @@ Configuration keys (YAML):
   bundle: \"runs/quick/bundle\"     bundle dir from `pate-trainer export`         (required)
   audit_log: \"audit.jsonl\"        JSON lines for flagged/blocked/failed requests (required)
   mode: detect|block              default detect (forward and record)
+  scorer: onnxruntime|native      default onnxruntime (ORT per request); native: opt-in, checked against ORT at load
   threshold: 0.5                  override the bundle's threshold (default: the bundle's)
   on_error: open|closed           scoring failure: forward (default) or 503
   body_limit_bytes: 65536         urlencoded POST/PUT body bytes scored (max 65536)

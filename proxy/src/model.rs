@@ -1,21 +1,30 @@
-//! The serving model: a verified bundle, its featurizer and its network laid out for sparse
-//! scoring, behind a slot that hot reload swaps atomically.
+//! The serving model: a verified bundle, its featurizer and its network, behind a slot that hot
+//! reload swaps atomically.
 //!
-//! Requests are scored by [`bundle::SparseMlp`], a native forward pass over the featurizer's
-//! sparse vector, not by an ONNX Runtime call: ORT's per-call floor (4–5.5 µs measured by
-//! `cargo bench -p proxy --bench score`) alone exceeded the 5 µs budget of featurize + score.
-//! The network is the one in `model.onnx`, and every load checks it against ONNX Runtime (the
-//! bundle's own graph, as `pate-trainer score` and Python onnxruntime run it) on every unit
-//! feature vector and a real request before the model may serve.
+//! By default (`scorer: onnxruntime`) every request is scored through ONNX Runtime: a pool of
+//! sessions (one per worker thread) of the bundle's network with a sparse first layer
+//! ([`Scorer::score_sparse`]: Gather of the used rows of W1, then the remaining layers, built in
+//! memory from `model.onnx`). A request takes the first free session (round-robin start), so
+//! workers only wait for each other when every session is busy; there is no global lock.
+//!
+//! `scorer: native` is an opt-in: [`bundle::SparseMlp`], a native forward pass of the same
+//! network, which avoids ORT's per-call floor (3.4–5.5 µs measured by
+//! `cargo bench -p proxy --bench score`).
+//!
+//! Whichever scorer serves, every load checks it against ONNX Runtime running the bundle's own
+//! dense graph (as `pate-trainer score` and Python onnxruntime run it) on every unit feature
+//! vector, the empty vector and a real request before the model may serve.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use bundle::{is_block, Bundle, Scorer, SparseMlp};
 use featurizer::{Featurizer, RequestParts, SparseVector};
 
 use crate::audit::TokenWeight;
+use crate::config::ScorerKind;
 use crate::error::ProxyError;
 
 /// A bundle loaded, verified and warmed up, ready to score requests.
@@ -36,8 +45,49 @@ pub struct ServingModel {
     pub delta: String,
     /// Aggregation mechanism, for `patewaf_model_info`.
     pub mechanism: String,
-    /// The network of `model.onnx`, laid out for sparse input; `&self` scoring, no lock.
-    network: SparseMlp,
+    /// What scores the feature vectors.
+    network: Network,
+}
+
+/// The scorer of a [`ServingModel`].
+enum Network {
+    /// ONNX Runtime sessions (sparse-input graph); `Session::run` needs `&mut`, so each request
+    /// holds one session for the duration of its call.
+    OnnxRuntime {
+        sessions: Vec<Mutex<Scorer>>,
+        next: AtomicUsize,
+    },
+    /// The network of `model.onnx` laid out for sparse input; `&self` scoring, no lock.
+    Native(SparseMlp),
+}
+
+impl Network {
+    fn kind(&self) -> ScorerKind {
+        match self {
+            Network::OnnxRuntime { .. } => ScorerKind::Onnxruntime,
+            Network::Native(_) => ScorerKind::Native,
+        }
+    }
+
+    fn score(&self, indices: &[u32], values: &[f32]) -> Result<f32, bundle::BundleError> {
+        match self {
+            Network::Native(mlp) => mlp.score(indices, values),
+            Network::OnnxRuntime { sessions, next } => {
+                // Round-robin start, then the first free session; block on the start one only
+                // when every session is busy (there are as many sessions as worker threads).
+                let start = next.fetch_add(1, Ordering::Relaxed) % sessions.len();
+                let free = (0..sessions.len())
+                    .find_map(|k| sessions[(start + k) % sessions.len()].try_lock().ok());
+                let mut session = match free {
+                    Some(guard) => guard,
+                    None => sessions[start]
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                };
+                session.score_sparse(indices, values)
+            }
+        }
+    }
 }
 
 /// A score and what it took.
@@ -57,26 +107,42 @@ pub struct Scored {
 /// The request used to warm up the featurizer and to check the native scorer at load time.
 const WARM_UP_TARGET: &[u8] = b"/index.jsp?id=1&name=warm-up";
 
-/// Largest difference allowed between the native scorer and ONNX Runtime at load time. Both
-/// compute the same float sums in another order (≈1e-7 apart on featurizer-sized inputs, see
-/// `bundle/tests/onnx_scores.rs`); anything near 1e-5 means another network.
-const NATIVE_VS_ORT_TOLERANCE: f32 = 1e-5;
+/// Largest difference allowed at load time between the serving scorer (native or ORT's sparse
+/// graph) and ORT's dense graph of `model.onnx`. Both compute the same float sums in another
+/// order (≈1e-7 apart on featurizer-sized inputs, see `bundle/tests/onnx_scores.rs`); anything
+/// near 1e-5 means another network.
+const SCORER_VS_ORT_TOLERANCE: f32 = 1e-5;
 
 fn label(value: Option<f64>) -> String {
     value.map_or_else(|| "unknown".to_string(), |v| v.to_string())
 }
 
 impl ServingModel {
-    /// Loads `dir` (every hash and version checked by [`Bundle::load`]), lays its network out
-    /// for sparse scoring and checks that layout against ONNX Runtime running `model.onnx`
-    /// (one session, dropped afterwards): every unit feature vector, the empty vector and a
-    /// warm-up request must score the same to [`NATIVE_VS_ORT_TOLERANCE`], else the bundle is
-    /// refused. `_worker_threads` is no longer used (scoring takes no lock and needs no session
-    /// per thread); it stays so that callers do not change.
+    /// Loads `dir` with the default scorer, ONNX Runtime ([`ServingModel::load_with_scorer`]).
     pub fn load(
         dir: &Path,
         threshold_override: Option<f32>,
-        _worker_threads: usize,
+        worker_threads: usize,
+    ) -> Result<Self, ProxyError> {
+        Self::load_with_scorer(
+            dir,
+            threshold_override,
+            worker_threads,
+            ScorerKind::Onnxruntime,
+        )
+    }
+
+    /// Loads `dir` (every hash and version checked by [`Bundle::load`]) and builds the `scorer`:
+    /// for [`ScorerKind::Onnxruntime`] `worker_threads` sessions (at least one), each warmed up
+    /// on a request; for [`ScorerKind::Native`] the network laid out for sparse scoring. Then
+    /// checks the scorer against ONNX Runtime running `model.onnx`'s dense graph (one more
+    /// session, dropped afterwards): every unit feature vector, the empty vector and a warm-up
+    /// request must score the same to [`SCORER_VS_ORT_TOLERANCE`], else the bundle is refused.
+    pub fn load_with_scorer(
+        dir: &Path,
+        threshold_override: Option<f32>,
+        worker_threads: usize,
+        scorer: ScorerKind,
     ) -> Result<Self, ProxyError> {
         let fail = |message: String| ProxyError::Bundle {
             path: dir.to_path_buf(),
@@ -90,8 +156,32 @@ impl ServingModel {
                 bundle.manifest.input_dim
             )));
         }
-        let mlp = bundle.mlp().map_err(|e| fail(e.to_string()))?;
-        let network = SparseMlp::new(&mlp).map_err(|e| fail(e.to_string()))?;
+        let network = match scorer {
+            ScorerKind::Native => {
+                let mlp = bundle.mlp().map_err(|e| fail(e.to_string()))?;
+                Network::Native(SparseMlp::new(&mlp).map_err(|e| fail(e.to_string()))?)
+            }
+            ScorerKind::Onnxruntime => {
+                let mut sessions = Vec::with_capacity(worker_threads.max(1));
+                for _ in 0..worker_threads.max(1) {
+                    let session = Scorer::new(&bundle).map_err(|e| fail(e.to_string()))?;
+                    if !session.has_sparse_session() {
+                        // Not a graph `bundle` writes: score_sparse would densify and run the
+                        // dense graph per request, 3x slower; refuse rather than serve slowly.
+                        return Err(fail(
+                            "model.onnx is not a graph the sparse-input ONNX Runtime scorer can \
+                             be built from (re-export the bundle with pate-trainer export)"
+                                .to_string(),
+                        ));
+                    }
+                    sessions.push(Mutex::new(session));
+                }
+                Network::OnnxRuntime {
+                    sessions,
+                    next: AtomicUsize::new(0),
+                }
+            }
+        };
         let mut reference = Scorer::new(&bundle).map_err(|e| fail(e.to_string()))?;
         let summary = bundle.manifest.privacy_summary();
         let model = ServingModel {
@@ -110,21 +200,28 @@ impl ServingModel {
             target: WARM_UP_TARGET,
             body: None,
         };
-        let scored = model
-            .score(&warm)
-            .map_err(|e| fail(format!("warm-up: {e}")))?;
-        if !(0.0..=1.0).contains(&scored.score) {
-            return Err(fail(format!(
-                "warm-up score {} is not a probability",
-                scored.score
-            )));
+        // One warm-up request per session (round-robin visits each), so that no client request
+        // pays for a session's first sparse run.
+        let mut features = None;
+        for _ in 0..model.sessions().max(1) {
+            let scored = model
+                .score(&warm)
+                .map_err(|e| fail(format!("warm-up: {e}")))?;
+            if !(0.0..=1.0).contains(&scored.score) {
+                return Err(fail(format!(
+                    "warm-up score {} is not a probability",
+                    scored.score
+                )));
+            }
+            features = Some(scored.features);
         }
-        model.check_against_onnxruntime(&mut reference, &scored.features)?;
+        let features = features.unwrap_or_default();
+        model.check_against_onnxruntime(&mut reference, &features)?;
         Ok(model)
     }
 
-    /// The native scorer against ONNX Runtime's dense graph: the warm-up vector, the empty vector
-    /// and each unit vector `e_i` (which isolates column `i` of the first layer).
+    /// The serving scorer against ONNX Runtime's dense graph: the warm-up vector, the empty
+    /// vector and each unit vector `e_i` (which isolates column `i` of the first layer).
     fn check_against_onnxruntime(
         &self,
         reference: &mut Scorer,
@@ -147,14 +244,15 @@ impl ServingModel {
             let ort = reference
                 .score(&dense)
                 .map_err(|e| fail(format!("ONNX Runtime check, {}: {e}", what())))?;
-            let native = self
+            let kind = self.network.kind().as_str();
+            let serving = self
                 .network
                 .score(indices, values)
-                .map_err(|e| fail(format!("native scorer check, {}: {e}", what())))?;
-            if (ort - native).abs() > NATIVE_VS_ORT_TOLERANCE || !native.is_finite() {
+                .map_err(|e| fail(format!("{kind} scorer check, {}: {e}", what())))?;
+            if (ort - serving).abs() > SCORER_VS_ORT_TOLERANCE || !serving.is_finite() {
                 return Err(fail(format!(
-                    "the native scorer gives {native} but ONNX Runtime {ort} for {} \
-                     (model.onnx is not the network the proxy would run)",
+                    "the {kind} scorer gives {serving} but ONNX Runtime's dense graph of \
+                     model.onnx {ort} for {} (model.onnx is not the network the proxy would run)",
                     what()
                 )));
             }
@@ -170,6 +268,19 @@ impl ServingModel {
             compare(&|| format!("unit feature vector {i}"), &[i], &[1.0])?;
         }
         Ok(())
+    }
+
+    /// Which scorer serves requests.
+    pub fn scorer(&self) -> ScorerKind {
+        self.network.kind()
+    }
+
+    /// Number of ONNX Runtime sessions serving requests (0 with the native scorer).
+    pub fn sessions(&self) -> usize {
+        match &self.network {
+            Network::OnnxRuntime { sessions, .. } => sessions.len(),
+            Network::Native(_) => 0,
+        }
     }
 
     /// Featurizes and scores one request.

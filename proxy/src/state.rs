@@ -87,10 +87,11 @@ impl Shared {
 
     /// Loads the configured bundle synchronously and swaps it in (start-up path).
     pub fn load_blocking(&self) -> Result<Reloaded, ProxyError> {
-        let result = ServingModel::load(
+        let result = ServingModel::load_with_scorer(
             &self.config.bundle,
             self.config.threshold,
             self.config.threads,
+            self.config.scorer,
         );
         self.install(result, false)
     }
@@ -106,10 +107,12 @@ impl Shared {
         let dir = self.config.bundle.clone();
         let threshold = self.config.threshold;
         let sessions = self.config.threads;
-        let result =
-            tokio::task::spawn_blocking(move || ServingModel::load(&dir, threshold, sessions))
-                .await
-                .unwrap_or_else(|e| Err(ProxyError::Server(format!("reload task failed: {e}"))));
+        let scorer = self.config.scorer;
+        let result = tokio::task::spawn_blocking(move || {
+            ServingModel::load_with_scorer(&dir, threshold, sessions, scorer)
+        })
+        .await
+        .unwrap_or_else(|e| Err(ProxyError::Server(format!("reload task failed: {e}"))));
         self.install(result, true)
     }
 
@@ -137,6 +140,8 @@ impl Shared {
                     version = %model.version,
                     previous = previous.as_deref().unwrap_or("none"),
                     threshold = model.threshold,
+                    scorer = model.scorer().as_str(),
+                    onnxruntime_sessions = model.sessions(),
                     "model loaded from {}",
                     model.dir.display()
                 );

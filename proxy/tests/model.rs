@@ -1,12 +1,33 @@
 //! The serving model on real ONNX Runtime with the fixture bundle written by code.
 
 use featurizer::RequestParts;
+use proxy::config::ScorerKind;
 use proxy::fixture::{parts, write_fixture_bundle, ATTACK_REQUESTS, NORMAL_REQUESTS};
 use proxy::model::ServingModel;
 
 fn load(dir: &std::path::Path, threshold: Option<f32>) -> ServingModel {
     bundle::init_onnxruntime(None).unwrap();
     ServingModel::load(dir, threshold, 2).unwrap()
+}
+
+fn load_with(dir: &std::path::Path, scorer: ScorerKind, sessions: usize) -> ServingModel {
+    bundle::init_onnxruntime(None).unwrap();
+    ServingModel::load_with_scorer(dir, None, sessions, scorer).unwrap()
+}
+
+#[test]
+fn default_scorer_is_onnxruntime_with_a_session_per_worker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    write_fixture_bundle(&dir, None, 0.5, "fixture-4").unwrap();
+    let model = load(&dir, None);
+    assert_eq!(model.scorer(), ScorerKind::Onnxruntime);
+    assert_eq!(model.sessions(), 2);
+    let one = load_with(&dir, ScorerKind::Onnxruntime, 0);
+    assert_eq!(one.sessions(), 1, "threads 0 still gets one session");
+    let native = load_with(&dir, ScorerKind::Native, 2);
+    assert_eq!(native.scorer(), ScorerKind::Native);
+    assert_eq!(native.sessions(), 0);
 }
 
 #[test]
@@ -88,10 +109,13 @@ fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
         .collect()
 }
 
-/// The proxy scores with a native sparse forward pass (`bundle::SparseMlp`); `pate-trainer score`
+/// The proxy scores through ONNX Runtime's sparse-input graph (default, `scorer: onnxruntime`)
+/// or a native sparse forward pass (`scorer: native`, `bundle::SparseMlp`); `pate-trainer score`
 /// runs the bundle's dense `model.onnx` through ONNX Runtime (`Scorer::score` of
 /// `transform_dense`). On every request of the CSIC 2010 sample, with a multi-layer network of
-/// the quick config's shape, both give the same score to 1e-6, from several threads at once.
+/// the quick config's shape, both scorers give `pate-trainer score`'s score to 1e-6 and the same
+/// verdicts, from several threads at once (more threads than ORT sessions, so sessions are
+/// shared and contended).
 #[test]
 fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
     let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/sample");
@@ -144,7 +168,6 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
         },
     )
     .unwrap();
-    let model = load(&dir, None);
     let loaded = bundle::Bundle::load(&dir).unwrap();
     let mut scorer = bundle::Scorer::new(&loaded).unwrap();
     let expected: Vec<f32> = records
@@ -159,19 +182,32 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
         .iter()
         .fold((1.0f32, 0.0f32), |(lo, hi), &s| (lo.min(s), hi.max(s)));
     assert!(lo < 0.3 && hi > 0.7, "scores span only [{lo}, {hi}]");
-    std::thread::scope(|scope| {
-        for t in 0..3 {
-            let (model, records, expected) = (&model, &records, &expected);
-            scope.spawn(move || {
-                for (i, (r, &want)) in records.iter().zip(expected).enumerate().skip(t) {
-                    let got = model.score(&r.parts()).unwrap().score;
-                    assert!(
-                        (got - want).abs() <= 1e-6,
-                        "thread {t}, record {i} (line {}): proxy {got} vs ONNX Runtime {want}",
-                        r.line
-                    );
-                }
-            });
-        }
-    });
+    let expected_verdicts: Vec<bool> = expected.iter().map(|&s| bundle::is_block(s, 0.5)).collect();
+    assert!(expected_verdicts.iter().any(|&b| b) && !expected_verdicts.iter().all(|&b| b));
+    for kind in [ScorerKind::Onnxruntime, ScorerKind::Native] {
+        let model = load_with(&dir, kind, 2);
+        assert_eq!(model.scorer(), kind);
+        std::thread::scope(|scope| {
+            for t in 0..3 {
+                let (model, records, expected) = (&model, &records, &expected);
+                let expected_verdicts = &expected_verdicts;
+                scope.spawn(move || {
+                    for (i, (r, &want)) in records.iter().zip(expected).enumerate().skip(t) {
+                        let scored = model.score(&r.parts()).unwrap();
+                        let got = scored.score;
+                        assert!(
+                            (got - want).abs() <= 1e-6,
+                            "{kind:?} thread {t}, record {i} (line {}): proxy {got} vs ONNX Runtime {want}",
+                            r.line
+                        );
+                        assert_eq!(
+                            scored.malicious, expected_verdicts[i],
+                            "{kind:?} record {i} (line {}): score {got} vs {want}",
+                            r.line
+                        );
+                    }
+                });
+            }
+        });
+    }
 }
