@@ -619,13 +619,14 @@ const BETA2: f64 = 0.999;
 const EPSILON: f64 = 1e-8;
 
 /// Elements of one parameter updated by one pass of Adam's elementwise operations: a chunk's
-/// parameter, gradient, moments and scratch (5 × 128 KiB) stay in the core's L2 cache across
+/// parameter, gradient, moments and scratch (5 × 120 KiB) stay in the core's L2 cache across
 /// the operations, so main memory sees each array about once per step instead of once per
 /// operation (the update is memory-bound on a CPU: the default 250 × (500·512 + 512·128)
-/// parameters are 80 M floats, 320 MB per array). 2¹⁵ is also libtorch's parallel grain size:
-/// each operation runs on the calling thread, with no OpenMP fork/join per operation (on the
-/// shared 2-core machine those joins cost more than the operations).
-const ADAM_CHUNK: i64 = 1 << 15;
+/// parameters are 80 M floats, 320 MB per array). It is also below libtorch's parallel grain
+/// size (2¹⁵ elements: an operation on at least that many forks OpenMP threads), so each
+/// operation runs on the calling thread: at 2¹⁵ exactly, the ~20,000 fork/joins per step made a
+/// 2-thread batched step twice as slow as a 1-thread one on the shared 2-core machine.
+const ADAM_CHUNK: i64 = 30 * 1024;
 
 /// The floor under Adam's second moment before its square root (see `apply_adam`).
 const SQRT_FLOOR: f64 = 1e-30;
