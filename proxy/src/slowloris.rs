@@ -78,20 +78,55 @@ impl HeadDeadlineStream {
 
     /// Scans newly read head bytes for the blank line that ends the head.
     fn scan(&mut self, bytes: &[u8]) {
-        let mut window: Vec<u8> = Vec::with_capacity(self.tail_len + bytes.len());
-        window.extend_from_slice(&self.tail[..self.tail_len]);
-        window.extend_from_slice(bytes);
-        let ended =
-            window.windows(4).any(|w| w == b"\r\n\r\n") || window.windows(2).any(|w| w == b"\n\n");
-        if ended {
-            self.phase = Phase::AfterHead;
-            self.tail_len = 0;
-        } else {
-            let keep = window.len().min(3);
-            self.tail[..keep].copy_from_slice(&window[window.len() - keep..]);
-            self.tail_len = keep;
+        match scan_head(&self.tail[..self.tail_len], bytes) {
+            HeadScan::Ended => {
+                self.phase = Phase::AfterHead;
+                self.tail_len = 0;
+            }
+            HeadScan::Continues { tail, len } => {
+                self.tail = tail;
+                self.tail_len = len;
+            }
         }
     }
+}
+
+/// What [`scan_head`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum HeadScan {
+    /// A blank line (`\r\n\r\n` or `\n\n`) ends the head.
+    Ended,
+    /// No blank line yet; the last `len` bytes seen (at most 3) to carry to the next read.
+    Continues { tail: [u8; 3], len: usize },
+}
+
+/// Looks for the blank line ending a request head in `bytes`, or across the seam between the
+/// previous read's last bytes (`tail`, at most 3) and this read, without allocating: it runs on
+/// every read of every request head.
+fn scan_head(tail: &[u8], bytes: &[u8]) -> HeadScan {
+    let mut seam = [0u8; 6];
+    let head = bytes.len().min(3);
+    seam[..tail.len()].copy_from_slice(tail);
+    seam[tail.len()..tail.len() + head].copy_from_slice(&bytes[..head]);
+    let seam = &seam[..tail.len() + head];
+    let ends =
+        |b: &[u8]| b.windows(4).any(|w| w == b"\r\n\r\n") || b.windows(2).any(|w| w == b"\n\n");
+    if ends(seam) || ends(bytes) {
+        return HeadScan::Ended;
+    }
+    // The last 3 bytes of tail + bytes.
+    let mut all = [0u8; 6];
+    let joined: &[u8] = if bytes.len() >= 3 {
+        &bytes[bytes.len() - 3..]
+    } else {
+        all[..tail.len()].copy_from_slice(tail);
+        all[tail.len()..tail.len() + bytes.len()].copy_from_slice(bytes);
+        &all[..tail.len() + bytes.len()]
+    };
+    let len = joined.len().min(3);
+    let mut out = [0u8; 3];
+    out[..len].copy_from_slice(&joined[joined.len() - len..]);
+    HeadScan::Continues { tail: out, len }
 }
 
 impl AsyncRead for HeadDeadlineStream {
@@ -104,7 +139,10 @@ impl AsyncRead for HeadDeadlineStream {
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                let new = buf.filled()[before..].to_vec();
+                if this.phase == Phase::AfterHead {
+                    return Poll::Ready(Ok(()));
+                }
+                let new = &buf.filled()[before..];
                 if !new.is_empty() && this.phase == Phase::Idle {
                     this.phase = Phase::Head;
                     let at = Instant::now() + this.timeout;
@@ -114,7 +152,7 @@ impl AsyncRead for HeadDeadlineStream {
                     if this.deadline.is_elapsed() {
                         return Poll::Ready(Err(head_timeout(this.timeout)));
                     }
-                    this.scan(&new);
+                    this.scan(new);
                 }
                 Poll::Ready(Ok(()))
             }
@@ -267,5 +305,52 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for HeadDeadlineApp<A> {
 
     async fn cleanup(&self) {
         self.inner.cleanup().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `parts` read by read; returns after which read the head ended.
+    fn ended_after(parts: &[&[u8]]) -> Option<usize> {
+        let mut tail = ([0u8; 3], 0usize);
+        for (i, part) in parts.iter().enumerate() {
+            match scan_head(&tail.0[..tail.1], part) {
+                HeadScan::Ended => return Some(i),
+                HeadScan::Continues { tail: t, len } => tail = (t, len),
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn finds_the_blank_line_in_one_read_or_across_reads() {
+        assert_eq!(
+            ended_after(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]),
+            Some(0)
+        );
+        assert_eq!(ended_after(&[b"GET / HTTP/1.0\n\n"]), Some(0));
+        assert_eq!(ended_after(&[b"GET / HTTP/1.1\r\nHost: a\r\n"]), None);
+        // Split at every position, and byte by byte.
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        for cut in 1..head.len() {
+            assert_eq!(
+                ended_after(&[&head[..cut], &head[cut..]]),
+                Some(1),
+                "cut at {cut}"
+            );
+        }
+        let bytes: Vec<&[u8]> = head.chunks(1).collect();
+        assert_eq!(ended_after(&bytes), Some(head.len() - 1));
+        let pairs: Vec<&[u8]> = head.chunks(2).collect();
+        assert_eq!(ended_after(&pairs), Some(pairs.len() - 1));
+        // `\r\n` then `\r\n` in two reads of two bytes.
+        assert_eq!(
+            ended_after(&[b"GET / HTTP/1.1\r\nHost: a", b"\r\n", b"\r\n"]),
+            Some(2)
+        );
+        // Empty reads change nothing.
+        assert_eq!(ended_after(&[b"GET / HTTP/1.1\r\n", b"", b"\r\n"]), Some(2));
     }
 }
