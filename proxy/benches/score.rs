@@ -1,5 +1,8 @@
 //! In-process scoring time per request: featurize + score (exactly what the proxy does in
-//! `request_filter`, `ServingModel::score`: the native sparse forward pass, `bundle::SparseMlp`), with a bundle of production size: a
+//! `request_filter`, `ServingModel::score`), for each proxy scorer: `onnxruntime` (the default:
+//! ONNX Runtime on the sparse-input graph, `bundle::Scorer::score_sparse`, from the session pool)
+//! and `native` (the opt-in native sparse forward pass, `bundle::SparseMlp`), with a bundle of
+//! production size: a
 //! featurizer fitted (K = 500) on CSIC 2010 requests and a 500→512→128→1 MLP (weights set by a
 //! deterministic generator; timing does not depend on their values). Two requests: a typical
 //! CSIC request (median length of those with a query or body) and a long one (the longest).
@@ -14,6 +17,7 @@ use bundle::{write_bundle, BundleContents, Dense, Mlp};
 use criterion::{criterion_group, criterion_main, Criterion};
 use datasets::{Format, Record};
 use featurizer::{Featurizer, FeaturizerConfig, RequestParts};
+use proxy::config::ScorerKind;
 use proxy::model::ServingModel;
 
 fn csic_records() -> Vec<Record> {
@@ -117,7 +121,12 @@ fn bench(c: &mut Criterion) {
         },
     )
     .expect("write bundle");
-    let model = ServingModel::load(&bundle_dir, None, 1).expect("load bundle");
+    let models = [ScorerKind::Onnxruntime, ScorerKind::Native].map(|kind| {
+        let model =
+            ServingModel::load_with_scorer(&bundle_dir, None, 1, kind).expect("load bundle");
+        assert_eq!(model.scorer(), kind);
+        model
+    });
 
     let mut with_args: Vec<&Record> = records
         .iter()
@@ -130,20 +139,40 @@ fn bench(c: &mut Criterion) {
     for (name, record) in [("typical", typical), ("long", long)] {
         let req = record.parts();
         let bytes = req.target.len() + req.body.map_or(0, <[u8]>::len);
-        c.bench_function(
-            &format!("featurize+score {name} CSIC request ({bytes} bytes, 500-512-128-1)"),
-            |b| b.iter(|| model.score(std::hint::black_box(&req))),
-        );
-        let (p50, p99) = percentiles(&model, &req);
-        summary.push(format!(
-            "{name} ({} {bytes} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs",
-            req.method
-        ));
+        for model in &models {
+            let scorer = model.scorer().as_str();
+            c.bench_function(
+                &format!(
+                    "featurize+score scorer={scorer} {name} CSIC request ({bytes} bytes, 500-512-128-1)"
+                ),
+                |b| b.iter(|| model.score(std::hint::black_box(&req))),
+            );
+        }
+        // Percentiles of both scorers interleaved in rounds, so that load changes on the shared
+        // machine hit both alike.
+        let mut rounds: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..3 {
+            for (model, out) in models.iter().zip(rounds.iter_mut()) {
+                out.push(percentiles(model, &req));
+            }
+        }
+        for (model, out) in models.iter().zip(rounds.iter_mut()) {
+            out.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (p50, p99) = out[out.len() / 2];
+            let p50s: Vec<String> = out.iter().map(|r| format!("{:.1}", r.0)).collect();
+            summary.push(format!(
+                "scorer={} {name} ({} {bytes} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs \
+                 (median round of 3; round p50s {})",
+                model.scorer().as_str(),
+                req.method,
+                p50s.join("/")
+            ));
+        }
     }
     // Where the time goes (same process, same requests, p50/p99 of 20 000 calls): featurize
-    // alone; the native sparse forward pass alone (the proxy's path); ONNX Runtime on the
-    // sparse-input graph and on the bundle's dense graph (the proxy's earlier paths); ORT's
-    // per-call floor, a 500→1 network.
+    // alone; the native sparse forward pass alone (`scorer: native`); ONNX Runtime on the
+    // sparse-input graph (`scorer: onnxruntime`, the default) and on the bundle's dense graph
+    // (the proxy's first path); ORT's per-call floor, a 500→1 network.
     let native = bundle::SparseMlp::new(&mlp).expect("native");
     // configs/quick.yaml's student shape, for comparison.
     let native_small =
