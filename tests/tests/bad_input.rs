@@ -315,13 +315,16 @@ fn header_floods_and_huge_headers_get_431_and_never_reach_apache() {
         "{:?}",
         answers.first().map(|a| a.status)
     );
-    // A header line without a colon, and a bare LF-only request head.
-    let r = raw_request(
-        s.proxy.listen,
-        b"GET / HTTP/1.1\r\nHost: a\r\nno colon here\r\n\r\n",
-    )
-    .unwrap();
-    assert_eq!(r.status, 400);
+    // A header line without a colon, an HTTP/0.9 request line, a NUL in the method: 400 from
+    // pingora.
+    for bad in [
+        &b"GET / HTTP/1.1\r\nHost: a\r\nno colon here\r\n\r\n"[..],
+        b"GET /\r\n\r\n",
+        b"G\x00T / HTTP/1.1\r\nHost: a\r\n\r\n",
+    ] {
+        let r = raw_request(s.proxy.listen, bad).unwrap();
+        assert_eq!(r.status, 400, "{:?}", String::from_utf8_lossy(bad));
+    }
     s.still_serving();
 }
 
@@ -469,6 +472,15 @@ fn chunked_bodies_http10_and_pipelined_requests() {
         answers.is_empty() || answers[0].status == 400,
         "{:?}",
         answers.first().map(|a| a.status)
+    );
+
+    // Transfer-Encoding and Content-Length together (a request-smuggling shape): pingora drops
+    // Content-Length (RFC 9112 §6.3), so the chunked body is what is scored and forwarded.
+    let smuggle = b"POST /tienda1/publico/anadir.jsp HTTP/1.1\r\nHost: shop\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nid=3\r\n2c\r\n&q=%3Cscript%3Ealert%28document.cookie%29%3C\r\n0\r\n\r\n";
+    let r = raw_request(s.proxy.listen, smuggle).unwrap();
+    assert_eq!(
+        r.status, 403,
+        "the chunked body, not the 4 bytes of Content-Length, is scored"
     );
 
     // HTTP/1.0, without Host.
