@@ -210,6 +210,16 @@ fn encodings_and_evasions_are_normalized_or_refused_never_a_crash() {
             "invalid UTF-8 (escaped)",
         ),
         (
+            b"/tienda1/index.jsp?q=a b".to_vec(),
+            200,
+            "raw space in the target (pingora escapes it to %20)",
+        ),
+        (
+            b"/tienda1/index.jsp?q=1' UNION SELECT password FROM usuarios--".to_vec(),
+            403,
+            "raw spaces and quote in an attack",
+        ),
+        (
             b"/tienda1/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd".to_vec(),
             403,
             "overlong UTF-8 dot-dot + passwd",
