@@ -128,6 +128,24 @@ fn bench(c: &mut Criterion) {
         model
     });
 
+    // configs/quick.yaml's student shape through the proxy path too (percentiles only).
+    let quick_bundle_dir = dir.path().join("bundle-quick");
+    write_bundle(
+        &quick_bundle_dir,
+        &BundleContents {
+            mlp: &mlp_with_widths(&[featurizer.dim(), 64, 16, 1]),
+            featurizer: &featurizer,
+            threshold: 0.5,
+            privacy: serde_json::Value::Null,
+            metrics: serde_json::Value::Null,
+            model_version: Some("bench-quick".into()),
+        },
+    )
+    .expect("write bundle");
+    let quick_models = [ScorerKind::Onnxruntime, ScorerKind::Native].map(|kind| {
+        ServingModel::load_with_scorer(&quick_bundle_dir, None, 1, kind).expect("load bundle")
+    });
+
     let mut with_args: Vec<&Record> = records
         .iter()
         .filter(|r| r.target.contains(&b'?') || r.body.is_some())
@@ -155,6 +173,14 @@ fn bench(c: &mut Criterion) {
             for (model, out) in models.iter().zip(rounds.iter_mut()) {
                 out.push(percentiles(model, &req));
             }
+        }
+        for model in &quick_models {
+            let (p50, p99) = percentiles(model, &req);
+            summary.push(format!(
+                "scorer={} {name} ({} {bytes} bytes), 500-64-16-1 network: p50 {p50:.1} µs, p99 {p99:.1} µs",
+                model.scorer().as_str(),
+                req.method,
+            ));
         }
         for (model, out) in models.iter().zip(rounds.iter_mut()) {
             out.sort_by(|a, b| a.0.total_cmp(&b.0));
