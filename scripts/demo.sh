@@ -61,17 +61,27 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 
-# Five normal and five attack GET requests from the sample's CSIC 2010 test files. The quick model
-# is small and trained with fresh OS randomness, so which of them it blocks varies from run to run.
-targets() { grep -a '^GET ' "$1" | sed -e 's#^GET http://localhost:8080##' -e 's# HTTP/1\.[01].*$##' | tr -d '\r' | awk '!seen[$0]++' | head -n 5; }
-for kind in normal anomalous; do
-  step "$kind requests (data/sample/csic_${kind}TrafficTest_A_sample.txt)"
+# Five normal GET requests and five injection attacks (SQL injection, XSS) from the sample's CSIC
+# 2010 test files. The quick model is small and trained with fresh OS randomness, so exactly which
+# ones it blocks varies from run to run (configs/quick.yaml says how often).
+targets() { grep -a '^GET ' "$1" | sed -e 's#^GET http://localhost:8080##' -e 's# HTTP/1\.[01].*$##' | tr -d '\r' | awk '!seen[$0]++'; }
+injections() { grep -iE 'script|select|drop|waitfor|delete'; }
+for kind in normal attack; do
+  if [ "$kind" = normal ]; then
+    step "normal requests (data/sample/csic_normalTrafficTest_A_sample.txt)"
+    list=$(targets data/sample/csic_normalTrafficTest_A_sample.txt | head -n 5)
+  else
+    step "attack requests (data/sample/csic_anomalousTrafficTest_A_sample.txt: SQL injection and XSS)"
+    list=$(targets data/sample/csic_anomalousTrafficTest_A_sample.txt | injections | head -n 5)
+  fi
   while IFS= read -r t; do
     code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PROXY_PORT$t")
     verdict=passed; [ "$code" = 403 ] && verdict="BLOCKED by pate-proxy"
+    [ "$kind" = attack ] && [ "$code" = 403 ] && blocked_attacks=$((${blocked_attacks:-0} + 1))
     printf '%s  %-22s %s\n' "$code" "$verdict" "${t:0:110}"
-  done < <(targets "data/sample/csic_${kind}TrafficTest_A_sample.txt")
+  done <<< "$list"
 done
+echo "blocked ${blocked_attacks:-0} of 5 attacks"
 step "what reached Apache (its access log: blocked requests never do)"
 cat "$WORK/apache/logs/access.log"
 step "audit log"

@@ -67,8 +67,8 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
             "report.json lacks {key}: {report:#}"
         );
     }
-    assert_eq!(report["teachers"], 20);
-    assert_eq!(report["queries"], 200);
+    assert_eq!(report["teachers"], 10);
+    assert_eq!(report["queries"], 280);
     assert_eq!(report["mechanism"], "lnmax");
     assert_eq!(report["mechanism_parameters"]["gamma"], 0.3);
     assert_eq!(report["delta"], 1e-5);
@@ -126,7 +126,7 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         serde_json::from_slice(&std::fs::read(run_dir.join("manifest.json")).unwrap()).unwrap();
     let artifacts = manifest["artifacts"].as_object().unwrap();
     assert!(
-        artifacts.contains_key("teachers/teacher-00019.safetensors")
+        artifacts.contains_key("teachers/teacher-00009.safetensors")
             && artifacts.contains_key("votes.csv")
     );
     for (path, hash) in artifacts {
@@ -145,10 +145,10 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         svg.starts_with("<svg") && svg.matches("<polyline").count() == 2 && svg.contains("student")
     );
 
-    // The vote file has one line per query and 20 votes per line.
+    // The vote file has one line per query and 10 votes per line.
     let votes = privacy::votes::read_vote_file(&run_dir.join("votes.csv")).unwrap();
-    assert_eq!(votes.queries(), 200);
-    assert!(votes.rows().all(|r| r.iter().sum::<u64>() == 20));
+    assert_eq!(votes.queries(), 280);
+    assert!(votes.rows().all(|r| r.iter().sum::<u64>() == 10));
 
     // The bundle loads (hashes checked) and ONNX Runtime scores the test requests like libtorch.
     let loaded = bundle::Bundle::load(&run_dir.join("bundle")).unwrap();
@@ -221,7 +221,7 @@ fn teach_shard_is_resumable_and_retrains_on_changed_settings() {
                 .arg(config)
                 .arg("--out")
                 .arg(&out)
-                .args(["--shard", "2/20", "--device", "cpu", "--threads", "1"]),
+                .args(["--shard", "2/10", "--device", "cpu", "--threads", "1"]),
         );
         serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
     };
@@ -237,7 +237,7 @@ fn teach_shard_is_resumable_and_retrains_on_changed_settings() {
     assert_eq!(files.len(), 1, "only shard 2 is trained: {files:?}");
     let bytes = teacher_bytes(&out, 2);
     let saved = ModelFile::from_bytes(&bytes, Path::new("t")).unwrap();
-    assert_eq!((saved.info.shard, saved.info.shards), (Some(2), Some(20)));
+    assert_eq!((saved.info.shard, saved.info.shards), (Some(2), Some(10)));
 
     // Again: kept and skipped, the file untouched.
     let second = teach(&config);
@@ -255,7 +255,7 @@ fn teach_shard_is_resumable_and_retrains_on_changed_settings() {
             .arg(&config)
             .arg("--out")
             .arg(&out)
-            .args(["--shard", "5/20", "--device", "cpu", "--threads", "1"]),
+            .args(["--shard", "5/10", "--device", "cpu", "--threads", "1"]),
     );
     assert_eq!(teacher_bytes(&out, 2), bytes);
     assert!(out
