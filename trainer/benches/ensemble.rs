@@ -57,7 +57,10 @@ fn sqrt_micro() {
     for (name, v) in [
         ("ones", Tensor::ones([n], (Kind::Float, tch::Device::Cpu))),
         ("zeros", Tensor::zeros([n], (Kind::Float, tch::Device::Cpu))),
-        ("1e-39", Tensor::full([n], 1e-39, (Kind::Float, tch::Device::Cpu))),
+        (
+            "1e-39",
+            Tensor::full([n], 1e-39, (Kind::Float, tch::Device::Cpu)),
+        ),
     ] {
         let half = Tensor::from_slice(&[0.5f32]);
         for op in ["sqrt", "pow0.5", "powT", "mul", "lerp"] {
@@ -73,7 +76,10 @@ fn sqrt_micro() {
             for _ in 0..2000 {
                 run();
             }
-            eprintln!("sqrt-micro: {name} {op}: {:.1} us", t.elapsed().as_secs_f64() / 2000.0 * 1e6);
+            eprintln!(
+                "sqrt-micro: {name} {op}: {:.1} us",
+                t.elapsed().as_secs_f64() / 2000.0 * 1e6
+            );
         }
     }
 }
@@ -85,7 +91,12 @@ fn cpu_seconds() -> f64 {
     // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
     let rest = stat.rsplit(')').next().unwrap_or("");
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 

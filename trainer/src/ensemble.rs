@@ -290,12 +290,8 @@ impl Ensemble {
             } => {
                 let out = self.dims[1] as i64;
                 let bags = n * b;
-                let offsets = Tensor::arange_start_step(
-                    0,
-                    bags * width,
-                    *width,
-                    (Kind::Int64, self.device),
-                );
+                let offsets =
+                    Tensor::arange_start_step(0, bags * width, *width, (Kind::Int64, self.device));
                 // Mode 0 = sum: Σⱼ valueⱼ · W[indexⱼ] over each row's entries.
                 let (first, _, _, _) = Tensor::embedding_bag(
                     &self.weights[0].view([-1, out]),
@@ -357,10 +353,7 @@ impl Ensemble {
                     self.logits_shared(&t)
                 }
             };
-            let p = logits
-                .sigmoid()
-                .to_device(Device::Cpu)
-                .contiguous();
+            let p = logits.sigmoid().to_device(Device::Cpu).contiguous();
             let p = Vec::<f32>::try_from(p.view([-1]))?;
             for (k, member) in out.iter_mut().enumerate() {
                 member.extend_from_slice(&p[k * (end - start)..(k + 1) * (end - start)]);
@@ -441,7 +434,12 @@ fn shared_sparse_rows(rows: &[f32], cols: usize, members: usize) -> Option<Rows>
     let mut index = vec![0i64; members * count * width];
     let mut value = vec![0f32; members * count * width];
     for (r, row) in rows.chunks(cols).enumerate() {
-        for (j, (f, &v)) in row.iter().enumerate().filter(|(_, &v)| v != 0.0).enumerate() {
+        for (j, (f, &v)) in row
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v != 0.0)
+            .enumerate()
+        {
             for k in 0..members {
                 let at = (k * count + r) * width + j;
                 index[at] = (k * cols + f) as i64;
@@ -791,7 +789,8 @@ impl Trainer {
                     while c0 < per_member {
                         let len = columns.min(per_member - c0);
                         let chunk = |t: &Tensor| t.narrow(0, k0, rows).narrow(1, c0, len);
-                        let (mut pc, mut gc, mut mc, mut vc) = (chunk(&p), chunk(&g), chunk(&m), chunk(&v));
+                        let (mut pc, mut gc, mut mc, mut vc) =
+                            (chunk(&p), chunk(&g), chunk(&m), chunk(&v));
                         let sc = self.scratch.narrow(0, 0, rows * len).view([rows, len]);
                         let step = neg_step_size.narrow(0, k0, rows);
                         let eps = eps_hat.narrow(0, k0, rows);

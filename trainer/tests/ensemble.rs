@@ -440,12 +440,18 @@ fn sparse_first_layer_equals_dense() {
         }
     }
     for k in 0..data.len() {
-        assert!(max_abs_diff(&dense[k], &init[k]) > 1e-3, "member {k} did not train");
+        assert!(
+            max_abs_diff(&dense[k], &init[k]) > 1e-3,
+            "member {k} did not train"
+        );
     }
     let mut epochs: Vec<usize> = dense_reports.iter().map(|r| r.epochs).collect();
     epochs.sort_unstable();
     epochs.dedup();
-    assert!(epochs.len() > 1, "no member stopped early: {dense_reports:?}");
+    assert!(
+        epochs.len() > 1,
+        "no member stopped early: {dense_reports:?}"
+    );
 }
 
 /// `Ensemble::scores` (sparse first layer for TF-IDF-like rows, dense for dense rows) equals
