@@ -53,7 +53,7 @@ cleanup() {
   [ -n "$WRK_PID" ] && kill "$WRK_PID" 2>/dev/null
   [ -n "$PROXY_PID" ] && kill -INT "$PROXY_PID" 2>/dev/null && wait "$PROXY_PID" 2>/dev/null
   [ -n "$APACHE_CONF" ] && apache2 -f "$APACHE_CONF" -k stop 2>/dev/null
-  [ -n "${KEEP_WORK:-}" ] || [ "$OUT" != "$WORK" ] || rm -rf "$WORK"
+  [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
