@@ -162,9 +162,87 @@ pub struct TeachersConfig {
     /// Train on distinct private requests only (each repeated request once), so that the
     /// teachers learn the distribution the student's distinct queries come from rather than one
     /// dominated by a few requests repeated thousands of times.
+    /// Kept for compatibility: `distinct: true` is `multiplicity: distinct`.
     pub distinct: bool,
+    /// How often each distinct private request appears in its teacher's shard
+    /// ([`TeacherMultiplicity`]): `traffic` (every private record, the default), `distinct`
+    /// (once), `log` (round(1 + ln m) times for a request occurring m times) or `cap:N`
+    /// (min(m, N) times). null = what `distinct` says.
+    pub multiplicity: Option<TeacherMultiplicity>,
     /// Network and optimizer.
     pub training: TrainConfig,
+}
+
+impl TeachersConfig {
+    /// The effective weighting: [`TeachersConfig::multiplicity`] when set, else `distinct` or
+    /// `traffic` from [`TeachersConfig::distinct`].
+    pub fn weighting(&self) -> TeacherMultiplicity {
+        match (self.multiplicity, self.distinct) {
+            (Some(m), _) => m,
+            (None, true) => TeacherMultiplicity::Distinct,
+            (None, false) => TeacherMultiplicity::Traffic,
+        }
+    }
+}
+
+/// How the teachers weight a request that occurs m times in the private split
+/// ([`TeachersConfig::multiplicity`]). Why: in a traffic-weighted shard the benign mass is a few
+/// static pages repeated thousands of times and the malicious mass distinct parameterized
+/// requests, so small teachers learn "has parameters ⇒ malicious"; one copy per request loses
+/// "static pages are benign". The sub-linear weightings sit in between. All copies of one request
+/// go to the same teacher (see [`crate::pipeline::teacher_shards`]), so one request still
+/// influences one teacher only (Papernot et al. 2017, §2.1: disjoint partitions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum TeacherMultiplicity {
+    /// Every private record (a request occurring m times counts m times).
+    Traffic,
+    /// Each distinct request once.
+    Distinct,
+    /// round(1 + ln m) copies.
+    Log,
+    /// min(m, N) copies (N ≥ 1).
+    Cap(usize),
+}
+
+impl TeacherMultiplicity {
+    /// How many copies of a request occurring `m` (≥ 1) times the teachers train on.
+    pub fn copies(self, m: usize) -> usize {
+        let m = m.max(1);
+        match self {
+            TeacherMultiplicity::Traffic => m,
+            TeacherMultiplicity::Distinct => 1,
+            TeacherMultiplicity::Log => (1.0 + (m as f64).ln()).round() as usize,
+            TeacherMultiplicity::Cap(n) => m.min(n),
+        }
+    }
+}
+
+impl TryFrom<String> for TeacherMultiplicity {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        let expected = "expected traffic, distinct, log or cap:N (N ≥ 1)";
+        match s.trim() {
+            "traffic" => Ok(TeacherMultiplicity::Traffic),
+            "distinct" => Ok(TeacherMultiplicity::Distinct),
+            "log" => Ok(TeacherMultiplicity::Log),
+            other => match other.strip_prefix("cap:").map(|n| n.trim().parse::<usize>()) {
+                Some(Ok(n)) if n >= 1 => Ok(TeacherMultiplicity::Cap(n)),
+                _ => Err(format!("teachers.multiplicity: {expected}, got {other:?}")),
+            },
+        }
+    }
+}
+
+impl From<TeacherMultiplicity> for String {
+    fn from(m: TeacherMultiplicity) -> String {
+        match m {
+            TeacherMultiplicity::Traffic => "traffic".into(),
+            TeacherMultiplicity::Distinct => "distinct".into(),
+            TeacherMultiplicity::Log => "log".into(),
+            TeacherMultiplicity::Cap(n) => format!("cap:{n}"),
+        }
+    }
 }
 
 impl Default for TeachersConfig {
@@ -175,6 +253,7 @@ impl Default for TeachersConfig {
             holdout_fraction: 0.2,
             holdout_max: 800,
             distinct: false,
+            multiplicity: None,
             training: TrainConfig::default(),
         }
     }
@@ -412,6 +491,17 @@ impl RunConfig {
         if self.teachers.holdout_max < 1 {
             return bad("teachers.holdout_max", "must be at least 1".into());
         }
+        if self.teachers.distinct
+            && self.teachers.multiplicity.is_some_and(|m| m != TeacherMultiplicity::Distinct)
+        {
+            return bad(
+                "teachers.distinct",
+                format!(
+                    "true conflicts with teachers.multiplicity: {}; set only one",
+                    String::from(self.teachers.multiplicity.unwrap_or(TeacherMultiplicity::Traffic))
+                ),
+            );
+        }
         self.teachers.training.validate("teachers.training")?;
         if self.student.queries < 1 {
             return bad("student.queries", "must be at least 1".into());
@@ -508,5 +598,35 @@ mod tests {
         assert_eq!(ok.student.self_training.rounds, 0);
         assert_eq!(ok.teachers.count, 250);
         assert_eq!(ok.privacy.mechanism, Mechanism::Lnmax);
+    }
+
+    #[test]
+    fn teacher_multiplicity_parses_and_keeps_distinct_working() {
+        let base = "datasets: [{path: a.txt, format: csic}]\n";
+        let weighting = |teachers: &str| {
+            RunConfig::parse(&format!("{base}teachers: {teachers}\n")).map(|c| c.teachers.weighting())
+        };
+        assert_eq!(weighting("{}").unwrap(), TeacherMultiplicity::Traffic);
+        assert_eq!(weighting("{distinct: true}").unwrap(), TeacherMultiplicity::Distinct);
+        assert_eq!(weighting("{multiplicity: log}").unwrap(), TeacherMultiplicity::Log);
+        assert_eq!(weighting("{multiplicity: 'cap:5'}").unwrap(), TeacherMultiplicity::Cap(5));
+        assert_eq!(weighting("{distinct: true, multiplicity: distinct}").unwrap(), TeacherMultiplicity::Distinct);
+        let e = weighting("{distinct: true, multiplicity: log}").unwrap_err();
+        assert!(e.contains("teachers.distinct") && e.contains("log"), "{e}");
+        for bad in ["'cap:0'", "'cap:x'", "sqrt"] {
+            let e = weighting(&format!("{{multiplicity: {bad}}}")).unwrap_err();
+            assert!(e.contains("teachers.multiplicity") && e.contains("cap:N"), "{bad}: {e}");
+        }
+        // round(1 + ln m): 1 → 1, 2 → 2, 1000 → 8; cap: min(m, N).
+        let copies: Vec<usize> = [1, 2, 1000].iter().map(|&m| TeacherMultiplicity::Log.copies(m)).collect();
+        assert_eq!(copies, [1, 2, 8]);
+        assert_eq!(TeacherMultiplicity::Cap(5).copies(3), 3);
+        assert_eq!(TeacherMultiplicity::Cap(5).copies(3000), 5);
+        assert_eq!(TeacherMultiplicity::Traffic.copies(7), 7);
+        assert_eq!(TeacherMultiplicity::Distinct.copies(7), 1);
+        // Round trip through the config dump.
+        let c = RunConfig::parse(&format!("{base}teachers: {{multiplicity: 'cap:3'}}\n")).unwrap();
+        let dumped = serde_yaml::to_string(&c).unwrap();
+        assert!(dumped.contains("cap:3"), "{dumped}");
     }
 }

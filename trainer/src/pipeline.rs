@@ -260,6 +260,57 @@ pub fn hash_partition(
     shards
 }
 
+/// The private rows the teachers train on under `weighting` (see
+/// [`crate::config::TeacherMultiplicity`]): `traffic` returns `private` unchanged; the others
+/// return each distinct request (its first occurrence) `weighting.copies(m)` times in a row,
+/// where m is its multiplicity among `private`, in the order of [`distinct`].
+pub fn teacher_rows(
+    records: &[datasets::Record],
+    private: &[usize],
+    weighting: crate::config::TeacherMultiplicity,
+) -> Vec<usize> {
+    if weighting == crate::config::TeacherMultiplicity::Traffic {
+        return private.to_vec();
+    }
+    distinct(records, private)
+        .into_iter()
+        .zip(multiplicities(records, private))
+        .flat_map(|(row, m)| std::iter::repeat_n(row, weighting.copies(m)))
+        .collect()
+}
+
+/// The teachers' shards of `rows` (from [`teacher_rows`]), as positions into `rows`. `traffic`
+/// keeps [`hash_partition`] (each private record on its own, as before). The other weightings
+/// deal whole distinct requests: every copy of a request goes to the same teacher, so a request
+/// (and the records behind its multiplicity) influences one teacher only; on distinct rows this
+/// is exactly [`hash_partition`].
+pub fn teacher_shards(
+    records: &[datasets::Record],
+    rows: &[usize],
+    count: usize,
+    weighting: crate::config::TeacherMultiplicity,
+) -> Vec<Vec<usize>> {
+    if weighting == crate::config::TeacherMultiplicity::Traffic {
+        return hash_partition(records, rows, count);
+    }
+    let mut order: Vec<([u8; 32], usize)> = rows
+        .iter()
+        .enumerate()
+        .map(|(j, &i)| (request_hash(&records[i]), j))
+        .collect();
+    order.sort_unstable();
+    let mut shards = vec![Vec::with_capacity(rows.len() / count.max(1) + 1); count];
+    let mut rank = 0usize;
+    for (k, (hash, j)) in order.iter().enumerate() {
+        if k > 0 && order[k - 1].0 != *hash {
+            rank += 1;
+        }
+        shards[rank % count].push(*j);
+    }
+    shards.iter_mut().for_each(|s| s.sort_unstable());
+    shards
+}
+
 /// Splits one teacher's shard into training and held-out samples: the held-out share is
 /// `fraction` of the shard, at most `max`, at least 1 (and at least one training sample is left).
 pub fn teacher_member_data(
@@ -759,4 +810,56 @@ pub fn train_student_full(
     let m = Metrics::compute(&scores, &validation.y, model.info.threshold);
     extras.validation_operating_point = m.fpr.zip(m.tpr);
     Ok((model, extras))
+}
+
+#[cfg(test)]
+mod teacher_weighting_tests {
+    use super::*;
+    use crate::config::TeacherMultiplicity;
+
+    fn record(target: &str) -> datasets::Record {
+        datasets::Record {
+            method: "GET".into(),
+            target: target.as_bytes().to_vec(),
+            body: None,
+            label: Some(datasets::Label::Benign),
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn weighted_rows_repeat_distinct_requests_and_keep_copies_on_one_teacher() {
+        // "/a" 1000 times, "/b" twice, 40 distinct others once.
+        let mut records: Vec<datasets::Record> = (0..1000).map(|_| record("/a")).collect();
+        records.extend([record("/b"), record("/b")]);
+        records.extend((0..40).map(|i| record(&format!("/p?id={i}"))));
+        let private: Vec<usize> = (0..records.len()).collect();
+        let count_of = |rows: &[usize], t: &str| rows.iter().filter(|&&i| records[i].target == t.as_bytes()).count();
+
+        let traffic = teacher_rows(&records, &private, TeacherMultiplicity::Traffic);
+        assert_eq!(traffic, private);
+        let log = teacher_rows(&records, &private, TeacherMultiplicity::Log);
+        assert_eq!((count_of(&log, "/a"), count_of(&log, "/b"), log.len()), (8, 2, 8 + 2 + 40));
+        let cap = teacher_rows(&records, &private, TeacherMultiplicity::Cap(5));
+        assert_eq!((count_of(&cap, "/a"), count_of(&cap, "/b"), cap.len()), (5, 2, 5 + 2 + 40));
+        let distinct_rows = teacher_rows(&records, &private, TeacherMultiplicity::Distinct);
+        assert_eq!(distinct_rows, distinct(&records, &private));
+
+        for (weighting, rows) in [(TeacherMultiplicity::Log, &log), (TeacherMultiplicity::Cap(5), &cap)] {
+            let shards = teacher_shards(&records, rows, 7, weighting);
+            assert_eq!(shards.iter().map(Vec::len).sum::<usize>(), rows.len());
+            for target in ["/a", "/b"] {
+                let holding = shards
+                    .iter()
+                    .filter(|s| s.iter().any(|&j| records[rows[j]].target == target.as_bytes()))
+                    .count();
+                assert_eq!(holding, 1, "{weighting:?}: all copies of {target} on one teacher");
+            }
+        }
+        // On distinct rows the grouped partition is the old hash partition.
+        assert_eq!(
+            teacher_shards(&records, &distinct_rows, 7, TeacherMultiplicity::Distinct),
+            hash_partition(&records, &distinct_rows, 7)
+        );
+    }
 }

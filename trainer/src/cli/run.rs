@@ -271,11 +271,8 @@ pub fn run_pipeline(
             written.push(run.labels(set));
             Ok((x, y))
         };
-    let private_rows = if config.teachers.distinct {
-        pipeline::distinct(&records, &splits.private)
-    } else {
-        splits.private.clone()
-    };
+    let private_rows =
+        pipeline::teacher_rows(&records, &splits.private, config.teachers.weighting());
     let (private_x, private_y) = feature_set(sets::PRIVATE, &private_rows)?;
     let (query_x, query_y) = feature_set(sets::QUERIES, &query_rows)?;
     let (validation_x, validation_y) = feature_set(sets::STUDENT_VALIDATION, &validation_rows)?;
@@ -297,7 +294,8 @@ pub fn run_pipeline(
 
     // ---- teachers
     stage(&format!("teach {teachers} teachers"), started);
-    let shards = pipeline::hash_partition(&records, &private_rows, teachers);
+    let shards =
+        pipeline::teacher_shards(&records, &private_rows, teachers, config.teachers.weighting());
     if let Some(k) = shards.iter().position(|s| s.len() < 2) {
         return Err(Error::Config(format!(
             "teachers.count: shard {k} of {teachers} has {} private requests (at least 2 needed); use fewer teachers",
@@ -511,6 +509,8 @@ pub fn run_pipeline(
     };
     let mut report = serde_json::json!({
         "teachers": teachers,
+        "teacher_multiplicity": String::from(config.teachers.weighting()),
+        "teacher_private_rows": private_rows.len(),
         "queries": query_rows.len(),
         "answered": answered.len(),
         "mechanism": aggregator.name(),

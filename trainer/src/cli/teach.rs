@@ -176,12 +176,10 @@ pub fn run(args: Args) -> Result<()> {
             f.save(&featurizer_path)?;
             f
         };
-        let private_rows = if config.teachers.distinct {
-            pipeline::distinct(&records, &splits.private)
-        } else {
-            splits.private.clone()
-        };
-        let partition = pipeline::hash_partition(&records, &private_rows, count);
+        let private_rows =
+            pipeline::teacher_rows(&records, &splits.private, config.teachers.weighting());
+        let partition =
+            pipeline::teacher_shards(&records, &private_rows, count, config.teachers.weighting());
         let shards = partition
             .iter()
             .enumerate()
