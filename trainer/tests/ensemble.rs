@@ -478,3 +478,81 @@ fn ensemble_scores_match_score_row() {
         }
     }
 }
+
+/// Adam over parameters larger than one update chunk (a member's first layer split into column
+/// chunks: 300 × 120 = 36,000 elements; or one member per chunk: 300 × 60) still equals
+/// libtorch's `nn::Adam`, for every member.
+#[test]
+fn chunked_adam_matches_libtorch_adam_on_large_layers() {
+    const WIDE: usize = 300;
+    for hidden in [120usize, 60] {
+        let dims = [WIDE, hidden, 1];
+        let n = 3;
+        let init = ensemble::init_members(&dims, &mut streams(n));
+        let mut trainer = Trainer::new(Ensemble::from_members(&init, Device::Cpu).unwrap(), 0.01);
+        let pos_weight = Tensor::ones([n as i64, 1], (Kind::Float, Device::Cpu));
+        let mut references = Vec::new();
+        for member in &init {
+            let vs = tch::nn::VarStore::new(Device::Cpu);
+            let root = vs.root();
+            let params: Vec<(Tensor, Tensor)> = member
+                .layers
+                .iter()
+                .enumerate()
+                .map(|(l, layer)| {
+                    let w = Tensor::from_slice(&layer.weight)
+                        .view([layer.out_dim as i64, layer.in_dim as i64]);
+                    (
+                        root.var_copy(&format!("w{l}"), &w),
+                        root.var_copy(&format!("b{l}"), &Tensor::from_slice(&layer.bias)),
+                    )
+                })
+                .collect();
+            let opt = tch::nn::Adam::default().build(&vs, 0.01).unwrap();
+            references.push((vs, params, opt));
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(17);
+        for _ in 0..6 {
+            let x: Vec<f32> = (0..n * 5 * WIDE)
+                .map(|_| rng.random_range(0.0f32..1.0))
+                .collect();
+            let y: Vec<f32> = (0..n * 5).map(|_| rng.random_range(0..2) as f32).collect();
+            let x = Tensor::from_slice(&x).view([n as i64, 5, WIDE as i64]);
+            let y = Tensor::from_slice(&y).view([n as i64, 5]);
+            let w = Tensor::ones([n as i64, 5], (Kind::Float, Device::Cpu));
+            trainer
+                .step(&x, &y, &w, &pos_weight, &vec![true; n])
+                .unwrap();
+            for (k, (_, params, opt)) in references.iter_mut().enumerate() {
+                let h = x.get(k as i64).matmul(&params[0].0.tr()) + &params[0].1;
+                let logits = (h.relu().matmul(&params[1].0.tr()) + &params[1].1).squeeze_dim(-1);
+                let loss = logits.binary_cross_entropy_with_logits::<Tensor>(
+                    &y.get(k as i64),
+                    None,
+                    None,
+                    tch::Reduction::Mean,
+                );
+                opt.backward_step(&loss);
+            }
+        }
+        let ours = trainer.ensemble().members().unwrap();
+        for (k, (_, params, _)) in references.iter().enumerate() {
+            for (l, layer) in ours[k].layers.iter().enumerate() {
+                let w_ref =
+                    Vec::<f32>::try_from(params[l].0.detach().contiguous().view([-1])).unwrap();
+                let b_ref = Vec::<f32>::try_from(params[l].1.detach()).unwrap();
+                for (a, b) in layer
+                    .weight
+                    .iter()
+                    .zip(&w_ref)
+                    .chain(layer.bias.iter().zip(&b_ref))
+                {
+                    assert!(
+                        (a - b).abs() < 1e-5,
+                        "hidden {hidden}, member {k}, layer {l}: {a} vs libtorch Adam {b}"
+                    );
+                }
+            }
+        }
+    }
+}
