@@ -193,6 +193,11 @@ pub struct Config {
     /// Replace every query/body parameter value by `REDACTED` in the audit log.
     #[serde(default)]
     pub audit_redact_values: bool,
+    /// Record the scored form body (truncated like the target, redacted with
+    /// `audit_redact_values`) in the audit log. Off by default: no raw request body is written
+    /// to any log unless the operator asks for it.
+    #[serde(default)]
+    pub audit_body: bool,
     /// How many of the highest-weighted tokens the audit log records.
     #[serde(default = "default_audit_top_tokens")]
     pub audit_top_tokens: usize,

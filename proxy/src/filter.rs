@@ -282,7 +282,9 @@ impl WafProxy {
             parts.target.to_vec()
         };
         let (target, target_truncated) = truncate_text(&raw_target, config.audit_target_max_bytes);
-        let body = parts.body.map(|b| {
+        // A form body carries what users typed (passwords, addresses): it is recorded only when
+        // the operator opts in with `audit_body`.
+        let body = parts.body.filter(|_| config.audit_body).map(|b| {
             let raw = if redact { redact_pairs(b) } else { b.to_vec() };
             truncate_text(&raw, config.audit_target_max_bytes).0
         });

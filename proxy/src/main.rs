@@ -49,7 +49,12 @@ Configuration keys (YAML):
   routes:                         first match wins
     - {path: \"/health\", exclude: true}
     - {prefix: \"/admin/\", mode: block}
+  uri_limit_bytes: 8192           uri_over_limit: reject|truncate  (414, or score the prefix and forward)
+  header_count_limit: 100         header_limit_bytes: 32768     (431 above either)
+  client_header_timeout_ms: 10000 client_body_timeout_ms: 10000 (slow heads dropped, slow bodies 408)
+  trusted_forwarders: []          peers whose X-Forwarded-Proto is kept (others: http)
   audit_target_max_bytes: 2048    audit_redact_values: false    audit_top_tokens: 5
+  audit_body: false               true: record the scored form body in the audit log
   log_level: info                 threads: 2                    grace_period_seconds: 5
   upstream_connect_timeout_ms: 2000   onnxruntime_library: null (= $ORT_DYLIB_PATH)
   upgrade_sock: null (= /tmp/pate-proxy-<port>.upgrade.sock)

@@ -236,10 +236,28 @@ fn block_mode_answers_403_before_apache_and_passes_normal_traffic() {
         assert!(record["client"].as_str().unwrap().starts_with("127.0.0.1:"));
     }
     assert!(audit[0]["target"].as_str().unwrap().contains("DROP+TABLE"));
-    assert!(audit[1]["body"].as_str().unwrap().contains("%3Cscript%3E"));
+    // No raw body in the audit log unless `audit_body: true` (the next test).
+    assert!(audit[1].get("body").is_none_or(|b| b.is_null()), "{:?}", audit[1]);
     let metrics = s.proxy.metrics();
     assert!(metrics.contains("patewaf_model_info{delta=\"0.00001\",epsilon=\"8\",mechanism=\"gnmax\",version=\"v1\"} 1"), "{metrics}");
     assert_eq!(e2e::metric_value(&metrics, "patewaf_ready"), 1.0);
+}
+
+#[test]
+fn audit_body_records_the_scored_body_only_when_asked() {
+    let s = stack("block", "audit_body: true\n");
+    let blocked_post = http(
+        s.proxy.listen,
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &[FORM],
+        Some(ATTACK_BODY),
+    )
+    .unwrap();
+    assert_eq!(blocked_post.status, 403, "{}", blocked_post.text());
+    let audit = json_lines(&s.audit);
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert!(audit[0]["body"].as_str().unwrap().contains("%3Cscript%3E"), "{:?}", audit[0]);
 }
 
 #[test]
