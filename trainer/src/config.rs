@@ -169,6 +169,12 @@ pub struct TeachersConfig {
     /// (once), `log` (round(1 + ln m) times for a request occurring m times) or `cap:N`
     /// (min(m, N) times). null = what `distinct` says.
     pub multiplicity: Option<TeacherMultiplicity>,
+    /// Deal all records of one distinct request to the same teacher (a request-level partition)
+    /// instead of record by record (false, the default and `traffic`'s behaviour: a request with
+    /// m ≥ `count` records reaches every teacher). With true, 49 of 50 teachers never see a given
+    /// static page, which on CSIC made the ensemble flag unseen static pages (EVALUATION.md,
+    /// section improved, rows t50xm*).
+    pub copies_on_one_teacher: bool,
     /// Network and optimizer.
     pub training: TrainConfig,
 }
@@ -189,9 +195,10 @@ impl TeachersConfig {
 /// ([`TeachersConfig::multiplicity`]). Why: in a traffic-weighted shard the benign mass is a few
 /// static pages repeated thousands of times and the malicious mass distinct parameterized
 /// requests, so small teachers learn "has parameters ⇒ malicious"; one copy per request loses
-/// "static pages are benign". The sub-linear weightings sit in between. All copies of one request
-/// go to the same teacher (see [`crate::pipeline::teacher_shards`]), so one request still
-/// influences one teacher only (Papernot et al. 2017, §2.1: disjoint partitions).
+/// "static pages are benign". The sub-linear weightings sit in between. The kept copies are
+/// different private records (the first ones of the request), so each record is still in at most
+/// one teacher's shard (Papernot et al. 2017, §2.1: disjoint partitions); how they are dealt is
+/// [`TeachersConfig::copies_on_one_teacher`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum TeacherMultiplicity {
@@ -254,6 +261,7 @@ impl Default for TeachersConfig {
             holdout_max: 800,
             distinct: false,
             multiplicity: None,
+            copies_on_one_teacher: false,
             training: TrainConfig::default(),
         }
     }

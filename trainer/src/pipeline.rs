@@ -262,8 +262,9 @@ pub fn hash_partition(
 
 /// The private rows the teachers train on under `weighting` (see
 /// [`crate::config::TeacherMultiplicity`]): `traffic` returns `private` unchanged; the others
-/// return each distinct request (its first occurrence) `weighting.copies(m)` times in a row,
-/// where m is its multiplicity among `private`, in the order of [`distinct`].
+/// keep, for each distinct request occurring m times among `private`, its first
+/// `weighting.copies(m)` records (so every row is still a different private record), grouped by
+/// request in the order of [`distinct`].
 pub fn teacher_rows(
     records: &[datasets::Record],
     private: &[usize],
@@ -272,25 +273,41 @@ pub fn teacher_rows(
     if weighting == crate::config::TeacherMultiplicity::Traffic {
         return private.to_vec();
     }
-    distinct(records, private)
-        .into_iter()
-        .zip(multiplicities(records, private))
-        .flat_map(|(row, m)| std::iter::repeat_n(row, weighting.copies(m)))
-        .collect()
+    let multiplicity: std::collections::HashMap<[u8; 32], usize> = {
+        let mut m = std::collections::HashMap::new();
+        for &i in private {
+            *m.entry(request_hash(&records[i])).or_insert(0usize) += 1;
+        }
+        m
+    };
+    let mut order: Vec<[u8; 32]> = Vec::new();
+    let mut kept: std::collections::HashMap<[u8; 32], Vec<usize>> = std::collections::HashMap::new();
+    for &i in private {
+        let h = request_hash(&records[i]);
+        let rows = kept.entry(h).or_insert_with(|| {
+            order.push(h);
+            Vec::new()
+        });
+        if rows.len() < weighting.copies(multiplicity[&h]) {
+            rows.push(i);
+        }
+    }
+    order.iter().flat_map(|h| kept[h].iter().copied()).collect()
 }
 
-/// The teachers' shards of `rows` (from [`teacher_rows`]), as positions into `rows`. `traffic`
-/// keeps [`hash_partition`] (each private record on its own, as before). The other weightings
-/// deal whole distinct requests: every copy of a request goes to the same teacher, so a request
-/// (and the records behind its multiplicity) influences one teacher only; on distinct rows this
-/// is exactly [`hash_partition`].
+/// The teachers' shards of `rows` (from [`teacher_rows`]), as positions into `rows`.
+/// `copies_on_one_teacher: false` is [`hash_partition`] (each private record on its own, as in
+/// `traffic` mode: the records of a request repeated m times go to m consecutive teachers, so a
+/// static page with m ≥ teachers copies is seen by every teacher). `true` deals whole distinct
+/// requests: every record of a request goes to the same teacher (a request-level partition; on
+/// distinct rows it is exactly [`hash_partition`]).
 pub fn teacher_shards(
     records: &[datasets::Record],
     rows: &[usize],
     count: usize,
-    weighting: crate::config::TeacherMultiplicity,
+    copies_on_one_teacher: bool,
 ) -> Vec<Vec<usize>> {
-    if weighting == crate::config::TeacherMultiplicity::Traffic {
+    if !copies_on_one_teacher {
         return hash_partition(records, rows, count);
     }
     let mut order: Vec<([u8; 32], usize)> = rows
@@ -828,7 +845,7 @@ mod teacher_weighting_tests {
     }
 
     #[test]
-    fn weighted_rows_repeat_distinct_requests_and_keep_copies_on_one_teacher() {
+    fn weighted_rows_keep_the_first_copies_and_deal_them_per_record_or_per_request() {
         // "/a" 1000 times, "/b" twice, 40 distinct others once.
         let mut records: Vec<datasets::Record> = (0..1000).map(|_| record("/a")).collect();
         records.extend([record("/b"), record("/b")]);
@@ -845,20 +862,26 @@ mod teacher_weighting_tests {
         let distinct_rows = teacher_rows(&records, &private, TeacherMultiplicity::Distinct);
         assert_eq!(distinct_rows, distinct(&records, &private));
 
-        for (weighting, rows) in [(TeacherMultiplicity::Log, &log), (TeacherMultiplicity::Cap(5), &cap)] {
-            let shards = teacher_shards(&records, rows, 7, weighting);
-            assert_eq!(shards.iter().map(Vec::len).sum::<usize>(), rows.len());
-            for target in ["/a", "/b"] {
-                let holding = shards
+        // Every kept row is a different record.
+        for rows in [&log, &cap] {
+            let unique: std::collections::HashSet<usize> = rows.iter().copied().collect();
+            assert_eq!(unique.len(), rows.len());
+        }
+        for (grouped, teachers_holding_a) in [(true, 1), (false, 5)] {
+            let shards = teacher_shards(&records, &cap, 7, grouped);
+            assert_eq!(shards.iter().map(Vec::len).sum::<usize>(), cap.len());
+            let holding = |target: &str| {
+                shards
                     .iter()
-                    .filter(|s| s.iter().any(|&j| records[rows[j]].target == target.as_bytes()))
-                    .count();
-                assert_eq!(holding, 1, "{weighting:?}: all copies of {target} on one teacher");
-            }
+                    .filter(|s| s.iter().any(|&j| records[cap[j]].target == target.as_bytes()))
+                    .count()
+            };
+            // Grouped: all copies on one teacher; per record: 5 copies on 5 teachers.
+            assert_eq!(holding("/a"), teachers_holding_a, "grouped {grouped}");
         }
         // On distinct rows the grouped partition is the old hash partition.
         assert_eq!(
-            teacher_shards(&records, &distinct_rows, 7, TeacherMultiplicity::Distinct),
+            teacher_shards(&records, &distinct_rows, 7, true),
             hash_partition(&records, &distinct_rows, 7)
         );
     }

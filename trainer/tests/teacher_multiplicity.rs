@@ -1,6 +1,6 @@
 //! `teachers.multiplicity` end to end on the in-repo sample (small and fast; no timings): the
-//! `run` pipeline and the `teach` stage train on the same weighted rows, and a request's copies
-//! stay on one teacher.
+//! `run` pipeline and the `teach` stage train on the same weighted rows, and every row is in
+//! exactly one shard.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

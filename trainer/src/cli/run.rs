@@ -295,7 +295,7 @@ pub fn run_pipeline(
     // ---- teachers
     stage(&format!("teach {teachers} teachers"), started);
     let shards =
-        pipeline::teacher_shards(&records, &private_rows, teachers, config.teachers.weighting());
+        pipeline::teacher_shards(&records, &private_rows, teachers, config.teachers.copies_on_one_teacher);
     if let Some(k) = shards.iter().position(|s| s.len() < 2) {
         return Err(Error::Config(format!(
             "teachers.count: shard {k} of {teachers} has {} private requests (at least 2 needed); use fewer teachers",
@@ -511,6 +511,7 @@ pub fn run_pipeline(
         "teachers": teachers,
         "teacher_multiplicity": String::from(config.teachers.weighting()),
         "teacher_private_rows": private_rows.len(),
+        "teacher_copies_on_one_teacher": config.teachers.copies_on_one_teacher,
         "queries": query_rows.len(),
         "answered": answered.len(),
         "mechanism": aggregator.name(),
