@@ -73,15 +73,7 @@ NORMAL='/tienda1/publico/anadir.jsp?id=3&nombre=Vino+Rioja&precio=100&cantidad=5
 ATTACK='/tienda1/publico/anadir.jsp?id=2&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25'
 
 # --- upstreams -----------------------------------------------------------------------------------
-APACHE_CONF=$(scripts/apache-conf.sh "$WORK/apache" "$APACHE_PORT")
-cat >> "$APACHE_CONF" <<CONF
-FallbackResource /index.html
-StartServers 1
-ServerLimit 4
-ThreadsPerChild 16
-MaxRequestWorkers 64
-CONF
-chmod 755 "$WORK/apache" "$WORK/apache/htdocs"; chmod 644 "$WORK/apache/htdocs/index.html"
+APACHE_CONF=$(scripts/apache-conf.sh "$WORK/apache" "$APACHE_PORT" --bench)
 apache_up() { apache2 -f "$APACHE_CONF" -k start; for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$APACHE_PORT/" >/dev/null && return 0; sleep 0.1; done; return 1; }
 apache_down() {
   local pid; pid=$(cat "$WORK/apache/logs/httpd.pid" 2>/dev/null)

@@ -128,15 +128,7 @@ export PATE_BENCH_TARGETS=$WORK/targets.txt
 # --- servers ------------------------------------------------------------------------------------
 # Same Apache settings for direct and CRS: every path answers index.html (CRS's config uses
 # FallbackResource), same MPM limits, same access log.
-DIRECT_CONF=$(scripts/apache-conf.sh "$WORK/apache" "$DIRECT_PORT")
-cat >> "$DIRECT_CONF" <<CONF
-FallbackResource /index.html
-StartServers 1
-ServerLimit 4
-ThreadsPerChild 16
-MaxRequestWorkers 64
-CONF
-chmod 755 "$WORK/apache" "$WORK/apache/htdocs"; chmod 644 "$WORK/apache/htdocs/index.html"
+DIRECT_CONF=$(scripts/apache-conf.sh "$WORK/apache" "$DIRECT_PORT" --bench)
 CRS_CONF=$(bench/crs/crs-conf.sh "$WORK/crs" "$CRS_PORT" 1)
 taskset -c "$SERVER_CPU" apache2 -f "$DIRECT_CONF" -k start
 taskset -c "$SERVER_CPU" apache2 -f "$CRS_CONF" -k start

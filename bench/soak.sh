@@ -58,15 +58,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-APACHE_CONF=$(scripts/apache-conf.sh "$WORK/apache" "$APACHE_PORT")
-cat >> "$APACHE_CONF" <<CONF
-FallbackResource /index.html
-StartServers 1
-ServerLimit 4
-ThreadsPerChild 16
-MaxRequestWorkers 64
-CONF
-chmod 755 "$WORK/apache" "$WORK/apache/htdocs"; chmod 644 "$WORK/apache/htdocs/index.html"
+APACHE_CONF=$(scripts/apache-conf.sh "$WORK/apache" "$APACHE_PORT" --bench)
 apache2 -f "$APACHE_CONF" -k start || exit 2
 
 if [ -n "${BUNDLE:-}" ]; then BUNDLE_DIR=$(cd "$BUNDLE" && pwd); else "$FIXTURE" "$WORK/bundle" soak >/dev/null; BUNDLE_DIR=$WORK/bundle; fi

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Writes a minimal Apache config for loopback use (no systemd, no /etc/apache2) and prints its path.
-#   scripts/apache-conf.sh DIR PORT
+#   scripts/apache-conf.sh DIR PORT [--bench]
 # DIR gets httpd.conf, htdocs/, logs/; start with `apache2 -f DIR/httpd.conf -k start`.
+# --bench: every path answers index.html and fixed MPM limits (the load scripts under bench/ use
+# the same upstream, so their figures compare).
 set -euo pipefail
-dir=$1; port=$2
+dir=$1; port=$2; bench=${3:-}
 mods=/usr/lib/apache2/modules
 mkdir -p "$dir/htdocs" "$dir/logs"
 printf '<html><body>pate-waf demo upstream</body></html>\n' > "$dir/htdocs/index.html"
@@ -28,4 +30,14 @@ CustomLog "$dir/logs/access.log" common
   Require all granted
 </Directory>
 CONF
+if [ "$bench" = --bench ]; then
+  cat >> "$dir/httpd.conf" <<CONF
+FallbackResource /index.html
+StartServers 1
+ServerLimit 4
+ThreadsPerChild 16
+MaxRequestWorkers 64
+CONF
+  chmod 755 "$dir" "$dir/htdocs"; chmod 644 "$dir/htdocs/index.html"
+fi
 echo "$dir/httpd.conf"
