@@ -64,15 +64,19 @@ done
 # Five normal GET requests and five injection attacks (SQL injection, XSS) from the sample's CSIC
 # 2010 test files. The quick model is small and trained with fresh OS randomness, so exactly which
 # ones it blocks varies from run to run (configs/quick.yaml says how often).
-targets() { grep -a '^GET ' "$1" | sed -e 's#^GET http://localhost:8080##' -e 's# HTTP/1\.[01].*$##' | tr -d '\r' | awk '!seen[$0]++'; }
-injections() { grep -iE 'script|select|drop|waitfor|delete'; }
+# The first five distinct GET targets of FILE matching the (awk, case-insensitive) REGEX. awk reads
+# its whole input, so no stage of the pipe dies of SIGPIPE (the script runs with pipefail).
+targets() {
+  grep -a '^GET ' "$1" | sed -e 's#^GET http://localhost:8080##' -e 's# HTTP/1\.[01].*$##' | tr -d '\r' |
+    awk -v re="$2" 'BEGIN { IGNORECASE = 1 } tolower($0) ~ tolower(re) && !seen[$0]++ && n < 5 { print; n++ }'
+}
 for kind in normal attack; do
   if [ "$kind" = normal ]; then
     step "normal requests (data/sample/csic_normalTrafficTest_A_sample.txt)"
-    list=$(targets data/sample/csic_normalTrafficTest_A_sample.txt | head -n 5)
+    list=$(targets data/sample/csic_normalTrafficTest_A_sample.txt '')
   else
     step "attack requests (data/sample/csic_anomalousTrafficTest_A_sample.txt: SQL injection and XSS)"
-    list=$(targets data/sample/csic_anomalousTrafficTest_A_sample.txt | injections | head -n 5)
+    list=$(targets data/sample/csic_anomalousTrafficTest_A_sample.txt 'script|select|drop|waitfor|delete')
   fi
   while IFS= read -r t; do
     code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PROXY_PORT$t")
