@@ -8,35 +8,12 @@ use rand::SeedableRng;
 use trainer::metrics::roc_curve;
 use trainer::pipeline;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::trainer;
 
-fn trainer() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
-}
-
-/// configs/quick.yaml's setup with the given `student:` section, dataset paths made absolute.
+/// configs/quick.yaml's setup with the given `student:` section.
 fn config(dir: &Path, student: &str) -> PathBuf {
-    let sample = repo().join("data/sample");
-    let s = |f: &str| sample.join(f).display().to_string();
-    let text = format!(
-        "seed: 7\ndevice: cpu\nthreads: 1\ndatasets:\n\
-         \x20 - {{path: {}, format: csic, label: benign}}\n\
-         \x20 - {{path: {}, format: csic, label: benign}}\n\
-         \x20 - {{path: {}, format: csic, label: malicious}}\n\
-         split: {{private: 0.55, public: 0.2, student_validation: 0.1, test: 0.15}}\n\
-         featurizer: {{fit_on: public, config: {{top_k: 300, value_shapes: true}}}}\n\
-         teachers: {{count: 10, training: {{hidden: [16], max_epochs: 20, patience: 3}}}}\n\
-         student: {student}\n\
-         privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
-        s("csic_normalTrafficTraining_sample.txt"),
-        s("csic_normalTrafficTest_A_sample.txt"),
-        s("csic_anomalousTrafficTest_A_sample.txt"),
-    );
-    let path = dir.join("config.yaml");
-    std::fs::write(&path, text).unwrap();
-    path
+    common::sample_config(dir, "{count: 10, training: {hidden: [16], max_epochs: 20, patience: 3}}", student)
 }
 
 fn run(cmd: &mut Command) -> std::process::Output {

@@ -2,38 +2,17 @@
 //! `run` pipeline and the `teach` stage train on the same weighted rows, and every row is in
 //! exactly one shard.
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::trainer;
 
-fn trainer() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
-}
-
-/// configs/quick.yaml-like setup with the given `teachers.multiplicity`, dataset paths absolute.
+/// configs/quick.yaml-like setup with the given `teachers.multiplicity`.
 fn config(dir: &Path, multiplicity: &str) -> PathBuf {
-    let sample = repo().join("data/sample");
-    let s = |f: &str| sample.join(f).display().to_string();
-    let text = format!(
-        "seed: 7\ndevice: cpu\nthreads: 1\ndatasets:\n\
-         \x20 - {{path: {}, format: csic, label: benign}}\n\
-         \x20 - {{path: {}, format: csic, label: benign}}\n\
-         \x20 - {{path: {}, format: csic, label: malicious}}\n\
-         split: {{private: 0.55, public: 0.2, student_validation: 0.1, test: 0.15}}\n\
-         featurizer: {{fit_on: public, config: {{top_k: 300, value_shapes: true}}}}\n\
-         teachers: {{count: 5, multiplicity: '{multiplicity}', training: {{hidden: [8], max_epochs: 5, patience: 2}}}}\n\
-         student: {{queries: 100, training: {{hidden: [8], max_epochs: 5, patience: 2}}}}\n\
-         privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
-        s("csic_normalTrafficTraining_sample.txt"),
-        s("csic_normalTrafficTest_A_sample.txt"),
-        s("csic_anomalousTrafficTest_A_sample.txt"),
-    );
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("config.yaml");
-    std::fs::write(&path, text).unwrap();
-    path
+    common::sample_config(
+        dir,
+        &format!("{{count: 5, multiplicity: '{multiplicity}', training: {{hidden: [8], max_epochs: 5, patience: 2}}}}"),
+        "{queries: 100, training: {hidden: [8], max_epochs: 5, patience: 2}}",
+    )
 }
 
 fn json(path: &Path) -> serde_json::Value {

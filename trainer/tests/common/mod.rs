@@ -1,0 +1,40 @@
+//! Helpers shared by the trainer's integration tests that run `pate-trainer` on the in-repo sample.
+#![allow(dead_code)] // each test binary uses its own subset
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `pate-trainer` binary built for these tests.
+pub fn trainer() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+}
+
+/// A configs/quick.yaml-like run on the in-repo sample (dataset paths absolute, seed 7, CPU, one
+/// thread, value-shape features, LNMax γ = 1) with the given `teachers:` and `student:` YAML
+/// mappings, written to `dir/config.yaml`.
+pub fn sample_config(dir: &Path, teachers: &str, student: &str) -> PathBuf {
+    let sample = repo().join("data/sample");
+    let s = |f: &str| sample.join(f).display().to_string();
+    let text = format!(
+        "seed: 7\ndevice: cpu\nthreads: 1\ndatasets:\n\
+         \x20 - {{path: {}, format: csic, label: benign}}\n\
+         \x20 - {{path: {}, format: csic, label: benign}}\n\
+         \x20 - {{path: {}, format: csic, label: malicious}}\n\
+         split: {{private: 0.55, public: 0.2, student_validation: 0.1, test: 0.15}}\n\
+         featurizer: {{fit_on: public, config: {{top_k: 300, value_shapes: true}}}}\n\
+         teachers: {teachers}\n\
+         student: {student}\n\
+         privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
+        s("csic_normalTrafficTraining_sample.txt"),
+        s("csic_normalTrafficTest_A_sample.txt"),
+        s("csic_anomalousTrafficTest_A_sample.txt"),
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("config.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
