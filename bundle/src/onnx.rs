@@ -193,48 +193,75 @@ pub fn encode_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
     let mut nodes = Vec::new();
     let mut initializers = Vec::new();
     let mut current = INPUT_NAME.to_string();
-    let last = mlp.layers.len() - 1;
-    for (i, layer) in mlp.layers.iter().enumerate() {
-        let (w, b) = (format!("layer{i}.weight"), format!("layer{i}.bias"));
-        initializers.push(float_tensor(w.clone(), vec![layer.out_dim as i64, layer.in_dim as i64], &layer.weight));
-        initializers.push(float_tensor(b.clone(), vec![layer.out_dim as i64], &layer.bias));
-        let trans_b = AttributeProto { name: "transB".into(), r#type: ATTRIBUTE_TYPE_INT, i: 1, ..Default::default() };
-        let linear = if i == last { "logit".to_string() } else { format!("layer{i}.linear") };
-        nodes.push(node("Gemm", format!("layer{i}.gemm"), vec![current, w, b], linear.clone(), vec![trans_b]));
-        current = if i == last {
-            nodes.push(node("Sigmoid", "sigmoid".into(), vec![linear], OUTPUT_NAME.into(), vec![]));
-            OUTPUT_NAME.into()
-        } else {
-            let relu = format!("layer{i}.relu");
-            nodes.push(node("Relu", relu.clone(), vec![linear], relu.clone(), vec![]));
-            relu
-        };
+    for i in 0..mlp.layers.len() {
+        current = push_dense_layer(mlp, i, current, &mut nodes, &mut initializers);
     }
-    let model = ModelProto {
+    let batch = || DimensionValue::DimParam(BATCH_DIM.into());
+    Ok(model_bytes(
+        mlp,
+        "PATE student: malicious-request probability from l1-normalized TF-IDF features",
+        GraphProto {
+            node: nodes,
+            name: "pate_student".into(),
+            initializer: initializers,
+            input: vec![float_value_info(INPUT_NAME, [batch(), DimensionValue::DimValue(mlp.input_dim() as i64)])],
+            output: vec![float_value_info(OUTPUT_NAME, [batch(), DimensionValue::DimValue(1)])],
+            ..Default::default()
+        },
+    ))
+}
+
+/// Layer `i` of `mlp` as `Gemm(input, Wᵢ, bᵢ)` (transB) and its activation (`Relu`, or `Sigmoid`
+/// into the output for the last layer); returns the name of the layer's output.
+fn push_dense_layer(
+    mlp: &Mlp,
+    i: usize,
+    input: String,
+    nodes: &mut Vec<NodeProto>,
+    initializers: &mut Vec<TensorProto>,
+) -> String {
+    let layer = &mlp.layers[i];
+    let (w, b) = (format!("layer{i}.weight"), format!("layer{i}.bias"));
+    initializers.push(float_tensor(w.clone(), vec![layer.out_dim as i64, layer.in_dim as i64], &layer.weight));
+    initializers.push(float_tensor(b.clone(), vec![layer.out_dim as i64], &layer.bias));
+    let trans_b = AttributeProto { name: "transB".into(), r#type: ATTRIBUTE_TYPE_INT, i: 1, ..Default::default() };
+    let linear = linear_name(mlp, i);
+    nodes.push(node("Gemm", format!("layer{i}.gemm"), vec![input, w, b], linear.clone(), vec![trans_b]));
+    push_activation(mlp, i, linear, nodes)
+}
+
+/// The name of layer `i`'s affine output (`logit` for the last layer).
+fn linear_name(mlp: &Mlp, i: usize) -> String {
+    if i + 1 == mlp.layers.len() { "logit".to_string() } else { format!("layer{i}.linear") }
+}
+
+/// `Relu` after a hidden layer, `Sigmoid` into the model output after the last; returns the
+/// activation's output name.
+fn push_activation(mlp: &Mlp, i: usize, linear: String, nodes: &mut Vec<NodeProto>) -> String {
+    if i + 1 == mlp.layers.len() {
+        nodes.push(node("Sigmoid", "sigmoid".into(), vec![linear], OUTPUT_NAME.into(), vec![]));
+        OUTPUT_NAME.into()
+    } else {
+        let relu = format!("layer{i}.relu");
+        nodes.push(node("Relu", relu.clone(), vec![linear], relu.clone(), vec![]));
+        relu
+    }
+}
+
+/// The serialized `ModelProto` around `graph` (same header and metadata for every graph we write).
+fn model_bytes(mlp: &Mlp, doc_string: &str, graph: GraphProto) -> Vec<u8> {
+    ModelProto {
         ir_version: IR_VERSION,
         opset_import: vec![OperatorSetIdProto { domain: String::new(), version: OPSET_VERSION }],
         producer_name: "pate-waf".into(),
         producer_version: env!("CARGO_PKG_VERSION").into(),
         domain: "pate-waf".into(),
         model_version: 1,
-        doc_string: "PATE student: malicious-request probability from l1-normalized TF-IDF features".into(),
-        graph: Some(GraphProto {
-            node: nodes,
-            name: "pate_student".into(),
-            initializer: initializers,
-            input: vec![float_value_info(
-                INPUT_NAME,
-                [DimensionValue::DimParam(BATCH_DIM.into()), DimensionValue::DimValue(mlp.input_dim() as i64)],
-            )],
-            output: vec![float_value_info(
-                OUTPUT_NAME,
-                [DimensionValue::DimParam(BATCH_DIM.into()), DimensionValue::DimValue(1)],
-            )],
-            ..Default::default()
-        }),
+        doc_string: doc_string.into(),
+        graph: Some(graph),
         metadata_props: vec![StringStringEntryProto { key: "layers".into(), value: layer_summary(mlp) }],
-    };
-    Ok(model.encode_to_vec())
+    }
+    .encode_to_vec()
 }
 
 /// Encodes the network as an ONNX model with a **sparse input**, for scoring one request at a
@@ -276,44 +303,22 @@ pub fn encode_sparse_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
         "layer0.rows".into(),
         vec![axis],
     ));
-    let last = mlp.layers.len() - 1;
-    let mut current = String::new();
-    for (i, layer) in mlp.layers.iter().enumerate() {
-        let linear = if i == last { "logit".to_string() } else { format!("layer{i}.linear") };
-        if i == 0 {
-            nodes.push(node(
-                "Gemm",
-                "layer0.gemm".into(),
-                vec![SPARSE_VALUES_NAME.into(), "layer0.rows".into(), "layer0.bias".into()],
-                linear.clone(),
-                vec![],
-            ));
-        } else {
-            let (w, b) = (format!("layer{i}.weight"), format!("layer{i}.bias"));
-            initializers.push(float_tensor(w.clone(), vec![layer.out_dim as i64, layer.in_dim as i64], &layer.weight));
-            initializers.push(float_tensor(b.clone(), vec![layer.out_dim as i64], &layer.bias));
-            let trans_b = AttributeProto { name: "transB".into(), r#type: ATTRIBUTE_TYPE_INT, i: 1, ..Default::default() };
-            nodes.push(node("Gemm", format!("layer{i}.gemm"), vec![current.clone(), w, b], linear.clone(), vec![trans_b]));
-        }
-        current = if i == last {
-            nodes.push(node("Sigmoid", "sigmoid".into(), vec![linear], OUTPUT_NAME.into(), vec![]));
-            OUTPUT_NAME.into()
-        } else {
-            let relu = format!("layer{i}.relu");
-            nodes.push(node("Relu", relu.clone(), vec![linear], relu.clone(), vec![]));
-            relu
-        };
+    nodes.push(node(
+        "Gemm",
+        "layer0.gemm".into(),
+        vec![SPARSE_VALUES_NAME.into(), "layer0.rows".into(), "layer0.bias".into()],
+        linear_name(mlp, 0),
+        vec![],
+    ));
+    let mut current = push_activation(mlp, 0, linear_name(mlp, 0), &mut nodes);
+    for i in 1..mlp.layers.len() {
+        current = push_dense_layer(mlp, i, current, &mut nodes, &mut initializers);
     }
     let nnz = || DimensionValue::DimParam(NNZ_DIM.into());
-    let model = ModelProto {
-        ir_version: IR_VERSION,
-        opset_import: vec![OperatorSetIdProto { domain: String::new(), version: OPSET_VERSION }],
-        producer_name: "pate-waf".into(),
-        producer_version: env!("CARGO_PKG_VERSION").into(),
-        domain: "pate-waf".into(),
-        model_version: 1,
-        doc_string: "PATE student, sparse input: malicious-request probability of one request".into(),
-        graph: Some(GraphProto {
+    Ok(model_bytes(
+        mlp,
+        "PATE student, sparse input: malicious-request probability of one request",
+        GraphProto {
             node: nodes,
             name: "pate_student_sparse".into(),
             initializer: initializers,
@@ -323,10 +328,8 @@ pub fn encode_sparse_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
             ],
             output: vec![float_value_info(OUTPUT_NAME, [DimensionValue::DimValue(1), DimensionValue::DimValue(1)])],
             ..Default::default()
-        }),
-        metadata_props: vec![StringStringEntryProto { key: "layers".into(), value: layer_summary(mlp) }],
-    };
-    Ok(model.encode_to_vec())
+        },
+    ))
 }
 
 fn layer_summary(mlp: &Mlp) -> String {
