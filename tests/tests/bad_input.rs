@@ -6,53 +6,21 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use e2e::{
-    http, json_lines, parse_responses, proxy_config, raw_exchange, raw_request, Apache, Proxy,
-    ProxyPorts,
-};
+use e2e::{http, json_lines, parse_responses, raw_exchange, raw_request};
 use featurizer::RequestParts;
-use proxy::fixture::{fixture_featurizer, write_fixture_bundle};
-use tempfile::TempDir;
+use proxy::fixture::fixture_featurizer;
+
+mod common;
+use common::{verdict, Stack};
 
 const NORMAL: &str = "/tienda1/publico/anadir.jsp?id=3&nombre=Vino+Rioja&precio=100&cantidad=55&B1=A%F1adir+al+carrito";
 const ATTACK: &str = "/tienda1/publico/anadir.jsp?id=2&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25";
 
-/// Fields drop in order: the proxy, then Apache, then their directory.
-struct Stack {
-    proxy: Proxy,
-    apache: Apache,
-    audit: PathBuf,
-    _tmp: TempDir,
-}
-
+/// The stack in block mode with `extra` config keys.
 fn stack(extra: &str) -> Stack {
-    let tmp = tempfile::tempdir().unwrap();
-    let apache = Apache::start(&tmp.path().join("apache"));
-    let bundle = tmp.path().join("bundle");
-    write_fixture_bundle(&bundle, None, 0.5, "v1").unwrap();
-    let audit = tmp.path().join("audit.jsonl");
-    let config = proxy_config(
-        &ProxyPorts::free(),
-        apache.port,
-        &bundle,
-        "block",
-        &audit,
-        extra,
-    );
-    let proxy = Proxy::start(tmp.path(), &config);
-    Stack {
-        proxy,
-        apache,
-        audit,
-        _tmp: tmp,
-    }
-}
-
-fn verdict(v: &str) -> String {
-    format!("patewaf_requests_total{{verdict=\"{v}\"}}")
+    common::stack("block", extra)
 }
 
 impl Stack {

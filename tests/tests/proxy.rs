@@ -2,13 +2,15 @@
 //! bundle written by code (`proxy::fixture`: a featurizer fitted on CSIC-2010-style requests and a
 //! one-layer model with positive weights on SQL-injection/XSS tokens), and raw HTTP/1.1 requests.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use e2e::{eventually, http, json_lines, proxy_binary, proxy_config, Apache, Proxy, ProxyPorts};
 use proxy::fixture::write_fixture_bundle;
-use tempfile::TempDir;
+
+mod common;
+use common::{stack, verdict, Stack};
 
 /// From CSIC 2010 normal traffic.
 const NORMAL: &str =
@@ -21,43 +23,6 @@ const NORMAL_BODY: &[u8] =
 const ATTACK_BODY: &[u8] =
     b"id=3&nombre=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E&precio=39&cantidad=1";
 
-/// Fields drop in declaration order: the proxy, then Apache, then the directory they use.
-struct Stack {
-    proxy: Proxy,
-    apache: Apache,
-    bundle: PathBuf,
-    audit: PathBuf,
-    tmp: TempDir,
-}
-
-/// Apache, a fixture bundle (version `v1`) and the proxy in `mode` with `extra` config keys.
-fn stack(mode: &str, extra: &str) -> Stack {
-    let tmp = tempfile::tempdir().unwrap();
-    let apache = Apache::start(&tmp.path().join("apache"));
-    let bundle = tmp.path().join("bundle");
-    write_fixture_bundle(&bundle, None, 0.5, "v1").unwrap();
-    let audit = tmp.path().join("audit.jsonl");
-    let config = proxy_config(
-        &ProxyPorts::free(),
-        apache.port,
-        &bundle,
-        mode,
-        &audit,
-        extra,
-    );
-    let proxy = Proxy::start(tmp.path(), &config);
-    Stack {
-        proxy,
-        apache,
-        bundle,
-        audit,
-        tmp,
-    }
-}
-
-fn verdict(v: &str) -> String {
-    format!("patewaf_requests_total{{verdict=\"{v}\"}}")
-}
 
 /// Counter values for every verdict, plus the score histogram's count and upstream errors.
 fn counters(proxy: &Proxy) -> Vec<(String, f64)> {
