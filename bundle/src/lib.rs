@@ -14,8 +14,8 @@ pub mod runtime;
 pub mod sparse;
 
 pub use manifest::{
-    is_block, rfc3339_utc, sha256_hex, write_bundle, Bundle, BundleContents, Manifest, ModelSummary, PrivacySummary,
-    FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE, MODEL_FILE,
+    is_block, rfc3339_utc, sha256_hex, write_bundle, Bundle, BundleContents, Manifest,
+    ModelSummary, PrivacySummary, FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE, MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
 pub use runtime::{init_onnxruntime, Scorer};

@@ -78,7 +78,11 @@ pub fn is_block(score: f32, threshold: f32) -> bool {
 impl Manifest {
     /// `"block"` or `"allow"` for a score under this bundle's threshold.
     pub fn verdict(&self, score: f32) -> &'static str {
-        if is_block(score, self.threshold) { "block" } else { "allow" }
+        if is_block(score, self.threshold) {
+            "block"
+        } else {
+            "allow"
+        }
     }
 
     /// ε, δ and mechanism read from the privacy report, where present.
@@ -89,7 +93,9 @@ impl Manifest {
             delta: number("delta"),
             mechanism: self.privacy.get("mechanism").and_then(|m| match m {
                 serde_json::Value::String(s) => Some(s.clone()),
-                serde_json::Value::Object(o) => o.get("name").and_then(|n| n.as_str()).map(str::to_owned),
+                serde_json::Value::Object(o) => {
+                    o.get("name").and_then(|n| n.as_str()).map(str::to_owned)
+                }
                 _ => None,
             }),
         }
@@ -136,9 +142,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// removed after, so a reader sees the old bundle or the new one, and on error the old one stays.
 /// Returns the manifest written.
 pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, BundleError> {
-    let BundleContents { mlp, featurizer, threshold, .. } = *contents;
+    let BundleContents {
+        mlp,
+        featurizer,
+        threshold,
+        ..
+    } = *contents;
     if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
-        return Err(BundleError::InvalidModel(format!("threshold {threshold} is not a probability in [0, 1]")));
+        return Err(BundleError::InvalidModel(format!(
+            "threshold {threshold} is not a probability in [0, 1]"
+        )));
     }
     if featurizer.dim() != mlp.input_dim() {
         return Err(BundleError::InvalidModel(format!(
@@ -158,18 +171,28 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
     widths.extend(mlp.layers.iter().map(|l| l.out_dim));
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
-        model_version: contents.model_version.clone().unwrap_or_else(|| model_hash[..16].to_string()),
+        model_version: contents
+            .model_version
+            .clone()
+            .unwrap_or_else(|| model_hash[..16].to_string()),
         created: rfc3339_utc(std::time::SystemTime::now()),
         threshold,
         input_dim: mlp.input_dim(),
         featurizer_content_hash: featurizer.content_hash().to_string(),
-        model: ModelSummary { widths, parameters: mlp.parameter_count(), onnx_ir_version: IR_VERSION, onnx_opset: OPSET_VERSION },
+        model: ModelSummary {
+            widths,
+            parameters: mlp.parameter_count(),
+            onnx_ir_version: IR_VERSION,
+            onnx_opset: OPSET_VERSION,
+        },
         privacy: contents.privacy.clone(),
         metrics: contents.metrics.clone(),
         files,
     };
-    let manifest_bytes = serde_yaml::to_string(&manifest)
-        .map_err(|e| BundleError::Manifest { path: dir.join(MANIFEST_FILE), message: e.to_string() })?;
+    let manifest_bytes = serde_yaml::to_string(&manifest).map_err(|e| BundleError::Manifest {
+        path: dir.join(MANIFEST_FILE),
+        message: e.to_string(),
+    })?;
 
     let name = dir
         .file_name()
@@ -198,8 +221,14 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
             (MANIFEST_FILE, manifest_bytes.as_bytes()),
         ] {
             let path = tmp.join(file);
-            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(io(&path))?;
-            f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io(&path))?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(io(&path))?;
+            f.write_all(bytes)
+                .and_then(|()| f.sync_all())
+                .map_err(io(&path))?;
         }
         sync_dir(&tmp);
         swap_into_place(&tmp, dir, &parent.join(format!(".{name}.old.{unique}")))
@@ -228,7 +257,10 @@ fn sync_dir(dir: &Path) {
 /// removed afterwards. POSIX cannot atomically exchange two directories, so between the two
 /// renames `dir` is briefly absent; a reader retries or keeps its previous bundle.
 fn swap_into_place(new: &Path, dir: &Path, old: &Path) -> Result<(), BundleError> {
-    let io = |path: &Path, source| BundleError::Io { path: path.to_path_buf(), source };
+    let io = |path: &Path, source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     if std::fs::symlink_metadata(dir).is_err() {
         return std::fs::rename(new, dir).map_err(|e| io(dir, e));
     }
@@ -255,18 +287,42 @@ impl Bundle {
     /// dimension and the manifest's `input_dim`.
     pub fn load(dir: &Path) -> Result<Bundle, BundleError> {
         let manifest_path = dir.join(MANIFEST_FILE);
-        let bad = |message: String| BundleError::Manifest { path: manifest_path.clone(), message };
-        let read = |path: &Path| std::fs::read(path).map_err(|source| BundleError::Io { path: path.to_path_buf(), source });
+        let bad = |message: String| BundleError::Manifest {
+            path: manifest_path.clone(),
+            message,
+        };
+        let read = |path: &Path| {
+            std::fs::read(path).map_err(|source| BundleError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
         let text = read(&manifest_path)?;
-        let header: ManifestHeader = serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-        match header.format_version.as_ref().and_then(serde_yaml::Value::as_u64) {
+        let header: ManifestHeader =
+            serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        match header
+            .format_version
+            .as_ref()
+            .and_then(serde_yaml::Value::as_u64)
+        {
             Some(v) if v == u64::from(FORMAT_VERSION) => {}
-            Some(v) => return Err(bad(format!("format_version {v} is not supported (this build reads {FORMAT_VERSION})"))),
-            None => return Err(bad(format!("format_version is missing or not an integer (expected {FORMAT_VERSION})"))),
+            Some(v) => {
+                return Err(bad(format!(
+                    "format_version {v} is not supported (this build reads {FORMAT_VERSION})"
+                )))
+            }
+            None => {
+                return Err(bad(format!(
+                    "format_version is missing or not an integer (expected {FORMAT_VERSION})"
+                )))
+            }
         }
         let manifest: Manifest = serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
         if !(manifest.threshold.is_finite() && (0.0..=1.0).contains(&manifest.threshold)) {
-            return Err(bad(format!("threshold {} is not a probability in [0, 1]", manifest.threshold)));
+            return Err(bad(format!(
+                "threshold {} is not a probability in [0, 1]",
+                manifest.threshold
+            )));
         }
         let mut contents = BTreeMap::new();
         for required in [MODEL_FILE, FEATURIZER_FILE] {
@@ -290,10 +346,11 @@ impl Bundle {
         }
         let model_onnx = contents.remove(MODEL_FILE).unwrap_or_default();
         let featurizer_bytes = contents.remove(FEATURIZER_FILE).unwrap_or_default();
-        let featurizer = Featurizer::from_json(&featurizer_bytes).map_err(|source| BundleError::Featurizer {
-            path: dir.join(FEATURIZER_FILE),
-            source,
-        })?;
+        let featurizer =
+            Featurizer::from_json(&featurizer_bytes).map_err(|source| BundleError::Featurizer {
+                path: dir.join(FEATURIZER_FILE),
+                source,
+            })?;
         if featurizer.content_hash() != manifest.featurizer_content_hash {
             return Err(bad(format!(
                 "featurizer_content_hash is {} but featurizer.json's content hash is {}",
@@ -301,7 +358,8 @@ impl Bundle {
                 featurizer.content_hash()
             )));
         }
-        let mlp = decode_onnx(&model_onnx).map_err(|e| BundleError::InvalidModel(format!("{}: {e}", dir.display())))?;
+        let mlp = decode_onnx(&model_onnx)
+            .map_err(|e| BundleError::InvalidModel(format!("{}: {e}", dir.display())))?;
         if featurizer.dim() != mlp.input_dim() || manifest.input_dim != mlp.input_dim() {
             return Err(bad(format!(
                 "dimensions disagree: featurizer.json has {}, model.onnx's input has {}, input_dim says {}",
@@ -310,7 +368,12 @@ impl Bundle {
                 manifest.input_dim
             )));
         }
-        Ok(Bundle { dir: dir.to_path_buf(), manifest, model_onnx, featurizer })
+        Ok(Bundle {
+            dir: dir.to_path_buf(),
+            manifest,
+            model_onnx,
+            featurizer,
+        })
     }
 
     /// The network stored in `model.onnx`.
@@ -321,10 +384,17 @@ impl Bundle {
 
 /// Formats a time as RFC 3339 in UTC with second precision (`YYYY-MM-DDTHH:MM:SSZ`).
 pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
-    let secs = time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let secs = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar

@@ -10,9 +10,9 @@ use prost::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::proto::{
-    AttributeProto, Dimension, DimensionValue, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
-    StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
-    ATTRIBUTE_TYPE_INT, DATA_TYPE_FLOAT, DATA_TYPE_INT64,
+    AttributeProto, Dimension, DimensionValue, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
+    TypeProtoTensor, ValueInfoProto, ATTRIBUTE_TYPE_INT, DATA_TYPE_FLOAT, DATA_TYPE_INT64,
 };
 use crate::BundleError;
 
@@ -59,11 +59,19 @@ impl Dense {
     fn validate(&self, index: usize) -> Result<(), BundleError> {
         let invalid = |msg: String| Err(BundleError::InvalidModel(format!("layer {index}: {msg}")));
         if self.in_dim == 0 || self.out_dim == 0 {
-            return invalid(format!("dimensions must be positive, got in_dim={} out_dim={}", self.in_dim, self.out_dim));
+            return invalid(format!(
+                "dimensions must be positive, got in_dim={} out_dim={}",
+                self.in_dim, self.out_dim
+            ));
         }
         let expected = match self.in_dim.checked_mul(self.out_dim) {
             Some(n) if n <= i64::MAX as usize / 4 => n,
-            _ => return invalid(format!("{}×{} weights are too many", self.out_dim, self.in_dim)),
+            _ => {
+                return invalid(format!(
+                    "{}×{} weights are too many",
+                    self.out_dim, self.in_dim
+                ))
+            }
         };
         if self.weight.len() != expected {
             return invalid(format!(
@@ -74,7 +82,11 @@ impl Dense {
             ));
         }
         if self.bias.len() != self.out_dim {
-            return invalid(format!("bias has {} values, expected out_dim = {}", self.bias.len(), self.out_dim));
+            return invalid(format!(
+                "bias has {} values, expected out_dim = {}",
+                self.bias.len(),
+                self.out_dim
+            ));
         }
         if let Some(i) = self.weight.iter().position(|w| !w.is_finite()) {
             return invalid(format!("weight[{i}] is not finite ({})", self.weight[i]));
@@ -91,7 +103,9 @@ impl Mlp {
     /// layer has one output, and every layer's buffers.
     pub fn validate(&self) -> Result<(), BundleError> {
         if self.layers.is_empty() {
-            return Err(BundleError::InvalidModel("the network has no layers".into()));
+            return Err(BundleError::InvalidModel(
+                "the network has no layers".into(),
+            ));
         }
         for (i, layer) in self.layers.iter().enumerate() {
             layer.validate(i)?;
@@ -121,7 +135,10 @@ impl Mlp {
 
     /// Number of parameters (weights and biases).
     pub fn parameter_count(&self) -> usize {
-        self.layers.iter().map(|l| l.weight.len() + l.bias.len()).sum()
+        self.layers
+            .iter()
+            .map(|l| l.weight.len() + l.bias.len())
+            .sum()
     }
 
     /// Plain-Rust f32 forward pass of one input: the reference the ONNX graph is tested against.
@@ -159,7 +176,13 @@ pub fn sigmoid(z: f32) -> f32 {
 fn float_tensor(name: String, dims: Vec<i64>, values: &[f32]) -> TensorProto {
     // raw_data is the little-endian byte image of the values (onnx.proto, TensorProto.raw_data).
     let raw_data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    TensorProto { dims, data_type: DATA_TYPE_FLOAT, name, raw_data, ..Default::default() }
+    TensorProto {
+        dims,
+        data_type: DATA_TYPE_FLOAT,
+        name,
+        raw_data,
+        ..Default::default()
+    }
 }
 
 fn float_value_info(name: &str, dims: [DimensionValue; 2]) -> ValueInfoProto {
@@ -173,7 +196,13 @@ fn value_info(name: &str, elem_type: i32, dims: Vec<DimensionValue>) -> ValueInf
             tensor_type: Some(TypeProtoTensor {
                 elem_type,
                 shape: Some(TensorShapeProto {
-                    dim: dims.into_iter().map(|d| Dimension { value: Some(d), denotation: String::new() }).collect(),
+                    dim: dims
+                        .into_iter()
+                        .map(|d| Dimension {
+                            value: Some(d),
+                            denotation: String::new(),
+                        })
+                        .collect(),
                 }),
             }),
             denotation: String::new(),
@@ -182,8 +211,21 @@ fn value_info(name: &str, elem_type: i32, dims: Vec<DimensionValue>) -> ValueInf
     }
 }
 
-fn node(op_type: &str, name: String, inputs: Vec<String>, output: String, attribute: Vec<AttributeProto>) -> NodeProto {
-    NodeProto { input: inputs, output: vec![output], name, op_type: op_type.into(), attribute, ..Default::default() }
+fn node(
+    op_type: &str,
+    name: String,
+    inputs: Vec<String>,
+    output: String,
+    attribute: Vec<AttributeProto>,
+) -> NodeProto {
+    NodeProto {
+        input: inputs,
+        output: vec![output],
+        name,
+        op_type: op_type.into(),
+        attribute,
+        ..Default::default()
+    }
 }
 
 /// Encodes the network as a serialized ONNX `ModelProto` (see the module documentation for the
@@ -204,8 +246,14 @@ pub fn encode_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
             node: nodes,
             name: "pate_student".into(),
             initializer: initializers,
-            input: vec![float_value_info(INPUT_NAME, [batch(), DimensionValue::DimValue(mlp.input_dim() as i64)])],
-            output: vec![float_value_info(OUTPUT_NAME, [batch(), DimensionValue::DimValue(1)])],
+            input: vec![float_value_info(
+                INPUT_NAME,
+                [batch(), DimensionValue::DimValue(mlp.input_dim() as i64)],
+            )],
+            output: vec![float_value_info(
+                OUTPUT_NAME,
+                [batch(), DimensionValue::DimValue(1)],
+            )],
             ..Default::default()
         },
     ))
@@ -222,28 +270,63 @@ fn push_dense_layer(
 ) -> String {
     let layer = &mlp.layers[i];
     let (w, b) = (format!("layer{i}.weight"), format!("layer{i}.bias"));
-    initializers.push(float_tensor(w.clone(), vec![layer.out_dim as i64, layer.in_dim as i64], &layer.weight));
-    initializers.push(float_tensor(b.clone(), vec![layer.out_dim as i64], &layer.bias));
-    let trans_b = AttributeProto { name: "transB".into(), r#type: ATTRIBUTE_TYPE_INT, i: 1, ..Default::default() };
+    initializers.push(float_tensor(
+        w.clone(),
+        vec![layer.out_dim as i64, layer.in_dim as i64],
+        &layer.weight,
+    ));
+    initializers.push(float_tensor(
+        b.clone(),
+        vec![layer.out_dim as i64],
+        &layer.bias,
+    ));
+    let trans_b = AttributeProto {
+        name: "transB".into(),
+        r#type: ATTRIBUTE_TYPE_INT,
+        i: 1,
+        ..Default::default()
+    };
     let linear = linear_name(mlp, i);
-    nodes.push(node("Gemm", format!("layer{i}.gemm"), vec![input, w, b], linear.clone(), vec![trans_b]));
+    nodes.push(node(
+        "Gemm",
+        format!("layer{i}.gemm"),
+        vec![input, w, b],
+        linear.clone(),
+        vec![trans_b],
+    ));
     push_activation(mlp, i, linear, nodes)
 }
 
 /// The name of layer `i`'s affine output (`logit` for the last layer).
 fn linear_name(mlp: &Mlp, i: usize) -> String {
-    if i + 1 == mlp.layers.len() { "logit".to_string() } else { format!("layer{i}.linear") }
+    if i + 1 == mlp.layers.len() {
+        "logit".to_string()
+    } else {
+        format!("layer{i}.linear")
+    }
 }
 
 /// `Relu` after a hidden layer, `Sigmoid` into the model output after the last; returns the
 /// activation's output name.
 fn push_activation(mlp: &Mlp, i: usize, linear: String, nodes: &mut Vec<NodeProto>) -> String {
     if i + 1 == mlp.layers.len() {
-        nodes.push(node("Sigmoid", "sigmoid".into(), vec![linear], OUTPUT_NAME.into(), vec![]));
+        nodes.push(node(
+            "Sigmoid",
+            "sigmoid".into(),
+            vec![linear],
+            OUTPUT_NAME.into(),
+            vec![],
+        ));
         OUTPUT_NAME.into()
     } else {
         let relu = format!("layer{i}.relu");
-        nodes.push(node("Relu", relu.clone(), vec![linear], relu.clone(), vec![]));
+        nodes.push(node(
+            "Relu",
+            relu.clone(),
+            vec![linear],
+            relu.clone(),
+            vec![],
+        ));
         relu
     }
 }
@@ -252,14 +335,20 @@ fn push_activation(mlp: &Mlp, i: usize, linear: String, nodes: &mut Vec<NodeProt
 fn model_bytes(mlp: &Mlp, doc_string: &str, graph: GraphProto) -> Vec<u8> {
     ModelProto {
         ir_version: IR_VERSION,
-        opset_import: vec![OperatorSetIdProto { domain: String::new(), version: OPSET_VERSION }],
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: OPSET_VERSION,
+        }],
         producer_name: "pate-waf".into(),
         producer_version: env!("CARGO_PKG_VERSION").into(),
         domain: "pate-waf".into(),
         model_version: 1,
         doc_string: doc_string.into(),
         graph: Some(graph),
-        metadata_props: vec![StringStringEntryProto { key: "layers".into(), value: layer_summary(mlp) }],
+        metadata_props: vec![StringStringEntryProto {
+            key: "layers".into(),
+            value: layer_summary(mlp),
+        }],
     }
     .encode_to_vec()
 }
@@ -292,10 +381,23 @@ pub fn encode_sparse_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
     }
     let mut nodes = Vec::new();
     let mut initializers = vec![
-        float_tensor("layer0.weight_t".into(), vec![first.in_dim as i64, first.out_dim as i64], &transposed),
-        float_tensor("layer0.bias".into(), vec![first.out_dim as i64], &first.bias),
+        float_tensor(
+            "layer0.weight_t".into(),
+            vec![first.in_dim as i64, first.out_dim as i64],
+            &transposed,
+        ),
+        float_tensor(
+            "layer0.bias".into(),
+            vec![first.out_dim as i64],
+            &first.bias,
+        ),
     ];
-    let axis = AttributeProto { name: "axis".into(), r#type: ATTRIBUTE_TYPE_INT, i: 0, ..Default::default() };
+    let axis = AttributeProto {
+        name: "axis".into(),
+        r#type: ATTRIBUTE_TYPE_INT,
+        i: 0,
+        ..Default::default()
+    };
     nodes.push(node(
         "Gather",
         "layer0.gather".into(),
@@ -306,7 +408,11 @@ pub fn encode_sparse_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
     nodes.push(node(
         "Gemm",
         "layer0.gemm".into(),
-        vec![SPARSE_VALUES_NAME.into(), "layer0.rows".into(), "layer0.bias".into()],
+        vec![
+            SPARSE_VALUES_NAME.into(),
+            "layer0.rows".into(),
+            "layer0.bias".into(),
+        ],
         linear_name(mlp, 0),
         vec![],
     ));
@@ -324,9 +430,16 @@ pub fn encode_sparse_onnx(mlp: &Mlp) -> Result<Vec<u8>, BundleError> {
             initializer: initializers,
             input: vec![
                 value_info(SPARSE_INDICES_NAME, DATA_TYPE_INT64, vec![nnz()]),
-                value_info(SPARSE_VALUES_NAME, DATA_TYPE_FLOAT, vec![DimensionValue::DimValue(1), nnz()]),
+                value_info(
+                    SPARSE_VALUES_NAME,
+                    DATA_TYPE_FLOAT,
+                    vec![DimensionValue::DimValue(1), nnz()],
+                ),
             ],
-            output: vec![float_value_info(OUTPUT_NAME, [DimensionValue::DimValue(1), DimensionValue::DimValue(1)])],
+            output: vec![float_value_info(
+                OUTPUT_NAME,
+                [DimensionValue::DimValue(1), DimensionValue::DimValue(1)],
+            )],
             ..Default::default()
         },
     ))
@@ -343,13 +456,18 @@ fn layer_summary(mlp: &Mlp) -> String {
 /// this to check that `model.onnx` is the graph the proxy expects and to learn its input width.
 pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
     let bad = |msg: String| BundleError::InvalidModel(format!("model.onnx: {msg}"));
-    let model = ModelProto::decode(bytes).map_err(|e| bad(format!("not an ONNX ModelProto: {e}")))?;
+    let model =
+        ModelProto::decode(bytes).map_err(|e| bad(format!("not an ONNX ModelProto: {e}")))?;
     let graph = model.graph.ok_or_else(|| bad("has no graph".into()))?;
     if graph.input.len() != 1 || graph.input[0].name != INPUT_NAME {
-        return Err(bad(format!("expected exactly one input named `{INPUT_NAME}`")));
+        return Err(bad(format!(
+            "expected exactly one input named `{INPUT_NAME}`"
+        )));
     }
     if graph.output.len() != 1 || graph.output[0].name != OUTPUT_NAME {
-        return Err(bad(format!("expected exactly one output named `{OUTPUT_NAME}`")));
+        return Err(bad(format!(
+            "expected exactly one output named `{OUTPUT_NAME}`"
+        )));
     }
     let tensor = |name: &str| -> Result<(Vec<i64>, Vec<f32>), BundleError> {
         let t = graph
@@ -358,13 +476,22 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
             .find(|t| t.name == name)
             .ok_or_else(|| bad(format!("initializer `{name}` is missing")))?;
         if t.data_type != DATA_TYPE_FLOAT {
-            return Err(bad(format!("initializer `{name}` is not float (data_type {})", t.data_type)));
+            return Err(bad(format!(
+                "initializer `{name}` is not float (data_type {})",
+                t.data_type
+            )));
         }
         let values = if !t.raw_data.is_empty() {
             if t.raw_data.len() % 4 != 0 {
-                return Err(bad(format!("initializer `{name}` has {} raw bytes, not a multiple of 4", t.raw_data.len())));
+                return Err(bad(format!(
+                    "initializer `{name}` has {} raw bytes, not a multiple of 4",
+                    t.raw_data.len()
+                )));
             }
-            t.raw_data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+            t.raw_data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
         } else {
             t.float_data.clone()
         };
@@ -375,10 +502,20 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
     let mut nodes = graph.node.iter().peekable();
     while let Some(gemm) = nodes.next() {
         let i = layers.len();
-        if gemm.op_type != "Gemm" || gemm.input.len() != 3 || gemm.input[0] != current || gemm.output.len() != 1 {
-            return Err(bad(format!("node {} (`{}`) is not the Gemm of layer {i} reading `{current}`", gemm.name, gemm.op_type)));
+        if gemm.op_type != "Gemm"
+            || gemm.input.len() != 3
+            || gemm.input[0] != current
+            || gemm.output.len() != 1
+        {
+            return Err(bad(format!(
+                "node {} (`{}`) is not the Gemm of layer {i} reading `{current}`",
+                gemm.name, gemm.op_type
+            )));
         }
-        let trans_b = gemm.attribute.iter().any(|a| a.name == "transB" && a.i == 1);
+        let trans_b = gemm
+            .attribute
+            .iter()
+            .any(|a| a.name == "transB" && a.i == 1);
         let other_attrs = gemm.attribute.iter().any(|a| a.name != "transB");
         if !trans_b || other_attrs {
             return Err(bad(format!("Gemm of layer {i} must have exactly transB=1")));
@@ -386,12 +523,27 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
         let (wdims, weight) = tensor(&gemm.input[1])?;
         let (bdims, bias) = tensor(&gemm.input[2])?;
         if wdims.len() != 2 || bdims.len() != 1 || wdims.iter().chain(&bdims).any(|&d| d <= 0) {
-            return Err(bad(format!("layer {i}: weight dims {wdims:?} / bias dims {bdims:?} are not [out, in] / [out]")));
+            return Err(bad(format!(
+                "layer {i}: weight dims {wdims:?} / bias dims {bdims:?} are not [out, in] / [out]"
+            )));
         }
-        layers.push(Dense { in_dim: wdims[1] as usize, out_dim: wdims[0] as usize, weight, bias });
-        let activation = nodes.next().ok_or_else(|| bad(format!("layer {i} has no activation")))?;
-        if activation.input.len() != 1 || activation.input[0] != gemm.output[0] || activation.output.len() != 1 {
-            return Err(bad(format!("node {} does not read layer {i}'s Gemm", activation.name)));
+        layers.push(Dense {
+            in_dim: wdims[1] as usize,
+            out_dim: wdims[0] as usize,
+            weight,
+            bias,
+        });
+        let activation = nodes
+            .next()
+            .ok_or_else(|| bad(format!("layer {i} has no activation")))?;
+        if activation.input.len() != 1
+            || activation.input[0] != gemm.output[0]
+            || activation.output.len() != 1
+        {
+            return Err(bad(format!(
+                "node {} does not read layer {i}'s Gemm",
+                activation.name
+            )));
         }
         current = activation.output[0].clone();
         match (activation.op_type.as_str(), nodes.peek().is_none()) {
@@ -414,7 +566,10 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
             && matches!(dims[0], Some(DimensionValue::DimParam(_)))
             && dims[1] == Some(&DimensionValue::DimValue(width as i64));
         if !shape_ok {
-            return Err(bad(format!("`{}` is not declared float[{BATCH_DIM}, {width}]", value.name)));
+            return Err(bad(format!(
+                "`{}` is not declared float[{BATCH_DIM}, {width}]",
+                value.name
+            )));
         }
     }
     Ok(mlp)

@@ -9,7 +9,10 @@ use ort::environment::Environment;
 use ort::session::Session;
 use ort::value::TensorRef;
 
-use crate::onnx::{decode_onnx, encode_sparse_onnx, INPUT_NAME, OUTPUT_NAME, SPARSE_INDICES_NAME, SPARSE_VALUES_NAME};
+use crate::onnx::{
+    decode_onnx, encode_sparse_onnx, INPUT_NAME, OUTPUT_NAME, SPARSE_INDICES_NAME,
+    SPARSE_VALUES_NAME,
+};
 use crate::{Bundle, BundleError};
 
 /// The environment variable naming the ONNX Runtime library.
@@ -47,10 +50,17 @@ pub fn check_library_path(path: &Path) -> Result<(), BundleError> {
         "set {ORT_DYLIB_ENV} (or the proxy's configuration) to the path of ONNX Runtime's shared library, \
          e.g. .deps/libonnxruntime.so made by scripts/setup.sh"
     );
-    let fail = |what: String| Err(BundleError::OrtLibrary { path: path.to_path_buf(), reason: format!("{what}; {hint}") });
+    let fail = |what: String| {
+        Err(BundleError::OrtLibrary {
+            path: path.to_path_buf(),
+            reason: format!("{what}; {hint}"),
+        })
+    };
     match std::fs::metadata(path) {
         Err(e) => fail(format!("cannot access the ONNX Runtime library: {e}")),
-        Ok(meta) if !meta.is_file() => fail("the ONNX Runtime library path is not a regular file".into()),
+        Ok(meta) if !meta.is_file() => {
+            fail("the ONNX Runtime library path is not a regular file".into())
+        }
         Ok(_) => match std::fs::File::open(path) {
             Err(e) => fail(format!("cannot read the ONNX Runtime library: {e}")),
             Ok(_) => Ok(()),
@@ -66,13 +76,18 @@ pub fn init_onnxruntime(path: Option<&Path>) -> Result<PathBuf, BundleError> {
 }
 
 fn environment(path: Option<&Path>) -> Result<(Environment, PathBuf), BundleError> {
-    let mut guard = ENVIRONMENT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = ENVIRONMENT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some((env, loaded)) = guard.as_ref() {
         return Ok((env.clone(), loaded.clone()));
     }
     let library = resolve_library_path(path)?;
     check_library_path(&library)?;
-    let ort_error = |e: String| BundleError::OrtLibrary { path: library.clone(), reason: e };
+    let ort_error = |e: String| BundleError::OrtLibrary {
+        path: library.clone(),
+        reason: e,
+    };
     let env = ort::init_from(&library)
         .map_err(|e| ort_error(e.to_string()))?
         .with_name("pate-waf")
@@ -104,7 +119,9 @@ pub struct Scorer {
 
 impl std::fmt::Debug for Scorer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scorer").field("input_dim", &self.input_dim).finish_non_exhaustive()
+        f.debug_struct("Scorer")
+            .field("input_dim", &self.input_dim)
+            .finish_non_exhaustive()
     }
 }
 
@@ -129,7 +146,9 @@ impl Scorer {
     pub fn from_onnx(model: &[u8], input_dim: usize) -> Result<Self, BundleError> {
         let session = session_from_memory(model)?;
         let sparse = match decode_onnx(model) {
-            Ok(mlp) if mlp.input_dim() == input_dim => Some(session_from_memory(&encode_sparse_onnx(&mlp)?)?),
+            Ok(mlp) if mlp.input_dim() == input_dim => {
+                Some(session_from_memory(&encode_sparse_onnx(&mlp)?)?)
+            }
             _ => None,
         };
         let names_ok = session.inputs().len() == 1
@@ -152,7 +171,9 @@ impl Scorer {
         // The first run allocates and plans; do it now rather than on the first request.
         let warm = scorer.score(&vec![0.0; input_dim])?;
         if !warm.is_finite() {
-            return Err(BundleError::InvalidModel(format!("warm-up run scored the zero vector as {warm}")));
+            return Err(BundleError::InvalidModel(format!(
+                "warm-up run scored the zero vector as {warm}"
+            )));
         }
         if scorer.sparse.is_some() {
             let warm_sparse = scorer.score_sparse(&[], &[])?;
@@ -188,15 +209,23 @@ impl Scorer {
     /// nnz·H1 multiply-adds instead of K·H1.
     pub fn score_sparse(&mut self, indices: &[u32], values: &[f32]) -> Result<f32, BundleError> {
         if indices.len() != values.len() {
-            return Err(BundleError::Input(format!("{} indices but {} values", indices.len(), values.len())));
+            return Err(BundleError::Input(format!(
+                "{} indices but {} values",
+                indices.len(),
+                values.len()
+            )));
         }
         if let Some(&i) = indices.iter().find(|&&i| i as usize >= self.input_dim) {
-            return Err(BundleError::Input(format!("feature index {i} ≥ input dimension {}", self.input_dim)));
+            return Err(BundleError::Input(format!(
+                "feature index {i} ≥ input dimension {}",
+                self.input_dim
+            )));
         }
         if let Some(session) = self.sparse.as_mut() {
             self.sparse_indices.clear();
             self.sparse_values.clear();
-            self.sparse_indices.extend(indices.iter().map(|&i| i64::from(i)));
+            self.sparse_indices
+                .extend(indices.iter().map(|&i| i64::from(i)));
             self.sparse_values.extend_from_slice(values);
             if indices.is_empty() {
                 // The graph needs nnz ≥ 1; feature 0 with value 0 adds exactly 0 (weights are finite).
@@ -204,13 +233,20 @@ impl Scorer {
                 self.sparse_values.push(0.0);
             }
             let nnz = self.sparse_indices.len();
-            let run_error = |e: ort::Error| BundleError::Ort(format!("scoring a sparse row of {nnz} non-zeros: {e}"));
-            let index_tensor = TensorRef::from_array_view(([nnz], self.sparse_indices.as_slice())).map_err(run_error)?;
-            let value_tensor = TensorRef::from_array_view(([1, nnz], self.sparse_values.as_slice())).map_err(run_error)?;
+            let run_error = |e: ort::Error| {
+                BundleError::Ort(format!("scoring a sparse row of {nnz} non-zeros: {e}"))
+            };
+            let index_tensor = TensorRef::from_array_view(([nnz], self.sparse_indices.as_slice()))
+                .map_err(run_error)?;
+            let value_tensor =
+                TensorRef::from_array_view(([1, nnz], self.sparse_values.as_slice()))
+                    .map_err(run_error)?;
             let outputs = session
                 .run(ort::inputs![SPARSE_INDICES_NAME => index_tensor, SPARSE_VALUES_NAME => value_tensor])
                 .map_err(run_error)?;
-            let (shape, scores) = outputs[OUTPUT_NAME].try_extract_tensor::<f32>().map_err(run_error)?;
+            let (shape, scores) = outputs[OUTPUT_NAME]
+                .try_extract_tensor::<f32>()
+                .map_err(run_error)?;
             return match scores {
                 [score] => Ok(*score),
                 _ => Err(BundleError::Ort(format!("output `{OUTPUT_NAME}` of the sparse graph has shape {shape:?}, expected [1, 1]"))),
@@ -224,7 +260,10 @@ impl Scorer {
             match dense.get_mut(i as usize) {
                 Some(slot) => *slot += v,
                 None => {
-                    result = Err(BundleError::Input(format!("feature index {i} ≥ input dimension {}", self.input_dim)));
+                    result = Err(BundleError::Input(format!(
+                        "feature index {i} ≥ input dimension {}",
+                        self.input_dim
+                    )));
                     break;
                 }
             }
@@ -236,8 +275,16 @@ impl Scorer {
 
     /// Malicious probabilities of several dense rows (one ONNX Runtime run).
     pub fn score_batch(&mut self, rows: &[Vec<f32>]) -> Result<Vec<f32>, BundleError> {
-        if let Some((i, row)) = rows.iter().enumerate().find(|(_, r)| r.len() != self.input_dim) {
-            return Err(BundleError::Input(format!("row {i} has {} values, the model expects {}", row.len(), self.input_dim)));
+        if let Some((i, row)) = rows
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.len() != self.input_dim)
+        {
+            return Err(BundleError::Input(format!(
+                "row {i} has {} values, the model expects {}",
+                row.len(),
+                self.input_dim
+            )));
         }
         self.score_flat(&rows.concat())
     }
@@ -253,11 +300,19 @@ impl Scorer {
             )));
         }
         let run_error = |e: ort::Error| BundleError::Ort(format!("scoring {rows} row(s): {e}"));
-        let input = TensorRef::from_array_view(([rows, self.input_dim], flat)).map_err(run_error)?;
-        let outputs = self.session.run(ort::inputs![INPUT_NAME => input]).map_err(run_error)?;
-        let (shape, scores) = outputs[OUTPUT_NAME].try_extract_tensor::<f32>().map_err(run_error)?;
+        let input =
+            TensorRef::from_array_view(([rows, self.input_dim], flat)).map_err(run_error)?;
+        let outputs = self
+            .session
+            .run(ort::inputs![INPUT_NAME => input])
+            .map_err(run_error)?;
+        let (shape, scores) = outputs[OUTPUT_NAME]
+            .try_extract_tensor::<f32>()
+            .map_err(run_error)?;
         if scores.len() != rows {
-            return Err(BundleError::Ort(format!("output `{OUTPUT_NAME}` has shape {shape:?}, expected [{rows}, 1]")));
+            return Err(BundleError::Ort(format!(
+                "output `{OUTPUT_NAME}` has shape {shape:?}, expected [{rows}, 1]"
+            )));
         }
         Ok(scores.to_vec())
     }

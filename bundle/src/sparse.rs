@@ -59,7 +59,12 @@ impl SparseMlp {
                         weight_t[i * layer.out_dim + o] = w;
                     }
                 }
-                TransposedLayer { in_dim: layer.in_dim, out_dim: layer.out_dim, weight_t, bias: layer.bias.clone() }
+                TransposedLayer {
+                    in_dim: layer.in_dim,
+                    out_dim: layer.out_dim,
+                    weight_t,
+                    bias: layer.bias.clone(),
+                }
             })
             .collect();
         Ok(SparseMlp { layers })
@@ -76,11 +81,18 @@ impl SparseMlp {
     /// thread's first call.
     pub fn score(&self, indices: &[u32], values: &[f32]) -> Result<f32, BundleError> {
         if indices.len() != values.len() {
-            return Err(BundleError::Input(format!("{} indices but {} values", indices.len(), values.len())));
+            return Err(BundleError::Input(format!(
+                "{} indices but {} values",
+                indices.len(),
+                values.len()
+            )));
         }
         let first = &self.layers[0];
         if let Some(&i) = indices.iter().find(|&&i| i as usize >= first.in_dim) {
-            return Err(BundleError::Input(format!("feature index {i} ≥ input dimension {}", first.in_dim)));
+            return Err(BundleError::Input(format!(
+                "feature index {i} ≥ input dimension {}",
+                first.in_dim
+            )));
         }
         ACTIVATIONS.with(|buffers| {
             let mut buffers = buffers.borrow_mut();
@@ -133,7 +145,8 @@ impl TransposedLayer {
         }
         if blocks < self.out_dim {
             for (&j, &a) in inputs.iter().zip(values) {
-                let row = &self.weight_t[j as usize * self.out_dim..(j as usize + 1) * self.out_dim];
+                let row =
+                    &self.weight_t[j as usize * self.out_dim..(j as usize + 1) * self.out_dim];
                 axpy(&mut out[blocks..], a, &row[blocks..]);
             }
         }

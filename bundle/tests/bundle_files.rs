@@ -5,7 +5,10 @@ mod common;
 use std::path::Path;
 
 use bundle::runtime::{check_library_path, resolve_library_path};
-use bundle::{write_bundle, Bundle, BundleContents, BundleError, Scorer, FEATURIZER_FILE, MANIFEST_FILE, MODEL_FILE};
+use bundle::{
+    write_bundle, Bundle, BundleContents, BundleError, Scorer, FEATURIZER_FILE, MANIFEST_FILE,
+    MODEL_FILE,
+};
 use common::{random_mlp, sample_featurizer, sample_targets, SplitMix};
 use featurizer::RequestParts;
 
@@ -52,19 +55,30 @@ fn round_trip_keeps_everything_and_scores_like_the_network() {
     assert!(loaded.manifest.created.ends_with('Z') && loaded.manifest.created.len() == 20);
     assert_eq!(loaded.manifest.files.len(), 2);
     let summary = loaded.manifest.privacy_summary();
-    assert_eq!((summary.epsilon, summary.delta, summary.mechanism.as_deref()), (Some(8.03), Some(1e-5), Some("lnmax")));
+    assert_eq!(
+        (summary.epsilon, summary.delta, summary.mechanism.as_deref()),
+        (Some(8.03), Some(1e-5), Some("lnmax"))
+    );
     // Only the three files, and no temporary directory left beside the bundle.
-    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     names.sort();
     assert_eq!(names, [MANIFEST_FILE, FEATURIZER_FILE, MODEL_FILE]);
     assert_eq!(std::fs::read_dir(run.path()).unwrap().count(), 1);
 
     let mut scorer = Scorer::new(&loaded).unwrap();
     for target in sample_targets() {
-        let dense = loaded.featurizer.transform_dense(&RequestParts::get(&target));
+        let dense = loaded
+            .featurizer
+            .transform_dense(&RequestParts::get(&target));
         let expected = mlp.forward(&dense).unwrap();
         let got = scorer.score(&dense).unwrap();
-        assert!((got - expected).abs() <= 1e-5, "{target}: ORT {got} vs Rust {expected}");
+        assert!(
+            (got - expected).abs() <= 1e-5,
+            "{target}: ORT {got} vs Rust {expected}"
+        );
     }
 }
 
@@ -80,7 +94,10 @@ fn tampered_files_are_rejected_with_the_file_named() {
         bytes[last] ^= 0x01;
         std::fs::write(&path, bytes).unwrap();
         let err = Bundle::load(&dir).unwrap_err().to_string();
-        assert!(err.contains(&format!("sha256 of {file} does not match")), "{err}");
+        assert!(
+            err.contains(&format!("sha256 of {file} does not match")),
+            "{err}"
+        );
         assert!(err.contains("bundle.yaml"), "{err}");
     }
     let run = tempfile::tempdir().unwrap();
@@ -100,24 +117,47 @@ fn other_format_versions_and_broken_manifests_are_rejected() {
     let original = std::fs::read_to_string(&manifest_path).unwrap();
     assert!(original.starts_with("format_version: 1\n"), "{original}");
 
-    std::fs::write(&manifest_path, original.replacen("format_version: 1", "format_version: 2", 1)).unwrap();
+    std::fs::write(
+        &manifest_path,
+        original.replacen("format_version: 1", "format_version: 2", 1),
+    )
+    .unwrap();
     let err = Bundle::load(&dir).unwrap_err().to_string();
     assert!(err.contains("format_version 2 is not supported"), "{err}");
 
-    std::fs::write(&manifest_path, original.replacen("format_version: 1\n", "", 1)).unwrap();
+    std::fs::write(
+        &manifest_path,
+        original.replacen("format_version: 1\n", "", 1),
+    )
+    .unwrap();
     let err = Bundle::load(&dir).unwrap_err().to_string();
     assert!(err.contains("format_version is missing"), "{err}");
 
-    std::fs::write(&manifest_path, original.replacen("threshold: 0.42", "threshold: 1.5", 1)).unwrap();
+    std::fs::write(
+        &manifest_path,
+        original.replacen("threshold: 0.42", "threshold: 1.5", 1),
+    )
+    .unwrap();
     let err = Bundle::load(&dir).unwrap_err().to_string();
     assert!(err.contains("threshold 1.5"), "{err}");
 
-    std::fs::write(&manifest_path, original.replacen("featurizer_content_hash: ", "featurizer_content_hash: 00", 1)).unwrap();
+    std::fs::write(
+        &manifest_path,
+        original.replacen(
+            "featurizer_content_hash: ",
+            "featurizer_content_hash: 00",
+            1,
+        ),
+    )
+    .unwrap();
     let err = Bundle::load(&dir).unwrap_err().to_string();
     assert!(err.contains("featurizer_content_hash is 00"), "{err}");
 
     std::fs::write(&manifest_path, "format_version: 1\nthreshold: [\n").unwrap();
-    assert!(matches!(Bundle::load(&dir), Err(BundleError::Manifest { .. })));
+    assert!(matches!(
+        Bundle::load(&dir),
+        Err(BundleError::Manifest { .. })
+    ));
 
     std::fs::write(&manifest_path, &original).unwrap();
     Bundle::load(&dir).unwrap();
@@ -130,8 +170,15 @@ fn writing_replaces_an_existing_bundle_and_refuses_bad_inputs() {
     let (_, _, first) = write_sample(&dir, 14);
     let (_, featurizer, second) = write_sample(&dir, 15);
     assert_ne!(first.model_version, second.model_version);
-    assert_eq!(Bundle::load(&dir).unwrap().manifest.model_version, second.model_version);
-    assert_eq!(std::fs::read_dir(run.path()).unwrap().count(), 1, "old or temporary directories left behind");
+    assert_eq!(
+        Bundle::load(&dir).unwrap().manifest.model_version,
+        second.model_version
+    );
+    assert_eq!(
+        std::fs::read_dir(run.path()).unwrap().count(),
+        1,
+        "old or temporary directories left behind"
+    );
 
     // A network whose input width is not the featurizer's: error, and the old bundle stays.
     let mut rng = SplitMix(16);
@@ -147,9 +194,20 @@ fn writing_replaces_an_existing_bundle_and_refuses_bad_inputs() {
     let err = write_bundle(&dir, &contents(0.5)).unwrap_err().to_string();
     assert!(err.contains("dimension"), "{err}");
     let right = random_mlp(&[featurizer.dim(), 4, 1], 1.0, &mut rng);
-    let err = write_bundle(&dir, &BundleContents { mlp: &right, ..contents(f32::NAN) }).unwrap_err().to_string();
+    let err = write_bundle(
+        &dir,
+        &BundleContents {
+            mlp: &right,
+            ..contents(f32::NAN)
+        },
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("threshold"), "{err}");
-    assert_eq!(Bundle::load(&dir).unwrap().manifest.model_version, second.model_version);
+    assert_eq!(
+        Bundle::load(&dir).unwrap().manifest.model_version,
+        second.model_version
+    );
     assert_eq!(std::fs::read_dir(run.path()).unwrap().count(), 1);
 }
 
@@ -179,7 +237,11 @@ fn model_and_featurizer_of_different_widths_are_rejected_on_load() {
     let old_hash = bundle::sha256_hex(&std::fs::read(a.join(MODEL_FILE)).unwrap());
     std::fs::write(a.join(MODEL_FILE), &model_b).unwrap();
     let manifest = std::fs::read_to_string(a.join(MANIFEST_FILE)).unwrap();
-    std::fs::write(a.join(MANIFEST_FILE), manifest.replace(&old_hash, &bundle::sha256_hex(&model_b))).unwrap();
+    std::fs::write(
+        a.join(MANIFEST_FILE),
+        manifest.replace(&old_hash, &bundle::sha256_hex(&model_b)),
+    )
+    .unwrap();
     let err = Bundle::load(&a).unwrap_err().to_string();
     assert!(err.contains("dimensions disagree"), "{err}");
 }

@@ -83,7 +83,9 @@ impl fmt::Display for Label {
 impl FromStr for Label {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Label::parse(s).ok_or_else(|| format!("unknown label {s:?} (expected benign|malicious, 0|1, norm|anom)"))
+        Label::parse(s).ok_or_else(|| {
+            format!("unknown label {s:?} (expected benign|malicious, 0|1, norm|anom)")
+        })
     }
 }
 
@@ -105,7 +107,11 @@ pub struct Record {
 impl Record {
     /// The view the featurizer reads.
     pub fn parts(&self) -> featurizer::RequestParts<'_> {
-        featurizer::RequestParts { method: &self.method, target: &self.target, body: self.body.as_deref() }
+        featurizer::RequestParts {
+            method: &self.method,
+            target: &self.target,
+            body: self.body.as_deref(),
+        }
     }
 }
 
@@ -127,7 +133,13 @@ pub enum Format {
 
 impl Format {
     /// All formats.
-    pub const ALL: [Format; 5] = [Format::Csic, Format::Fwaf, Format::Httpparams, Format::Csv, Format::Apache];
+    pub const ALL: [Format; 5] = [
+        Format::Csic,
+        Format::Fwaf,
+        Format::Httpparams,
+        Format::Csv,
+        Format::Apache,
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -153,7 +165,9 @@ impl FromStr for Format {
         Format::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown dataset format {s:?} (expected csic|fwaf|httpparams|csv|apache)"))
+            .ok_or_else(|| {
+                format!("unknown dataset format {s:?} (expected csic|fwaf|httpparams|csv|apache)")
+            })
     }
 }
 
@@ -247,7 +261,11 @@ pub fn load(format: Format, path: &Path) -> Result<Vec<Record>, DatasetError> {
 }
 
 /// Loads several files of one format, concatenated in order.
-pub fn load_all(format: Format, paths: &[PathBuf], options: &LoadOptions) -> Result<Vec<Record>, DatasetError> {
+pub fn load_all(
+    format: Format,
+    paths: &[PathBuf],
+    options: &LoadOptions,
+) -> Result<Vec<Record>, DatasetError> {
     let mut all = Vec::new();
     for p in paths {
         all.extend(load_with(format, p, options)?);
@@ -256,8 +274,15 @@ pub fn load_all(format: Format, paths: &[PathBuf], options: &LoadOptions) -> Res
 }
 
 /// [`load`] with a label override or a label file.
-pub fn load_with(format: Format, path: &Path, options: &LoadOptions) -> Result<Vec<Record>, DatasetError> {
-    let bytes = std::fs::read(path).map_err(|source| DatasetError::Io { path: path.to_owned(), source })?;
+pub fn load_with(
+    format: Format,
+    path: &Path,
+    options: &LoadOptions,
+) -> Result<Vec<Record>, DatasetError> {
+    let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     let mut records = parse(format, path, &bytes)?;
     if let Some(label_file) = &options.label_file {
         if format != Format::Apache {
@@ -323,14 +348,25 @@ fn show(bytes: &[u8]) -> String {
     format!("\"{s}\"")
 }
 
-fn parse_error(path: &Path, line: usize, expected: impl Into<String>, found: &[u8]) -> DatasetError {
-    DatasetError::Parse { path: path.to_owned(), line, expected: expected.into(), found: show(found) }
+fn parse_error(
+    path: &Path,
+    line: usize,
+    expected: impl Into<String>,
+    found: &[u8],
+) -> DatasetError {
+    DatasetError::Parse {
+        path: path.to_owned(),
+        line,
+        expected: expected.into(),
+        found: show(found),
+    }
 }
 
 /// Turns an absolute-form URL (`http://host:port/path?q`) into origin form (`/path?q`); any other
 /// target is returned unchanged.
 pub fn origin_form(target: &[u8]) -> &[u8] {
-    let lower_starts = |p: &[u8]| target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p);
+    let lower_starts =
+        |p: &[u8]| target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p);
     let rest = if lower_starts(b"http://") {
         &target[7..]
     } else if lower_starts(b"https://") {
@@ -348,7 +384,11 @@ pub fn origin_form(target: &[u8]) -> &[u8] {
 
 const CSIC_METHODS: [&[u8]; 3] = [b"GET ", b"POST ", b"PUT "];
 
-fn parse_csic(path: &Path, bytes: &[u8], label: Option<Label>) -> Result<Vec<Record>, DatasetError> {
+fn parse_csic(
+    path: &Path,
+    bytes: &[u8],
+    label: Option<Label>,
+) -> Result<Vec<Record>, DatasetError> {
     enum State {
         BeforeFirst,
         Headers,
@@ -371,11 +411,21 @@ fn parse_csic(path: &Path, bytes: &[u8], label: Option<Label>) -> Result<Vec<Rec
             let sp2 = line.iter().rposition(|&b| b == b' ').unwrap_or(0);
             let version = &line[sp2 + 1..];
             if sp2 <= sp1 || !version.starts_with(b"HTTP/") {
-                return Err(parse_error(path, no, "a request line `METHOD URL HTTP/1.x`", line));
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a request line `METHOD URL HTTP/1.x`",
+                    line,
+                ));
             }
             let target = origin_form(&line[sp1 + 1..sp2]);
             if target.is_empty() {
-                return Err(parse_error(path, no, "a request target after the method", line));
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a request target after the method",
+                    line,
+                ));
             }
             records.push(Record {
                 method: String::from_utf8_lossy(&line[..sp1]).into_owned(),
@@ -390,11 +440,23 @@ fn parse_csic(path: &Path, bytes: &[u8], label: Option<Label>) -> Result<Vec<Rec
         match state {
             State::BeforeFirst if line.iter().all(u8::is_ascii_whitespace) => {}
             State::BeforeFirst => {
-                return Err(parse_error(path, no, "a request line starting with GET, POST or PUT", line))
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a request line starting with GET, POST or PUT",
+                    line,
+                ))
             }
             State::Headers if line.is_empty() => state = State::Body,
             State::Headers if line.contains(&b':') => {}
-            State::Headers => return Err(parse_error(path, no, "a header line `Name: value` or a blank line", line)),
+            State::Headers => {
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a header line `Name: value` or a blank line",
+                    line,
+                ))
+            }
             State::Body if line.is_empty() => {}
             State::Body => {
                 if !body.is_empty() {
@@ -411,7 +473,13 @@ fn parse_csic(path: &Path, bytes: &[u8], label: Option<Label>) -> Result<Vec<Rec
 fn parse_fwaf(bytes: &[u8], label: Option<Label>) -> Vec<Record> {
     lines(bytes)
         .filter(|(_, l)| !l.is_empty())
-        .map(|(no, l)| Record { method: "GET".into(), target: l.to_vec(), body: None, label, line: no })
+        .map(|(no, l)| Record {
+            method: "GET".into(),
+            target: l.to_vec(),
+            body: None,
+            label,
+            line: no,
+        })
         .collect()
 }
 
@@ -426,7 +494,11 @@ struct CsvLines<'a> {
 
 impl<'a> CsvLines<'a> {
     fn new(bytes: &'a [u8]) -> Self {
-        CsvLines { bytes, offset: 0, line: 1 }
+        CsvLines {
+            bytes,
+            offset: 0,
+            line: 1,
+        }
     }
 
     /// 1-based line of the record that starts at byte `pos` (calls in increasing order).
@@ -437,7 +509,10 @@ impl<'a> CsvLines<'a> {
             at += 1;
         }
         if at >= self.offset {
-            self.line += self.bytes[self.offset..at].iter().filter(|&&b| b == b'\n').count();
+            self.line += self.bytes[self.offset..at]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
             self.offset = at;
         }
         self.line
@@ -447,7 +522,9 @@ impl<'a> CsvLines<'a> {
 fn csv_error(path: &Path, lines: &mut CsvLines, e: csv::Error) -> DatasetError {
     let line = lines.line_at(e.position());
     let expected = match e.kind() {
-        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => {
             return DatasetError::Parse {
                 path: path.to_owned(),
                 line,
@@ -457,16 +534,29 @@ fn csv_error(path: &Path, lines: &mut CsvLines, e: csv::Error) -> DatasetError {
         }
         _ => "a well-formed CSV record".to_string(),
     };
-    DatasetError::Parse { path: path.to_owned(), line, expected, found: e.to_string() }
+    DatasetError::Parse {
+        path: path.to_owned(),
+        line,
+        expected,
+        found: e.to_string(),
+    }
 }
 
 fn parse_httpparams(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetError> {
-    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(bytes);
     let mut csv_lines = CsvLines::new(bytes);
-    let header = reader.byte_headers().map_err(|e| csv_error(path, &mut csv_lines, e))?.clone();
+    let header = reader
+        .byte_headers()
+        .map_err(|e| csv_error(path, &mut csv_lines, e))?
+        .clone();
     let expected_header: [&[u8]; 4] = [b"payload", b"length", b"attack_type", b"label"];
     if header.len() != 4 || header.iter().zip(expected_header).any(|(a, b)| a != b) {
-        let found: Vec<String> = header.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+        let found: Vec<String> = header
+            .iter()
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect();
         return Err(DatasetError::Parse {
             path: path.to_owned(),
             line: 1,
@@ -481,15 +571,30 @@ fn parse_httpparams(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetErr
         let label = match &row[3] {
             b"norm" => Label::Benign,
             b"anom" => Label::Malicious,
-            other => return Err(parse_error(path, line, "label `norm` or `anom` in column 4", other)),
+            other => {
+                return Err(parse_error(
+                    path,
+                    line,
+                    "label `norm` or `anom` in column 4",
+                    other,
+                ))
+            }
         };
-        records.push(Record { method: "GET".into(), target: row[0].to_vec(), body: None, label: Some(label), line });
+        records.push(Record {
+            method: "GET".into(),
+            target: row[0].to_vec(),
+            body: None,
+            label: Some(label),
+            line,
+        });
     }
     Ok(records)
 }
 
 fn parse_target_label_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetError> {
-    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
     let first_line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
     let tab = match ext.as_deref() {
         Some("tsv") | Some("tab") => true,
@@ -506,7 +611,11 @@ fn parse_target_label_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Data
     for (i, row) in reader.byte_records().enumerate() {
         let row = row.map_err(|e| csv_error(path, &mut csv_lines, e))?;
         let line = csv_lines.line_at(row.position());
-        if i == 0 && row.get(0).is_some_and(|f| f.eq_ignore_ascii_case(b"target")) {
+        if i == 0
+            && row
+                .get(0)
+                .is_some_and(|f| f.eq_ignore_ascii_case(b"target"))
+        {
             continue; // header
         }
         let label = match row.len() {
@@ -518,7 +627,12 @@ fn parse_target_label_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Data
                     None
                 } else {
                     Some(Label::parse(&text).ok_or_else(|| {
-                        parse_error(path, line, "a label (benign|malicious, 0|1, norm|anom) in column 2", raw)
+                        parse_error(
+                            path,
+                            line,
+                            "a label (benign|malicious, 0|1, norm|anom) in column 2",
+                            raw,
+                        )
                     })?)
                 }
             }
@@ -534,20 +648,35 @@ fn parse_target_label_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Data
         if row[0].is_empty() && row.len() == 1 {
             continue; // blank line
         }
-        records.push(Record { method: "GET".into(), target: row[0].to_vec(), body: None, label, line });
+        records.push(Record {
+            method: "GET".into(),
+            target: row[0].to_vec(),
+            body: None,
+            label,
+            line,
+        });
     }
     Ok(records)
 }
 
 /// Parses one access-log line. `Ok(None)`: a log entry without an HTTP request line (skipped).
 fn parse_apache_line(path: &Path, no: usize, line: &[u8]) -> Result<Option<Record>, DatasetError> {
-    const EXPECTED: &str = "an access-log line `host ident user [time] \"request\" status bytes ...`";
+    const EXPECTED: &str =
+        "an access-log line `host ident user [time] \"request\" status bytes ...`";
     // `[time]`, then ` "request"`.
-    let open = line.iter().position(|&b| b == b'[').ok_or_else(|| parse_error(path, no, EXPECTED, line))?;
-    let close = line[open..].iter().position(|&b| b == b']').map(|p| p + open);
+    let open = line
+        .iter()
+        .position(|&b| b == b'[')
+        .ok_or_else(|| parse_error(path, no, EXPECTED, line))?;
+    let close = line[open..]
+        .iter()
+        .position(|&b| b == b']')
+        .map(|p| p + open);
     let close = close.ok_or_else(|| parse_error(path, no, EXPECTED, line))?;
     let rest = &line[close + 1..];
-    let rest = rest.strip_prefix(b" \"").ok_or_else(|| parse_error(path, no, EXPECTED, line))?;
+    let rest = rest
+        .strip_prefix(b" \"")
+        .ok_or_else(|| parse_error(path, no, EXPECTED, line))?;
     // The request string, with Apache's escapes (`\"`, `\\`, `\xhh`) undone.
     let mut request = Vec::with_capacity(rest.len());
     let mut i = 0;
@@ -588,12 +717,23 @@ fn parse_apache_line(path: &Path, no: usize, line: &[u8]) -> Result<Option<Recor
         }
     }
     if !closed {
-        return Err(parse_error(path, no, "a closing `\"` after the request line", line));
+        return Err(parse_error(
+            path,
+            no,
+            "a closing `\"` after the request line",
+            line,
+        ));
     }
     let mut parts = request.splitn(2, |&b| b == b' ');
     let method = parts.next().unwrap_or_default();
-    let Some(rest) = parts.next() else { return Ok(None) };
-    if method.is_empty() || !method.iter().all(|b| b.is_ascii_uppercase() || *b == b'-' || *b == b'_') {
+    let Some(rest) = parts.next() else {
+        return Ok(None);
+    };
+    if method.is_empty()
+        || !method
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || *b == b'-' || *b == b'_')
+    {
         return Ok(None);
     }
     let target = match rest.iter().rposition(|&b| b == b' ') {
@@ -625,8 +765,16 @@ fn parse_apache(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetError> 
     Ok(records)
 }
 
-fn apply_label_file(data: &Path, data_bytes: &[u8], label_file: &Path, records: &mut [Record]) -> Result<(), DatasetError> {
-    let bytes = std::fs::read(label_file).map_err(|source| DatasetError::Io { path: label_file.to_owned(), source })?;
+fn apply_label_file(
+    data: &Path,
+    data_bytes: &[u8],
+    label_file: &Path,
+    records: &mut [Record],
+) -> Result<(), DatasetError> {
+    let bytes = std::fs::read(label_file).map_err(|source| DatasetError::Io {
+        path: label_file.to_owned(),
+        source,
+    })?;
     let mut labels: Vec<Option<Label>> = Vec::new();
     for (no, line) in lines(&bytes) {
         let text = String::from_utf8_lossy(line);
@@ -635,7 +783,12 @@ fn apply_label_file(data: &Path, data_bytes: &[u8], label_file: &Path, records: 
             None
         } else {
             Some(Label::parse(t).ok_or_else(|| {
-                parse_error(label_file, no, "a label (benign|malicious, 0|1, norm|anom) or `-`", line)
+                parse_error(
+                    label_file,
+                    no,
+                    "a label (benign|malicious, 0|1, norm|anom) or `-`",
+                    line,
+                )
             })?)
         });
     }
@@ -643,7 +796,12 @@ fn apply_label_file(data: &Path, data_bytes: &[u8], label_file: &Path, records: 
     if labels.len() != data_lines {
         return Err(DatasetError::LabelFile {
             label_file: label_file.to_owned(),
-            message: format!("{} labels for {} lines of {}", labels.len(), data_lines, data.display()),
+            message: format!(
+                "{} labels for {} lines of {}",
+                labels.len(),
+                data_lines,
+                data.display()
+            ),
         });
     }
     for r in records {

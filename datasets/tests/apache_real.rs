@@ -12,7 +12,11 @@ const APACHE: &str = "/usr/sbin/apache2";
 const MODULES: &str = "/usr/lib/apache2/modules";
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn send(port: u16, raw: &[u8]) {
@@ -21,13 +25,20 @@ fn send(port: u16, raw: &[u8]) {
     s.write_all(raw).unwrap();
     let mut response = Vec::new();
     let _ = s.read_to_end(&mut response);
-    assert!(response.starts_with(b"HTTP/1."), "no HTTP response to {:?}", String::from_utf8_lossy(raw));
+    assert!(
+        response.starts_with(b"HTTP/1."),
+        "no HTTP response to {:?}",
+        String::from_utf8_lossy(raw)
+    );
 }
 
 fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ok() {
-        assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -37,17 +48,26 @@ struct StopOnDrop(std::path::PathBuf);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        let _ = Command::new(APACHE).arg("-f").arg(&self.0).args(["-k", "stop"]).status();
+        let _ = Command::new(APACHE)
+            .arg("-f")
+            .arg(&self.0)
+            .args(["-k", "stop"])
+            .status();
     }
 }
 
 fn count_lines(p: &Path) -> usize {
-    std::fs::read(p).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0)
+    std::fs::read(p)
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
 }
 
 #[test]
 fn loads_logs_written_by_apache() {
-    assert!(Path::new(APACHE).exists(), "{APACHE} is missing: run scripts/setup.sh (installs apache2)");
+    assert!(
+        Path::new(APACHE).exists(),
+        "{APACHE} is missing: run scripts/setup.sh (installs apache2)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let port = free_port();
@@ -74,10 +94,21 @@ CustomLog "{d}/common.log" common
     );
     let conf_path = dir.path().join("httpd.conf");
     std::fs::write(&conf_path, conf).unwrap();
-    let status = Command::new(APACHE).arg("-f").arg(&conf_path).args(["-k", "start"]).status().unwrap();
-    assert!(status.success(), "apache2 did not start: {}", std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default());
+    let status = Command::new(APACHE)
+        .arg("-f")
+        .arg(&conf_path)
+        .args(["-k", "start"])
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "apache2 did not start: {}",
+        std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
+    );
     let server = StopOnDrop(conf_path.clone());
-    wait_until("apache to listen", || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    wait_until("apache to listen", || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
     // The probe connection above may or may not be logged (as a 408 without a request line);
     // the loader skips such entries either way.
 
@@ -93,11 +124,16 @@ CustomLog "{d}/common.log" common
     }
     let combined = dir.path().join("combined.log");
     let common = dir.path().join("common.log");
-    wait_until("the access logs", || count_lines(&combined) >= 5 && count_lines(&common) >= 5);
+    wait_until("the access logs", || {
+        count_lines(&combined) >= 5 && count_lines(&common) >= 5
+    });
     drop(server);
 
     let expected: Vec<(&str, &[u8])> = vec![
-        ("GET", b"/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&B1=A%F1adir"),
+        (
+            "GET",
+            b"/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&B1=A%F1adir",
+        ),
         ("POST", b"/tienda1/publico/autenticar.jsp"),
         ("GET", b"/q?x=\"1\"&y=a\\b"),
         ("GET", b"/raw/\xff\xfe?z=1"),
@@ -105,10 +141,18 @@ CustomLog "{d}/common.log" common
     for log in [&combined, &common] {
         let text = String::from_utf8_lossy(&std::fs::read(log).unwrap()).into_owned();
         let records = load(Format::Apache, log).unwrap();
-        let got: Vec<(&str, &[u8])> = records.iter().map(|r| (r.method.as_str(), &r.target[..])).collect();
+        let got: Vec<(&str, &[u8])> = records
+            .iter()
+            .map(|r| (r.method.as_str(), &r.target[..]))
+            .collect();
         assert_eq!(got, expected, "{}:\n{text}", log.display());
-        assert!(records.iter().all(|r| r.label.is_none() && r.body.is_none()));
+        assert!(records
+            .iter()
+            .all(|r| r.label.is_none() && r.body.is_none()));
         // Apache escaped the quote and the raw bytes, so the loader really undid escapes.
-        assert!(text.contains(r#"/q?x=\"1\"&y=a\\b"#) && text.contains(r"/raw/\xff\xfe"), "{text}");
+        assert!(
+            text.contains(r#"/q?x=\"1\"&y=a\\b"#) && text.contains(r"/raw/\xff\xfe"),
+            "{text}"
+        );
     }
 }

@@ -41,34 +41,77 @@ fn csic_splits_on_request_lines_with_crlf_and_lf() {
     let path = write(dir.path(), "normalTraffic.txt", CSIC);
     let r = load(Format::Csic, &path).unwrap();
     assert_eq!(r.len(), 4);
-    assert_eq!((r[0].method.as_str(), &r[0].target[..], r[0].body.as_deref(), r[0].line), ("GET", &b"/tienda1/index.jsp"[..], None, 1));
-    assert_eq!((r[1].method.as_str(), &r[1].target[..], r[1].line), ("POST", &b"/tienda1/publico/anadir.jsp"[..], 6));
+    assert_eq!(
+        (
+            r[0].method.as_str(),
+            &r[0].target[..],
+            r[0].body.as_deref(),
+            r[0].line
+        ),
+        ("GET", &b"/tienda1/index.jsp"[..], None, 1)
+    );
+    assert_eq!(
+        (r[1].method.as_str(), &r[1].target[..], r[1].line),
+        ("POST", &b"/tienda1/publico/anadir.jsp"[..], 6)
+    );
     assert_eq!(r[1].body.as_deref(), Some(&b"id=3&B1=A%F1"[..]));
-    assert_eq!((r[2].method.as_str(), &r[2].target[..], r[2].body.as_deref()), ("PUT", &b"?x=1"[..], Some(&b"a=1"[..])));
-    assert_eq!((&r[3].target[..], r[3].line), (&b"/already/origin?q=1"[..], 16));
+    assert_eq!(
+        (r[2].method.as_str(), &r[2].target[..], r[2].body.as_deref()),
+        ("PUT", &b"?x=1"[..], Some(&b"a=1"[..]))
+    );
+    assert_eq!(
+        (&r[3].target[..], r[3].line),
+        (&b"/already/origin?q=1"[..], 16)
+    );
     assert!(r.iter().all(|x| x.label == Some(Label::Benign)));
     // The file name decides the label.
     let anomalous = write(dir.path(), "anomalousTraffic.txt", CSIC);
-    assert!(load(Format::Csic, &anomalous).unwrap().iter().all(|x| x.label == Some(Label::Malicious)));
+    assert!(load(Format::Csic, &anomalous)
+        .unwrap()
+        .iter()
+        .all(|x| x.label == Some(Label::Malicious)));
     let other = write(dir.path(), "traffic.txt", CSIC);
-    assert_eq!(stats(&load(Format::Csic, &other).unwrap()).by_label.unlabeled, 4);
+    assert_eq!(
+        stats(&load(Format::Csic, &other).unwrap())
+            .by_label
+            .unlabeled,
+        4
+    );
     // ... unless overridden.
-    let opts = LoadOptions { label: Some(Label::Malicious), ..Default::default() };
-    assert!(load_with(Format::Csic, &path, &opts).unwrap().iter().all(|x| x.label == Some(Label::Malicious)));
+    let opts = LoadOptions {
+        label: Some(Label::Malicious),
+        ..Default::default()
+    };
+    assert!(load_with(Format::Csic, &path, &opts)
+        .unwrap()
+        .iter()
+        .all(|x| x.label == Some(Label::Malicious)));
 }
 
 #[test]
 fn csic_errors_name_file_line_and_expectation() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "junk.txt", b"\r\nhello there\r\nGET /x HTTP/1.1\r\n");
+    let p = write(
+        dir.path(),
+        "junk.txt",
+        b"\r\nhello there\r\nGET /x HTTP/1.1\r\n",
+    );
     let (path, line, msg) = parse_err(load(Format::Csic, &p).unwrap_err());
     assert_eq!((path, line), (p.clone(), 2));
     assert!(msg.contains("junk.txt:2: expected a request line"), "{msg}");
-    let p = write(dir.path(), "noversion.txt", b"GET /x HTTP/1.1\nHost: a\n\nGET /y\n");
+    let p = write(
+        dir.path(),
+        "noversion.txt",
+        b"GET /x HTTP/1.1\nHost: a\n\nGET /y\n",
+    );
     let (_, line, msg) = parse_err(load(Format::Csic, &p).unwrap_err());
     assert_eq!(line, 4);
     assert!(msg.contains("METHOD URL HTTP/1.x"), "{msg}");
-    let p = write(dir.path(), "badheader.txt", b"GET /x HTTP/1.1\nnot a header\n");
+    let p = write(
+        dir.path(),
+        "badheader.txt",
+        b"GET /x HTTP/1.1\nnot a header\n",
+    );
     let (_, line, msg) = parse_err(load(Format::Csic, &p).unwrap_err());
     assert_eq!(line, 2);
     assert!(msg.contains("Name: value"), "{msg}");
@@ -76,19 +119,37 @@ fn csic_errors_name_file_line_and_expectation() {
     let msg = load(Format::Csic, &missing).unwrap_err().to_string();
     assert!(msg.contains("missing.txt"), "{msg}");
     // Empty file: no records, no error.
-    assert!(load(Format::Csic, &write(dir.path(), "empty.txt", b"")).unwrap().is_empty());
+    assert!(load(Format::Csic, &write(dir.path(), "empty.txt", b""))
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
 fn fwaf_one_query_per_line_blank_lines_skipped() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "badqueries.txt", b"/a?x='\r\n\r\n/b/../../etc/passwd\r\n/c");
+    let p = write(
+        dir.path(),
+        "badqueries.txt",
+        b"/a?x='\r\n\r\n/b/../../etc/passwd\r\n/c",
+    );
     let r = load(Format::Fwaf, &p).unwrap();
     let got: Vec<(&[u8], usize)> = r.iter().map(|x| (&x.target[..], x.line)).collect();
-    assert_eq!(got, vec![(&b"/a?x='"[..], 1), (&b"/b/../../etc/passwd"[..], 3), (&b"/c"[..], 4)]);
-    assert!(r.iter().all(|x| x.label == Some(Label::Malicious) && x.method == "GET"));
+    assert_eq!(
+        got,
+        vec![
+            (&b"/a?x='"[..], 1),
+            (&b"/b/../../etc/passwd"[..], 3),
+            (&b"/c"[..], 4)
+        ]
+    );
+    assert!(r
+        .iter()
+        .all(|x| x.label == Some(Label::Malicious) && x.method == "GET"));
     let p = write(dir.path(), "goodqueries.txt", b"/index.html\n");
-    assert_eq!(load(Format::Fwaf, &p).unwrap()[0].label, Some(Label::Benign));
+    assert_eq!(
+        load(Format::Fwaf, &p).unwrap()[0].label,
+        Some(Label::Benign)
+    );
 }
 
 #[test]
@@ -101,22 +162,37 @@ fn httpparams_csv_quoting_and_labels() {
 \"last\",\"4\",\"norm\",\"norm\"\r\n";
     let p = write(dir.path(), "payload.csv", csv);
     let r = load(Format::Httpparams, &p).unwrap();
-    let got: Vec<(&[u8], Option<Label>, usize)> = r.iter().map(|x| (&x.target[..], x.label, x.line)).collect();
-    assert_eq!(got, vec![
-        (&b"campello, el"[..], Some(Label::Benign), 2),
-        (&b"' or \"1\"=\"1"[..], Some(Label::Malicious), 3),
-        (&b"two\nlines"[..], Some(Label::Malicious), 4),
-        (&b"last"[..], Some(Label::Benign), 6),
-    ]);
-    let p = write(dir.path(), "badlabel.csv", b"payload,length,attack_type,label\nx,1,norm,norm\ny,1,norm,maybe\n");
+    let got: Vec<(&[u8], Option<Label>, usize)> =
+        r.iter().map(|x| (&x.target[..], x.label, x.line)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (&b"campello, el"[..], Some(Label::Benign), 2),
+            (&b"' or \"1\"=\"1"[..], Some(Label::Malicious), 3),
+            (&b"two\nlines"[..], Some(Label::Malicious), 4),
+            (&b"last"[..], Some(Label::Benign), 6),
+        ]
+    );
+    let p = write(
+        dir.path(),
+        "badlabel.csv",
+        b"payload,length,attack_type,label\nx,1,norm,norm\ny,1,norm,maybe\n",
+    );
     let (_, line, msg) = parse_err(load(Format::Httpparams, &p).unwrap_err());
     assert_eq!(line, 3);
-    assert!(msg.contains("`norm` or `anom`") && msg.contains("maybe"), "{msg}");
+    assert!(
+        msg.contains("`norm` or `anom`") && msg.contains("maybe"),
+        "{msg}"
+    );
     let p = write(dir.path(), "badheader.csv", b"target,label\nx,1\n");
     let (_, line, msg) = parse_err(load(Format::Httpparams, &p).unwrap_err());
     assert_eq!(line, 1);
     assert!(msg.contains("payload,length,attack_type,label"), "{msg}");
-    let p = write(dir.path(), "short.csv", b"payload,length,attack_type,label\r\nx,1,norm,norm\r\ny,1\r\n");
+    let p = write(
+        dir.path(),
+        "short.csv",
+        b"payload,length,attack_type,label\r\nx,1,norm,norm\r\ny,1\r\n",
+    );
     let (_, line, msg) = parse_err(load(Format::Httpparams, &p).unwrap_err());
     assert_eq!(line, 3, "{msg}");
     assert!(msg.contains("4 fields"), "{msg}");
@@ -125,24 +201,38 @@ fn httpparams_csv_quoting_and_labels() {
 #[test]
 fn generic_target_label_csv_and_tsv() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "data.csv", b"target,label\n/a?x=1,benign\n\"/b?x=1,2\",1\n/c,norm\n/d,anom\n/e,\n/f\n");
+    let p = write(
+        dir.path(),
+        "data.csv",
+        b"target,label\n/a?x=1,benign\n\"/b?x=1,2\",1\n/c,norm\n/d,anom\n/e,\n/f\n",
+    );
     let r = load(Format::Csv, &p).unwrap();
-    let got: Vec<(&[u8], Option<Label>, usize)> = r.iter().map(|x| (&x.target[..], x.label, x.line)).collect();
-    assert_eq!(got, vec![
-        (&b"/a?x=1"[..], Some(Label::Benign), 2),
-        (&b"/b?x=1,2"[..], Some(Label::Malicious), 3),
-        (&b"/c"[..], Some(Label::Benign), 4),
-        (&b"/d"[..], Some(Label::Malicious), 5),
-        (&b"/e"[..], None, 6),
-        (&b"/f"[..], None, 7),
-    ]);
+    let got: Vec<(&[u8], Option<Label>, usize)> =
+        r.iter().map(|x| (&x.target[..], x.label, x.line)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (&b"/a?x=1"[..], Some(Label::Benign), 2),
+            (&b"/b?x=1,2"[..], Some(Label::Malicious), 3),
+            (&b"/c"[..], Some(Label::Benign), 4),
+            (&b"/d"[..], Some(Label::Malicious), 5),
+            (&b"/e"[..], None, 6),
+            (&b"/f"[..], None, 7),
+        ]
+    );
     // TSV by extension (commas stay in the target), and by sniffing the first line.
     let p = write(dir.path(), "data.tsv", b"/a?x=1,2\tmalicious\n/b\t0\n");
     let r = load(Format::Csv, &p).unwrap();
-    assert_eq!((&r[0].target[..], r[0].label), (&b"/a?x=1,2"[..], Some(Label::Malicious)));
+    assert_eq!(
+        (&r[0].target[..], r[0].label),
+        (&b"/a?x=1,2"[..], Some(Label::Malicious))
+    );
     assert_eq!(r[1].label, Some(Label::Benign));
     let p = write(dir.path(), "data.txt", b"/a\tmalicious\n");
-    assert_eq!(load(Format::Csv, &p).unwrap()[0].label, Some(Label::Malicious));
+    assert_eq!(
+        load(Format::Csv, &p).unwrap()[0].label,
+        Some(Label::Malicious)
+    );
     let p = write(dir.path(), "bad.csv", b"/a,benign\n/b,perhaps\n");
     let (_, line, msg) = parse_err(load(Format::Csv, &p).unwrap_err());
     assert_eq!(line, 2);
@@ -167,38 +257,84 @@ fn apache_common_and_combined_logs() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "access.log", APACHE);
     let r = load(Format::Apache, &p).unwrap();
-    let got: Vec<(&str, &[u8], usize)> = r.iter().map(|x| (x.method.as_str(), &x.target[..], x.line)).collect();
-    assert_eq!(got, vec![
-        ("GET", &b"/apache_pb.gif?a=%27"[..], 1),
-        ("POST", &b"/login.php"[..], 2),
-        ("GET", &b"/q?x=\"1\"\\\xff"[..], 5),
-        ("GET", &b"/x?y"[..], 7),
-    ]);
+    let got: Vec<(&str, &[u8], usize)> = r
+        .iter()
+        .map(|x| (x.method.as_str(), &x.target[..], x.line))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("GET", &b"/apache_pb.gif?a=%27"[..], 1),
+            ("POST", &b"/login.php"[..], 2),
+            ("GET", &b"/q?x=\"1\"\\\xff"[..], 5),
+            ("GET", &b"/x?y"[..], 7),
+        ]
+    );
     assert_eq!(stats(&r).by_label.unlabeled, 4);
 
     // A label file: one label per log line ("-" or blank: unlabelled).
-    let labels = write(dir.path(), "labels.txt", b"benign\nmalicious\n-\n-\n1\n\n0\n");
-    let opts = LoadOptions { label_file: Some(labels.clone()), ..Default::default() };
+    let labels = write(
+        dir.path(),
+        "labels.txt",
+        b"benign\nmalicious\n-\n-\n1\n\n0\n",
+    );
+    let opts = LoadOptions {
+        label_file: Some(labels.clone()),
+        ..Default::default()
+    };
     let r = load_with(Format::Apache, &p, &opts).unwrap();
     let got: Vec<Option<Label>> = r.iter().map(|x| x.label).collect();
-    assert_eq!(got, vec![Some(Label::Benign), Some(Label::Malicious), Some(Label::Malicious), Some(Label::Benign)]);
+    assert_eq!(
+        got,
+        vec![
+            Some(Label::Benign),
+            Some(Label::Malicious),
+            Some(Label::Malicious),
+            Some(Label::Benign)
+        ]
+    );
     let short = write(dir.path(), "short.txt", b"benign\n");
-    let opts = LoadOptions { label_file: Some(short), ..Default::default() };
-    let msg = load_with(Format::Apache, &p, &opts).unwrap_err().to_string();
-    assert!(msg.contains("short.txt") && msg.contains("1 labels for 7 lines"), "{msg}");
+    let opts = LoadOptions {
+        label_file: Some(short),
+        ..Default::default()
+    };
+    let msg = load_with(Format::Apache, &p, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("short.txt") && msg.contains("1 labels for 7 lines"),
+        "{msg}"
+    );
     let bad = write(dir.path(), "bad.txt", b"benign\nevil\n-\n-\n-\n-\n-\n");
-    let opts = LoadOptions { label_file: Some(bad), ..Default::default() };
+    let opts = LoadOptions {
+        label_file: Some(bad),
+        ..Default::default()
+    };
     let (_, line, _) = parse_err(load_with(Format::Apache, &p, &opts).unwrap_err());
     assert_eq!(line, 2);
-    let opts = LoadOptions { label_file: Some(labels), ..Default::default() };
+    let opts = LoadOptions {
+        label_file: Some(labels),
+        ..Default::default()
+    };
     let msg = load_with(Format::Fwaf, &p, &opts).unwrap_err().to_string();
     assert!(msg.contains("only read for the apache format"), "{msg}");
 
-    let broken = write(dir.path(), "broken.log", b"10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 1\nnot a log line\n");
+    let broken = write(
+        dir.path(),
+        "broken.log",
+        b"10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 1\nnot a log line\n",
+    );
     let (_, line, msg) = parse_err(load(Format::Apache, &broken).unwrap_err());
     assert_eq!(line, 2);
-    assert!(msg.contains("broken.log:2: expected an access-log line"), "{msg}");
-    let unclosed = write(dir.path(), "unclosed.log", b"1.2.3.4 - - [x] \"GET /a HTTP/1.1 200 1\n");
+    assert!(
+        msg.contains("broken.log:2: expected an access-log line"),
+        "{msg}"
+    );
+    let unclosed = write(
+        dir.path(),
+        "unclosed.log",
+        b"1.2.3.4 - - [x] \"GET /a HTTP/1.1 200 1\n",
+    );
     let (_, line, msg) = parse_err(load(Format::Apache, &unclosed).unwrap_err());
     assert_eq!(line, 1);
     assert!(msg.contains("closing"), "{msg}");
@@ -207,7 +343,11 @@ fn apache_common_and_combined_logs() {
 #[test]
 fn stats_json_shape_and_names() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "mixed.csv", b"/a,benign\n/b,malicious\n/c,malicious\n/d\n");
+    let p = write(
+        dir.path(),
+        "mixed.csv",
+        b"/a,benign\n/b,malicious\n/c,malicious\n/d\n",
+    );
     let s = stats(&load(Format::Csv, &p).unwrap());
     assert_eq!(
         serde_json::to_value(s).unwrap(),
@@ -216,10 +356,19 @@ fn stats_json_shape_and_names() {
     for f in Format::ALL {
         assert_eq!(f.name().parse::<Format>().unwrap(), f);
     }
-    assert!("xml".parse::<Format>().unwrap_err().contains("csic|fwaf|httpparams|csv|apache"));
-    assert_eq!(serde_json::to_string(&Label::Malicious).unwrap(), "\"malicious\"");
+    assert!("xml"
+        .parse::<Format>()
+        .unwrap_err()
+        .contains("csic|fwaf|httpparams|csv|apache"));
+    assert_eq!(
+        serde_json::to_string(&Label::Malicious).unwrap(),
+        "\"malicious\""
+    );
     assert_eq!("anom".parse::<Label>().unwrap(), Label::Malicious);
-    assert_eq!(Label::from_class(Label::Benign.class()), Some(Label::Benign));
+    assert_eq!(
+        Label::from_class(Label::Benign.class()),
+        Some(Label::Benign)
+    );
 }
 
 #[test]
@@ -228,7 +377,14 @@ fn record_parts_feed_the_featurizer() {
     let path = write(dir.path(), "normalTraffic.txt", CSIC);
     let r = load(Format::Csic, &path).unwrap();
     let parts = r[1].parts();
-    assert_eq!((parts.method, parts.target, parts.body), ("POST", &b"/tienda1/publico/anadir.jsp"[..], Some(&b"id=3&B1=A%F1"[..])));
+    assert_eq!(
+        (parts.method, parts.target, parts.body),
+        (
+            "POST",
+            &b"/tienda1/publico/anadir.jsp"[..],
+            Some(&b"id=3&B1=A%F1"[..])
+        )
+    );
     let (text, _) = featurizer::normalize(&featurizer::FeaturizerConfig::default(), &parts);
     assert_eq!(text, "/tienda1/publico/anadir.jsp?id=3&b1=añ");
 }

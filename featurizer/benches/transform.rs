@@ -7,7 +7,10 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use featurizer::{Featurizer, FeaturizerConfig, RequestParts, Scratch, SparseVector};
 
-const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/sample/csic_normalTrafficTraining_sample.txt");
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../data/sample/csic_normalTrafficTraining_sample.txt"
+);
 
 /// Request lines (target in origin form) and bodies of a CSIC file: just enough parsing for a
 /// realistic vocabulary (the datasets crate is the real loader).
@@ -16,7 +19,10 @@ fn csic_requests(text: &str) -> Vec<(String, Option<String>)> {
     let mut in_body = false;
     for line in text.lines() {
         let line = line.trim_end_matches('\r');
-        if let Some(rest) = line.strip_prefix("GET ").or_else(|| line.strip_prefix("POST ")) {
+        if let Some(rest) = line
+            .strip_prefix("GET ")
+            .or_else(|| line.strip_prefix("POST "))
+        {
             let url = rest.rsplit_once(' ').map_or(rest, |(u, _)| u);
             let target = url.strip_prefix("http://localhost:8080").unwrap_or(url);
             out.push((target.to_owned(), None));
@@ -37,7 +43,11 @@ fn bench(c: &mut Criterion) {
     let docs = csic_requests(&text);
     let f = Featurizer::fit(
         FeaturizerConfig::default(),
-        docs.iter().map(|(t, b)| RequestParts { method: "GET", target: t.as_bytes(), body: b.as_deref().map(str::as_bytes) }),
+        docs.iter().map(|(t, b)| RequestParts {
+            method: "GET",
+            target: t.as_bytes(),
+            body: b.as_deref().map(str::as_bytes),
+        }),
     )
     .expect("fit");
     let cases: [(&str, RequestParts); 3] = [
@@ -67,11 +77,18 @@ fn bench(c: &mut Criterion) {
     let fit_with = |config: FeaturizerConfig| {
         Featurizer::fit(
             config,
-            docs.iter().map(|(t, b)| RequestParts { method: "GET", target: t.as_bytes(), body: b.as_deref().map(str::as_bytes) }),
+            docs.iter().map(|(t, b)| RequestParts {
+                method: "GET",
+                target: t.as_bytes(),
+                body: b.as_deref().map(str::as_bytes),
+            }),
         )
         .expect("fit")
     };
-    let shapes = fit_with(FeaturizerConfig { value_shapes: true, ..Default::default() });
+    let shapes = fit_with(FeaturizerConfig {
+        value_shapes: true,
+        ..Default::default()
+    });
     let chars = fit_with(FeaturizerConfig {
         top_k: 2000,
         char_ngrams: Some([3, 5]),
@@ -79,7 +96,10 @@ fn bench(c: &mut Criterion) {
         sublinear_tf: true,
         ..Default::default()
     });
-    for (group_name, featurizer) in [("transform_into_value_shapes", &shapes), ("transform_into_char3to5_shapes_top2000", &chars)] {
+    for (group_name, featurizer) in [
+        ("transform_into_value_shapes", &shapes),
+        ("transform_into_char3to5_shapes_top2000", &chars),
+    ] {
         let mut group = c.benchmark_group(group_name);
         for (name, req) in &cases {
             let mut scratch = Scratch::default();
@@ -105,7 +125,9 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
-    c.bench_function("transform_allocating/typical_get", |b| b.iter(|| black_box(f.transform(black_box(&cases[0].1)))));
+    c.bench_function("transform_allocating/typical_get", |b| {
+        b.iter(|| black_box(f.transform(black_box(&cases[0].1))))
+    });
 }
 
 criterion_group!(benches, bench);

@@ -79,7 +79,11 @@ pub struct RequestParts<'a> {
 impl<'a> RequestParts<'a> {
     /// A `GET` of `target` without a body.
     pub fn get(target: &'a str) -> Self {
-        RequestParts { method: "GET", target: target.as_bytes(), body: None }
+        RequestParts {
+            method: "GET",
+            target: target.as_bytes(),
+            body: None,
+        }
     }
 }
 
@@ -311,7 +315,9 @@ pub fn normalize(config: &FeaturizerConfig, req: &RequestParts) -> (String, bool
 
 /// Normalization into `scratch.text`; returns the truncation flag.
 fn normalize_into(config: &FeaturizerConfig, req: &RequestParts, scratch: &mut Scratch) -> bool {
-    let Scratch { raw, decoded, text, .. } = scratch;
+    let Scratch {
+        raw, decoded, text, ..
+    } = scratch;
     // Copy at most one byte past the limit: enough to know that the input was too long, and the
     // work stays bounded whatever the size of the request.
     let cap = config.max_input_bytes.saturating_add(1);
@@ -371,7 +377,11 @@ fn percent_decode(input: &[u8], plus_from: Option<usize>, out: &mut Vec<u8>) -> 
     let mut i = 0;
     while i < input.len() {
         // Copy the run up to the next '%' or '+' at once.
-        let run = input[i..].iter().enumerate().position(|(k, &b)| special(i + k, b)).unwrap_or(input.len() - i);
+        let run = input[i..]
+            .iter()
+            .enumerate()
+            .position(|(k, &b)| special(i + k, b))
+            .unwrap_or(input.len() - i);
         out.extend_from_slice(&input[i..i + run]);
         i += run;
         if i >= input.len() {
@@ -490,7 +500,8 @@ fn class_by_regex(c: char) -> CharClass {
     static WORD: OnceLock<regex::Regex> = OnceLock::new();
     static SPACE: OnceLock<regex::Regex> = OnceLock::new();
     // Constant patterns covered by tests; failing to compile them is a bug.
-    let word = WORD.get_or_init(|| regex::Regex::new(r"^[\p{L}\p{M}\p{N}]$").expect("word class compiles"));
+    let word = WORD
+        .get_or_init(|| regex::Regex::new(r"^[\p{L}\p{M}\p{N}]$").expect("word class compiles"));
     let space = SPACE.get_or_init(|| regex::Regex::new(r"^\s$").expect("space class compiles"));
     let mut buf = [0u8; 4];
     let s = c.encode_utf8(&mut buf);
@@ -518,7 +529,9 @@ fn char_class(c: char) -> CharClass {
         }
     } else if cp < TABLE_END {
         let table = TABLE.get_or_init(|| {
-            (0x80..TABLE_END).map(|cp| char::from_u32(cp).map_or(CharClass::Symbol, class_by_regex)).collect()
+            (0x80..TABLE_END)
+                .map(|cp| char::from_u32(cp).map_or(CharClass::Symbol, class_by_regex))
+                .collect()
         });
         table[(cp - 0x80) as usize]
     } else {
@@ -588,7 +601,12 @@ impl<'t> Iterator for Tokens<'t> {
 /// `ngram_max` > 1) the n-grams that end with it, n = 2..=ngram_max, joined by single spaces
 /// (tokens never contain white space, so the joined form is unambiguous). `gram` is a reusable
 /// buffer. Returns the number of features.
-pub fn for_each_feature<'t>(text: &'t str, ngram_max: usize, gram: &mut String, mut f: impl FnMut(&str)) -> u32 {
+pub fn for_each_feature<'t>(
+    text: &'t str,
+    ngram_max: usize,
+    gram: &mut String,
+    mut f: impl FnMut(&str),
+) -> u32 {
     let mut count: u32 = 0;
     if ngram_max <= 1 {
         for tok in tokenize(text) {
@@ -657,7 +675,8 @@ pub fn value_shape(value: &str) -> &'static str {
         ["text", "text,long"],
         ["symbols", "symbols,long"],
     ];
-    let (mut letters, mut digits, mut punct, mut symbols, mut chars) = (false, false, false, false, 0usize);
+    let (mut letters, mut digits, mut punct, mut symbols, mut chars) =
+        (false, false, false, false, 0usize);
     for c in value.chars() {
         chars += 1;
         if c.is_ascii_digit() {
@@ -832,7 +851,10 @@ impl PartialEq for Featurizer {
 
 impl From<Featurizer> for Artifact {
     fn from(f: Featurizer) -> Self {
-        Artifact { content: f.content, content_hash: f.content_hash }
+        Artifact {
+            content: f.content,
+            content_hash: f.content_hash,
+        }
     }
 }
 
@@ -868,15 +890,20 @@ impl Featurizer {
             // Document frequency counts each distinct feature once per request.
             let mut distinct: Vec<String> = Vec::new();
             let mut shapes: Vec<String> = Vec::new();
-            for_each_configured_feature(&scratch.text, &config, &mut scratch.gram, |kind, feature| {
-                if kind == FeatureKind::Shape {
-                    shapes.push(feature.to_owned());
-                }
-                let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
-                entry.push_str(kind.prefix());
-                entry.push_str(feature);
-                distinct.push(entry);
-            });
+            for_each_configured_feature(
+                &scratch.text,
+                &config,
+                &mut scratch.gram,
+                |kind, feature| {
+                    if kind == FeatureKind::Shape {
+                        shapes.push(feature.to_owned());
+                    }
+                    let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
+                    entry.push_str(kind.prefix());
+                    entry.push_str(feature);
+                    distinct.push(entry);
+                },
+            );
             distinct.sort_unstable();
             distinct.dedup();
             if config.value_shapes {
@@ -892,7 +919,9 @@ impl Featurizer {
             }
         }
         if n == 0 {
-            return Err(FeaturizerError::Invalid("cannot fit on an empty corpus (0 requests)".into()));
+            return Err(FeaturizerError::Invalid(
+                "cannot fit on an empty corpus (0 requests)".into(),
+            ));
         }
         let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
         // Highest document frequency first; ties by token, ascending (deterministic).
@@ -901,15 +930,20 @@ impl Featurizer {
             // The last places go to the "unseen name/shape" features, whose document frequency
             // depends on which name/shape pairs made it into the vocabulary: a second pass.
             ranked.truncate(config.top_k - UNSEEN_SHAPES.len());
-            let kept: std::collections::HashSet<&str> =
-                ranked.iter().filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX)).collect();
+            let kept: std::collections::HashSet<&str> = ranked
+                .iter()
+                .filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX))
+                .collect();
             let mut unseen_df = [0u64; UNSEEN_SHAPES.len()];
             for pairs in &doc_shapes {
                 let mut seen = [false; UNSEEN_SHAPES.len()];
                 for body in pairs {
                     if !kept.contains(body.as_str()) {
                         let shape = body.rsplit_once('=').map_or("", |(_, shape)| shape);
-                        if let Some(k) = UNSEEN_SHAPES.iter().position(|u| u.strip_prefix(UNSEEN_NAME) == Some(shape)) {
+                        if let Some(k) = UNSEEN_SHAPES
+                            .iter()
+                            .position(|u| u.strip_prefix(UNSEEN_NAME) == Some(shape))
+                        {
                             seen[k] = true;
                         }
                     }
@@ -941,17 +975,25 @@ impl Featurizer {
             idf,
         };
         let content_hash = hash_content(&content);
-        Featurizer::from_artifact(Artifact { content, content_hash })
+        Featurizer::from_artifact(Artifact {
+            content,
+            content_hash,
+        })
     }
 
     fn from_artifact(a: Artifact) -> Result<Self, FeaturizerError> {
         let c = &a.content;
         if c.kind != ARTIFACT_KIND || c.format_version != FORMAT_VERSION {
-            return Err(FeaturizerError::Version { found: format!("{} version {}", c.kind, c.format_version) });
+            return Err(FeaturizerError::Version {
+                found: format!("{} version {}", c.kind, c.format_version),
+            });
         }
         let computed = hash_content(c);
         if computed != a.content_hash {
-            return Err(FeaturizerError::HashMismatch { stored: a.content_hash, computed });
+            return Err(FeaturizerError::HashMismatch {
+                stored: a.content_hash,
+                computed,
+            });
         }
         if c.token_pattern != TOKEN_PATTERN || c.idf_formula != IDF_FORMULA {
             return Err(FeaturizerError::Invalid(format!(
@@ -969,10 +1011,15 @@ impl Featurizer {
             )));
         }
         if k > c.config.top_k || k > u32::MAX as usize {
-            return Err(FeaturizerError::Invalid(format!("vocabulary has {k} tokens, more than top_k = {}", c.config.top_k)));
+            return Err(FeaturizerError::Invalid(format!(
+                "vocabulary has {k} tokens, more than top_k = {}",
+                c.config.top_k
+            )));
         }
         if let Some(bad) = c.idf.iter().find(|v| !v.is_finite() || **v <= 0.0) {
-            return Err(FeaturizerError::Invalid(format!("idf value {bad} is not a positive finite number")));
+            return Err(FeaturizerError::Invalid(format!(
+                "idf value {bad} is not a positive finite number"
+            )));
         }
         let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
         let mut char_index = VocabIndex::default();
@@ -990,7 +1037,9 @@ impl Featurizer {
                     }
                 }
                 if char_index.insert(body.into(), i as u32).is_some() {
-                    return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
+                    return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary token {tok:?} appears twice"
+                    )));
                 }
                 continue;
             }
@@ -1002,7 +1051,9 @@ impl Featurizer {
                     )));
                 }
                 if shape_index.insert(body.into(), i as u32).is_some() {
-                    return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
+                    return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary token {tok:?} appears twice"
+                    )));
                 }
                 continue;
             }
@@ -1019,7 +1070,9 @@ impl Featurizer {
                 )));
             }
             if index.insert(tok.as_str().into(), i as u32).is_some() {
-                return Err(FeaturizerError::Invalid(format!("vocabulary token {tok:?} appears twice")));
+                return Err(FeaturizerError::Invalid(format!(
+                    "vocabulary token {tok:?} appears twice"
+                )));
             }
         }
         let mut ascii_index = [NOT_IN_VOCABULARY; 128];
@@ -1030,7 +1083,14 @@ impl Featurizer {
                 }
             }
         }
-        Ok(Featurizer { content: a.content, content_hash: a.content_hash, index, ascii_index, char_index, shape_index })
+        Ok(Featurizer {
+            content: a.content,
+            content_hash: a.content_hash,
+            index,
+            ascii_index,
+            char_index,
+            shape_index,
+        })
     }
 
     /// Vocabulary index of a feature of a kind (`feature` without the kind's prefix).
@@ -1046,7 +1106,12 @@ impl Featurizer {
     /// [`Featurizer::lookup_kind`], except that a shape feature not in the vocabulary maps to its
     /// [`UNSEEN_SHAPES`] entry (`buf` is a reusable buffer).
     #[inline]
-    fn lookup_kind_or_unseen(&self, kind: FeatureKind, feature: &str, buf: &mut String) -> Option<u32> {
+    fn lookup_kind_or_unseen(
+        &self,
+        kind: FeatureKind,
+        feature: &str,
+        buf: &mut String,
+    ) -> Option<u32> {
         let found = self.lookup_kind(kind, feature);
         if found.is_some() || kind != FeatureKind::Shape {
             return found;
@@ -1062,7 +1127,9 @@ impl Featurizer {
     #[inline]
     fn lookup(&self, feature: &str) -> Option<u32> {
         match feature.as_bytes() {
-            &[b] if b < 128 => Some(self.ascii_index[b as usize]).filter(|&i| i != NOT_IN_VOCABULARY),
+            &[b] if b < 128 => {
+                Some(self.ascii_index[b as usize]).filter(|&i| i != NOT_IN_VOCABULARY)
+            }
             _ => self.index.get(feature).copied(),
         }
     }
@@ -1115,25 +1182,38 @@ impl Featurizer {
 
     /// [`Featurizer::transform`] reusing `scratch` and `out`: the hot path of the proxy
     /// (allocation-free once the buffers have grown).
-    pub fn transform_into(&self, req: &RequestParts, scratch: &mut Scratch, out: &mut SparseVector) {
+    pub fn transform_into(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+        out: &mut SparseVector,
+    ) {
         out.indices.clear();
         out.values.clear();
         out.truncated = normalize_into(&self.content.config, req, scratch);
-        let Scratch { text, gram, counts, touched, unseen, .. } = scratch;
+        let Scratch {
+            text,
+            gram,
+            counts,
+            touched,
+            unseen,
+            ..
+        } = scratch;
         if counts.len() != self.dim() {
             counts.clear();
             counts.resize(self.dim(), 0);
         }
         touched.clear();
-        let tokens = for_each_configured_feature(text, &self.content.config, gram, |kind, feature| {
-            if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
-                let c = &mut counts[i as usize];
-                if *c == 0 {
-                    touched.push(i);
+        let tokens =
+            for_each_configured_feature(text, &self.content.config, gram, |kind, feature| {
+                if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
+                    let c = &mut counts[i as usize];
+                    if *c == 0 {
+                        touched.push(i);
+                    }
+                    *c += 1;
                 }
-                *c += 1;
-            }
-        });
+            });
         if touched.is_empty() {
             return;
         }
@@ -1173,11 +1253,16 @@ impl Featurizer {
         let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
         let mut counts: HashMap<u32, u32> = HashMap::new();
         let mut buf = String::new();
-        for_each_configured_feature(&normalized, &self.content.config, &mut String::new(), |kind, feature| {
-            if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
-                *counts.entry(i).or_default() += 1;
-            }
-        });
+        for_each_configured_feature(
+            &normalized,
+            &self.content.config,
+            &mut String::new(),
+            |kind, feature| {
+                if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
+                    *counts.entry(i).or_default() += 1;
+                }
+            },
+        );
         let v = self.transform(req);
         let weights = v
             .indices
@@ -1190,12 +1275,20 @@ impl Featurizer {
                 weight,
             })
             .collect();
-        Explanation { normalized, tokens, truncated, weights }
+        Explanation {
+            normalized,
+            tokens,
+            truncated,
+            weights,
+        }
     }
 
     /// The artifact as pretty JSON (deterministic; ends with a newline).
     pub fn to_json(&self) -> Vec<u8> {
-        let artifact = Artifact { content: self.content.clone(), content_hash: self.content_hash.clone() };
+        let artifact = Artifact {
+            content: self.content.clone(),
+            content_hash: self.content_hash.clone(),
+        };
         let mut bytes = serde_json::to_vec_pretty(&artifact).unwrap_or_default();
         bytes.push(b'\n');
         bytes
@@ -1205,12 +1298,19 @@ impl Featurizer {
     pub fn from_json(bytes: &[u8]) -> Result<Self, FeaturizerError> {
         // Check kind and version first, so that an artifact of another version gets a version
         // error rather than a confusing "missing field".
-        let header: ArtifactHeader = serde_json::from_slice(bytes).map_err(FeaturizerError::Parse)?;
+        let header: ArtifactHeader =
+            serde_json::from_slice(bytes).map_err(FeaturizerError::Parse)?;
         let kind = header.kind.unwrap_or_else(|| "(no kind)".into());
-        let version_ok = header.format_version.as_ref().and_then(|v| v.as_u64()) == Some(u64::from(FORMAT_VERSION));
+        let version_ok = header.format_version.as_ref().and_then(|v| v.as_u64())
+            == Some(u64::from(FORMAT_VERSION));
         if kind != ARTIFACT_KIND || !version_ok {
-            let version = header.format_version.map(|v| v.to_string()).unwrap_or_else(|| "(none)".into());
-            return Err(FeaturizerError::Version { found: format!("{kind} version {version}") });
+            let version = header
+                .format_version
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "(none)".into());
+            return Err(FeaturizerError::Version {
+                found: format!("{kind} version {version}"),
+            });
         }
         let artifact: Artifact = serde_json::from_slice(bytes).map_err(FeaturizerError::Parse)?;
         Featurizer::from_artifact(artifact)
@@ -1218,14 +1318,22 @@ impl Featurizer {
 
     /// Writes the artifact atomically ([`write_atomic`]).
     pub fn save(&self, path: &Path) -> Result<(), FeaturizerError> {
-        write_atomic(path, &self.to_json()).map_err(|source| FeaturizerError::Io { path: path.to_owned(), source })
+        write_atomic(path, &self.to_json()).map_err(|source| FeaturizerError::Io {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// Reads and checks an artifact file (errors name the file).
     pub fn load(path: &Path) -> Result<Self, FeaturizerError> {
-        let bytes = std::fs::read(path).map_err(|source| FeaturizerError::Io { path: path.to_owned(), source })?;
-        Featurizer::from_json(&bytes)
-            .map_err(|e| FeaturizerError::InFile { path: path.to_owned(), source: Box::new(e) })
+        let bytes = std::fs::read(path).map_err(|source| FeaturizerError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Featurizer::from_json(&bytes).map_err(|e| FeaturizerError::InFile {
+            path: path.to_owned(),
+            source: Box::new(e),
+        })
     }
 }
 
@@ -1234,10 +1342,15 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
         return Err(FeaturizerError::Invalid("top_k must be at least 1".into()));
     }
     if c.max_input_bytes == 0 {
-        return Err(FeaturizerError::Invalid("max_input_bytes must be at least 1".into()));
+        return Err(FeaturizerError::Invalid(
+            "max_input_bytes must be at least 1".into(),
+        ));
     }
     if c.ngram_max == 0 || c.ngram_max > MAX_NGRAM {
-        return Err(FeaturizerError::Invalid(format!("ngram_max = {} (1 to {MAX_NGRAM})", c.ngram_max)));
+        return Err(FeaturizerError::Invalid(format!(
+            "ngram_max = {} (1 to {MAX_NGRAM})",
+            c.ngram_max
+        )));
     }
     if let Some([lo, hi]) = c.char_ngrams {
         if lo == 0 || lo > hi || hi > MAX_CHAR_NGRAM {
@@ -1255,7 +1368,10 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
         )));
     }
     if c.decode_rounds > 16 {
-        return Err(FeaturizerError::Invalid(format!("decode_rounds = {} (at most 16)", c.decode_rounds)));
+        return Err(FeaturizerError::Invalid(format!(
+            "decode_rounds = {} (at most 16)",
+            c.decode_rounds
+        )));
     }
     Ok(())
 }
@@ -1266,7 +1382,10 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let file_name = path.file_name().ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{}: not a file path", path.display()))
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a file path", path.display()),
+        )
     })?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
@@ -1278,7 +1397,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp_name.push(format!(".tmp.{}.{n}", std::process::id()));
     let tmp = dir.join(tmp_name);
     let result = (|| {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);

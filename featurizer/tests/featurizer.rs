@@ -1,8 +1,18 @@
 //! Normalization, tokenization, fitting, transforming and the artifact.
-use featurizer::{normalize, tokenize, Featurizer, FeaturizerConfig, FeaturizerError, RequestParts};
+use featurizer::{
+    normalize, tokenize, Featurizer, FeaturizerConfig, FeaturizerError, RequestParts,
+};
 
 fn norm(target: &[u8]) -> String {
-    normalize(&FeaturizerConfig::default(), &RequestParts { method: "GET", target, body: None }).0
+    normalize(
+        &FeaturizerConfig::default(),
+        &RequestParts {
+            method: "GET",
+            target,
+            body: None,
+        },
+    )
+    .0
 }
 
 fn toks(text: &str) -> Vec<&str> {
@@ -16,10 +26,16 @@ fn single_double_and_triple_encoding_decode_within_the_round_limit() {
     assert_eq!(norm(b"/a?x=%252527"), "/a?x='");
     // Four levels of encoding, three rounds: one level is left.
     assert_eq!(norm(b"/a?x=%25252527"), "/a?x=%27");
-    let one_round = FeaturizerConfig { decode_rounds: 1, ..Default::default() };
+    let one_round = FeaturizerConfig {
+        decode_rounds: 1,
+        ..Default::default()
+    };
     let req = RequestParts::get("/a?x=%2527");
     assert_eq!(normalize(&one_round, &req).0, "/a?x=%27");
-    let no_decoding = FeaturizerConfig { decode_rounds: 0, ..Default::default() };
+    let no_decoding = FeaturizerConfig {
+        decode_rounds: 0,
+        ..Default::default()
+    };
     assert_eq!(normalize(&no_decoding, &req).0, "/a?x=%2527");
 }
 
@@ -35,12 +51,29 @@ fn plus_is_a_space_in_the_query_and_body_only_and_only_before_decoding() {
     assert_eq!(norm(b"/a+b/c?q=x+y"), "/a+b/c?q=x y");
     // `%2B` is an encoded literal plus: it stays a plus.
     assert_eq!(norm(b"/c?q=1%2B1"), "/c?q=1+1");
-    let post = RequestParts { method: "POST", target: b"/login.jsp", body: Some(b"user=a+b&pwd=x%2By") };
-    assert_eq!(normalize(&FeaturizerConfig::default(), &post).0, "/login.jsp?user=a b&pwd=x+y");
+    let post = RequestParts {
+        method: "POST",
+        target: b"/login.jsp",
+        body: Some(b"user=a+b&pwd=x%2By"),
+    };
+    assert_eq!(
+        normalize(&FeaturizerConfig::default(), &post).0,
+        "/login.jsp?user=a b&pwd=x+y"
+    );
     // With a query already present the body is joined with '&'.
-    let both = RequestParts { method: "POST", target: b"/p?a=1", body: Some(b"b=2+3") };
-    assert_eq!(normalize(&FeaturizerConfig::default(), &both).0, "/p?a=1&b=2 3");
-    let no_body = FeaturizerConfig { include_body: false, ..Default::default() };
+    let both = RequestParts {
+        method: "POST",
+        target: b"/p?a=1",
+        body: Some(b"b=2+3"),
+    };
+    assert_eq!(
+        normalize(&FeaturizerConfig::default(), &both).0,
+        "/p?a=1&b=2 3"
+    );
+    let no_body = FeaturizerConfig {
+        include_body: false,
+        ..Default::default()
+    };
     assert_eq!(normalize(&no_body, &both).0, "/p?a=1");
 }
 
@@ -50,7 +83,10 @@ fn latin1_and_utf8_encodings_of_the_same_letter_agree() {
     assert_eq!(norm(b"/a?B1=A%C3%B1adir"), "/a?b1=añadir");
     // Upper-case Latin-1 Ñ (0xD1) is lower-cased too.
     assert_eq!(norm(b"/%D1"), "/ñ");
-    assert_eq!(toks("/a?b1=añadir"), vec!["/", "a", "?", "b1", "=", "añadir"]);
+    assert_eq!(
+        toks("/a?b1=añadir"),
+        vec!["/", "a", "?", "b1", "=", "añadir"]
+    );
 }
 
 #[test]
@@ -64,17 +100,31 @@ fn invalid_utf8_is_data_not_an_error() {
 #[test]
 fn empty_input_gives_empty_text_and_an_empty_vector() {
     assert_eq!(norm(b""), "");
-    let f = Featurizer::fit(FeaturizerConfig::default(), [RequestParts::get("/index.html")]).unwrap();
-    let v = f.transform(&RequestParts { method: "GET", target: b"", body: None });
+    let f = Featurizer::fit(
+        FeaturizerConfig::default(),
+        [RequestParts::get("/index.html")],
+    )
+    .unwrap();
+    let v = f.transform(&RequestParts {
+        method: "GET",
+        target: b"",
+        body: None,
+    });
     assert!(v.is_empty() && !v.truncated);
-    assert_eq!(f.transform_dense(&RequestParts::get("")), vec![0.0; f.dim()]);
+    assert_eq!(
+        f.transform_dense(&RequestParts::get("")),
+        vec![0.0; f.dim()]
+    );
     // Nothing in the vocabulary: empty too.
     assert!(f.transform(&RequestParts::get("zzz")).is_empty());
 }
 
 #[test]
 fn huge_input_is_truncated_and_flagged() {
-    let config = FeaturizerConfig { max_input_bytes: 1000, ..Default::default() };
+    let config = FeaturizerConfig {
+        max_input_bytes: 1000,
+        ..Default::default()
+    };
     let huge = format!("/a?x={}", "%41".repeat(1_000_000));
     let (text, truncated) = normalize(&config, &RequestParts::get(&huge));
     assert!(truncated);
@@ -87,7 +137,11 @@ fn huge_input_is_truncated_and_flagged() {
     assert!(!f.transform(&RequestParts::get("/a?x=a")).truncated);
     // The body counts against the same limit.
     let long_body = vec![b'b'; 2000];
-    let post = RequestParts { method: "POST", target: b"/a", body: Some(&long_body) };
+    let post = RequestParts {
+        method: "POST",
+        target: b"/a",
+        body: Some(&long_body),
+    };
     assert!(f.transform(&post).truncated);
 }
 
@@ -98,9 +152,10 @@ fn tokens_are_alphanumeric_runs_and_single_symbols() {
         toks("<script>alert(1)</script>"),
         vec!["<", "script", ">", "alert", "(", "1", ")", "<", "/", "script", ">"]
     );
-    assert_eq!(toks("/tienda1/publico/anadir.jsp?id=3"), vec![
-        "/", "tienda1", "/", "publico", "/", "anadir", ".", "jsp", "?", "id", "=", "3"
-    ]);
+    assert_eq!(
+        toks("/tienda1/publico/anadir.jsp?id=3"),
+        vec!["/", "tienda1", "/", "publico", "/", "anadir", ".", "jsp", "?", "id", "=", "3"]
+    );
     // Underscore is a symbol; white space separates; NUL is a token.
     assert_eq!(toks("a_b  c\t;\0"), vec!["a", "_", "b", "c", ";", "\0"]);
     assert!(toks("   ").is_empty());
@@ -111,14 +166,25 @@ fn corpus() -> Vec<RequestParts<'static>> {
         RequestParts::get("/tienda1/index.jsp"),
         RequestParts::get("/tienda1/publico/anadir.jsp?id=3&nombre=Vino+Rioja"),
         RequestParts::get("/tienda1/publico/pagar.jsp?modo=insertar"),
-        RequestParts { method: "POST", target: b"/tienda1/publico/autenticar.jsp", body: Some(b"login=a&pwd=b") },
+        RequestParts {
+            method: "POST",
+            target: b"/tienda1/publico/autenticar.jsp",
+            body: Some(b"login=a&pwd=b"),
+        },
         RequestParts::get("/tienda1/miembros/editar.jsp?email=%27+or+1%3D1--"),
     ]
 }
 
 #[test]
 fn vocabulary_is_top_k_by_document_frequency_with_token_ties_ascending() {
-    let f = Featurizer::fit(FeaturizerConfig { top_k: 6, ..Default::default() }, corpus()).unwrap();
+    let f = Featurizer::fit(
+        FeaturizerConfig {
+            top_k: 6,
+            ..Default::default()
+        },
+        corpus(),
+    )
+    .unwrap();
     // "/", ".", "jsp", "tienda1" occur in all 5 documents; then "=" and "?" in 4 ("?" comes from
     // the POST body join as well).
     assert_eq!(f.vocabulary(), &[".", "/", "jsp", "tienda1", "=", "?"]);
@@ -127,7 +193,17 @@ fn vocabulary_is_top_k_by_document_frequency_with_token_ties_ascending() {
     // Smoothed IDF: ln((1+n)/(1+df)) + 1.
     let expected_df5 = ((6.0f64 / 6.0).ln() + 1.0) as f32;
     let expected_df4 = ((6.0f64 / 5.0).ln() + 1.0) as f32;
-    assert_eq!(f.idf(), &[expected_df5, expected_df5, expected_df5, expected_df5, expected_df4, expected_df4]);
+    assert_eq!(
+        f.idf(),
+        &[
+            expected_df5,
+            expected_df5,
+            expected_df5,
+            expected_df5,
+            expected_df4,
+            expected_df4
+        ]
+    );
     // Fewer distinct tokens than top_k: the vocabulary is smaller.
     let small = Featurizer::fit(FeaturizerConfig::default(), [RequestParts::get("/a/b")]).unwrap();
     assert_eq!(small.vocabulary(), &["/", "a", "b"]);
@@ -170,7 +246,10 @@ fn transform_into_reuses_buffers_and_matches_transform() {
     let f = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
     let mut scratch = featurizer::Scratch::default();
     let mut out = featurizer::SparseVector::default();
-    for req in corpus().iter().chain([RequestParts::get(""), RequestParts::get("/x")].iter()) {
+    for req in corpus()
+        .iter()
+        .chain([RequestParts::get(""), RequestParts::get("/x")].iter())
+    {
         f.transform_into(req, &mut scratch, &mut out);
         assert_eq!(out, f.transform(req));
     }
@@ -178,11 +257,17 @@ fn transform_into_reuses_buffers_and_matches_transform() {
 
 #[test]
 fn fitting_is_deterministic_and_order_independent() {
-    let a = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap().to_json();
-    let b = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap().to_json();
+    let a = Featurizer::fit(FeaturizerConfig::default(), corpus())
+        .unwrap()
+        .to_json();
+    let b = Featurizer::fit(FeaturizerConfig::default(), corpus())
+        .unwrap()
+        .to_json();
     let mut reversed = corpus();
     reversed.reverse();
-    let c = Featurizer::fit(FeaturizerConfig::default(), reversed).unwrap().to_json();
+    let c = Featurizer::fit(FeaturizerConfig::default(), reversed)
+        .unwrap()
+        .to_json();
     assert_eq!(a, b);
     assert_eq!(a, c);
 }
@@ -241,7 +326,9 @@ fn save_is_atomic_and_load_names_the_file() {
     std::fs::write(&path, b"{}").unwrap();
     let err = Featurizer::load(&path).unwrap_err().to_string();
     assert!(err.contains("featurizer.json"), "{err}");
-    let err = Featurizer::load(&dir.path().join("missing.json")).unwrap_err().to_string();
+    let err = Featurizer::load(&dir.path().join("missing.json"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("missing.json"), "{err}");
     // Writing into a missing directory fails without leaving anything behind.
     assert!(f.save(&dir.path().join("no/such/dir/f.json")).is_err());
@@ -249,7 +336,14 @@ fn save_is_atomic_and_load_names_the_file() {
 
 #[test]
 fn bad_settings_are_refused() {
-    let err = Featurizer::fit(FeaturizerConfig { top_k: 0, ..Default::default() }, corpus()).unwrap_err();
+    let err = Featurizer::fit(
+        FeaturizerConfig {
+            top_k: 0,
+            ..Default::default()
+        },
+        corpus(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("top_k"));
     let err = Featurizer::fit(FeaturizerConfig::default(), Vec::<RequestParts>::new()).unwrap_err();
     assert!(err.to_string().contains("empty corpus"));
@@ -266,15 +360,29 @@ fn bigrams_are_an_opt_in_feature_family() {
     featurizer::for_each_feature("a b c", 3, &mut gram, |f| features.push(f.to_owned()));
     assert_eq!(features, vec!["a", "b", "a b", "c", "b c", "a b c"]);
 
-    let config = FeaturizerConfig { ngram_max: 2, ..Default::default() };
+    let config = FeaturizerConfig {
+        ngram_max: 2,
+        ..Default::default()
+    };
     let f = Featurizer::fit(config, corpus()).unwrap();
-    assert!(f.vocabulary().iter().any(|t| t == "/ tienda1"), "{:?}", f.vocabulary());
+    assert!(
+        f.vocabulary().iter().any(|t| t == "/ tienda1"),
+        "{:?}",
+        f.vocabulary()
+    );
     let req = RequestParts::get("/tienda1/index.jsp");
     let v = f.transform(&req);
     let sum: f32 = v.values.iter().sum();
     assert!((sum - 1.0).abs() < 1e-6);
     let e = f.explain(&req);
-    assert_eq!(e.weights.iter().find(|w| w.token == "/ tienda1").unwrap().count, 1);
+    assert_eq!(
+        e.weights
+            .iter()
+            .find(|w| w.token == "/ tienda1")
+            .unwrap()
+            .count,
+        1
+    );
     assert_eq!(e.weights.iter().find(|w| w.token == "/").unwrap().count, 2);
     // The setting is in the artifact and survives a round trip.
     let back = Featurizer::from_json(&f.to_json()).unwrap();
@@ -282,8 +390,17 @@ fn bigrams_are_an_opt_in_feature_family() {
     assert_eq!(back.transform(&req), v);
     // A unigram artifact does not mention the setting at all (its form and hash are unchanged).
     let uni = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
-    assert!(!String::from_utf8(uni.to_json()).unwrap().contains("ngram_max"));
-    let err = Featurizer::fit(FeaturizerConfig { ngram_max: 4, ..Default::default() }, corpus()).unwrap_err();
+    assert!(!String::from_utf8(uni.to_json())
+        .unwrap()
+        .contains("ngram_max"));
+    let err = Featurizer::fit(
+        FeaturizerConfig {
+            ngram_max: 4,
+            ..Default::default()
+        },
+        corpus(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("ngram_max"));
 }
 

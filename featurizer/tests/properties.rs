@@ -11,8 +11,14 @@ fn fitted() -> Featurizer {
         "/search?q=<script>alert(1)</script>",
         "/%C3%B1%25%32%37",
     ];
-    Featurizer::fit(FeaturizerConfig { max_input_bytes: 256, ..Default::default() }, docs.iter().map(|d| RequestParts::get(d)))
-        .unwrap()
+    Featurizer::fit(
+        FeaturizerConfig {
+            max_input_bytes: 256,
+            ..Default::default()
+        },
+        docs.iter().map(|d| RequestParts::get(d)),
+    )
+    .unwrap()
 }
 
 /// Bytes biased towards what matters: `%`, hex digits, `+`, `?`, and arbitrary (invalid UTF-8) bytes.
@@ -112,7 +118,9 @@ proptest! {
 fn tokenize_is_the_regex_on_every_code_point() {
     // Each code point alone and between word characters: the per-character classes agree.
     for cp in 0..=0x10ffffu32 {
-        let Some(c) = char::from_u32(cp) else { continue };
+        let Some(c) = char::from_u32(cp) else {
+            continue;
+        };
         let text = format!("a{c}b {c}");
         let fast: Vec<&str> = featurizer::tokenize(&text).collect();
         let regex: Vec<&str> = featurizer::tokenize_with_regex(&text).collect();
@@ -133,7 +141,12 @@ fn reference_transform(f: &Featurizer, req: &RequestParts) -> Vec<(u32, f64)> {
     }
     let raw: Vec<(u32, f64)> = counts
         .into_iter()
-        .map(|(i, c)| (i, c as f64 / tokens.len() as f64 * f.idf()[i as usize] as f64))
+        .map(|(i, c)| {
+            (
+                i,
+                c as f64 / tokens.len() as f64 * f.idf()[i as usize] as f64,
+            )
+        })
         .collect();
     let sum: f64 = raw.iter().map(|(_, w)| w).sum();
     raw.into_iter().map(|(i, w)| (i, w / sum)).collect()

@@ -21,16 +21,47 @@ fn bench(c: &mut Criterion) {
     let mut rng = NoiseRng::seeded_for_experiments(2);
     let mut g = c.benchmark_group("1000 queries x 250 teachers");
     g.sample_size(10);
-    g.bench_function("aggregate lnmax", |b| b.iter(|| Lnmax { gamma: 0.05 }.aggregate(black_box(&v), &mut rng).unwrap()));
-    g.bench_function("aggregate gnmax", |b| b.iter(|| Gnmax { sigma: 40.0 }.aggregate(black_box(&v), &mut rng).unwrap()));
-    g.bench_function("aggregate confident-gnmax", |b| {
-        b.iter(|| ConfidentGnmax { threshold: 200.0, sigma1: 150.0, sigma2: 40.0 }.aggregate(black_box(&v), &mut rng).unwrap())
+    g.bench_function("aggregate lnmax", |b| {
+        b.iter(|| {
+            Lnmax { gamma: 0.05 }
+                .aggregate(black_box(&v), &mut rng)
+                .unwrap()
+        })
     });
-    let o = AccountOptions { delta: 1e-5, orders: None, answered: None };
+    g.bench_function("aggregate gnmax", |b| {
+        b.iter(|| {
+            Gnmax { sigma: 40.0 }
+                .aggregate(black_box(&v), &mut rng)
+                .unwrap()
+        })
+    });
+    g.bench_function("aggregate confident-gnmax", |b| {
+        b.iter(|| {
+            ConfidentGnmax {
+                threshold: 200.0,
+                sigma1: 150.0,
+                sigma2: 40.0,
+            }
+            .aggregate(black_box(&v), &mut rng)
+            .unwrap()
+        })
+    });
+    let o = AccountOptions {
+        delta: 1e-5,
+        orders: None,
+        answered: None,
+    };
     for (name, m) in [
         ("account lnmax", Mechanism::Lnmax(Lnmax { gamma: 0.05 })),
         ("account gnmax", Mechanism::Gnmax(Gnmax { sigma: 40.0 })),
-        ("account confident-gnmax", Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 200.0, sigma1: 150.0, sigma2: 40.0 })),
+        (
+            "account confident-gnmax",
+            Mechanism::ConfidentGnmax(ConfidentGnmax {
+                threshold: 200.0,
+                sigma1: 150.0,
+                sigma2: 40.0,
+            }),
+        ),
     ] {
         g.bench_function(name, |b| b.iter(|| account(black_box(&v), &m, &o).unwrap()));
     }

@@ -36,7 +36,9 @@
 //! private to publish; [`crate::smooth`] sanitizes it (Papernot et al. 2018, §4.2 and App. C).
 use crate::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
 use crate::noise::{DiscreteGaussian, DiscreteLaplace};
-use crate::special::{ln_discrete_laplace_diff_sf, log1mexp, logaddexp, logsumexp, DiscreteGaussianTails};
+use crate::special::{
+    ln_discrete_laplace_diff_sf, log1mexp, logaddexp, logsumexp, DiscreteGaussianTails,
+};
 use crate::votes::VoteMatrix;
 use crate::{PrivacyError, Result};
 use serde::Serialize;
@@ -195,7 +197,11 @@ pub fn lnmax_ln_q(counts: &[u64], gamma: f64) -> f64 {
     let star = argmax(counts);
     let top = counts[star];
     logsumexp(
-        counts.iter().enumerate().filter(|(j, _)| *j != star).map(|(_, &c)| ln_discrete_laplace_diff_sf(gamma, top - c)),
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != star)
+            .map(|(_, &c)| ln_discrete_laplace_diff_sf(gamma, top - c)),
     )
     .min(0.0)
 }
@@ -227,7 +233,9 @@ pub fn gnmax_rdp_data_dependent(ln_q: f64, sigma: f64, alpha: f64) -> f64 {
     let eps1 = mu1 / var;
     let eps2 = mu2 / var;
     let ln_a2 = (mu2 - 1.0) * eps2;
-    let condition = ln_q <= ln_a2 - mu2 * ((1.0 / (mu1 - 1.0)).ln_1p() + (1.0 / (mu2 - 1.0)).ln_1p()) && -ln_q > eps2;
+    let condition = ln_q
+        <= ln_a2 - mu2 * ((1.0 / (mu1 - 1.0)).ln_1p() + (1.0 / (mu2 - 1.0)).ln_1p())
+        && -ln_q > eps2;
     if !condition {
         return independent;
     }
@@ -248,7 +256,11 @@ pub fn gnmax_ln_q(counts: &[u64], tails: &DiscreteGaussianTails) -> f64 {
     let star = argmax(counts);
     let top = counts[star];
     logsumexp(
-        counts.iter().enumerate().filter(|(j, _)| *j != star).map(|(_, &c)| tails.ln_diff_sf((top - c).min(i64::MAX as u64) as i64)),
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != star)
+            .map(|(_, &c)| tails.ln_diff_sf((top - c).min(i64::MAX as u64) as i64)),
     )
     .min(0.0)
 }
@@ -272,7 +284,10 @@ fn group(values: impl IntoIterator<Item = f64>) -> Vec<(f64, usize)> {
     for v in values {
         *map.entry(v.to_bits()).or_default() += 1;
     }
-    let mut out: Vec<(f64, usize)> = map.into_iter().map(|(b, n)| (f64::from_bits(b), n)).collect();
+    let mut out: Vec<(f64, usize)> = map
+        .into_iter()
+        .map(|(b, n)| (f64::from_bits(b), n))
+        .collect();
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     out
 }
@@ -280,7 +295,8 @@ fn group(values: impl IntoIterator<Item = f64>) -> Vec<(f64, usize)> {
 /// `f` applied to every row, computed once per distinct row (vote rows repeat a lot).
 fn per_row<'a>(rows: impl Iterator<Item = &'a [u64]>, f: impl Fn(&[u64]) -> f64) -> Vec<f64> {
     let mut memo: HashMap<&'a [u64], f64> = HashMap::new();
-    rows.map(|r| *memo.entry(r).or_insert_with(|| f(r))).collect()
+    rows.map(|r| *memo.entry(r).or_insert_with(|| f(r)))
+        .collect()
 }
 
 /// The mechanism to account for.
@@ -298,8 +314,16 @@ pub enum Mechanism {
 /// [`crate::smooth`].
 #[derive(Debug, Clone)]
 pub(crate) enum Analysis {
-    Lnmax { gamma: f64, queries: usize, ln_qs: Vec<(f64, usize)> },
-    Gnmax { sigma: f64, queries: usize, ln_qs: Vec<(f64, usize)> },
+    Lnmax {
+        gamma: f64,
+        queries: usize,
+        ln_qs: Vec<(f64, usize)>,
+    },
+    Gnmax {
+        sigma: f64,
+        queries: usize,
+        ln_qs: Vec<(f64, usize)>,
+    },
     Confident {
         sigma1: f64,
         sigma2: f64,
@@ -317,10 +341,21 @@ impl Analysis {
     /// Data-independent total at an order.
     pub(crate) fn independent_total(&self, order: f64) -> f64 {
         match self {
-            Analysis::Lnmax { gamma, queries, .. } => *queries as f64 * lnmax_moment_data_independent(*gamma, order),
-            Analysis::Gnmax { sigma, queries, .. } => *queries as f64 * gnmax_rdp_data_independent(*sigma, order),
-            Analysis::Confident { sigma1, sigma2, queries, charged, .. } => {
-                *queries as f64 * gnmax_rdp_data_independent(sigma1 * std::f64::consts::SQRT_2, order)
+            Analysis::Lnmax { gamma, queries, .. } => {
+                *queries as f64 * lnmax_moment_data_independent(*gamma, order)
+            }
+            Analysis::Gnmax { sigma, queries, .. } => {
+                *queries as f64 * gnmax_rdp_data_independent(*sigma, order)
+            }
+            Analysis::Confident {
+                sigma1,
+                sigma2,
+                queries,
+                charged,
+                ..
+            } => {
+                *queries as f64
+                    * gnmax_rdp_data_independent(sigma1 * std::f64::consts::SQRT_2, order)
                     + *charged as f64 * gnmax_rdp_data_independent(*sigma2, order)
             }
         }
@@ -340,17 +375,34 @@ impl Analysis {
             (total, better)
         };
         match self {
-            Analysis::Lnmax { gamma, ln_qs, .. } => {
-                sum(ln_qs, &|q| lnmax_moment_data_dependent(q, *gamma, order), lnmax_moment_data_independent(*gamma, order))
-            }
-            Analysis::Gnmax { sigma, ln_qs, .. } => {
-                sum(ln_qs, &|q| gnmax_rdp_data_dependent(q, *sigma, order), gnmax_rdp_data_independent(*sigma, order))
-            }
-            Analysis::Confident { sigma1, sigma2, threshold_ln_qs, gnmax_ln_qs, .. } => {
+            Analysis::Lnmax { gamma, ln_qs, .. } => sum(
+                ln_qs,
+                &|q| lnmax_moment_data_dependent(q, *gamma, order),
+                lnmax_moment_data_independent(*gamma, order),
+            ),
+            Analysis::Gnmax { sigma, ln_qs, .. } => sum(
+                ln_qs,
+                &|q| gnmax_rdp_data_dependent(q, *sigma, order),
+                gnmax_rdp_data_independent(*sigma, order),
+            ),
+            Analysis::Confident {
+                sigma1,
+                sigma2,
+                threshold_ln_qs,
+                gnmax_ln_qs,
+                ..
+            } => {
                 let s1 = sigma1 * std::f64::consts::SQRT_2;
-                let (a, _) = sum(threshold_ln_qs, &|q| gnmax_rdp_data_dependent(q, s1, order), gnmax_rdp_data_independent(s1, order));
-                let (b, better) =
-                    sum(gnmax_ln_qs, &|q| gnmax_rdp_data_dependent(q, *sigma2, order), gnmax_rdp_data_independent(*sigma2, order));
+                let (a, _) = sum(
+                    threshold_ln_qs,
+                    &|q| gnmax_rdp_data_dependent(q, s1, order),
+                    gnmax_rdp_data_independent(s1, order),
+                );
+                let (b, better) = sum(
+                    gnmax_ln_qs,
+                    &|q| gnmax_rdp_data_dependent(q, *sigma2, order),
+                    gnmax_rdp_data_independent(*sigma2, order),
+                );
                 (a + b, better)
             }
         }
@@ -398,10 +450,15 @@ pub struct AccountOptions {
 
 fn validate(votes: &VoteMatrix, opts: &AccountOptions, moments: bool) -> Result<()> {
     if !(opts.delta > 0.0 && opts.delta < 1.0) {
-        return Err(PrivacyError::InvalidParameter(format!("delta must be in (0, 1), got {}", opts.delta)));
+        return Err(PrivacyError::InvalidParameter(format!(
+            "delta must be in (0, 1), got {}",
+            opts.delta
+        )));
     }
     if votes.queries() == 0 {
-        return Err(PrivacyError::InvalidInput("the vote matrix has no queries".into()));
+        return Err(PrivacyError::InvalidInput(
+            "the vote matrix has no queries".into(),
+        ));
     }
     if let Some(orders) = &opts.orders {
         if orders.is_empty() {
@@ -421,7 +478,12 @@ fn validate(votes: &VoteMatrix, opts: &AccountOptions, moments: bool) -> Result<
     Ok(())
 }
 
-fn minimum(analysis: &Analysis, orders: &[f64], ln_inv_delta: f64, orders_used: String) -> OrderMinimum {
+fn minimum(
+    analysis: &Analysis,
+    orders: &[f64],
+    ln_inv_delta: f64,
+    orders_used: String,
+) -> OrderMinimum {
     let mut ind = (f64::INFINITY, orders[0]);
     let mut dep = (f64::INFINITY, orders[0]);
     for &o in orders {
@@ -448,12 +510,20 @@ fn minimum(analysis: &Analysis, orders: &[f64], ln_inv_delta: f64, orders_used: 
 /// at λ* = √(L/A) with ε = A + 2√(AL). Data-dependent: a log-spaced scan of λ ∈ [10⁻³, 10⁴]
 /// (plus λ* and the best discrete order) refined by golden-section search; it includes λ*, where
 /// the data-dependent total is ≤ the data-independent one, so its ε is never larger.
-fn continuous_lnmax(analysis: &Analysis, gamma: f64, queries: usize, ln_inv_delta: f64, discrete: &OrderMinimum) -> OrderMinimum {
+fn continuous_lnmax(
+    analysis: &Analysis,
+    gamma: f64,
+    queries: usize,
+    ln_inv_delta: f64,
+    discrete: &OrderMinimum,
+) -> OrderMinimum {
     let a = queries as f64 * 2.0 * gamma * gamma;
     let lambda_star = (ln_inv_delta / a).sqrt();
     let eps_ind = a + 2.0 * (a * ln_inv_delta).sqrt();
     let f = |l: f64| analysis.epsilon(analysis.dependent_total(l).0, l, ln_inv_delta);
-    let mut candidates: Vec<f64> = (0..=280).map(|i| 10f64.powf(-3.0 + 7.0 * i as f64 / 280.0)).collect();
+    let mut candidates: Vec<f64> = (0..=280)
+        .map(|i| 10f64.powf(-3.0 + 7.0 * i as f64 / 280.0))
+        .collect();
     candidates.push(lambda_star);
     candidates.push(discrete.data_dependent_order);
     candidates.sort_by(f64::total_cmp);
@@ -466,7 +536,10 @@ fn continuous_lnmax(analysis: &Analysis, gamma: f64, queries: usize, ln_inv_delt
     }
     // Golden-section refinement around the best candidate.
     let idx = candidates.iter().position(|&c| c == best.1).unwrap_or(0);
-    let (mut lo, mut hi) = (candidates[idx.saturating_sub(1)], candidates[(idx + 1).min(candidates.len() - 1)]);
+    let (mut lo, mut hi) = (
+        candidates[idx.saturating_sub(1)],
+        candidates[(idx + 1).min(candidates.len() - 1)],
+    );
     let phi = (5f64.sqrt() - 1.0) / 2.0;
     for _ in 0..80 {
         let x1 = hi - phi * (hi - lo);
@@ -494,21 +567,39 @@ fn continuous_lnmax(analysis: &Analysis, gamma: f64, queries: usize, ln_inv_delt
 }
 
 /// Builds the per-run analysis of a mechanism on a vote matrix.
-pub(crate) fn analyse(votes: &VoteMatrix, mechanism: &Mechanism, answered: Option<&[bool]>) -> Result<(Analysis, serde_json::Value)> {
+pub(crate) fn analyse(
+    votes: &VoteMatrix,
+    mechanism: &Mechanism,
+    answered: Option<&[bool]>,
+) -> Result<(Analysis, serde_json::Value)> {
     Ok(match mechanism {
         Mechanism::Lnmax(m) => {
             let d = DiscreteLaplace::new(m.gamma)?;
             let gamma = d.gamma.to_f64();
             let ln_qs = group(per_row(votes.rows(), |r| lnmax_ln_q(r, gamma)));
             let params = serde_json::json!({"gamma": gamma, "gamma_rational": d.gamma, "noise": "discrete Laplace P(x) ∝ exp(-gamma|x|)"});
-            (Analysis::Lnmax { gamma, queries: votes.queries(), ln_qs }, params)
+            (
+                Analysis::Lnmax {
+                    gamma,
+                    queries: votes.queries(),
+                    ln_qs,
+                },
+                params,
+            )
         }
         Mechanism::Gnmax(m) => {
             let d = DiscreteGaussian::new(m.sigma)?;
             let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
             let ln_qs = group(per_row(votes.rows(), |r| gnmax_ln_q(r, &tails)));
             let params = serde_json::json!({"sigma": d.sigma(), "sigma2_rational": d.sigma2, "noise": "discrete Gaussian N_Z(0, sigma^2)"});
-            (Analysis::Gnmax { sigma: d.sigma(), queries: votes.queries(), ln_qs }, params)
+            (
+                Analysis::Gnmax {
+                    sigma: d.sigma(),
+                    queries: votes.queries(),
+                    ln_qs,
+                },
+                params,
+            )
         }
         Mechanism::ConfidentGnmax(m) => {
             let d1 = DiscreteGaussian::new(m.sigma1)?;
@@ -525,9 +616,20 @@ pub(crate) fn analyse(votes: &VoteMatrix, mechanism: &Mechanism, answered: Optio
             }
             let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
             let tails2 = DiscreteGaussianTails::new(d2.sigma2.to_f64());
-            let threshold_ln_qs = group(votes.rows().map(|r| threshold_ln_q(r.iter().copied().max().unwrap_or(0), t, &tails1)));
-            let charged_rows: Vec<&[u64]> = votes.rows().enumerate().filter(|(i, _)| answered.is_none_or(|a| a[*i])).map(|(_, r)| r).collect();
-            let gnmax_ln_qs = group(per_row(charged_rows.iter().copied(), |r| gnmax_ln_q(r, &tails2)));
+            let threshold_ln_qs = group(
+                votes
+                    .rows()
+                    .map(|r| threshold_ln_q(r.iter().copied().max().unwrap_or(0), t, &tails1)),
+            );
+            let charged_rows: Vec<&[u64]> = votes
+                .rows()
+                .enumerate()
+                .filter(|(i, _)| answered.is_none_or(|a| a[*i]))
+                .map(|(_, r)| r)
+                .collect();
+            let gnmax_ln_qs = group(per_row(charged_rows.iter().copied(), |r| {
+                gnmax_ln_q(r, &tails2)
+            }));
             let params = serde_json::json!({
                 "threshold": t, "sigma1": d1.sigma(), "sigma2": d2.sigma(),
                 "sigma1_squared_rational": d1.sigma2, "sigma2_squared_rational": d2.sigma2,
@@ -550,7 +652,11 @@ pub(crate) fn analyse(votes: &VoteMatrix, mechanism: &Mechanism, answered: Optio
 }
 
 /// Accounts for `mechanism` run on `votes`.
-pub fn account(votes: &VoteMatrix, mechanism: &Mechanism, opts: &AccountOptions) -> Result<EpsilonReport> {
+pub fn account(
+    votes: &VoteMatrix,
+    mechanism: &Mechanism,
+    opts: &AccountOptions,
+) -> Result<EpsilonReport> {
     let moments = matches!(mechanism, Mechanism::Lnmax(_));
     validate(votes, opts, moments)?;
     let (analysis, parameters) = analyse(votes, mechanism, opts.answered.as_deref())?;
@@ -562,14 +668,32 @@ pub fn account(votes: &VoteMatrix, mechanism: &Mechanism, opts: &AccountOptions)
     };
     let discrete = minimum(&analysis, &orders, ln_inv_delta, orders_note);
     let continuous = match (&analysis, &opts.orders) {
-        (Analysis::Lnmax { gamma, queries, .. }, None) => Some(continuous_lnmax(&analysis, *gamma, *queries, ln_inv_delta, &discrete)),
+        (Analysis::Lnmax { gamma, queries, .. }, None) => Some(continuous_lnmax(
+            &analysis,
+            *gamma,
+            *queries,
+            ln_inv_delta,
+            &discrete,
+        )),
         _ => None,
     };
     let headline = continuous.as_ref().unwrap_or(&discrete);
     let (mechanism_name, accountant, order_kind) = match mechanism {
-        Mechanism::Lnmax(_) => ("lnmax", "moments accountant (Abadi et al. 2016; Papernot et al. 2017, Theorems 2-3)", "lambda"),
-        Mechanism::Gnmax(_) => ("gnmax", "Renyi DP (Mironov 2017; Papernot et al. 2018, Proposition 8, Theorem 6)", "alpha"),
-        Mechanism::ConfidentGnmax(_) => ("confident-gnmax", "Renyi DP (Mironov 2017; Papernot et al. 2018, Algorithm 1, Theorem 6)", "alpha"),
+        Mechanism::Lnmax(_) => (
+            "lnmax",
+            "moments accountant (Abadi et al. 2016; Papernot et al. 2017, Theorems 2-3)",
+            "lambda",
+        ),
+        Mechanism::Gnmax(_) => (
+            "gnmax",
+            "Renyi DP (Mironov 2017; Papernot et al. 2018, Proposition 8, Theorem 6)",
+            "alpha",
+        ),
+        Mechanism::ConfidentGnmax(_) => (
+            "confident-gnmax",
+            "Renyi DP (Mironov 2017; Papernot et al. 2018, Algorithm 1, Theorem 6)",
+            "alpha",
+        ),
     };
     let data_dependent_queries = analysis.dependent_total(headline.data_dependent_order).1;
     let answered = match &analysis {
@@ -621,7 +745,9 @@ fn check_finite(r: &EpsilonReport) -> Result<()> {
         ("data_dependent_order", r.data_dependent_order),
     ] {
         if !v.is_finite() {
-            return Err(PrivacyError::InvalidInput(format!("accounting produced a non-finite {name} ({v})")));
+            return Err(PrivacyError::InvalidInput(format!(
+                "accounting produced a non-finite {name} ({v})"
+            )));
         }
     }
     Ok(())

@@ -76,7 +76,10 @@ impl Aggregator for Lnmax {
     }
     fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
         let d = DiscreteLaplace::new(self.gamma)?;
-        votes.rows().map(|r| noisy_argmax(r, || d.sample(rng)).map(Some)).collect()
+        votes
+            .rows()
+            .map(|r| noisy_argmax(r, || d.sample(rng)).map(Some))
+            .collect()
     }
 }
 
@@ -90,7 +93,10 @@ impl Aggregator for Gnmax {
     }
     fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
         let d = DiscreteGaussian::new(self.sigma)?;
-        votes.rows().map(|r| noisy_argmax(r, || d.sample(rng)).map(Some)).collect()
+        votes
+            .rows()
+            .map(|r| noisy_argmax(r, || d.sample(rng)).map(Some))
+            .collect()
     }
 }
 
@@ -105,8 +111,19 @@ impl ConfidentGnmax {
         }
         Ok(self.threshold.ceil() as i128)
     }
-    fn run(&self, counts: &[u64], rng: &mut NoiseRng, d1: &DiscreteGaussian, d2: &DiscreteGaussian, t: i128) -> Result<Option<usize>> {
-        let max = counts.iter().copied().max().ok_or_else(|| PrivacyError::InvalidInput("a query has no classes".into()))?;
+    fn run(
+        &self,
+        counts: &[u64],
+        rng: &mut NoiseRng,
+        d1: &DiscreteGaussian,
+        d2: &DiscreteGaussian,
+        t: i128,
+    ) -> Result<Option<usize>> {
+        let max = counts
+            .iter()
+            .copied()
+            .max()
+            .ok_or_else(|| PrivacyError::InvalidInput("a query has no classes".into()))?;
         if max as i128 + d1.sample(rng) >= t {
             noisy_argmax(counts, || d2.sample(rng)).map(Some)
         } else {
@@ -120,12 +137,23 @@ impl Aggregator for ConfidentGnmax {
         "confident-gnmax"
     }
     fn aggregate_query(&self, counts: &[u64], rng: &mut NoiseRng) -> Result<Option<usize>> {
-        let (d1, d2, t) = (DiscreteGaussian::new(self.sigma1)?, DiscreteGaussian::new(self.sigma2)?, self.integer_threshold()?);
+        let (d1, d2, t) = (
+            DiscreteGaussian::new(self.sigma1)?,
+            DiscreteGaussian::new(self.sigma2)?,
+            self.integer_threshold()?,
+        );
         self.run(counts, rng, &d1, &d2, t)
     }
     fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
-        let (d1, d2, t) = (DiscreteGaussian::new(self.sigma1)?, DiscreteGaussian::new(self.sigma2)?, self.integer_threshold()?);
-        votes.rows().map(|r| self.run(r, rng, &d1, &d2, t)).collect()
+        let (d1, d2, t) = (
+            DiscreteGaussian::new(self.sigma1)?,
+            DiscreteGaussian::new(self.sigma2)?,
+            self.integer_threshold()?,
+        );
+        votes
+            .rows()
+            .map(|r| self.run(r, rng, &d1, &d2, t))
+            .collect()
     }
 }
 

@@ -76,15 +76,25 @@ pub type Result<T> = std::result::Result<T, PrivacyError>;
 /// Readers never see a partial artifact.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    let io_err = |source| PrivacyError::Io { path: path.to_path_buf(), source };
+    let io_err = |source| PrivacyError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io_err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")))?;
-    let tmp = dir.join(format!(".{}.tmp.{}", file_name.to_string_lossy(), std::process::id()));
+    let file_name = path.file_name().ok_or_else(|| {
+        io_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a file path",
+        ))
+    })?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;

@@ -58,9 +58,15 @@ pub fn encode_f32_matrix(m: &F32Matrix) -> Vec<u8> {
 
 /// Decodes the file format; `path` is only used in error messages.
 pub fn decode_f32_matrix(bytes: &[u8], path: &Path) -> Result<F32Matrix> {
-    let err = |message: String| PrivacyError::Format { path: path.to_path_buf(), message };
+    let err = |message: String| PrivacyError::Format {
+        path: path.to_path_buf(),
+        message,
+    };
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
-        return Err(err("not a feature-matrix file: expected the magic \"PATEF32\\0\" and a 24-byte header".into()));
+        return Err(err(
+            "not a feature-matrix file: expected the magic \"PATEF32\\0\" and a 24-byte header"
+                .into(),
+        ));
     }
     let rows = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
     let cols = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
@@ -93,7 +99,10 @@ pub fn decode_f32_matrix(bytes: &[u8], path: &Path) -> Result<F32Matrix> {
 
 /// Reads a feature-matrix file.
 pub fn read_f32_matrix(path: &Path) -> Result<F32Matrix> {
-    let bytes = std::fs::read(path).map_err(|source| PrivacyError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| PrivacyError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     decode_f32_matrix(&bytes, path)
 }
 

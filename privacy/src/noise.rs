@@ -41,15 +41,24 @@ impl Rational {
     /// `num/den` reduced to lowest terms. `den` must be positive.
     pub fn new(num: u128, den: u128) -> Self {
         let g = gcd(num, den).max(1);
-        Rational { num: num / g, den: den / g }
+        Rational {
+            num: num / g,
+            den: den / g,
+        }
     }
     /// The largest multiple of 1/10⁶ that is ≤ `x` (x finite, ≥ 0).
     pub fn floor_of(x: f64) -> Self {
-        Rational::new((x * PARAMETER_DENOMINATOR as f64).floor() as u128, PARAMETER_DENOMINATOR)
+        Rational::new(
+            (x * PARAMETER_DENOMINATOR as f64).floor() as u128,
+            PARAMETER_DENOMINATOR,
+        )
     }
     /// The smallest multiple of 1/10⁶ that is ≥ `x` (x finite, ≥ 0).
     pub fn ceil_of(x: f64) -> Self {
-        Rational::new((x * PARAMETER_DENOMINATOR as f64).ceil() as u128, PARAMETER_DENOMINATOR)
+        Rational::new(
+            (x * PARAMETER_DENOMINATOR as f64).ceil() as u128,
+            PARAMETER_DENOMINATOR,
+        )
     }
     /// The value as `f64`.
     pub fn to_f64(self) -> f64 {
@@ -112,7 +121,9 @@ impl DiscreteGaussian {
                 Self::MAX_SIGMA
             )));
         }
-        Ok(DiscreteGaussian { sigma2: Rational::ceil_of(sigma * sigma) })
+        Ok(DiscreteGaussian {
+            sigma2: Rational::ceil_of(sigma * sigma),
+        })
     }
     /// The effective σ (square root of the exact σ² that is sampled).
     pub fn sigma(&self) -> f64 {
@@ -212,7 +223,11 @@ pub fn discrete_gaussian(rng: &mut NoiseRng, p: u128, q: u128) -> i128 {
             let a = abs_y.checked_mul(q)?.checked_mul(t)?;
             let diff = a.abs_diff(p);
             let num = diff.checked_mul(diff)?;
-            let den = 2u128.checked_mul(p)?.checked_mul(q)?.checked_mul(t)?.checked_mul(t)?;
+            let den = 2u128
+                .checked_mul(p)?
+                .checked_mul(q)?
+                .checked_mul(t)?
+                .checked_mul(t)?;
             let g = gcd(num, den).max(1);
             Some(bernoulli_exp(rng, num / g, den / g))
         })();

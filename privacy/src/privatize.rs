@@ -17,7 +17,9 @@ pub fn local_epsilon(rho: f64) -> f64 {
 /// Checks ρ: finite and positive.
 pub fn check_rho(rho: f64) -> Result<()> {
     if !rho.is_finite() || rho <= 0.0 {
-        return Err(PrivacyError::InvalidParameter(format!("rho must be a finite positive number, got {rho}")));
+        return Err(PrivacyError::InvalidParameter(format!(
+            "rho must be a finite positive number, got {rho}"
+        )));
     }
     Ok(())
 }

@@ -37,7 +37,9 @@ pub struct NoiseRng {
 impl std::fmt::Debug for NoiseRng {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the state: it would reveal the noise.
-        f.debug_struct("NoiseRng").field("provenance", &self.provenance).finish()
+        f.debug_struct("NoiseRng")
+            .field("provenance", &self.provenance)
+            .finish()
     }
 }
 
@@ -46,12 +48,18 @@ impl NoiseRng {
     pub fn from_os() -> crate::Result<Self> {
         let inner = ChaCha20Rng::try_from_rng(&mut rand::rngs::SysRng)
             .map_err(|e| crate::PrivacyError::Entropy(e.to_string()))?;
-        Ok(NoiseRng { inner, provenance: RngProvenance::Os })
+        Ok(NoiseRng {
+            inner,
+            provenance: RngProvenance::Os,
+        })
     }
 
     /// A reproducible generator for tests and experiments ONLY (provenance `seeded`).
     pub fn seeded_for_experiments(seed: u64) -> Self {
-        NoiseRng { inner: ChaCha20Rng::seed_from_u64(seed), provenance: RngProvenance::Seeded { seed } }
+        NoiseRng {
+            inner: ChaCha20Rng::seed_from_u64(seed),
+            provenance: RngProvenance::Seeded { seed },
+        }
     }
 
     /// `from_os()` unless a seed is given (the CLI's `--seed`, experiments only).

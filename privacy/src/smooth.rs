@@ -49,7 +49,11 @@ pub struct SanitizeOptions {
 
 impl Default for SanitizeOptions {
     fn default() -> Self {
-        SanitizeOptions { noise_multiplier: 10.0, beta: None, order: None }
+        SanitizeOptions {
+            noise_multiplier: 10.0,
+            beta: None,
+            order: None,
+        }
     }
 }
 
@@ -68,13 +72,22 @@ fn range_of(f: &dyn Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
 }
 
 /// Local-sensitivity bounds A⁽ᵈ⁾ for d = 0..=n of one noisy-argmax query.
-fn argmax_query_ls(sorted: &[u64], n: u64, ln_tail: &dyn Fn(u64) -> f64, f: &dyn Fn(f64) -> f64) -> Vec<f64> {
+fn argmax_query_ls(
+    sorted: &[u64],
+    n: u64,
+    ln_tail: &dyn Fn(u64) -> f64,
+    f: &dyn Fn(f64) -> f64,
+) -> Vec<f64> {
     let g = sorted[0] - sorted[1];
     (0..=n)
         .map(|d| {
             let k = 2 * (d + 1);
             let lo = ln_tail(g + k);
-            let hi = if g > k { logsumexp(sorted[1..].iter().map(|&c| ln_tail(sorted[0] - c - k))).min(0.0) } else { 0.0 };
+            let hi = if g > k {
+                logsumexp(sorted[1..].iter().map(|&c| ln_tail(sorted[0] - c - k))).min(0.0)
+            } else {
+                0.0
+            };
             range_of(f, lo.min(hi), hi)
         })
         .collect()
@@ -82,13 +95,30 @@ fn argmax_query_ls(sorted: &[u64], n: u64, ln_tail: &dyn Fn(u64) -> f64, f: &dyn
 
 /// β-smooth sensitivity of the data-dependent RDP total at `order` (λ for LNMax, whose RDP is
 /// then of order λ + 1; α otherwise).
-pub fn smooth_sensitivity(votes: &VoteMatrix, mechanism: &Mechanism, answered: Option<&[bool]>, order: f64, beta: f64) -> Result<f64> {
+pub fn smooth_sensitivity(
+    votes: &VoteMatrix,
+    mechanism: &Mechanism,
+    answered: Option<&[bool]>,
+    order: f64,
+    beta: f64,
+) -> Result<f64> {
     let (analysis, _) = analyse(votes, mechanism, answered)?;
-    let cap = if analysis.is_moments() { analysis.independent_total(order) / order } else { analysis.independent_total(order) };
+    let cap = if analysis.is_moments() {
+        analysis.independent_total(order) / order
+    } else {
+        analysis.independent_total(order)
+    };
     smooth_sensitivity_bound(votes, mechanism, answered, order, beta, cap)
 }
 
-fn smooth_sensitivity_bound(votes: &VoteMatrix, mechanism: &Mechanism, answered: Option<&[bool]>, order: f64, beta: f64, cap: f64) -> Result<f64> {
+fn smooth_sensitivity_bound(
+    votes: &VoteMatrix,
+    mechanism: &Mechanism,
+    answered: Option<&[bool]>,
+    order: f64,
+    beta: f64,
+    cap: f64,
+) -> Result<f64> {
     let n = votes.max_teachers().max(1);
     let mut cumulative = vec![0.0f64; n as usize + 1];
     let mut add = |ls: &[f64], times: usize| {
@@ -137,17 +167,29 @@ fn smooth_sensitivity_bound(votes: &VoteMatrix, mechanism: &Mechanism, answered:
             let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
             let s1 = d1.sigma() * std::f64::consts::SQRT_2;
             // Threshold step: f(v) for v = 0..=n, then the largest one-step change in a window.
-            let fv: Vec<f64> = (0..=n).map(|v| gnmax_rdp_data_dependent(threshold_ln_q(v, t, &tails1), s1, order)).collect();
+            let fv: Vec<f64> = (0..=n)
+                .map(|v| gnmax_rdp_data_dependent(threshold_ln_q(v, t, &tails1), s1, order))
+                .collect();
             let step: Vec<f64> = (0..=n as usize)
                 .map(|v| {
-                    let up = if v < n as usize { (fv[v + 1] - fv[v]).abs() } else { 0.0 };
-                    let down = if v > 0 { (fv[v] - fv[v - 1]).abs() } else { 0.0 };
+                    let up = if v < n as usize {
+                        (fv[v + 1] - fv[v]).abs()
+                    } else {
+                        0.0
+                    };
+                    let down = if v > 0 {
+                        (fv[v] - fv[v - 1]).abs()
+                    } else {
+                        0.0
+                    };
                     up.max(down)
                 })
                 .collect();
             let mut by_max: HashMap<u64, usize> = HashMap::new();
             for r in votes.rows() {
-                *by_max.entry(r.iter().copied().max().unwrap_or(0).min(n)).or_default() += 1;
+                *by_max
+                    .entry(r.iter().copied().max().unwrap_or(0).min(n))
+                    .or_default() += 1;
             }
             for (v, times) in by_max {
                 let mut acc = 0.0f64;
@@ -175,7 +217,11 @@ fn smooth_sensitivity_bound(votes: &VoteMatrix, mechanism: &Mechanism, answered:
     // d ≤ N from the bounds above; every d > N is covered by the data-independent total `cap`
     // (0 ≤ fᵢ ≤ its data-independent value, so no change of f exceeds it), which also keeps the
     // bound β-smooth at d = N (the neighbour's ball of radius N + 1 is then covered).
-    let within = cumulative.iter().enumerate().map(|(d, a)| (-beta * d as f64).exp() * a).fold(0.0, f64::max);
+    let within = cumulative
+        .iter()
+        .enumerate()
+        .map(|(d, a)| (-beta * d as f64).exp() * a)
+        .fold(0.0, f64::max);
     Ok(within.max((-beta * (n + 1) as f64).exp() * cap))
 }
 
@@ -198,7 +244,10 @@ pub fn sanitize(
     let (analysis, _) = analyse(votes, mechanism, opts.answered.as_deref())?;
     let moments = analysis.is_moments();
     if !(sopts.noise_multiplier.is_finite() && sopts.noise_multiplier > 0.0) {
-        return Err(PrivacyError::InvalidParameter(format!("noise multiplier must be positive, got {}", sopts.noise_multiplier)));
+        return Err(PrivacyError::InvalidParameter(format!(
+            "noise multiplier must be positive, got {}",
+            sopts.noise_multiplier
+        )));
     }
     let ln_inv_delta = -opts.delta.ln();
     let (order, order_choice) = match sopts.order {
@@ -229,16 +278,31 @@ pub fn sanitize(
         }
     };
     if !(order.is_finite() && if moments { order > 0.0 } else { order > 1.0 }) {
-        return Err(PrivacyError::InvalidParameter(format!("sanitization order must be > {} , got {order}", if moments { 0 } else { 1 })));
+        return Err(PrivacyError::InvalidParameter(format!(
+            "sanitization order must be > {} , got {order}",
+            if moments { 0 } else { 1 }
+        )));
     }
     let alpha = if moments { order + 1.0 } else { order };
     let beta = sopts.beta.unwrap_or(0.4 / alpha);
     if !(beta > 0.0 && 2.0 * alpha * beta < 1.0) {
-        return Err(PrivacyError::InvalidParameter(format!("beta must be in (0, 1/(2α)) = (0, {}), got {beta}", 1.0 / (2.0 * alpha))));
+        return Err(PrivacyError::InvalidParameter(format!(
+            "beta must be in (0, 1/(2α)) = (0, {}), got {beta}",
+            1.0 / (2.0 * alpha)
+        )));
     }
-    let rdp_dep = if moments { analysis.dependent_total(order).0 / order } else { analysis.dependent_total(order).0 };
-    let cap = if moments { analysis.independent_total(order) / order } else { analysis.independent_total(order) };
-    let ss = smooth_sensitivity_bound(votes, mechanism, opts.answered.as_deref(), order, beta, cap)?;
+    let rdp_dep = if moments {
+        analysis.dependent_total(order).0 / order
+    } else {
+        analysis.dependent_total(order).0
+    };
+    let cap = if moments {
+        analysis.independent_total(order) / order
+    } else {
+        analysis.independent_total(order)
+    };
+    let ss =
+        smooth_sensitivity_bound(votes, mechanism, opts.answered.as_deref(), order, beta, cap)?;
     let noise_std = ss * sopts.noise_multiplier;
     // Two valid bounds on the same RDP total: the noisy data-dependent value, and the
     // data-independent total `cap` (which needs no release at all). Clamping the noisy value into
@@ -248,9 +312,15 @@ pub fn sanitize(
     let cost = gnss_rdp(beta, sopts.noise_multiplier, alpha);
     let epsilon = noisy + cost + ln_inv_delta / (alpha - 1.0);
     if !epsilon.is_finite() {
-        return Err(PrivacyError::InvalidInput(format!("sanitization produced a non-finite epsilon ({epsilon})")));
+        return Err(PrivacyError::InvalidInput(format!(
+            "sanitization produced a non-finite epsilon ({epsilon})"
+        )));
     }
-    report.epsilons.push(LabelledEpsilon { label: LABEL_SANITIZED.into(), epsilon, order });
+    report.epsilons.push(LabelledEpsilon {
+        label: LABEL_SANITIZED.into(),
+        epsilon,
+        order,
+    });
     report.sanitized = Some(SanitizedEpsilon {
         epsilon,
         label: LABEL_SANITIZED.into(),
@@ -265,4 +335,3 @@ pub fn sanitize(
     });
     Ok(())
 }
-

@@ -78,7 +78,9 @@ impl DiscreteGaussianTails {
     pub fn new(sigma2: f64) -> Self {
         let sigma = sigma2.sqrt();
         let m = (40.0 * sigma).ceil() as i64 + 2;
-        let ln_w: Vec<f64> = (-m..=m).map(|z| -((z * z) as f64) / (2.0 * sigma2)).collect();
+        let ln_w: Vec<f64> = (-m..=m)
+            .map(|z| -((z * z) as f64) / (2.0 * sigma2))
+            .collect();
         let ln_norm = logsumexp(ln_w.iter().copied());
         let ln_pmf: Vec<f64> = ln_w.iter().map(|w| w - ln_norm).collect();
         let ln_beyond = -(((m + 1) * (m + 1)) as f64) / (2.0 * sigma2);
@@ -88,7 +90,13 @@ impl DiscreteGaussianTails {
             acc = logaddexp(acc, ln_pmf[i]);
             ln_sf[i] = acc.min(0.0);
         }
-        DiscreteGaussianTails { sigma2, m, ln_pmf, ln_sf, ln_beyond }
+        DiscreteGaussianTails {
+            sigma2,
+            m,
+            ln_pmf,
+            ln_sf,
+            ln_beyond,
+        }
     }
 
     /// Upper bound on ln P(Z ≥ k).
@@ -105,7 +113,10 @@ impl DiscreteGaussianTails {
     /// Upper bound on ln P(Z₁ − Z₂ ≥ Δ) for Z₁, Z₂ iid N_ℤ(0, σ²):
     /// Σ_{|z₂|≤M} P(z₂)·P(Z₁ ≥ Δ + z₂) + P(|Z₂| > M).
     pub fn ln_diff_sf(&self, delta: i64) -> f64 {
-        let main = logsumexp((-self.m..=self.m).map(|z2| self.ln_pmf[(z2 + self.m) as usize] + self.ln_sf(delta + z2)));
+        let main = logsumexp(
+            (-self.m..=self.m)
+                .map(|z2| self.ln_pmf[(z2 + self.m) as usize] + self.ln_sf(delta + z2)),
+        );
         logaddexp(main, std::f64::consts::LN_2 + self.ln_beyond).min(0.0)
     }
 }

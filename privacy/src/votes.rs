@@ -53,13 +53,20 @@ impl VoteMatrix {
     /// teacher votes on every query).
     pub fn max_teachers(&self) -> u64 {
         // Saturating: a matrix built with from_rows may hold counts whose sum exceeds u64.
-        self.rows().map(|r| r.iter().fold(0u64, |sum, &v| sum.saturating_add(v))).max().unwrap_or(0)
+        self.rows()
+            .map(|r| r.iter().fold(0u64, |sum, &v| sum.saturating_add(v)))
+            .max()
+            .unwrap_or(0)
     }
 }
 
 /// Parses vote-file text; `path` is only used in error messages.
 pub fn parse_votes(text: &str, path: &Path) -> Result<VoteMatrix> {
-    let err = |line: usize, message: String| PrivacyError::Parse { path: path.to_path_buf(), line, message };
+    let err = |line: usize, message: String| PrivacyError::Parse {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
     let mut classes: Option<(usize, usize)> = None; // (classes, first data line)
     let mut counts = Vec::new();
     for (idx, raw) in text.lines().enumerate() {
@@ -77,7 +84,10 @@ pub fn parse_votes(text: &str, path: &Path) -> Result<VoteMatrix> {
             let value: u64 = field.parse().map_err(|_| {
                 err(
                     line_no,
-                    format!("field {} is {field:?}; expected a non-negative integer vote count", n + 1),
+                    format!(
+                        "field {} is {field:?}; expected a non-negative integer vote count",
+                        n + 1
+                    ),
                 )
             })?;
             row_sum = row_sum.checked_add(value).ok_or_else(|| {
@@ -89,12 +99,18 @@ pub fn parse_votes(text: &str, path: &Path) -> Result<VoteMatrix> {
         match classes {
             None => {
                 if n < 2 {
-                    return Err(err(line_no, format!("{n} class count(s); expected at least 2 comma-separated counts")));
+                    return Err(err(
+                        line_no,
+                        format!("{n} class count(s); expected at least 2 comma-separated counts"),
+                    ));
                 }
                 classes = Some((n, line_no));
             }
             Some((c, first)) if c != n => {
-                return Err(err(line_no, format!("{n} class counts; expected {c} like line {first}")));
+                return Err(err(
+                    line_no,
+                    format!("{n} class counts; expected {c} like line {first}"),
+                ));
             }
             Some(_) => {}
         }
@@ -107,8 +123,10 @@ pub fn parse_votes(text: &str, path: &Path) -> Result<VoteMatrix> {
 
 /// Reads a vote file.
 pub fn read_vote_file(path: &Path) -> Result<VoteMatrix> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| PrivacyError::Io { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| PrivacyError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     parse_votes(&text, path)
 }
 

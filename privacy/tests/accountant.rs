@@ -1,8 +1,9 @@
 //! Accountants: the published value, hand-computed cases (values from independent numpy
 //! computations of the paper formulas, quoted in comments) and properties.
 use privacy::accountant::{
-    account, gnmax_ln_q, gnmax_rdp_data_dependent, lnmax_ln_q, lnmax_moment_data_dependent, threshold_ln_q, AccountOptions,
-    Mechanism, LABEL_DATA_DEPENDENT, LABEL_DATA_INDEPENDENT, LABEL_SANITIZED,
+    account, gnmax_ln_q, gnmax_rdp_data_dependent, lnmax_ln_q, lnmax_moment_data_dependent,
+    threshold_ln_q, AccountOptions, Mechanism, LABEL_DATA_DEPENDENT, LABEL_DATA_INDEPENDENT,
+    LABEL_SANITIZED,
 };
 use privacy::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
 use privacy::smooth::{sanitize, SanitizeOptions};
@@ -15,7 +16,11 @@ fn votes(rows: &[[u64; 2]]) -> VoteMatrix {
 }
 
 fn opts(delta: f64, orders: Option<Vec<f64>>) -> AccountOptions {
-    AccountOptions { delta, orders, answered: None }
+    AccountOptions {
+        delta,
+        orders,
+        answered: None,
+    }
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -35,8 +40,16 @@ fn published_lnmax_value_t1000_gamma005_delta1e5() {
     // ε(λ) = 5λ + 5 + ln(1e5)/λ, minimal at λ = √(11.512925/5) = 1.5174 with ε = 20.1743.
     let v = votes(&vec![[140, 110]; 1000]);
     let r = account(&v, &lnmax(0.05), &opts(1e-5, None)).unwrap();
-    assert!((r.data_independent_epsilon - 20.1743).abs() < 5e-5, "{}", r.data_independent_epsilon);
-    assert!((r.data_independent_order - 1.5174).abs() < 5e-5, "{}", r.data_independent_order);
+    assert!(
+        (r.data_independent_epsilon - 20.1743).abs() < 5e-5,
+        "{}",
+        r.data_independent_epsilon
+    );
+    assert!(
+        (r.data_independent_order - 1.5174).abs() < 5e-5,
+        "{}",
+        r.data_independent_order
+    );
     let c = r.continuous.as_ref().unwrap();
     assert_eq!(c.data_independent_epsilon, r.data_independent_epsilon);
     // The integer grid can only do worse: λ = 2 gives (30 + 11.512925)/2 = 20.756463.
@@ -54,7 +67,10 @@ fn lnmax_data_independent_with_given_orders() {
     assert!((r.data_independent_epsilon - 4.637642).abs() < 1e-6);
     assert_eq!(r.data_independent_order, 3.0);
     assert_eq!(r.orders, vec![1.0, 2.0, 3.0]);
-    assert!(r.continuous.is_none(), "--orders restricts to exactly the given orders");
+    assert!(
+        r.continuous.is_none(),
+        "--orders restricts to exactly the given orders"
+    );
     // Ties everywhere: q ≥ 1/2 > 1/(e^{0.2}+1), Theorem 3 never applies.
     assert_eq!(r.data_dependent_epsilon, r.data_independent_epsilon);
     assert_eq!(r.data_dependent_queries, 0);
@@ -70,11 +86,20 @@ fn lnmax_data_dependent_single_unanimous_query() {
     let q = lnmax_ln_q(&[250, 0], 0.05).exp();
     assert!(close(q, 1.382_101_693_965_545_5e-5, 1e-9), "{q}");
     assert!(q >= 1.350_911_774_878_518e-5);
-    for (lambda, expected) in [(1.0, 2.907_135_967_518_479_7e-6), (2.0, 5.967_137_886_609_358_5e-6), (3.0, 9.196_082_019_520_182e-6)] {
+    for (lambda, expected) in [
+        (1.0, 2.907_135_967_518_479_7e-6),
+        (2.0, 5.967_137_886_609_358_5e-6),
+        (3.0, 9.196_082_019_520_182e-6),
+    ] {
         let a = lnmax_moment_data_dependent(q.ln(), 0.05, lambda);
         assert!(close(a, expected, 1e-6), "λ={lambda}: {a} vs {expected}");
     }
-    let r = account(&votes(&[[250, 0]]), &lnmax(0.05), &opts(1e-5, Some(vec![1.0, 2.0, 3.0]))).unwrap();
+    let r = account(
+        &votes(&[[250, 0]]),
+        &lnmax(0.05),
+        &opts(1e-5, Some(vec![1.0, 2.0, 3.0])),
+    )
+    .unwrap();
     assert!((r.data_dependent_epsilon - 3.837_644_887_017_416_5).abs() < 1e-8);
     assert!((r.data_independent_epsilon - 3.857_641_821_656_743).abs() < 1e-8);
     assert_eq!(r.data_dependent_order, 3.0);
@@ -98,7 +123,11 @@ fn gnmax_data_dependent_hand_computed() {
     // 1.363252e-3, 2.274124e-3, 1.737735e-2 for α = 2, 5, 10, 20, 50.
     let tails = DiscreteGaussianTails::new(1600.0);
     let ln_q = gnmax_ln_q(&[200, 50], &tails);
-    assert!(close(ln_q.exp(), 0.004_110_620_851_521_677, 1e-9), "{}", ln_q.exp());
+    assert!(
+        close(ln_q.exp(), 0.004_110_620_851_521_677, 1e-9),
+        "{}",
+        ln_q.exp()
+    );
     for (alpha, expected) in [
         (2.0, 0.001_021_987_987_851_08),
         (5.0, 0.001_125_065_789_529_091_2),
@@ -119,7 +148,11 @@ fn confident_gnmax_threshold_step_hand_computed() {
     // for α = 2, 5, 10, 20 (data-independent α/(2σ₁²) = 0.0025, 0.00625, 0.0125, 0.025).
     let tails = DiscreteGaussianTails::new(400.0);
     let ln_q = threshold_ln_q(200, 100, &tails);
-    assert!(close(ln_q.exp(), 2.510_308_320_581_314e-7, 1e-8), "{}", ln_q.exp());
+    assert!(
+        close(ln_q.exp(), 2.510_308_320_581_314e-7, 1e-8),
+        "{}",
+        ln_q.exp()
+    );
     let s = 20.0 * std::f64::consts::SQRT_2;
     for (alpha, expected) in [
         (2.0, 1.593_548_359_530_570_4e-7),
@@ -138,25 +171,46 @@ fn confident_gnmax_data_independent_charges_answered_queries() {
     // ε = 0.03125 + ln(1e5)/4 = 2.909481. Without the answered list all 4 are charged:
     // 0.0375 + 2.878231 = 2.915731.
     let v = votes(&[[200, 50], [130, 120], [250, 0], [125, 125]]);
-    let m = Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 150.0, sigma1: 20.0, sigma2: 40.0 });
+    let m = Mechanism::ConfidentGnmax(ConfidentGnmax {
+        threshold: 150.0,
+        sigma1: 20.0,
+        sigma2: 40.0,
+    });
     let mut o = opts(1e-5, Some(vec![5.0]));
     let all = account(&v, &m, &o).unwrap();
-    assert!((all.data_independent_epsilon - 2.915_731).abs() < 1e-6, "{}", all.data_independent_epsilon);
+    assert!(
+        (all.data_independent_epsilon - 2.915_731).abs() < 1e-6,
+        "{}",
+        all.data_independent_epsilon
+    );
     o.answered = Some(vec![true, false, true, false]);
     let r = account(&v, &m, &o).unwrap();
-    assert!((r.data_independent_epsilon - 2.909_481).abs() < 1e-6, "{}", r.data_independent_epsilon);
+    assert!(
+        (r.data_independent_epsilon - 2.909_481).abs() < 1e-6,
+        "{}",
+        r.data_independent_epsilon
+    );
     assert_eq!(r.answered, Some(2));
     assert!(r.data_dependent_epsilon <= r.data_independent_epsilon);
     o.answered = Some(vec![true]);
-    assert!(account(&v, &m, &o).is_err(), "answered list of the wrong length");
+    assert!(
+        account(&v, &m, &o).is_err(),
+        "answered list of the wrong length"
+    );
 }
 
 fn all_finite(r: &EpsilonReport) {
     for e in &r.epsilons {
-        assert!(e.epsilon.is_finite() && e.epsilon >= 0.0 && e.order.is_finite(), "{e:?}");
+        assert!(
+            e.epsilon.is_finite() && e.epsilon >= 0.0 && e.order.is_finite(),
+            "{e:?}"
+        );
     }
     let json = serde_json::to_string(r).unwrap();
-    assert!(!json.contains("null") && !json.contains("NaN") && !json.contains("inf"), "{json}");
+    assert!(
+        !json.contains("null") && !json.contains("NaN") && !json.contains("inf"),
+        "{json}"
+    );
 }
 
 #[test]
@@ -167,23 +221,45 @@ fn unanimous_binary_votes_work_for_every_mechanism() {
         lnmax(0.05),
         gnmax(40.0),
         gnmax(0.5),
-        Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 200.0, sigma1: 150.0, sigma2: 40.0 }),
-        Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 10.0, sigma1: 0.5, sigma2: 0.5 }),
+        Mechanism::ConfidentGnmax(ConfidentGnmax {
+            threshold: 200.0,
+            sigma1: 150.0,
+            sigma2: 40.0,
+        }),
+        Mechanism::ConfidentGnmax(ConfidentGnmax {
+            threshold: 10.0,
+            sigma1: 0.5,
+            sigma2: 0.5,
+        }),
     ] {
         for orders in [None, Some(vec![1.5, 2.0, 100.0])] {
             let o = opts(1e-5, orders);
             let mut r = account(&unanimous, &m, &o).unwrap();
-            assert!(r.data_dependent_epsilon <= r.data_independent_epsilon, "{m:?}");
+            assert!(
+                r.data_dependent_epsilon <= r.data_independent_epsilon,
+                "{m:?}"
+            );
             all_finite(&r);
             let mut rng = NoiseRng::seeded_for_experiments(9);
-            sanitize(&unanimous, &m, &o, &mut r, &SanitizeOptions::default(), &mut rng).unwrap();
+            sanitize(
+                &unanimous,
+                &m,
+                &o,
+                &mut r,
+                &SanitizeOptions::default(),
+                &mut rng,
+            )
+            .unwrap();
             all_finite(&r);
         }
     }
     // 1000 unanimous queries: the data-dependent bound is far below the data-independent one.
     let many = votes(&vec![[250, 0]; 1000]);
     let r = account(&many, &gnmax(40.0), &opts(1e-5, None)).unwrap();
-    assert!(r.data_dependent_epsilon < 0.5 * r.data_independent_epsilon, "{r:?}");
+    assert!(
+        r.data_dependent_epsilon < 0.5 * r.data_independent_epsilon,
+        "{r:?}"
+    );
     assert_eq!(r.data_dependent_queries, 1000);
 }
 
@@ -196,14 +272,37 @@ fn labels_and_json_shape() {
     let mut rng = NoiseRng::seeded_for_experiments(3);
     sanitize(&v, &m, &o, &mut r, &SanitizeOptions::default(), &mut rng).unwrap();
     let json: serde_json::Value = serde_json::to_value(&r).unwrap();
-    for key in ["mechanism", "queries", "delta", "data_independent_epsilon", "data_independent_order", "data_dependent_epsilon", "data_dependent_order", "orders_used", "orders"] {
+    for key in [
+        "mechanism",
+        "queries",
+        "delta",
+        "data_independent_epsilon",
+        "data_independent_order",
+        "data_dependent_epsilon",
+        "data_dependent_order",
+        "orders_used",
+        "orders",
+    ] {
         assert!(json.get(key).is_some(), "missing {key}");
     }
     let labels: Vec<&str> = r.epsilons.iter().map(|e| e.label.as_str()).collect();
-    assert_eq!(labels, vec![LABEL_DATA_INDEPENDENT, LABEL_DATA_DEPENDENT, LABEL_SANITIZED]);
-    assert_eq!(LABEL_DATA_DEPENDENT, "data-dependent (not private to publish)");
+    assert_eq!(
+        labels,
+        vec![
+            LABEL_DATA_INDEPENDENT,
+            LABEL_DATA_DEPENDENT,
+            LABEL_SANITIZED
+        ]
+    );
+    assert_eq!(
+        LABEL_DATA_DEPENDENT,
+        "data-dependent (not private to publish)"
+    );
     let s = r.sanitized.as_ref().unwrap();
-    assert_eq!(json["sanitized"]["rng"], serde_json::json!({"rng": "seeded", "seed": 3}));
+    assert_eq!(
+        json["sanitized"]["rng"],
+        serde_json::json!({"rng": "seeded", "seed": 3})
+    );
     // The published value includes the release's own cost and the δ term.
     assert!(s.epsilon >= s.release_rdp_cost + (1e5f64).ln() / (s.rdp_order - 1.0) - 1e-12);
     assert!(s.noise_std.is_finite() && s.noise_std >= 0.0);
@@ -211,7 +310,9 @@ fn labels_and_json_shape() {
 
 #[test]
 fn epsilon_grows_with_queries_and_falls_with_noise() {
-    let base: Vec<[u64; 2]> = (0..200).map(|i| [150 + (i % 100), 100 - (i % 100)]).collect();
+    let base: Vec<[u64; 2]> = (0..200)
+        .map(|i| [150 + (i % 100), 100 - (i % 100)])
+        .collect();
     let double: Vec<[u64; 2]> = base.iter().chain(base.iter()).copied().collect();
     for (small, big) in [(lnmax(0.05), lnmax(0.02)), (gnmax(40.0), gnmax(80.0))] {
         let r1 = account(&votes(&base), &small, &opts(1e-5, None)).unwrap();
@@ -236,7 +337,10 @@ fn invalid_options_are_errors() {
     assert!(account(&v, &lnmax(0.05), &opts(1.0, None)).is_err());
     assert!(account(&v, &lnmax(0.05), &opts(1e-5, Some(vec![]))).is_err());
     assert!(account(&v, &lnmax(0.05), &opts(1e-5, Some(vec![-1.0]))).is_err());
-    assert!(account(&v, &gnmax(40.0), &opts(1e-5, Some(vec![1.0]))).is_err(), "RDP orders must be > 1");
+    assert!(
+        account(&v, &gnmax(40.0), &opts(1e-5, Some(vec![1.0]))).is_err(),
+        "RDP orders must be > 1"
+    );
     assert!(account(&v, &gnmax(40.0), &opts(1e-5, Some(vec![f64::NAN]))).is_err());
     assert!(account(&v, &gnmax(-3.0), &opts(1e-5, None)).is_err());
 }

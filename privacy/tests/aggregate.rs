@@ -7,7 +7,9 @@ const TRIALS: usize = 20_000;
 
 fn frequency_of(label: usize, agg: &dyn Aggregator, counts: &[u64], seed: u64) -> f64 {
     let mut rng = NoiseRng::seeded_for_experiments(seed);
-    let hits = (0..TRIALS).filter(|_| agg.aggregate_query(counts, &mut rng).unwrap() == Some(label)).count();
+    let hits = (0..TRIALS)
+        .filter(|_| agg.aggregate_query(counts, &mut rng).unwrap() == Some(label))
+        .count();
     hits as f64 / TRIALS as f64
 }
 
@@ -35,10 +37,16 @@ fn large_margins_and_tiny_noise_return_the_argmax() {
     let mut rng = NoiseRng::seeded_for_experiments(4);
     let votes = VoteMatrix::from_rows(&[[250u64, 0], [0, 250], [10, 200], [3, 2]]).unwrap();
     // γ = 100 (scale 0.01): P(any noise ≠ 0) is e^{-100}-small.
-    assert_eq!(Lnmax { gamma: 100.0 }.aggregate(&votes, &mut rng).unwrap(), vec![Some(0), Some(1), Some(1), Some(0)]);
+    assert_eq!(
+        Lnmax { gamma: 100.0 }.aggregate(&votes, &mut rng).unwrap(),
+        vec![Some(0), Some(1), Some(1), Some(0)]
+    );
     let votes3 = VoteMatrix::from_rows(&[[0u64, 250, 0], [0, 0, 250]]).unwrap();
     // σ = 10 with a gap of 250: P(error) < erfc(250/20) ≈ 1e-69.
-    assert_eq!(Gnmax { sigma: 10.0 }.aggregate(&votes3, &mut rng).unwrap(), vec![Some(1), Some(2)]);
+    assert_eq!(
+        Gnmax { sigma: 10.0 }.aggregate(&votes3, &mut rng).unwrap(),
+        vec![Some(1), Some(2)]
+    );
 }
 
 #[test]
@@ -46,13 +54,29 @@ fn confident_gnmax_abstains_below_the_threshold() {
     let mut rng = NoiseRng::seeded_for_experiments(5);
     let votes = VoteMatrix::from_rows(&vec![[200u64, 50]; 200]).unwrap();
     // T far above 250 with σ₁ = 1: never answers.
-    let never = ConfidentGnmax { threshold: 400.0, sigma1: 1.0, sigma2: 10.0 }.aggregate(&votes, &mut rng).unwrap();
+    let never = ConfidentGnmax {
+        threshold: 400.0,
+        sigma1: 1.0,
+        sigma2: 10.0,
+    }
+    .aggregate(&votes, &mut rng)
+    .unwrap();
     assert!(never.iter().all(Option::is_none));
     // T = 0: always answers, and with σ₂ = 10 the answer is the argmax.
-    let always = ConfidentGnmax { threshold: 0.0, sigma1: 1.0, sigma2: 10.0 }.aggregate(&votes, &mut rng).unwrap();
+    let always = ConfidentGnmax {
+        threshold: 0.0,
+        sigma1: 1.0,
+        sigma2: 10.0,
+    }
+    .aggregate(&votes, &mut rng)
+    .unwrap();
     assert!(always.iter().all(|l| *l == Some(0)));
     // max = 200, T = 210, σ₁ = 20: P(answer) = P(Z ≥ 10) = 0.317376 (numpy).
-    let agg = ConfidentGnmax { threshold: 210.0, sigma1: 20.0, sigma2: 40.0 };
+    let agg = ConfidentGnmax {
+        threshold: 210.0,
+        sigma1: 20.0,
+        sigma2: 40.0,
+    };
     let mut answered = 0;
     for _ in 0..TRIALS {
         if agg.aggregate_query(&[200, 50], &mut rng).unwrap().is_some() {
@@ -62,14 +86,33 @@ fn confident_gnmax_abstains_below_the_threshold() {
     let f = answered as f64 / TRIALS as f64;
     assert!((f - 0.317376).abs() < 0.017, "{f}");
     // Non-integer T acts as ⌈T⌉: T = 209.5 behaves like 210.
-    assert_eq!(ConfidentGnmax { threshold: 209.5, sigma1: 20.0, sigma2: 40.0 }.integer_threshold().unwrap(), 210);
+    assert_eq!(
+        ConfidentGnmax {
+            threshold: 209.5,
+            sigma1: 20.0,
+            sigma2: 40.0
+        }
+        .integer_threshold()
+        .unwrap(),
+        210
+    );
 }
 
 #[test]
 fn invalid_parameters_are_errors_not_panics() {
     let mut rng = NoiseRng::seeded_for_experiments(6);
-    assert!(Lnmax { gamma: -1.0 }.aggregate_query(&[1, 2], &mut rng).is_err());
-    assert!(Gnmax { sigma: 0.0 }.aggregate_query(&[1, 2], &mut rng).is_err());
-    assert!(ConfidentGnmax { threshold: f64::NAN, sigma1: 1.0, sigma2: 1.0 }.aggregate_query(&[1, 2], &mut rng).is_err());
+    assert!(Lnmax { gamma: -1.0 }
+        .aggregate_query(&[1, 2], &mut rng)
+        .is_err());
+    assert!(Gnmax { sigma: 0.0 }
+        .aggregate_query(&[1, 2], &mut rng)
+        .is_err());
+    assert!(ConfidentGnmax {
+        threshold: f64::NAN,
+        sigma1: 1.0,
+        sigma2: 1.0
+    }
+    .aggregate_query(&[1, 2], &mut rng)
+    .is_err());
     assert!(Gnmax { sigma: 1.0 }.aggregate_query(&[], &mut rng).is_err());
 }

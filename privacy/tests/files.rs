@@ -15,7 +15,11 @@ fn parse_err(text: &str) -> (usize, String) {
 
 #[test]
 fn parses_counts_comments_and_blank_lines() {
-    let m = parse_votes("# header comment\n180,70\n\n 250 , 0\n# c\n0,250\n", Path::new("v")).unwrap();
+    let m = parse_votes(
+        "# header comment\n180,70\n\n 250 , 0\n# c\n0,250\n",
+        Path::new("v"),
+    )
+    .unwrap();
     assert_eq!(m.queries(), 3);
     assert_eq!(m.classes(), 2);
     assert_eq!(m.row(1), &[250, 0]);
@@ -28,7 +32,10 @@ fn parses_counts_comments_and_blank_lines() {
 fn bad_lines_name_their_line_number() {
     let (line, msg) = parse_err("# c\n180,70\n12,x\n");
     assert_eq!(line, 3);
-    assert!(msg.contains("\"x\"") && msg.contains("non-negative integer"), "{msg}");
+    assert!(
+        msg.contains("\"x\"") && msg.contains("non-negative integer"),
+        "{msg}"
+    );
     let (line, msg) = parse_err("180,70\n1,2,3\n");
     assert_eq!(line, 2);
     assert!(msg.contains("expected 2"), "{msg}");
@@ -59,7 +66,10 @@ fn vote_file_round_trip_is_atomic() {
     // No temporary file left behind.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     assert!(VoteMatrix::from_rows(&[vec![1u64, 2], vec![3]]).is_err());
-    assert!(matches!(read_vote_file(&dir.path().join("missing.csv")), Err(PrivacyError::Io { .. })));
+    assert!(matches!(
+        read_vote_file(&dir.path().join("missing.csv")),
+        Err(PrivacyError::Io { .. })
+    ));
 }
 
 #[test]
@@ -89,12 +99,18 @@ fn matrix_round_trip_and_format_errors() {
     assert_eq!(read_f32_matrix(&path).unwrap(), m);
     // Truncated file.
     std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-    assert!(read_f32_matrix(&path).unwrap_err().to_string().contains("bytes"));
+    assert!(read_f32_matrix(&path)
+        .unwrap_err()
+        .to_string()
+        .contains("bytes"));
     // Wrong magic.
     let mut bad = bytes.clone();
     bad[0] = b'X';
     std::fs::write(&path, &bad).unwrap();
-    assert!(read_f32_matrix(&path).unwrap_err().to_string().contains("magic"));
+    assert!(read_f32_matrix(&path)
+        .unwrap_err()
+        .to_string()
+        .contains("magic"));
     // NaN value.
     let mut nan = bytes.clone();
     nan[28..32].copy_from_slice(&f32::NAN.to_le_bytes());

@@ -1,6 +1,9 @@
 //! Noise samplers: moments and tails against closed forms (computed by hand / numpy, quoted in the
 //! comments), with a fixed TEST seed. Sample sizes make each tolerance ≥ 5 standard errors.
-use privacy::noise::{bernoulli_exp, discrete_gaussian, discrete_laplace, gaussian, laplace, DiscreteGaussian, DiscreteLaplace, Rational};
+use privacy::noise::{
+    bernoulli_exp, discrete_gaussian, discrete_laplace, gaussian, laplace, DiscreteGaussian,
+    DiscreteLaplace, Rational,
+};
 use privacy::rng::{NoiseRng, RngProvenance};
 
 const N: usize = 200_000;
@@ -16,10 +19,17 @@ fn moments(xs: &[f64]) -> (f64, f64) {
 fn bernoulli_exp_matches_exp_minus_gamma() {
     let mut rng = NoiseRng::seeded_for_experiments(1);
     // e^{-0.7} = 0.496585, e^{-2.5} = 0.082085 (γ > 1 exercises the ⌊γ⌋ branch); SE ≤ 0.0012.
-    for (num, den, expected) in [(7u128, 10u128, 0.496_585_3), (5, 2, 0.082_085_0), (0, 1, 1.0)] {
+    for (num, den, expected) in [
+        (7u128, 10u128, 0.496_585_3),
+        (5, 2, 0.082_085_0),
+        (0, 1, 1.0),
+    ] {
         let hits = (0..N).filter(|_| bernoulli_exp(&mut rng, num, den)).count();
         let freq = hits as f64 / N as f64;
-        assert!((freq - expected).abs() < 0.006, "Bernoulli(exp(-{num}/{den})): {freq} vs {expected}");
+        assert!(
+            (freq - expected).abs() < 0.006,
+            "Bernoulli(exp(-{num}/{den})): {freq} vs {expected}"
+        );
     }
 }
 
@@ -48,13 +58,18 @@ fn discrete_laplace_moments_and_tail() {
 fn discrete_laplace_with_lnmax_scale() {
     // γ = 0.05 (scale 20): Var = 2p/(1-p)² with p = e^{-0.05} = 799.8334 (≈ 2/γ² = 800).
     let mut rng = NoiseRng::seeded_for_experiments(3);
-    let xs: Vec<f64> = (0..N).map(|_| discrete_laplace(&mut rng, 1, 20) as f64).collect();
+    let xs: Vec<f64> = (0..N)
+        .map(|_| discrete_laplace(&mut rng, 1, 20) as f64)
+        .collect();
     let (mean, var) = moments(&xs);
     let p = (-0.05f64).exp();
     let expected = 2.0 * p / ((1.0 - p) * (1.0 - p));
     assert!((expected - 799.8334).abs() < 0.001);
     assert!(mean.abs() < 0.4, "mean {mean}");
-    assert!((var / expected - 1.0).abs() < 0.03, "var {var} vs {expected}");
+    assert!(
+        (var / expected - 1.0).abs() < 0.03,
+        "var {var} vs {expected}"
+    );
 }
 
 #[test]
@@ -73,7 +88,9 @@ fn discrete_gaussian_moments_and_tail() {
     let zero = xs.iter().filter(|x| **x == 0.0).count() as f64 / N as f64;
     assert!((zero - 0.132981).abs() < 0.004, "P(0) {zero}");
     // Large σ as used by GNMax (σ = 40): variance 1600.
-    let ys: Vec<f64> = (0..50_000).map(|_| discrete_gaussian(&mut rng, 1600, 1) as f64).collect();
+    let ys: Vec<f64> = (0..50_000)
+        .map(|_| discrete_gaussian(&mut rng, 1600, 1) as f64)
+        .collect();
     let (_, var40) = moments(&ys);
     assert!((var40 / 1600.0 - 1.0).abs() < 0.04, "var {var40}");
 }
@@ -81,8 +98,14 @@ fn discrete_gaussian_moments_and_tail() {
 #[test]
 fn parameters_round_towards_more_noise() {
     // γ is rounded DOWN to a multiple of 1e-6, σ² UP.
-    assert_eq!(DiscreteLaplace::new(0.05).unwrap().gamma, Rational { num: 1, den: 20 });
-    assert_eq!(DiscreteLaplace::new(0.123_456_78).unwrap().gamma, Rational::new(123_456, 1_000_000));
+    assert_eq!(
+        DiscreteLaplace::new(0.05).unwrap().gamma,
+        Rational { num: 1, den: 20 }
+    );
+    assert_eq!(
+        DiscreteLaplace::new(0.123_456_78).unwrap().gamma,
+        Rational::new(123_456, 1_000_000)
+    );
     let g = DiscreteGaussian::new(1.000_000_1).unwrap();
     assert!(g.sigma2.to_f64() >= 1.000_000_2);
     assert!(DiscreteLaplace::new(0.0).is_err());
@@ -99,7 +122,10 @@ fn continuous_samplers() {
     let xs: Vec<f64> = (0..N).map(|_| laplace(&mut rng, 0.5)).collect();
     let (mean, var) = moments(&xs);
     let mad = xs.iter().map(|x| x.abs()).sum::<f64>() / N as f64;
-    assert!(mean.abs() < 0.01 && (var - 0.5).abs() < 0.02 && (mad - 0.5).abs() < 0.01, "{mean} {var} {mad}");
+    assert!(
+        mean.abs() < 0.01 && (var - 0.5).abs() < 0.02 && (mad - 0.5).abs() < 0.01,
+        "{mean} {var} {mad}"
+    );
     // Tail: P(|X| ≥ 2b) = e^{-2} = 0.135335.
     let tail = xs.iter().filter(|x| x.abs() >= 1.0).count() as f64 / N as f64;
     assert!((tail - 0.135335).abs() < 0.004, "tail {tail}");
@@ -118,15 +144,24 @@ fn seeded_rng_is_reproducible_and_recorded_os_rng_is_not_reproducible() {
     let va: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
     let vb: Vec<u64> = (0..8).map(|_| b.next_u64()).collect();
     assert_eq!(va, vb);
-    assert_eq!(serde_json::to_string(&a.provenance()).unwrap(), r#"{"rng":"seeded","seed":42}"#);
+    assert_eq!(
+        serde_json::to_string(&a.provenance()).unwrap(),
+        r#"{"rng":"seeded","seed":42}"#
+    );
     let mut o1 = NoiseRng::from_os().unwrap();
     let mut o2 = NoiseRng::from_os().unwrap();
-    assert_eq!(serde_json::to_string(&o1.provenance()).unwrap(), r#"{"rng":"os"}"#);
+    assert_eq!(
+        serde_json::to_string(&o1.provenance()).unwrap(),
+        r#"{"rng":"os"}"#
+    );
     assert!(!o1.provenance().is_seeded() && a.provenance().is_seeded());
     let w1: Vec<u64> = (0..4).map(|_| o1.next_u64()).collect();
     let w2: Vec<u64> = (0..4).map(|_| o2.next_u64()).collect();
     assert_ne!(w1, w2);
-    assert_eq!(serde_json::from_str::<RngProvenance>(r#"{"rng":"seeded","seed":7}"#).unwrap(), RngProvenance::Seeded { seed: 7 });
+    assert_eq!(
+        serde_json::from_str::<RngProvenance>(r#"{"rng":"seeded","seed":7}"#).unwrap(),
+        RngProvenance::Seeded { seed: 7 }
+    );
     // Debug never prints the generator state.
     assert!(!format!("{a:?}").contains("state"));
 }

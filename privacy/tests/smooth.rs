@@ -12,7 +12,16 @@ const DELTA: f64 = 1e-5;
 /// Data-dependent RDP total at one order (λ → RDP of order λ + 1 for the moments accountant).
 fn f(rows: &[[u64; 2]], m: &Mechanism, order: f64) -> f64 {
     let v = VoteMatrix::from_rows(rows).unwrap();
-    let r = account(&v, m, &AccountOptions { delta: DELTA, orders: Some(vec![order]), answered: None }).unwrap();
+    let r = account(
+        &v,
+        m,
+        &AccountOptions {
+            delta: DELTA,
+            orders: Some(vec![order]),
+            answered: None,
+        },
+    )
+    .unwrap();
     match m {
         // ε = (α_total + ln 1/δ)/λ, RDP(λ+1) = α_total/λ.
         Mechanism::Lnmax(_) => r.data_dependent_epsilon - (1.0 / DELTA).ln() / order,
@@ -53,12 +62,22 @@ fn check(rows: &[[u64; 2]], m: Mechanism, order: f64, beta: f64) {
     for n in neighbours(rows) {
         let diff = (f(&n, &m, order) - f0).abs();
         largest = largest.max(diff);
-        assert!(ss >= diff - 1e-12, "{m:?} {rows:?} → {n:?}: SS {ss} < |Δf| {diff}");
-        let ss_n = smooth_sensitivity(&VoteMatrix::from_rows(&n).unwrap(), &m, None, order, beta).unwrap();
-        assert!(ss_n <= beta.exp() * ss * (1.0 + 1e-9) + 1e-15, "{m:?} {rows:?} → {n:?}: SS′ {ss_n} > e^β·{ss}");
+        assert!(
+            ss >= diff - 1e-12,
+            "{m:?} {rows:?} → {n:?}: SS {ss} < |Δf| {diff}"
+        );
+        let ss_n =
+            smooth_sensitivity(&VoteMatrix::from_rows(&n).unwrap(), &m, None, order, beta).unwrap();
+        assert!(
+            ss_n <= beta.exp() * ss * (1.0 + 1e-9) + 1e-15,
+            "{m:?} {rows:?} → {n:?}: SS′ {ss_n} > e^β·{ss}"
+        );
     }
     // The case is not vacuous: the data-dependent value does move between neighbours.
-    assert!(largest > 1e-6, "{m:?} {rows:?}: f constant over the neighbours");
+    assert!(
+        largest > 1e-6,
+        "{m:?} {rows:?}: f constant over the neighbours"
+    );
     eprintln!("{m:?}: SS = {ss:.6}, largest |Δf| = {largest:.6}");
 }
 
@@ -66,17 +85,31 @@ fn check(rows: &[[u64; 2]], m: Mechanism, order: f64, beta: f64) {
 fn gnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
     let rows = [[10, 0], [7, 3], [9, 1]];
     check(&rows, Mechanism::Gnmax(Gnmax { sigma: 1.5 }), 5.0, 0.08);
-    check(&[[20, 0], [0, 20]], Mechanism::Gnmax(Gnmax { sigma: 2.0 }), 8.0, 0.05);
+    check(
+        &[[20, 0], [0, 20]],
+        Mechanism::Gnmax(Gnmax { sigma: 2.0 }),
+        8.0,
+        0.05,
+    );
 }
 
 #[test]
 fn lnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
-    check(&[[10, 0], [8, 2], [5, 5]], Mechanism::Lnmax(Lnmax { gamma: 0.5 }), 3.0, 0.1);
+    check(
+        &[[10, 0], [8, 2], [5, 5]],
+        Mechanism::Lnmax(Lnmax { gamma: 0.5 }),
+        3.0,
+        0.1,
+    );
 }
 
 #[test]
 fn confident_gnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
-    let m = Mechanism::ConfidentGnmax(ConfidentGnmax { threshold: 8.0, sigma1: 1.0, sigma2: 1.5 });
+    let m = Mechanism::ConfidentGnmax(ConfidentGnmax {
+        threshold: 8.0,
+        sigma1: 1.0,
+        sigma2: 1.5,
+    });
     check(&[[10, 0], [7, 3], [9, 1]], m, 5.0, 0.08);
 }
 
@@ -86,13 +119,18 @@ fn confident_gnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
 #[test]
 fn per_query_bounds_are_non_decreasing_in_q() {
     use privacy::accountant::{gnmax_rdp_data_dependent, lnmax_moment_data_dependent};
-    let grid: Vec<f64> = (0..=4000).map(|i| -2000.0 * (1.0 - i as f64 / 4000.0)).collect();
+    let grid: Vec<f64> = (0..=4000)
+        .map(|i| -2000.0 * (1.0 - i as f64 / 4000.0))
+        .collect();
     for sigma in [0.5, 1.0, 5.0, 40.0, 150.0, 212.0] {
         for alpha in [1.25, 2.0, 5.0, 20.0, 100.0, 1000.0] {
             let mut prev = 0.0;
             for &lq in &grid {
                 let v = gnmax_rdp_data_dependent(lq, sigma, alpha);
-                assert!(v + 1e-12 >= prev, "σ={sigma} α={alpha} ln q={lq}: {v} < {prev}");
+                assert!(
+                    v + 1e-12 >= prev,
+                    "σ={sigma} α={alpha} ln q={lq}: {v} < {prev}"
+                );
                 prev = v;
             }
         }
@@ -102,7 +140,10 @@ fn per_query_bounds_are_non_decreasing_in_q() {
             let mut prev = 0.0;
             for &lq in &grid {
                 let v = lnmax_moment_data_dependent(lq, gamma, lambda);
-                assert!(v + 1e-12 >= prev, "γ={gamma} λ={lambda} ln q={lq}: {v} < {prev}");
+                assert!(
+                    v + 1e-12 >= prev,
+                    "γ={gamma} λ={lambda} ln q={lq}: {v} < {prev}"
+                );
                 prev = v;
             }
         }
@@ -115,17 +156,27 @@ fn per_query_bounds_are_non_decreasing_in_q() {
 fn sanitized_epsilon_never_exceeds_the_data_independent_bound_at_its_order() {
     use privacy::smooth::{gnss_rdp, sanitize, SanitizeOptions};
     use privacy::NoiseRng;
-    let rows: Vec<[u64; 2]> = (0..40).map(|i| if i % 3 == 0 { [6, 4] } else { [10, 0] }).collect();
+    let rows: Vec<[u64; 2]> = (0..40)
+        .map(|i| if i % 3 == 0 { [6, 4] } else { [10, 0] })
+        .collect();
     let v = VoteMatrix::from_rows(&rows).unwrap();
     let m = Mechanism::Gnmax(Gnmax { sigma: 2.0 });
     let alpha = 4.0;
-    let opts = AccountOptions { delta: DELTA, orders: Some(vec![alpha]), answered: None };
+    let opts = AccountOptions {
+        delta: DELTA,
+        orders: Some(vec![alpha]),
+        answered: None,
+    };
     let base = account(&v, &m, &opts).unwrap();
     // Data-independent RDP total at α: ε_ind(α) − ln(1/δ)/(α−1).
     let cap = base.data_independent_epsilon - (1.0 / DELTA).ln() / (alpha - 1.0);
     // A tiny σ_s makes the release expensive but the value precise; a huge one makes the noise
     // dwarf the data-dependent value, so without the clamp some draws land far above the cap.
-    let sopts = SanitizeOptions { noise_multiplier: 1e4, beta: Some(0.05), order: Some(alpha) };
+    let sopts = SanitizeOptions {
+        noise_multiplier: 1e4,
+        beta: Some(0.05),
+        order: Some(alpha),
+    };
     let bound = cap + gnss_rdp(0.05, 1e4, alpha) + (1.0 / DELTA).ln() / (alpha - 1.0);
     let mut at_bound = 0;
     for seed in 0..200 {
@@ -133,11 +184,17 @@ fn sanitized_epsilon_never_exceeds_the_data_independent_bound_at_its_order() {
         let mut rng = NoiseRng::seeded_for_experiments(seed);
         sanitize(&v, &m, &opts, &mut report, &sopts, &mut rng).unwrap();
         let eps = report.sanitized.unwrap().epsilon;
-        assert!(eps <= bound + 1e-9, "seed {seed}: sanitized ε {eps} above the data-independent bound {bound}");
+        assert!(
+            eps <= bound + 1e-9,
+            "seed {seed}: sanitized ε {eps} above the data-independent bound {bound}"
+        );
         if (eps - bound).abs() < 1e-9 {
             at_bound += 1;
         }
     }
     // The clamp is exercised: with this much noise, many draws hit it.
-    assert!(at_bound > 20, "only {at_bound} of 200 draws reached the clamp");
+    assert!(
+        at_bound > 20,
+        "only {at_bound} of 200 draws reached the clamp"
+    );
 }

@@ -20,7 +20,9 @@ fn main() -> ExitCode {
         None => None,
         Some(a) if a == "harmless" => Some(&[]),
         Some(a) => {
-            eprintln!("unknown argument {a:?}; usage: fixture_bundle DIR [MODEL_VERSION] [harmless]");
+            eprintln!(
+                "unknown argument {a:?}; usage: fixture_bundle DIR [MODEL_VERSION] [harmless]"
+            );
             return ExitCode::from(2);
         }
     };

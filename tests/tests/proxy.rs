@@ -23,7 +23,6 @@ const NORMAL_BODY: &[u8] =
 const ATTACK_BODY: &[u8] =
     b"id=3&nombre=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E&precio=39&cantidad=1";
 
-
 /// Counter values for every verdict, plus the score histogram's count and upstream errors.
 fn counters(proxy: &Proxy) -> Vec<(String, f64)> {
     let text = proxy.metrics();
@@ -202,7 +201,11 @@ fn block_mode_answers_403_before_apache_and_passes_normal_traffic() {
     }
     assert!(audit[0]["target"].as_str().unwrap().contains("DROP+TABLE"));
     // No raw body in the audit log unless `audit_body: true` (the next test).
-    assert!(audit[1].get("body").is_none_or(|b| b.is_null()), "{:?}", audit[1]);
+    assert!(
+        audit[1].get("body").is_none_or(|b| b.is_null()),
+        "{:?}",
+        audit[1]
+    );
     let metrics = s.proxy.metrics();
     assert!(metrics.contains("patewaf_model_info{delta=\"0.00001\",epsilon=\"8\",mechanism=\"gnmax\",version=\"v1\"} 1"), "{metrics}");
     assert_eq!(e2e::metric_value(&metrics, "patewaf_ready"), 1.0);
@@ -222,7 +225,11 @@ fn audit_body_records_the_scored_body_only_when_asked() {
     assert_eq!(blocked_post.status, 403, "{}", blocked_post.text());
     let audit = json_lines(&s.audit);
     assert_eq!(audit.len(), 1, "{audit:?}");
-    assert!(audit[0]["body"].as_str().unwrap().contains("%3Cscript%3E"), "{:?}", audit[0]);
+    assert!(
+        audit[0]["body"].as_str().unwrap().contains("%3Cscript%3E"),
+        "{:?}",
+        audit[0]
+    );
 }
 
 #[test]

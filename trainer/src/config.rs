@@ -233,7 +233,10 @@ impl TryFrom<String> for TeacherMultiplicity {
             "traffic" => Ok(TeacherMultiplicity::Traffic),
             "distinct" => Ok(TeacherMultiplicity::Distinct),
             "log" => Ok(TeacherMultiplicity::Log),
-            other => match other.strip_prefix("cap:").map(|n| n.trim().parse::<usize>()) {
+            other => match other
+                .strip_prefix("cap:")
+                .map(|n| n.trim().parse::<usize>())
+            {
                 Some(Ok(n)) if n >= 1 => Ok(TeacherMultiplicity::Cap(n)),
                 _ => Err(format!("teachers.multiplicity: {expected}, got {other:?}")),
             },
@@ -352,7 +355,10 @@ pub struct SelfTrainingConfig {
 
 impl Default for SelfTrainingConfig {
     fn default() -> Self {
-        SelfTrainingConfig { rounds: 0, confidence: 0.95 }
+        SelfTrainingConfig {
+            rounds: 0,
+            confidence: 0.95,
+        }
     }
 }
 
@@ -500,13 +506,20 @@ impl RunConfig {
             return bad("teachers.holdout_max", "must be at least 1".into());
         }
         if self.teachers.distinct
-            && self.teachers.multiplicity.is_some_and(|m| m != TeacherMultiplicity::Distinct)
+            && self
+                .teachers
+                .multiplicity
+                .is_some_and(|m| m != TeacherMultiplicity::Distinct)
         {
             return bad(
                 "teachers.distinct",
                 format!(
                     "true conflicts with teachers.multiplicity: {}; set only one",
-                    String::from(self.teachers.multiplicity.unwrap_or(TeacherMultiplicity::Traffic))
+                    String::from(
+                        self.teachers
+                            .multiplicity
+                            .unwrap_or(TeacherMultiplicity::Traffic)
+                    )
                 ),
             );
         }
@@ -528,7 +541,10 @@ impl RunConfig {
             );
         }
         if self.student.multiplicity_cap == Some(0) {
-            return bad("student.multiplicity_cap", "must be at least 1 (or null for off)".into());
+            return bad(
+                "student.multiplicity_cap",
+                "must be at least 1 (or null for off)".into(),
+            );
         }
         let c = self.student.self_training.confidence;
         if !(c > 0.5 && c < 1.0) {
@@ -587,11 +603,15 @@ mod tests {
         assert!(e.contains("privacy.delta"), "{e}");
         let e = RunConfig::parse(&format!("{base}device: tpu\n")).unwrap_err();
         assert!(e.contains("device"), "{e}");
-        let e = RunConfig::parse(&format!("{base}student: {{self_training: {{confidence: 0.4}}}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!(
+            "{base}student: {{self_training: {{confidence: 0.4}}}}\n"
+        ))
+        .unwrap_err();
         assert!(e.contains("student.self_training.confidence"), "{e}");
         let e = RunConfig::parse(&format!("{base}student: {{target_fpr: 1.5}}\n")).unwrap_err();
         assert!(e.contains("student.target_fpr"), "{e}");
-        let e = RunConfig::parse(&format!("{base}student: {{threshold_rule: median}}\n")).unwrap_err();
+        let e =
+            RunConfig::parse(&format!("{base}student: {{threshold_rule: median}}\n")).unwrap_err();
         assert!(e.contains("threshold_rule") || e.contains("median"), "{e}");
         let ok = RunConfig::parse(&format!(
             "{base}student: {{query_selection: traffic, threshold_rule: target_fpr, target_fpr: 0.005, self_training: {{rounds: 2}}}}\n"
@@ -612,21 +632,40 @@ mod tests {
     fn teacher_multiplicity_parses_and_keeps_distinct_working() {
         let base = "datasets: [{path: a.txt, format: csic}]\n";
         let weighting = |teachers: &str| {
-            RunConfig::parse(&format!("{base}teachers: {teachers}\n")).map(|c| c.teachers.weighting())
+            RunConfig::parse(&format!("{base}teachers: {teachers}\n"))
+                .map(|c| c.teachers.weighting())
         };
         assert_eq!(weighting("{}").unwrap(), TeacherMultiplicity::Traffic);
-        assert_eq!(weighting("{distinct: true}").unwrap(), TeacherMultiplicity::Distinct);
-        assert_eq!(weighting("{multiplicity: log}").unwrap(), TeacherMultiplicity::Log);
-        assert_eq!(weighting("{multiplicity: 'cap:5'}").unwrap(), TeacherMultiplicity::Cap(5));
-        assert_eq!(weighting("{distinct: true, multiplicity: distinct}").unwrap(), TeacherMultiplicity::Distinct);
+        assert_eq!(
+            weighting("{distinct: true}").unwrap(),
+            TeacherMultiplicity::Distinct
+        );
+        assert_eq!(
+            weighting("{multiplicity: log}").unwrap(),
+            TeacherMultiplicity::Log
+        );
+        assert_eq!(
+            weighting("{multiplicity: 'cap:5'}").unwrap(),
+            TeacherMultiplicity::Cap(5)
+        );
+        assert_eq!(
+            weighting("{distinct: true, multiplicity: distinct}").unwrap(),
+            TeacherMultiplicity::Distinct
+        );
         let e = weighting("{distinct: true, multiplicity: log}").unwrap_err();
         assert!(e.contains("teachers.distinct") && e.contains("log"), "{e}");
         for bad in ["'cap:0'", "'cap:x'", "sqrt"] {
             let e = weighting(&format!("{{multiplicity: {bad}}}")).unwrap_err();
-            assert!(e.contains("teachers.multiplicity") && e.contains("cap:N"), "{bad}: {e}");
+            assert!(
+                e.contains("teachers.multiplicity") && e.contains("cap:N"),
+                "{bad}: {e}"
+            );
         }
         // round(1 + ln m): 1 → 1, 2 → 2, 1000 → 8; cap: min(m, N).
-        let copies: Vec<usize> = [1, 2, 1000].iter().map(|&m| TeacherMultiplicity::Log.copies(m)).collect();
+        let copies: Vec<usize> = [1, 2, 1000]
+            .iter()
+            .map(|&m| TeacherMultiplicity::Log.copies(m))
+            .collect();
         assert_eq!(copies, [1, 2, 8]);
         assert_eq!(TeacherMultiplicity::Cap(5).copies(3), 3);
         assert_eq!(TeacherMultiplicity::Cap(5).copies(3000), 5);

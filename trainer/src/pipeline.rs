@@ -65,7 +65,10 @@ impl RunRng {
             .chain_update(purpose.as_bytes())
             .finalize()
             .into();
-        RunRng { master, seed: parent.seed }
+        RunRng {
+            master,
+            seed: parent.seed,
+        }
     }
 
     /// The privacy noise generator (the privacy crate's CSPRNG; seeded only when the run is).
@@ -276,7 +279,8 @@ fn partition_by_copy_hash(
     all_copies_together: bool,
 ) -> Vec<Vec<usize>> {
     let mut shards = vec![Vec::with_capacity(rows.len() / count.max(1) + 1); count];
-    let mut copies_seen: std::collections::HashMap<[u8; 32], u64> = std::collections::HashMap::new();
+    let mut copies_seen: std::collections::HashMap<[u8; 32], u64> =
+        std::collections::HashMap::new();
     for (j, &i) in rows.iter().enumerate() {
         let hash = request_hash(&records[i]);
         let seen = copies_seen.entry(hash).or_insert(0);
@@ -308,7 +312,8 @@ pub fn teacher_rows(
         m
     };
     let mut order: Vec<[u8; 32]> = Vec::new();
-    let mut kept: std::collections::HashMap<[u8; 32], Vec<usize>> = std::collections::HashMap::new();
+    let mut kept: std::collections::HashMap<[u8; 32], Vec<usize>> =
+        std::collections::HashMap::new();
     for &i in private {
         let h = request_hash(&records[i]);
         let rows = kept.entry(h).or_insert_with(|| {
@@ -730,7 +735,10 @@ pub fn target_fpr_threshold(scores: &[f32], labels: &[bool], target_fpr: f64) ->
 /// The best TPR over the ROC points with FPR ≤ `max_fpr` (an operating point read off the ROC,
 /// not the model's own threshold).
 pub fn tpr_at_fpr(roc: &[RocPoint], max_fpr: f64) -> Option<f64> {
-    roc.iter().filter(|p| p.fpr <= max_fpr).map(|p| p.tpr).reduce(f64::max)
+    roc.iter()
+        .filter(|p| p.fpr <= max_fpr)
+        .map(|p| p.tpr)
+        .reduce(f64::max)
 }
 
 /// What [`train_student_full`] did beyond training.
@@ -772,18 +780,37 @@ pub fn train_student_full(
                         rows.y.len()
                     )));
                 }
-                let idx: Vec<usize> =
-                    copies.iter().enumerate().flat_map(|(i, &c)| std::iter::repeat_n(i, c.max(1))).collect();
-                Ok(LabeledRows { x: rows.x.select_rows(&idx), y: idx.iter().map(|&i| rows.y[i]).collect() })
+                let idx: Vec<usize> = copies
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, &c)| std::iter::repeat_n(i, c.max(1)))
+                    .collect();
+                Ok(LabeledRows {
+                    x: rows.x.select_rows(&idx),
+                    y: idx.iter().map(|&i| rows.y[i]).collect(),
+                })
             };
-            (repeat(train, train_copies, "answered queries")?, repeat(validation, validation_copies, "validation")?)
+            (
+                repeat(train, train_copies, "answered queries")?,
+                repeat(validation, validation_copies, "validation")?,
+            )
         }
     };
-    let mut model = train_student(train.clone(), validation.clone(), &student.training, featurizer_hash, rng, device)?;
+    let mut model = train_student(
+        train.clone(),
+        validation.clone(),
+        &student.training,
+        featurizer_hash,
+        rng,
+        device,
+    )?;
     let rounds = student.self_training.rounds;
     if rounds > 0 {
         let pool = pool.ok_or_else(|| {
-            Error::Config("student.self_training.rounds > 0 needs the unlabelled public pool's features".into())
+            Error::Config(
+                "student.self_training.rounds > 0 needs the unlabelled public pool's features"
+                    .into(),
+            )
         })?;
         if pool.cols != train.x.cols {
             return Err(Error::Invalid(format!(
@@ -816,18 +843,33 @@ pub fn train_student_full(
             );
             extras.pseudo_labels.push((malicious, benign));
             let rows = y.len();
-            let augmented = LabeledRows { x: DenseMatrix::new(rows, train.x.cols, x)?, y };
+            let augmented = LabeledRows {
+                x: DenseMatrix::new(rows, train.x.cols, x)?,
+                y,
+            };
             let round_rng = RunRng::derived(rng, &format!("self-training-{round}"));
-            model = train_student(augmented, validation.clone(), &student.training, featurizer_hash, &round_rng, device)?;
+            model = train_student(
+                augmented,
+                validation.clone(),
+                &student.training,
+                featurizer_hash,
+                &round_rng,
+                device,
+            )?;
         }
     }
     match student.threshold_rule {
         crate::config::ThresholdRule::Youden => extras.threshold_rule = "youden".into(),
         crate::config::ThresholdRule::TargetFpr => {
             let scores = model_scores(&model, &validation.x, device)?;
-            let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or_else(|| {
-                Error::Invalid("the student validation samples need both classes to choose a threshold".into())
-            })?;
+            let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or_else(
+                || {
+                    Error::Invalid(
+                        "the student validation samples need both classes to choose a threshold"
+                            .into(),
+                    )
+                },
+            )?;
             extras.threshold_rule = format!("target_fpr {}", student.target_fpr);
             model.info.threshold = t;
         }
@@ -860,14 +902,24 @@ mod teacher_weighting_tests {
         records.extend([record("/b"), record("/b")]);
         records.extend((0..40).map(|i| record(&format!("/p?id={i}"))));
         let private: Vec<usize> = (0..records.len()).collect();
-        let count_of = |rows: &[usize], t: &str| rows.iter().filter(|&&i| records[i].target == t.as_bytes()).count();
+        let count_of = |rows: &[usize], t: &str| {
+            rows.iter()
+                .filter(|&&i| records[i].target == t.as_bytes())
+                .count()
+        };
 
         let traffic = teacher_rows(&records, &private, TeacherMultiplicity::Traffic);
         assert_eq!(traffic, private);
         let log = teacher_rows(&records, &private, TeacherMultiplicity::Log);
-        assert_eq!((count_of(&log, "/a"), count_of(&log, "/b"), log.len()), (8, 2, 8 + 2 + 40));
+        assert_eq!(
+            (count_of(&log, "/a"), count_of(&log, "/b"), log.len()),
+            (8, 2, 8 + 2 + 40)
+        );
         let cap = teacher_rows(&records, &private, TeacherMultiplicity::Cap(5));
-        assert_eq!((count_of(&cap, "/a"), count_of(&cap, "/b"), cap.len()), (5, 2, 5 + 2 + 40));
+        assert_eq!(
+            (count_of(&cap, "/a"), count_of(&cap, "/b"), cap.len()),
+            (5, 2, 5 + 2 + 40)
+        );
         let distinct_rows = teacher_rows(&records, &private, TeacherMultiplicity::Distinct);
         assert_eq!(distinct_rows, distinct(&records, &private));
 
@@ -882,7 +934,10 @@ mod teacher_weighting_tests {
             let holding = |target: &str| {
                 shards
                     .iter()
-                    .filter(|s| s.iter().any(|&j| records[cap[j]].target == target.as_bytes()))
+                    .filter(|s| {
+                        s.iter()
+                            .any(|&j| records[cap[j]].target == target.as_bytes())
+                    })
                     .count()
             };
             // Grouped: all copies on one teacher; per record: the 5 copies spread by hash (the
@@ -890,7 +945,11 @@ mod teacher_weighting_tests {
             if grouped {
                 assert_eq!(holding("/a"), 1);
             } else {
-                assert!(holding("/a") > 1, "5 copies on {} teacher(s)", holding("/a"));
+                assert!(
+                    holding("/a") > 1,
+                    "5 copies on {} teacher(s)",
+                    holding("/a")
+                );
             }
         }
         // On distinct rows the grouped partition is the hash partition.

@@ -16,7 +16,11 @@ fn run(args: &[&str]) -> Output {
 /// Asserts a clean failure (exit code 1, no panic) and returns stderr.
 fn refused(out: Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "expected exit code 1, stderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "expected exit code 1, stderr: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains("error"), "{stderr}");
     stderr
@@ -37,7 +41,11 @@ fn s(p: &Path) -> &str {
 /// Names in `dir` (empty when it does not exist): what a failed command left behind.
 fn entries(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     names.sort();
     names
@@ -62,7 +70,11 @@ fn run_refused(dir: &Path, name: &str, yaml: &str) -> String {
     std::fs::write(&config, yaml).unwrap();
     let out = dir.join(format!("run-{name}"));
     let stderr = refused(run(&["run", "--config", s(&config), "--out", s(&out)]));
-    assert!(!out.exists(), "{name}: a run directory was created: {:?}", entries(&out));
+    assert!(
+        !out.exists(),
+        "{name}: a run directory was created: {:?}",
+        entries(&out)
+    );
     stderr
 }
 
@@ -73,16 +85,33 @@ fn empty_and_single_class_datasets_are_refused_before_anything_is_written() {
     std::fs::write(&empty, "").unwrap();
 
     let fz = tmp.path().join("featurizer.json");
-    let err = refused(run(&["featurize", "fit", "--format", "csic", s(&empty), "--out", s(&fz)]));
-    assert!(err.contains("no records") && err.contains("empty.txt"), "{err}");
+    let err = refused(run(&[
+        "featurize",
+        "fit",
+        "--format",
+        "csic",
+        s(&empty),
+        "--out",
+        s(&fz),
+    ]));
+    assert!(
+        err.contains("no records") && err.contains("empty.txt"),
+        "{err}"
+    );
     assert!(!fz.exists());
 
     let err = run_refused(
         tmp.path(),
         "empty",
-        &format!("datasets: [{{path: {}, format: csic, label: benign}}]\n", s(&empty)),
+        &format!(
+            "datasets: [{{path: {}, format: csic, label: benign}}]\n",
+            s(&empty)
+        ),
     );
-    assert!(err.contains("datasets: no requests in") && err.contains("empty.txt"), "{err}");
+    assert!(
+        err.contains("datasets: no requests in") && err.contains("empty.txt"),
+        "{err}"
+    );
 
     let benign = sample("csic_normalTrafficTraining_sample.txt");
     let err = run_refused(
@@ -91,7 +120,9 @@ fn empty_and_single_class_datasets_are_refused_before_anything_is_written() {
         &format!("datasets: [{{path: {benign}, format: csic, label: benign}}]\nteachers: {{count: 3}}\nstudent: {{queries: 10}}\n"),
     );
     assert!(
-        err.contains("both benign and malicious") && err.contains("only benign") && err.contains("csic_normalTrafficTraining_sample.txt"),
+        err.contains("both benign and malicious")
+            && err.contains("only benign")
+            && err.contains("csic_normalTrafficTraining_sample.txt"),
         "{err}"
     );
     let attacks = sample("csic_anomalousTrafficTest_A_sample.txt");
@@ -122,15 +153,30 @@ fn a_malformed_line_in_each_input_format_is_named_with_file_and_line() {
         assert!(err.contains(want), "{format}: {err}");
         // The same loader refuses it when fitting: no featurizer is written.
         let fz = tmp.path().join(format!("{name}.featurizer.json"));
-        refused(run(&["featurize", "fit", "--format", format, s(&path), "--out", s(&fz)]));
-        assert!(!fz.exists(), "{format}: featurizer written from a malformed file");
+        refused(run(&[
+            "featurize",
+            "fit",
+            "--format",
+            format,
+            s(&path),
+            "--out",
+            s(&fz),
+        ]));
+        assert!(
+            !fz.exists(),
+            "{format}: featurizer written from a malformed file"
+        );
     }
     // Fwaf lists have no malformed line (every non-blank line is a path + query, bytes as they
     // are); binary and non-UTF-8 lines are kept, not dropped.
     let fwaf = tmp.path().join("badqueries.txt");
     std::fs::write(&fwaf, b"/a?x=1\n\n/\xff\xfe\x00?q=%00\n").unwrap();
     let out = run(&["data", "stats", "--format", "fwaf", s(&fwaf)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["by_label"]["malicious"], 2, "{stats}");
 }
@@ -139,8 +185,16 @@ fn a_malformed_line_in_each_input_format_is_named_with_file_and_line() {
 fn vote_files_with_uneven_columns_or_negative_counts_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     for (name, text, want) in [
-        ("uneven.csv", "# two classes\n180,70\n3\n", "uneven.csv:3: 1 class counts; expected 2 like line 2"),
-        ("negative.csv", "180,70\n-3,253\n", "negative.csv:2: field 1 is \"-3\"; expected a non-negative integer"),
+        (
+            "uneven.csv",
+            "# two classes\n180,70\n3\n",
+            "uneven.csv:3: 1 class counts; expected 2 like line 2",
+        ),
+        (
+            "negative.csv",
+            "180,70\n-3,253\n",
+            "negative.csv:2: field 1 is \"-3\"; expected a non-negative integer",
+        ),
         ("fraction.csv", "180,70\n1.5,2\n", "fraction.csv:2"),
         ("overflow.csv", "18446744073709551615,1\n", "overflow.csv:1"),
     ] {
@@ -148,21 +202,51 @@ fn vote_files_with_uneven_columns_or_negative_counts_are_refused() {
         std::fs::write(&votes, text).unwrap();
         let labels = tmp.path().join(format!("{name}.labels"));
         let err = refused(run(&[
-            "aggregate", "--votes", s(&votes), "--mechanism", "gnmax", "--sigma", "10", "--out", s(&labels),
+            "aggregate",
+            "--votes",
+            s(&votes),
+            "--mechanism",
+            "gnmax",
+            "--sigma",
+            "10",
+            "--out",
+            s(&labels),
         ]));
         assert!(err.contains(want), "{name}: {err}");
-        assert!(!labels.exists(), "{name}: labels written from a bad vote file");
-        let err = refused(run(&["account", "--votes", s(&votes), "--mechanism", "gnmax", "--sigma", "10"]));
+        assert!(
+            !labels.exists(),
+            "{name}: labels written from a bad vote file"
+        );
+        let err = refused(run(&[
+            "account",
+            "--votes",
+            s(&votes),
+            "--mechanism",
+            "gnmax",
+            "--sigma",
+            "10",
+        ]));
         assert!(err.contains(name), "{name}: {err}");
     }
-    assert_eq!(entries(tmp.path()).len(), 4, "only the four inputs: {:?}", entries(tmp.path()));
+    assert_eq!(
+        entries(tmp.path()).len(),
+        4,
+        "only the four inputs: {:?}",
+        entries(tmp.path())
+    );
 }
 
 #[test]
 fn nan_inf_and_truncated_feature_matrices_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    matrix(&tmp.path().join("nan.f32"), &[&[0.5, 0.5], &[f32::NAN, 1.0]]);
-    matrix(&tmp.path().join("inf.f32"), &[&[0.5, 0.5], &[0.0, f32::INFINITY]]);
+    matrix(
+        &tmp.path().join("nan.f32"),
+        &[&[0.5, 0.5], &[f32::NAN, 1.0]],
+    );
+    matrix(
+        &tmp.path().join("inf.f32"),
+        &[&[0.5, 0.5], &[0.0, f32::INFINITY]],
+    );
     matrix(&tmp.path().join("neginf.f32"), &[&[f32::NEG_INFINITY, 0.5]]);
     let mut short = b"PATEF32\0".to_vec();
     short.extend_from_slice(&3u64.to_le_bytes());
@@ -171,15 +255,29 @@ fn nan_inf_and_truncated_feature_matrices_are_refused() {
     std::fs::write(tmp.path().join("short.f32"), short).unwrap();
     std::fs::write(tmp.path().join("magic.f32"), b"NOTAMATRIX").unwrap();
     for (name, want) in [
-        ("nan.f32", "nan.f32: value at row 1, column 0 is NaN; expected a finite number"),
-        ("inf.f32", "inf.f32: value at row 1, column 1 is inf; expected a finite number"),
+        (
+            "nan.f32",
+            "nan.f32: value at row 1, column 0 is NaN; expected a finite number",
+        ),
+        (
+            "inf.f32",
+            "inf.f32: value at row 1, column 1 is inf; expected a finite number",
+        ),
         ("neginf.f32", "neginf.f32: value at row 0, column 0 is -inf"),
         ("short.f32", "short.f32: header says 3×2 f32 values"),
         ("magic.f32", "magic.f32"),
     ] {
         let input = tmp.path().join(name);
         let output = tmp.path().join(format!("noisy-{name}"));
-        let err = refused(run(&["privatize", "--rho", "1", "--in", s(&input), "--out", s(&output)]));
+        let err = refused(run(&[
+            "privatize",
+            "--rho",
+            "1",
+            "--in",
+            s(&input),
+            "--out",
+            s(&output),
+        ]));
         assert!(err.contains(want), "{name}: {err}");
         assert!(!output.exists(), "{name}: output written from a bad matrix");
     }
@@ -190,8 +288,19 @@ fn nan_inf_and_truncated_feature_matrices_are_refused() {
     let fz = tmp.path().join("featurizer.json");
     assert!(fit_featurizer(&fz).status.success());
     let err = refused(run(&[
-        "student", "--featurizer", s(&fz), "--queries", s(&tmp.path().join("nan.f32")), "--labels", s(&labels),
-        "--validation", s(&tmp.path().join("nan.f32")), "--validation-labels", s(&labels), "--out", s(&model),
+        "student",
+        "--featurizer",
+        s(&fz),
+        "--queries",
+        s(&tmp.path().join("nan.f32")),
+        "--labels",
+        s(&labels),
+        "--validation",
+        s(&tmp.path().join("nan.f32")),
+        "--validation-labels",
+        s(&labels),
+        "--out",
+        s(&model),
     ]));
     assert!(err.contains("nan.f32") && err.contains("NaN"), "{err}");
     assert!(!model.exists());
@@ -204,15 +313,30 @@ fn configs_with_unknown_keys_or_wrong_types_name_the_key_and_line() {
     for (name, extra, want) in [
         ("unknown-top", "colour: blue\n", "unknown field `colour`"),
         ("unknown-nested", "privacy: {gama: 0.1}\n", "gama"),
-        ("type-count", "teachers: {count: many}\n", "teachers.count: invalid type: string \"many\", expected usize at line 2"),
+        (
+            "type-count",
+            "teachers: {count: many}\n",
+            "teachers.count: invalid type: string \"many\", expected usize at line 2",
+        ),
         ("type-seed", "seed: \"abc\"\n", "seed: invalid type"),
-        ("type-list", "teachers: {training: {hidden: 64}}\n", "hidden"),
+        (
+            "type-list",
+            "teachers: {training: {hidden: 64}}\n",
+            "hidden",
+        ),
         ("negative", "student: {queries: -5}\n", "student.queries"),
         ("format", "datasets: [{path: x.txt, format: xml}]\n", "xml"),
     ] {
-        let yaml = if name == "format" { extra.to_string() } else { format!("{data}{extra}") };
+        let yaml = if name == "format" {
+            extra.to_string()
+        } else {
+            format!("{data}{extra}")
+        };
         let err = run_refused(tmp.path(), name, &yaml);
-        assert!(err.contains(want) && err.contains(&format!("{name}.yaml")), "{name}: {err}");
+        assert!(
+            err.contains(want) && err.contains(&format!("{name}.yaml")),
+            "{name}: {err}"
+        );
     }
     let err = run_refused(tmp.path(), "not-yaml", "datasets: [unclosed\n");
     assert!(err.contains("not-yaml.yaml"), "{err}");
@@ -220,10 +344,14 @@ fn configs_with_unknown_keys_or_wrong_types_name_the_key_and_line() {
 
 fn fit_featurizer(out: &Path) -> Output {
     run(&[
-        "featurize", "fit", "--format", "csic",
+        "featurize",
+        "fit",
+        "--format",
+        "csic",
         &sample("csic_normalTrafficTraining_sample.txt"),
         &sample("csic_anomalousTrafficTest_A_sample.txt"),
-        "--out", s(out),
+        "--out",
+        s(out),
     ])
 }
 
@@ -237,7 +365,13 @@ fn an_unwritable_output_directory_is_a_clear_error() {
     let err = refused(fit_featurizer(&below));
     assert!(err.contains("plain-file/featurizer.json"), "{err}");
     let run_dir = file.join("run");
-    let err = refused(run(&["run", "--config", &sample("../../configs/quick.yaml"), "--out", s(&run_dir)]));
+    let err = refused(run(&[
+        "run",
+        "--config",
+        &sample("../../configs/quick.yaml"),
+        "--out",
+        s(&run_dir),
+    ]));
     assert!(err.contains("plain-file/run"), "{err}");
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 
@@ -302,28 +436,63 @@ fn disk_full_mid_write_leaves_the_old_artifact_and_no_temporary_file() {
     // The featurizer artifact is ~18 KB: a 4 KiB limit stops it mid-write.
     let err = refused(with_file_size_limit(
         4,
-        &["featurize", "fit", "--format", "csic", &a, &b, "--out", s(&fz)],
+        &[
+            "featurize",
+            "fit",
+            "--format",
+            "csic",
+            &a,
+            &b,
+            "--out",
+            s(&fz),
+        ],
     ));
-    assert!(err.contains("featurizer.json") && err.contains("File too large"), "{err}");
-    assert_eq!(std::fs::read(&fz).unwrap(), b"OLD", "the old artifact was replaced by a partial one");
-    assert_eq!(entries(&out_dir), ["featurizer.json"], "a temporary file stayed behind");
+    assert!(
+        err.contains("featurizer.json") && err.contains("File too large"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&fz).unwrap(),
+        b"OLD",
+        "the old artifact was replaced by a partial one"
+    );
+    assert_eq!(
+        entries(&out_dir),
+        ["featurizer.json"],
+        "a temporary file stayed behind"
+    );
 
     // A bundle is written to a temporary directory and renamed into place: a failed export
     // leaves no bundle directory (and no temporary one). featurizer.json (~18 KB) fits under
     // 64 KiB, model.onnx (500 × 64 floats, ~128 KB) does not.
     let (fz_path, student) = student_files(tmp.path());
     let bundle_dir = out_dir.join("bundle");
-    let err = refused(with_file_size_limit(64, &export_args(&fz_path, &student, &bundle_dir)));
+    let err = refused(with_file_size_limit(
+        64,
+        &export_args(&fz_path, &student, &bundle_dir),
+    ));
     assert!(err.contains("File too large"), "{err}");
-    assert!(!bundle_dir.exists(), "a partial bundle directory: {:?}", entries(&bundle_dir));
-    assert_eq!(entries(&out_dir), ["featurizer.json"], "a temporary bundle directory stayed behind");
+    assert!(
+        !bundle_dir.exists(),
+        "a partial bundle directory: {:?}",
+        entries(&bundle_dir)
+    );
+    assert_eq!(
+        entries(&out_dir),
+        ["featurizer.json"],
+        "a temporary bundle directory stayed behind"
+    );
 
     // A real full disk (ENOSPC), where the test may mount a small tmpfs.
     if let Some(mount) = TmpMount::new(tmp.path().join("full"), "size=64k") {
         let bundle_dir = mount.dir.join("bundle");
         let err = refused(run(&export_args(&fz_path, &student, &bundle_dir)));
         assert!(err.contains("No space left on device"), "{err}");
-        assert!(entries(&mount.dir).is_empty(), "left behind: {:?}", entries(&mount.dir));
+        assert!(
+            entries(&mount.dir).is_empty(),
+            "left behind: {:?}",
+            entries(&mount.dir)
+        );
     }
 }
 
@@ -331,22 +500,40 @@ fn disk_full_mid_write_leaves_the_old_artifact_and_no_temporary_file() {
 fn student_files(dir: &Path) -> (PathBuf, PathBuf) {
     let fz_path = dir.join("fitted.featurizer.json");
     let out = fit_featurizer(&fz_path);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dim = featurizer::Featurizer::load(&fz_path).unwrap().dim();
     let dense = |in_dim: usize, out_dim: usize| bundle::onnx::Dense {
         in_dim,
         out_dim,
-        weight: (0..in_dim * out_dim).map(|i| ((i % 7) as f32 - 3.0) * 0.01).collect(),
+        weight: (0..in_dim * out_dim)
+            .map(|i| ((i % 7) as f32 - 3.0) * 0.01)
+            .collect(),
         bias: vec![0.0; out_dim],
     };
-    let mlp = bundle::onnx::Mlp { layers: vec![dense(dim, 64), dense(64, 1)] };
+    let mlp = bundle::onnx::Mlp {
+        layers: vec![dense(dim, 64), dense(64, 1)],
+    };
     let student = dir.join("student.json");
     std::fs::write(&student, serde_json::to_vec(&mlp).unwrap()).unwrap();
     (fz_path, student)
 }
 
 fn export_args<'a>(fz: &'a Path, student: &'a Path, out: &'a Path) -> Vec<&'a str> {
-    vec!["export", "--student", s(student), "--featurizer", s(fz), "--threshold", "0.5", "--out", s(out)]
+    vec![
+        "export",
+        "--student",
+        s(student),
+        "--featurizer",
+        s(fz),
+        "--threshold",
+        "0.5",
+        "--out",
+        s(out),
+    ]
 }
 
 #[test]
@@ -355,7 +542,11 @@ fn a_bundle_whose_hash_does_not_match_is_refused() {
     let (fz_path, student) = student_files(tmp.path());
     let bundle_dir = tmp.path().join("bundle");
     let out = run(&export_args(&fz_path, &student, &bundle_dir));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let score = |dir: &Path| run(&["score", "--bundle", s(dir), "--target", "/index.html"]);
     assert!(score(&bundle_dir).status.success());
 
@@ -370,6 +561,9 @@ fn a_bundle_whose_hash_does_not_match_is_refused() {
         bytes[middle] ^= 0x01;
         std::fs::write(copy.join(file), bytes).unwrap();
         let err = refused(score(&copy));
-        assert!(err.contains(file) && err.contains("sha256"), "{file}: {err}");
+        assert!(
+            err.contains(file) && err.contains("sha256"),
+            "{file}: {err}"
+        );
     }
 }

@@ -3,14 +3,25 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn trainer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pate-trainer")).args(args).output().expect("run pate-trainer")
+    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+        .args(args)
+        .output()
+        .expect("run pate-trainer")
 }
 
 fn ok_json(args: &[&str]) -> serde_json::Value {
     let out = trainer(args);
-    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(stdout.trim().lines().count(), 1, "one JSON object on one line: {stdout}");
+    assert_eq!(
+        stdout.trim().lines().count(),
+        1,
+        "one JSON object on one line: {stdout}"
+    );
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
@@ -33,21 +44,49 @@ fn vote_text(n: usize) -> String {
 fn account_lnmax_reproduces_the_published_value() {
     let dir = tempfile::tempdir().unwrap();
     let votes = write(dir.path(), "votes.csv", &vote_text(1000));
-    let j = ok_json(&["account", "--votes", &votes, "--mechanism", "lnmax", "--gamma", "0.05", "--delta", "1e-5"]);
+    let j = ok_json(&[
+        "account",
+        "--votes",
+        &votes,
+        "--mechanism",
+        "lnmax",
+        "--gamma",
+        "0.05",
+        "--delta",
+        "1e-5",
+    ]);
     assert_eq!(j["mechanism"], "lnmax");
     assert_eq!(j["queries"], 1000);
     assert_eq!(j["delta"], 1e-5);
     // 5 + 2·√(5·ln 1e5) = 20.1743 at λ = √(ln(1e5)/5) = 1.5174.
-    assert!((j["data_independent_epsilon"].as_f64().unwrap() - 20.1743).abs() < 5e-5, "{j}");
+    assert!(
+        (j["data_independent_epsilon"].as_f64().unwrap() - 20.1743).abs() < 5e-5,
+        "{j}"
+    );
     assert!((j["data_independent_order"].as_f64().unwrap() - 1.5174).abs() < 5e-5);
     let dep = j["data_dependent_epsilon"].as_f64().unwrap();
     assert!(dep > 0.0 && dep <= 20.1743, "{j}");
     assert!(j["data_dependent_order"].as_f64().unwrap() > 0.0);
     assert!(j["orders_used"].as_str().unwrap().contains("continuous"));
-    assert_eq!(j["data_dependent_label"], "data-dependent (not private to publish)");
+    assert_eq!(
+        j["data_dependent_label"],
+        "data-dependent (not private to publish)"
+    );
 
     // --orders: exactly those orders. λ = 1, 2, 3: ε = 21.512925, 20.756463, 23.837642.
-    let j = ok_json(&["account", "--votes", &votes, "--mechanism", "lnmax", "--gamma", "0.05", "--delta", "1e-5", "--orders", "1,2,3"]);
+    let j = ok_json(&[
+        "account",
+        "--votes",
+        &votes,
+        "--mechanism",
+        "lnmax",
+        "--gamma",
+        "0.05",
+        "--delta",
+        "1e-5",
+        "--orders",
+        "1,2,3",
+    ]);
     assert_eq!(j["orders"], serde_json::json!([1.0, 2.0, 3.0]));
     assert_eq!(j["data_independent_order"], 2.0);
     assert!((j["data_independent_epsilon"].as_f64().unwrap() - 20.756463).abs() < 1e-5);
@@ -60,23 +99,64 @@ fn aggregate_then_account_confident_gnmax_with_answered() {
     let votes = write(dir.path(), "votes.csv", &vote_text(300));
     let labels = dir.path().join("labels.csv");
     let labels_s = labels.to_str().unwrap();
-    let args = ["aggregate", "--votes", &votes, "--mechanism", "confident-gnmax", "--threshold", "200", "--sigma1", "150", "--sigma2", "40", "--seed", "7", "--out", labels_s];
+    let args = [
+        "aggregate",
+        "--votes",
+        &votes,
+        "--mechanism",
+        "confident-gnmax",
+        "--threshold",
+        "200",
+        "--sigma1",
+        "150",
+        "--sigma2",
+        "40",
+        "--seed",
+        "7",
+        "--out",
+        labels_s,
+    ];
     let summary = ok_json(&args);
-    assert_eq!(summary["rng"], serde_json::json!({"rng": "seeded", "seed": 7}));
+    assert_eq!(
+        summary["rng"],
+        serde_json::json!({"rng": "seeded", "seed": 7})
+    );
     assert_eq!(summary["queries"], 300);
     let text = std::fs::read_to_string(&labels).unwrap();
     assert_eq!(text.lines().count(), 300);
-    assert!(text.lines().all(|l| l == "-" || l == "0" || l == "1"), "{text}");
+    assert!(
+        text.lines().all(|l| l == "-" || l == "0" || l == "1"),
+        "{text}"
+    );
     let answered = text.lines().filter(|l| *l != "-").count();
     assert_eq!(summary["answered"], answered);
-    assert!(answered > 0 && answered < 300, "σ₁ = 150 around T = 200 answers some, not all: {answered}");
+    assert!(
+        answered > 0 && answered < 300,
+        "σ₁ = 150 around T = 200 answers some, not all: {answered}"
+    );
     // The sidecar records the provenance too, and the same seed reproduces the labels.
-    let sidecar: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("labels.csv.json")).unwrap()).unwrap();
+    let sidecar: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("labels.csv.json")).unwrap())
+            .unwrap();
     assert_eq!(sidecar["rng"]["seed"], 7);
     ok_json(&args);
     assert_eq!(std::fs::read_to_string(&labels).unwrap(), text);
 
-    let common = ["account", "--votes", &votes, "--mechanism", "confident-gnmax", "--threshold", "200", "--sigma1", "150", "--sigma2", "40", "--delta", "1e-5"];
+    let common = [
+        "account",
+        "--votes",
+        &votes,
+        "--mechanism",
+        "confident-gnmax",
+        "--threshold",
+        "200",
+        "--sigma1",
+        "150",
+        "--sigma2",
+        "40",
+        "--delta",
+        "1e-5",
+    ];
     let all = ok_json(&common);
     let mut with = common.to_vec();
     with.extend(["--answered", labels_s]);
@@ -84,13 +164,44 @@ fn aggregate_then_account_confident_gnmax_with_answered() {
     assert_eq!(j["answered"], answered);
     assert_eq!(all["answered"], 300);
     // Charging the GNMax step only for answered queries costs less.
-    assert!(j["data_independent_epsilon"].as_f64().unwrap() < all["data_independent_epsilon"].as_f64().unwrap());
-    assert!(j["data_dependent_epsilon"].as_f64().unwrap() <= j["data_independent_epsilon"].as_f64().unwrap());
+    assert!(
+        j["data_independent_epsilon"].as_f64().unwrap()
+            < all["data_independent_epsilon"].as_f64().unwrap()
+    );
+    assert!(
+        j["data_dependent_epsilon"].as_f64().unwrap()
+            <= j["data_independent_epsilon"].as_f64().unwrap()
+    );
 
     // GNMax with sanitization: three labelled values.
-    let j = ok_json(&["account", "--votes", &votes, "--mechanism", "gnmax", "--sigma", "40", "--orders", "2,2.5,3,10,20", "--sanitize", "--seed", "1"]);
-    let labels: Vec<&str> = j["epsilons"].as_array().unwrap().iter().map(|e| e["label"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["data-independent", "data-dependent (not private to publish)", "sanitized"]);
+    let j = ok_json(&[
+        "account",
+        "--votes",
+        &votes,
+        "--mechanism",
+        "gnmax",
+        "--sigma",
+        "40",
+        "--orders",
+        "2,2.5,3,10,20",
+        "--sanitize",
+        "--seed",
+        "1",
+    ]);
+    let labels: Vec<&str> = j["epsilons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "data-independent",
+            "data-dependent (not private to publish)",
+            "sanitized"
+        ]
+    );
     assert_eq!(j["sanitized"]["rng"]["rng"], "seeded");
 }
 
@@ -98,7 +209,15 @@ fn aggregate_then_account_confident_gnmax_with_answered() {
 fn account_errors_name_file_line_and_missing_flags() {
     let dir = tempfile::tempdir().unwrap();
     let bad = write(dir.path(), "bad.csv", "# c\n180,70\n180;70\n");
-    let out = trainer(&["account", "--votes", &bad, "--mechanism", "lnmax", "--gamma", "0.05"]);
+    let out = trainer(&[
+        "account",
+        "--votes",
+        &bad,
+        "--mechanism",
+        "lnmax",
+        "--gamma",
+        "0.05",
+    ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.csv:3:"), "{err}");
@@ -106,7 +225,17 @@ fn account_errors_name_file_line_and_missing_flags() {
     let out = trainer(&["account", "--votes", &good, "--mechanism", "gnmax"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--sigma is required"));
-    let out = trainer(&["account", "--votes", &good, "--mechanism", "gnmax", "--sigma", "40", "--orders", "1"]);
+    let out = trainer(&[
+        "account",
+        "--votes",
+        &good,
+        "--mechanism",
+        "gnmax",
+        "--sigma",
+        "40",
+        "--orders",
+        "1",
+    ]);
     assert!(!out.status.success(), "α = 1 is not a valid RDP order");
     assert!(out.stdout.is_empty());
 }
@@ -119,19 +248,45 @@ fn privatize_adds_laplace_noise_and_reports_local_epsilon() {
     let output = dir.path().join("noisy.bin");
     let rows = 500;
     let cols = 20;
-    let data: Vec<f32> = (0..rows * cols).map(|i| if i % cols < 4 { 0.25 } else { 0.0 }).collect();
+    let data: Vec<f32> = (0..rows * cols)
+        .map(|i| if i % cols < 4 { 0.25 } else { 0.0 })
+        .collect();
     write_f32_matrix(&input, &F32Matrix::new(rows, cols, data.clone()).unwrap()).unwrap();
-    let j = ok_json(&["privatize", "--rho", "2", "--in", input.to_str().unwrap(), "--out", output.to_str().unwrap(), "--seed", "3"]);
+    let j = ok_json(&[
+        "privatize",
+        "--rho",
+        "2",
+        "--in",
+        input.to_str().unwrap(),
+        "--out",
+        output.to_str().unwrap(),
+        "--seed",
+        "3",
+    ]);
     assert_eq!(j["local_epsilon"], 4.0);
     assert_eq!(j["rng"], serde_json::json!({"rng": "seeded", "seed": 3}));
     let noisy = read_f32_matrix(&output).unwrap();
     assert_eq!((noisy.rows, noisy.cols), (rows, cols));
     // Lap(1/ρ), ρ = 2: E|noise| = 0.5 (10 000 values, SE 0.005).
-    let mad: f64 = noisy.data.iter().zip(&data).map(|(a, b)| (a - b).abs() as f64).sum::<f64>() / data.len() as f64;
+    let mad: f64 = noisy
+        .data
+        .iter()
+        .zip(&data)
+        .map(|(a, b)| (a - b).abs() as f64)
+        .sum::<f64>()
+        / data.len() as f64;
     assert!((mad - 0.5).abs() < 0.03, "{mad}");
     // Rows that are not l1-normalized are refused (the 2ρ bound would not hold).
     write_f32_matrix(&input, &F32Matrix::new(1, 2, vec![1.0, 1.0]).unwrap()).unwrap();
-    let out = trainer(&["privatize", "--rho", "2", "--in", input.to_str().unwrap(), "--out", dir.path().join("x.bin").to_str().unwrap()]);
+    let out = trainer(&[
+        "privatize",
+        "--rho",
+        "2",
+        "--in",
+        input.to_str().unwrap(),
+        "--out",
+        dir.path().join("x.bin").to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("l1 norm"));
     assert!(!dir.path().join("x.bin").exists());

@@ -3,17 +3,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn trainer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pate-trainer")).args(args).output().expect("run pate-trainer")
+    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+        .args(args)
+        .output()
+        .expect("run pate-trainer")
 }
 
 fn ok_stdout(args: &[&str]) -> String {
     let out = trainer(args);
-    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
 fn repo(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel).to_string_lossy().into_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn shared(rel: &str) -> String {
@@ -26,29 +37,67 @@ fn json(s: &str) -> serde_json::Value {
 
 #[test]
 fn data_stats_csic_training_file_is_36000_benign() {
-    let out = ok_stdout(&["data", "stats", "--format", "csic", &shared("csic2010/normalTrafficTraining.txt")]);
+    let out = ok_stdout(&[
+        "data",
+        "stats",
+        "--format",
+        "csic",
+        &shared("csic2010/normalTrafficTraining.txt"),
+    ]);
     assert_eq!(out.lines().count(), 1, "one JSON object on one line: {out}");
-    assert_eq!(json(&out), serde_json::json!({"records": 36000, "by_label": {"benign": 36000, "malicious": 0, "unlabeled": 0}}));
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"records": 36000, "by_label": {"benign": 36000, "malicious": 0, "unlabeled": 0}})
+    );
 }
 
 #[test]
 fn data_stats_sums_several_files_and_reads_each_format() {
     let out = ok_stdout(&[
-        "data", "stats", "--format", "csic",
+        "data",
+        "stats",
+        "--format",
+        "csic",
         &repo("data/sample/csic_normalTrafficTraining_sample.txt"),
         &repo("data/sample/csic_anomalousTrafficTest_A_sample.txt"),
     ]);
-    assert_eq!(json(&out), serde_json::json!({"records": 1854, "by_label": {"benign": 1242, "malicious": 612, "unlabeled": 0}}));
-    let out = ok_stdout(&["data", "stats", "--format", "httpparams", &repo("data/sample/httpparams_payload_full_sample.csv")]);
-    assert_eq!(json(&out)["by_label"], serde_json::json!({"benign": 965, "malicious": 589, "unlabeled": 0}));
-    let out = ok_stdout(&["data", "stats", "--format", "fwaf", &shared("fwaf/badqueries.txt")]);
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"records": 1854, "by_label": {"benign": 1242, "malicious": 612, "unlabeled": 0}})
+    );
+    let out = ok_stdout(&[
+        "data",
+        "stats",
+        "--format",
+        "httpparams",
+        &repo("data/sample/httpparams_payload_full_sample.csv"),
+    ]);
+    assert_eq!(
+        json(&out)["by_label"],
+        serde_json::json!({"benign": 965, "malicious": 589, "unlabeled": 0})
+    );
+    let out = ok_stdout(&[
+        "data",
+        "stats",
+        "--format",
+        "fwaf",
+        &shared("fwaf/badqueries.txt"),
+    ]);
     assert_eq!(json(&out)["by_label"]["malicious"], 48065);
     // A label override.
     let out = ok_stdout(&[
-        "data", "stats", "--format", "csic", "--label", "malicious",
+        "data",
+        "stats",
+        "--format",
+        "csic",
+        "--label",
+        "malicious",
         &repo("data/sample/csic_normalTrafficTest_A_sample.txt"),
     ]);
-    assert_eq!(json(&out)["by_label"], serde_json::json!({"benign": 0, "malicious": 584, "unlabeled": 0}));
+    assert_eq!(
+        json(&out)["by_label"],
+        serde_json::json!({"benign": 0, "malicious": 584, "unlabeled": 0})
+    );
 }
 
 #[test]
@@ -67,9 +116,7 @@ fn data_stats_errors_name_file_and_line() {
 
 fn fit(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let out_path = dir.join(name);
-    let mut args = vec![
-        "featurize", "fit", "--format", "csic",
-    ];
+    let mut args = vec!["featurize", "fit", "--format", "csic"];
     let a = repo("data/sample/csic_normalTrafficTraining_sample.txt");
     let b = repo("data/sample/csic_anomalousTrafficTest_A_sample.txt");
     args.push(&a);
@@ -88,7 +135,11 @@ fn featurize_fit_writes_a_loadable_deterministic_artifact() {
     let a = fit(dir.path(), "a.json", &["--top-k", "500"]);
     let b = fit(dir.path(), "b.json", &[]);
     let bytes = std::fs::read(&a).unwrap();
-    assert_eq!(bytes, std::fs::read(&b).unwrap(), "same input and settings, same bytes");
+    assert_eq!(
+        bytes,
+        std::fs::read(&b).unwrap(),
+        "same input and settings, same bytes"
+    );
     let f = featurizer::Featurizer::load(&a).unwrap();
     assert_eq!(f.config().top_k, 500);
     assert_eq!(f.dim(), 500);
@@ -104,12 +155,24 @@ fn featurize_show_prints_text_tokens_and_weights() {
     let dir = tempfile::tempdir().unwrap();
     let f = fit(dir.path(), "f.json", &[]);
     let out = ok_stdout(&[
-        "featurize", "show", "--featurizer", f.to_str().unwrap(),
-        "--target", "/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&cantidad=%2527%3B+DROP+TABLE",
+        "featurize",
+        "show",
+        "--featurizer",
+        f.to_str().unwrap(),
+        "--target",
+        "/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&cantidad=%2527%3B+DROP+TABLE",
     ]);
     let v = json(&out);
-    assert_eq!(v["normalized"], "/tienda1/publico/anadir.jsp?id=2&nombre=jamón ibérico&cantidad='; drop table");
-    let tokens: Vec<&str> = v["tokens"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(
+        v["normalized"],
+        "/tienda1/publico/anadir.jsp?id=2&nombre=jamón ibérico&cantidad='; drop table"
+    );
+    let tokens: Vec<&str> = v["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
     assert_eq!(&tokens[..4], &["/", "tienda1", "/", "publico"]);
     assert!(tokens.contains(&"'") && tokens.contains(&";") && tokens.contains(&"drop"));
     assert_eq!(v["truncated"], false);
@@ -121,16 +184,39 @@ fn featurize_show_prints_text_tokens_and_weights() {
 
     // A POST body is joined to the target as its query.
     let out = ok_stdout(&[
-        "featurize", "show", "--featurizer", f.to_str().unwrap(),
-        "--target", "/tienda1/publico/autenticar.jsp", "--body", "login=a+b&pwd=x", "--method", "POST",
+        "featurize",
+        "show",
+        "--featurizer",
+        f.to_str().unwrap(),
+        "--target",
+        "/tienda1/publico/autenticar.jsp",
+        "--body",
+        "login=a+b&pwd=x",
+        "--method",
+        "POST",
     ]);
-    assert_eq!(json(&out)["normalized"], "/tienda1/publico/autenticar.jsp?login=a b&pwd=x");
+    assert_eq!(
+        json(&out)["normalized"],
+        "/tienda1/publico/autenticar.jsp?login=a b&pwd=x"
+    );
 
     // An edited artifact is refused with the file named.
-    let text = std::fs::read_to_string(&f).unwrap().replacen("\"top_k\": 500", "\"top_k\": 499", 1);
+    let text = std::fs::read_to_string(&f)
+        .unwrap()
+        .replacen("\"top_k\": 500", "\"top_k\": 499", 1);
     std::fs::write(&f, text).unwrap();
-    let out = trainer(&["featurize", "show", "--featurizer", f.to_str().unwrap(), "--target", "/"]);
+    let out = trainer(&[
+        "featurize",
+        "show",
+        "--featurizer",
+        f.to_str().unwrap(),
+        "--target",
+        "/",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("f.json") && err.contains("hash mismatch"), "{err}");
+    assert!(
+        err.contains("f.json") && err.contains("hash mismatch"),
+        "{err}"
+    );
 }

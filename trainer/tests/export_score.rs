@@ -16,16 +16,27 @@ fn repo() -> PathBuf {
 }
 
 fn trainer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pate-trainer")).args(args).output().expect("run pate-trainer")
+    Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+        .args(args)
+        .output()
+        .expect("run pate-trainer")
 }
 
 fn ok(output: Output) -> String {
-    assert!(output.status.success(), "pate-trainer failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "pate-trainer failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap()
 }
 
 fn failure(output: Output) -> String {
-    assert!(!output.status.success(), "pate-trainer should have failed; stdout: {}", String::from_utf8_lossy(&output.stdout));
+    assert!(
+        !output.status.success(),
+        "pate-trainer should have failed; stdout: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
     String::from_utf8(output.stderr).unwrap()
 }
 
@@ -52,7 +63,11 @@ fn random_mlp(widths: &[usize], seed: u64) -> Mlp {
             .windows(2)
             .enumerate()
             .map(|(i, w)| {
-                let bound = if i == 0 { 8.0 } else { 2.5 / (w[0] as f32).sqrt() };
+                let bound = if i == 0 {
+                    8.0
+                } else {
+                    2.5 / (w[0] as f32).sqrt()
+                };
                 Dense {
                     in_dim: w[0],
                     out_dim: w[1],
@@ -70,8 +85,16 @@ fn csic_sample(name: &str) -> PathBuf {
 
 /// A featurizer fitted on the in-repo CSIC normal-traffic sample.
 fn fitted_featurizer() -> Featurizer {
-    let records = datasets::load(datasets::Format::Csic, &csic_sample("csic_normalTrafficTraining_sample.txt")).unwrap();
-    Featurizer::fit(FeaturizerConfig::default(), records.iter().map(|r| r.parts())).unwrap()
+    let records = datasets::load(
+        datasets::Format::Csic,
+        &csic_sample("csic_normalTrafficTraining_sample.txt"),
+    )
+    .unwrap();
+    Featurizer::fit(
+        FeaturizerConfig::default(),
+        records.iter().map(|r| r.parts()),
+    )
+    .unwrap()
 }
 
 fn report_json() -> serde_json::Value {
@@ -98,10 +121,14 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
 
     let summary: serde_json::Value = serde_json::from_str(&ok(trainer(&[
         "export",
-        "--weights", weights_path.to_str().unwrap(),
-        "--featurizer", featurizer_path.to_str().unwrap(),
-        "--report", report_path.to_str().unwrap(),
-        "--out", bundle_arg,
+        "--weights",
+        weights_path.to_str().unwrap(),
+        "--featurizer",
+        featurizer_path.to_str().unwrap(),
+        "--report",
+        report_path.to_str().unwrap(),
+        "--out",
+        bundle_arg,
     ])))
     .unwrap();
     // No --threshold: taken from the report's metrics.
@@ -115,17 +142,39 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
 
     // One request.
     let target = "/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n+Ib%E9rico&precio=85&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25&B1=A%F1adir+al+carrito";
-    let one: serde_json::Value = serde_json::from_str(&ok(trainer(&["score", "--bundle", bundle_arg, "--target", target]))).unwrap();
-    let expected = mlp.forward(&featurizer.transform_dense(&featurizer::RequestParts::get(target))).unwrap();
+    let one: serde_json::Value = serde_json::from_str(&ok(trainer(&[
+        "score", "--bundle", bundle_arg, "--target", target,
+    ])))
+    .unwrap();
+    let expected = mlp
+        .forward(&featurizer.transform_dense(&featurizer::RequestParts::get(target)))
+        .unwrap();
     let got = one["score"].as_f64().unwrap() as f32;
-    assert!((got - expected).abs() <= TOLERANCE, "score {got} vs Rust {expected}");
+    assert!(
+        (got - expected).abs() <= TOLERANCE,
+        "score {got} vs Rust {expected}"
+    );
     assert_eq!(one["threshold"].as_f64().unwrap() as f32, threshold);
-    assert_eq!(one["verdict"], if expected >= threshold { "block" } else { "allow" });
+    assert_eq!(
+        one["verdict"],
+        if expected >= threshold {
+            "block"
+        } else {
+            "allow"
+        }
+    );
 
     // A POST body is featurized too (the body joins the query).
     let post: serde_json::Value = serde_json::from_str(&ok(trainer(&[
-        "score", "--bundle", bundle_arg, "--target", "/tienda1/publico/anadir.jsp", "--method", "POST",
-        "--body", "id=2&nombre=%3Cscript%3Ealert(1)%3C/script%3E",
+        "score",
+        "--bundle",
+        bundle_arg,
+        "--target",
+        "/tienda1/publico/anadir.jsp",
+        "--method",
+        "POST",
+        "--body",
+        "id=2&nombre=%3Cscript%3Ealert(1)%3C/script%3E",
     ])))
     .unwrap();
     let parts = featurizer::RequestParts {
@@ -140,12 +189,25 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
     let input = csic_sample("csic_anomalousTrafficTest_A_sample.txt");
     let records = datasets::load(datasets::Format::Csic, &input).unwrap();
     assert!(records.len() >= 500, "{} records", records.len());
-    let listing = ok(trainer(&["score", "--bundle", bundle_arg, "--input", input.to_str().unwrap(), "--format", "csic"]));
-    let lines: Vec<serde_json::Value> = listing.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let listing = ok(trainer(&[
+        "score",
+        "--bundle",
+        bundle_arg,
+        "--input",
+        input.to_str().unwrap(),
+        "--format",
+        "csic",
+    ]));
+    let lines: Vec<serde_json::Value> = listing
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), records.len());
     let (mut blocked, mut worst) = (0, 0.0f32);
     for (i, (line, record)) in lines.iter().zip(&records).enumerate() {
-        let expected = mlp.forward(&featurizer.transform_dense(&record.parts())).unwrap();
+        let expected = mlp
+            .forward(&featurizer.transform_dense(&record.parts()))
+            .unwrap();
         let got = line["score"].as_f64().unwrap() as f32;
         worst = worst.max((got - expected).abs());
         assert_eq!(line["index"], i);
@@ -157,11 +219,23 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
     }
     assert!(worst <= TOLERANCE, "CLI scores differ from Rust by {worst}");
     // Both verdicts occur, so the comparison above tested both branches.
-    assert!(blocked > 0 && blocked < records.len(), "{blocked} of {} blocked", records.len());
+    assert!(
+        blocked > 0 && blocked < records.len(),
+        "{blocked} of {} blocked",
+        records.len()
+    );
 
     // --threshold overrides the bundle's.
-    let strict: serde_json::Value =
-        serde_json::from_str(&ok(trainer(&["score", "--bundle", bundle_arg, "--target", target, "--threshold", "0"]))).unwrap();
+    let strict: serde_json::Value = serde_json::from_str(&ok(trainer(&[
+        "score",
+        "--bundle",
+        bundle_arg,
+        "--target",
+        target,
+        "--threshold",
+        "0",
+    ])))
+    .unwrap();
     assert_eq!(strict["verdict"], "block");
 }
 
@@ -169,13 +243,20 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
 fn export_from_a_run_directory_uses_the_student_model_file() {
     let run = tempfile::tempdir().unwrap();
     let featurizer = fitted_featurizer();
-    featurizer.save(&run.path().join("featurizer.json")).unwrap();
+    featurizer
+        .save(&run.path().join("featurizer.json"))
+        .unwrap();
     let mlp = random_mlp(&[featurizer.dim(), 16, 1], 22);
     let weights = MlpWeights {
         layers: mlp
             .layers
             .iter()
-            .map(|l| DenseWeights { in_dim: l.in_dim, out_dim: l.out_dim, weight: l.weight.clone(), bias: l.bias.clone() })
+            .map(|l| DenseWeights {
+                in_dim: l.in_dim,
+                out_dim: l.out_dim,
+                weight: l.weight.clone(),
+                bias: l.bias.clone(),
+            })
             .collect(),
     };
     let info = |featurizer_hash: &str| ModelInfo {
@@ -201,7 +282,12 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
         trainer_version: "test".into(),
     };
     let student = run.path().join("student.safetensors");
-    ModelFile { weights: weights.clone(), info: info(featurizer.content_hash()) }.save(&student).unwrap();
+    ModelFile {
+        weights: weights.clone(),
+        info: info(featurizer.content_hash()),
+    }
+    .save(&student)
+    .unwrap();
     std::fs::write(run.path().join("report.json"), report_json().to_string()).unwrap();
 
     ok(trainer(&["export", "--run", run.path().to_str().unwrap()]));
@@ -212,10 +298,27 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
     assert_eq!(trainer::cli::export::to_bundle_mlp(&weights), mlp);
 
     // A student trained with another featurizer is refused, and the bundle is left as it was.
-    ModelFile { weights, info: info("0000") }.save(&student).unwrap();
-    let err = failure(trainer(&["export", "--run", run.path().to_str().unwrap(), "--threshold", "0.9"]));
+    ModelFile {
+        weights,
+        info: info("0000"),
+    }
+    .save(&student)
+    .unwrap();
+    let err = failure(trainer(&[
+        "export",
+        "--run",
+        run.path().to_str().unwrap(),
+        "--threshold",
+        "0.9",
+    ]));
     assert!(err.contains("was trained with featurizer 0000"), "{err}");
-    assert_eq!(Bundle::load(&run.path().join("bundle")).unwrap().manifest.threshold, 0.37);
+    assert_eq!(
+        Bundle::load(&run.path().join("bundle"))
+            .unwrap()
+            .manifest
+            .threshold,
+        0.37
+    );
 }
 
 /// Issue 4's check: the exported ONNX model scores like the tch model it came from, within 1e-5,
@@ -223,8 +326,18 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
 #[test]
 fn onnx_scores_equal_tch_scores_on_real_requests() {
     let featurizer = fitted_featurizer();
-    let mut records = datasets::load(datasets::Format::Csic, &csic_sample("csic_normalTrafficTest_A_sample.txt")).unwrap();
-    records.extend(datasets::load(datasets::Format::Csic, &csic_sample("csic_anomalousTrafficTest_A_sample.txt")).unwrap());
+    let mut records = datasets::load(
+        datasets::Format::Csic,
+        &csic_sample("csic_normalTrafficTest_A_sample.txt"),
+    )
+    .unwrap();
+    records.extend(
+        datasets::load(
+            datasets::Format::Csic,
+            &csic_sample("csic_anomalousTrafficTest_A_sample.txt"),
+        )
+        .unwrap(),
+    );
     assert!(records.len() >= 1000, "{} records", records.len());
     let indices: Vec<usize> = (0..records.len()).collect();
     let x = trainer::pipeline::featurize_rows(&featurizer, &records, &indices);
@@ -235,7 +348,12 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
         layers: mlp
             .layers
             .iter()
-            .map(|l| DenseWeights { in_dim: l.in_dim, out_dim: l.out_dim, weight: l.weight.clone(), bias: l.bias.clone() })
+            .map(|l| DenseWeights {
+                in_dim: l.in_dim,
+                out_dim: l.out_dim,
+                weight: l.weight.clone(),
+                bias: l.bias.clone(),
+            })
             .collect(),
     };
     let model = ModelFile {
@@ -268,17 +386,39 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bundle");
     let exported = trainer::cli::export::to_bundle_mlp(&model.weights);
-    trainer::cli::export::export_bundle(&dir, &exported, &featurizer, 0.5, serde_json::Value::Null, serde_json::Value::Null)
-        .unwrap();
+    trainer::cli::export::export_bundle(
+        &dir,
+        &exported,
+        &featurizer,
+        0.5,
+        serde_json::Value::Null,
+        serde_json::Value::Null,
+    )
+    .unwrap();
     let bundle = Bundle::load(&dir).unwrap();
     let mut scorer = bundle::Scorer::new(&bundle).unwrap();
     let onnx_scores = scorer.score_flat(&x.values).unwrap();
     assert_eq!(onnx_scores.len(), tch_scores.len());
-    let worst = onnx_scores.iter().zip(&tch_scores).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    let spread = onnx_scores.iter().filter(|s| **s > 0.1 && **s < 0.9).count();
-    eprintln!("{} requests: max |ONNX - tch| = {worst:e}; {spread} scores in (0.1, 0.9)", onnx_scores.len());
-    assert!(worst <= TOLERANCE, "ONNX Runtime and tch scores differ by {worst}");
-    let (lo, hi) = onnx_scores.iter().fold((1.0f32, 0.0f32), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+    let worst = onnx_scores
+        .iter()
+        .zip(&tch_scores)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    let spread = onnx_scores
+        .iter()
+        .filter(|s| **s > 0.1 && **s < 0.9)
+        .count();
+    eprintln!(
+        "{} requests: max |ONNX - tch| = {worst:e}; {spread} scores in (0.1, 0.9)",
+        onnx_scores.len()
+    );
+    assert!(
+        worst <= TOLERANCE,
+        "ONNX Runtime and tch scores differ by {worst}"
+    );
+    let (lo, hi) = onnx_scores
+        .iter()
+        .fold((1.0f32, 0.0f32), |(lo, hi), &s| (lo.min(s), hi.max(s)));
     assert!(lo < 0.2 && hi > 0.8, "scores span only [{lo}, {hi}]");
 }
 
@@ -293,8 +433,15 @@ fn bad_inputs_are_clear_errors() {
     std::fs::write(&weights_path, serde_json::to_vec(&wrong).unwrap()).unwrap();
     let out = tmp.path().join("bundle");
     let err = failure(trainer(&[
-        "export", "--weights", weights_path.to_str().unwrap(), "--featurizer", featurizer_path.to_str().unwrap(),
-        "--threshold", "0.5", "--out", out.to_str().unwrap(),
+        "export",
+        "--weights",
+        weights_path.to_str().unwrap(),
+        "--featurizer",
+        featurizer_path.to_str().unwrap(),
+        "--threshold",
+        "0.5",
+        "--out",
+        out.to_str().unwrap(),
     ]));
     assert!(err.contains("dimension"), "{err}");
     assert!(!out.exists(), "a failed export left a bundle behind");
@@ -302,17 +449,35 @@ fn bad_inputs_are_clear_errors() {
     let mlp = random_mlp(&[featurizer.dim(), 4, 1], 24);
     std::fs::write(&weights_path, serde_json::to_vec(&mlp).unwrap()).unwrap();
     let err = failure(trainer(&[
-        "export", "--weights", weights_path.to_str().unwrap(), "--featurizer", featurizer_path.to_str().unwrap(),
-        "--out", out.to_str().unwrap(),
+        "export",
+        "--weights",
+        weights_path.to_str().unwrap(),
+        "--featurizer",
+        featurizer_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]));
     assert!(err.contains("no threshold"), "{err}");
 
-    let err = failure(trainer(&["score", "--bundle", tmp.path().join("nope").to_str().unwrap(), "--target", "/"]));
+    let err = failure(trainer(&[
+        "score",
+        "--bundle",
+        tmp.path().join("nope").to_str().unwrap(),
+        "--target",
+        "/",
+    ]));
     assert!(err.contains("bundle.yaml"), "{err}");
 
     ok(trainer(&[
-        "export", "--weights", weights_path.to_str().unwrap(), "--featurizer", featurizer_path.to_str().unwrap(),
-        "--threshold", "0.5", "--out", out.to_str().unwrap(),
+        "export",
+        "--weights",
+        weights_path.to_str().unwrap(),
+        "--featurizer",
+        featurizer_path.to_str().unwrap(),
+        "--threshold",
+        "0.5",
+        "--out",
+        out.to_str().unwrap(),
     ]));
     let err = failure(
         Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
@@ -321,6 +486,9 @@ fn bad_inputs_are_clear_errors() {
             .output()
             .unwrap(),
     );
-    assert!(err.contains("/nonexistent/libonnxruntime.so") && err.contains("ORT_DYLIB_PATH"), "{err}");
+    assert!(
+        err.contains("/nonexistent/libonnxruntime.so") && err.contains("ORT_DYLIB_PATH"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }

@@ -5,13 +5,24 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_pate-trainer")).args(args).output().expect("run pate-trainer");
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+        .args(args)
+        .output()
+        .expect("run pate-trainer");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
 fn logs(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 fn sidecar(path: &Path) -> serde_json::Value {
@@ -29,9 +40,22 @@ fn noise_is_os_seeded_unless_asked_and_the_choice_is_recorded() {
     let votes = tmp.path().join("votes.csv");
     // Distinctive vote vectors, to look for in the logs.
     std::fs::write(&votes, "181,69\n3,247\n126,124\n").unwrap();
-    for (seed, want) in [(None, serde_json::json!({"rng": "os"})), (Some("5"), serde_json::json!({"rng": "seeded", "seed": 5}))] {
+    for (seed, want) in [
+        (None, serde_json::json!({"rng": "os"})),
+        (Some("5"), serde_json::json!({"rng": "seeded", "seed": 5})),
+    ] {
         let labels = tmp.path().join(format!("labels-{}", seed.unwrap_or("os")));
-        let mut args = vec!["aggregate", "--votes", s(&votes), "--mechanism", "gnmax", "--sigma", "40", "--out", s(&labels)];
+        let mut args = vec![
+            "aggregate",
+            "--votes",
+            s(&votes),
+            "--mechanism",
+            "gnmax",
+            "--sigma",
+            "40",
+            "--out",
+            s(&labels),
+        ];
         if let Some(seed) = seed {
             args.extend(["--seed", seed]);
         }
@@ -41,7 +65,10 @@ fn noise_is_os_seeded_unless_asked_and_the_choice_is_recorded() {
         assert_eq!(sidecar(Path::new(&json_path))["rng"], want);
         let text = logs(&out);
         for vector in ["181,69", "3,247", "126,124"] {
-            assert!(!text.contains(vector), "vote vector {vector} in the aggregate output: {text}");
+            assert!(
+                !text.contains(vector),
+                "vote vector {vector} in the aggregate output: {text}"
+            );
         }
     }
 
@@ -54,9 +81,22 @@ fn noise_is_os_seeded_unless_asked_and_the_choice_is_recorded() {
         bytes.extend_from_slice(&v.to_le_bytes());
     }
     std::fs::write(&matrix, bytes).unwrap();
-    for (seed, want) in [(None, serde_json::json!({"rng": "os"})), (Some("9"), serde_json::json!({"rng": "seeded", "seed": 9}))] {
-        let noisy = tmp.path().join(format!("noisy-{}.f32", seed.unwrap_or("os")));
-        let mut args = vec!["privatize", "--rho", "2", "--in", s(&matrix), "--out", s(&noisy)];
+    for (seed, want) in [
+        (None, serde_json::json!({"rng": "os"})),
+        (Some("9"), serde_json::json!({"rng": "seeded", "seed": 9})),
+    ] {
+        let noisy = tmp
+            .path()
+            .join(format!("noisy-{}.f32", seed.unwrap_or("os")));
+        let mut args = vec![
+            "privatize",
+            "--rho",
+            "2",
+            "--in",
+            s(&matrix),
+            "--out",
+            s(&noisy),
+        ];
         if let Some(seed) = seed {
             args.extend(["--seed", seed]);
         }
@@ -79,7 +119,15 @@ fn dataset_commands_never_print_request_contents() {
     let fz = tmp.path().join("featurizer.json");
     for out in [
         run(&["data", "stats", "--format", "csv", s(&data)]),
-        run(&["featurize", "fit", "--format", "csv", s(&data), "--out", s(&fz)]),
+        run(&[
+            "featurize",
+            "fit",
+            "--format",
+            "csv",
+            s(&data),
+            "--out",
+            s(&fz),
+        ]),
     ] {
         let text = logs(&out);
         for secret in ["Hunter2Secret", "4111111111111111", "alice"] {

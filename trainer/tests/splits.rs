@@ -109,10 +109,7 @@ fn teacher_partition_is_disjoint_balanced_and_process_independent() {
     );
     // Sizes are multinomial (mean 34.4 here, standard deviation ≈ 5.8): no shard empty or far off.
     let sizes: Vec<usize> = shards.iter().map(Vec::len).collect();
-    assert!(
-        sizes.iter().all(|&n| (12..=60).contains(&n)),
-        "{sizes:?}"
-    );
+    assert!(sizes.iter().all(|&n| (12..=60).contains(&n)), "{sizes:?}");
     // The same requests in another order (another process reading another copy) get the same
     // teachers.
     let reversed: Vec<usize> = private.iter().rev().copied().collect();
@@ -161,20 +158,30 @@ fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
     // Copies of a request spread over teachers (the last request is repeated 7 times).
     let spread = base
         .iter()
-        .filter(|c| c.contains(&trainer::pipeline::request_hash(&records[records.len() - 1])))
+        .filter(|c| {
+            c.contains(&trainer::pipeline::request_hash(
+                &records[records.len() - 1],
+            ))
+        })
         .count();
     assert!(spread >= 2, "7 copies on {spread} teacher(s)");
     for removed in (0..records.len()).step_by(7) {
         let without: Vec<usize> = private.iter().copied().filter(|&i| i != removed).collect();
         let other = teacher_contents(&records, &without, count);
         let changed: Vec<usize> = (0..count).filter(|&t| base[t] != other[t]).collect();
-        assert_eq!(changed.len(), 1, "removing record {removed} changed teachers {changed:?}");
+        assert_eq!(
+            changed.len(),
+            1,
+            "removing record {removed} changed teachers {changed:?}"
+        );
         let t = changed[0];
         assert_eq!(base[t].len(), other[t].len() + 1);
     }
     let mut added = records.clone();
     added.push(record(5000, 0));
-    let with: Vec<usize> = std::iter::once(added.len() - 1).chain(private.iter().copied()).collect();
+    let with: Vec<usize> = std::iter::once(added.len() - 1)
+        .chain(private.iter().copied())
+        .collect();
     let other = teacher_contents(&added, &with, count);
     let changed = (0..count).filter(|&t| base[t] != other[t]).count();
     assert_eq!(changed, 1, "adding one record changed {changed} teachers");

@@ -13,7 +13,11 @@ use common::trainer;
 
 /// configs/quick.yaml's setup with the given `student:` section.
 fn config(dir: &Path, student: &str) -> PathBuf {
-    common::sample_config(dir, "{count: 10, training: {hidden: [16], max_epochs: 20, patience: 3}}", student)
+    common::sample_config(
+        dir,
+        "{count: 10, training: {hidden: [16], max_epochs: 20, patience: 3}}",
+        student,
+    )
 }
 
 fn run(cmd: &mut Command) -> std::process::Output {
@@ -30,31 +34,63 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
          training: {hidden: [16], max_epochs: 30, patience: 4}}",
     );
     let run_dir = tmp.path().join("run");
-    let out = run(trainer().args(["run", "--config"]).arg(&cfg).arg("--out").arg(&run_dir));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
+    let out = run(trainer()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&run_dir));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
     let options = &report["student_options"];
     assert_eq!(options["query_selection"], "traffic");
     assert_eq!(options["threshold_rule"], "target_fpr 0.05");
     assert_eq!(options["multiplicity_cap"], 50);
     // The target-FPR threshold holds on the (weighted) validation rows it was chosen on.
-    let fpr = options["validation_operating_point_fpr_tpr"][0].as_f64().unwrap();
+    let fpr = options["validation_operating_point_fpr_tpr"][0]
+        .as_f64()
+        .unwrap();
     assert!(fpr <= 0.05, "validation FPR {fpr}");
     // One self-training round, counted; the pool is every distinct public request not queried.
-    assert_eq!(options["pseudo_labels_malicious_benign_per_round"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        options["pseudo_labels_malicious_benign_per_round"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     let pool = options["unlabelled_pool"].as_u64().unwrap();
-    let splits: serde_json::Value = serde_json::from_slice(&std::fs::read(run_dir.join("splits.json")).unwrap()).unwrap();
-    assert_eq!(pool + 150, splits["counts"]["public_distinct"].as_u64().unwrap());
+    let splits: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("splits.json")).unwrap()).unwrap();
+    assert_eq!(
+        pool + 150,
+        splits["counts"]["public_distinct"].as_u64().unwrap()
+    );
     assert!(run_dir.join("features/public_pool.f32").exists());
     // Weighting by multiplicity never gives fewer rows than the answered queries.
-    assert!(options["answered_rows_after_weighting"].as_u64().unwrap() >= report["answered"].as_u64().unwrap());
+    assert!(
+        options["answered_rows_after_weighting"].as_u64().unwrap()
+            >= report["answered"].as_u64().unwrap()
+    );
     // TPR read off the ROC at growing FPR levels never decreases, for student and ensemble.
     for key in ["student_tpr_at_fpr", "teacher_ensemble_tpr_at_fpr"] {
         let t = &report[key];
-        let v: Vec<f64> = ["0", "0.005", "0.01", "0.02"].iter().map(|k| t[*k].as_f64().unwrap()).collect();
+        let v: Vec<f64> = ["0", "0.005", "0.01", "0.02"]
+            .iter()
+            .map(|k| t[*k].as_f64().unwrap())
+            .collect();
         assert!(v.windows(2).all(|w| w[0] <= w[1]), "{key}: {v:?}");
     }
-    assert!(report["student_distinct_test"]["metrics"]["samples"].as_u64().unwrap() > 0);
+    assert!(
+        report["student_distinct_test"]["metrics"]["samples"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 
     // The student stage: the same options from a config, minus the multiplicity weights (which
     // need the split), with the pool file `run` wrote.
@@ -64,14 +100,36 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
          training: {hidden: [16], max_epochs: 30, patience: 4}}",
     );
     let student_out = tmp.path().join("student2.safetensors");
-    let out = run(trainer().args(["student", "--run"]).arg(&run_dir).arg("--config").arg(&stage_cfg).arg("--out").arg(&student_out));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(trainer()
+        .args(["student", "--run"])
+        .arg(&run_dir)
+        .arg("--config")
+        .arg(&stage_cfg)
+        .arg("--out")
+        .arg(&student_out));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed["options"]["threshold_rule"], "target_fpr 0.1");
-    assert_eq!(printed["options"]["pseudo_labels"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        printed["options"]["pseudo_labels"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(student_out.exists());
     // ... and refuses multiplicity weights it cannot compute, naming the key.
-    let out = run(trainer().args(["student", "--run"]).arg(&run_dir).arg("--config").arg(&cfg).arg("--out").arg(tmp.path().join("s3")));
+    let out = run(trainer()
+        .args(["student", "--run"])
+        .arg(&run_dir)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(tmp.path().join("s3")));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("student.multiplicity_cap"));
     assert!(!tmp.path().join("s3").exists());
@@ -91,14 +149,27 @@ impl TapMkdir for PathBuf {
 #[test]
 fn target_fpr_threshold_is_the_best_tpr_within_the_fpr_budget() {
     // Benign scores 0.1..0.9 (9 of them), malicious 0.5..0.95.
-    let scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.55, 0.65, 0.85, 0.95];
-    let labels = [false, false, false, false, false, false, false, false, false, true, true, true, true];
+    let scores = [
+        0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.55, 0.65, 0.85, 0.95,
+    ];
+    let labels = [
+        false, false, false, false, false, false, false, false, false, true, true, true, true,
+    ];
     // FPR 0: only above 0.9 → threshold 0.95 (TPR 1/4).
-    assert_eq!(pipeline::target_fpr_threshold(&scores, &labels, 0.0), Some(0.95));
+    assert_eq!(
+        pipeline::target_fpr_threshold(&scores, &labels, 0.0),
+        Some(0.95)
+    );
     // FPR ≤ 1/9: the benign 0.9 may be flagged → threshold 0.85 (TPR 2/4).
-    assert_eq!(pipeline::target_fpr_threshold(&scores, &labels, 0.12), Some(0.85));
+    assert_eq!(
+        pipeline::target_fpr_threshold(&scores, &labels, 0.12),
+        Some(0.85)
+    );
     // A class absent: no threshold.
-    assert_eq!(pipeline::target_fpr_threshold(&[0.1, 0.2], &[false, false], 0.01), None);
+    assert_eq!(
+        pipeline::target_fpr_threshold(&[0.1, 0.2], &[false, false], 0.01),
+        None
+    );
     let roc = roc_curve(&scores, &labels);
     assert_eq!(pipeline::tpr_at_fpr(&roc, 0.0), Some(0.25));
     assert_eq!(pipeline::tpr_at_fpr(&roc, 0.12), Some(0.5));

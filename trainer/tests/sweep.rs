@@ -87,7 +87,14 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
     // grid 4 cells, mechanisms 3, curve 2, baselines 3, cross 1.
     assert_eq!(summary.lines().count(), 1 + 13, "{summary}");
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    for e in ["### grid", "### mechanisms", "### curve", "### baselines", "### cross", "data-dependent"] {
+    for e in [
+        "### grid",
+        "### mechanisms",
+        "### curve",
+        "### baselines",
+        "### cross",
+        "data-dependent",
+    ] {
         assert!(md.contains(e), "summary.md lacks {e}");
     }
     // Matched mechanisms: GNMax has the LNMax reference's data-independent ε; Confident-GNMax
@@ -101,26 +108,48 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
         .collect();
     // Sorted paths: cgnmax, gnmax, lnmax.
     assert_eq!(di.len(), 3);
-    assert!((di[1] - di[2]).abs() < 1e-3 && di[0] <= di[2] + 1e-3, "{di:?}");
+    assert!(
+        (di[1] - di[2]).abs() < 1e-3 && di[0] <= di[2] + 1e-3,
+        "{di:?}"
+    );
     // The split table: the cross-dataset teachers never see CSIC anomalous requests, and its
     // test split is the same CSIC requests' test split as the base data's.
     let splits = std::fs::read_to_string(out.join("splits.csv")).unwrap();
     let row = |data: &str, split: &str| -> Vec<u64> {
-        let l = splits.lines().find(|l| l.starts_with(&format!("{data},{split},"))).unwrap();
+        let l = splits
+            .lines()
+            .find(|l| l.starts_with(&format!("{data},{split},")))
+            .unwrap();
         l.split(',').skip(2).map(|v| v.parse().unwrap()).collect()
     };
     assert_eq!(row("cross", "test")[1], row("base", "test")[1]);
     assert!(row("cross", "private")[1] > 0 && row("cross", "private")[1] <= 1500);
-    for plot in ["grid-t4-tpr.svg", "grid-t5-tnr.svg", "grid-t5-epsilon.svg", "grid-epsilon-vs-queries.svg", "curve-t5-accuracy-vs-queries.svg", "baselines-tall-tpr.svg"] {
+    for plot in [
+        "grid-t4-tpr.svg",
+        "grid-t5-tnr.svg",
+        "grid-t5-epsilon.svg",
+        "grid-epsilon-vs-queries.svg",
+        "curve-t5-accuracy-vs-queries.svg",
+        "baselines-tall-tpr.svg",
+    ] {
         let svg = std::fs::read_to_string(out.join("plots").join(plot)).unwrap();
-        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"), "{plot}");
+        assert!(
+            svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
+            "{plot}"
+        );
     }
 
     // Rerun: nothing recomputed, no result rewritten.
     let cells = out.join("cells");
     let before: Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> = result_files(&cells)
         .into_iter()
-        .map(|p| (p.clone(), std::fs::read(&p).unwrap(), std::fs::metadata(&p).unwrap().modified().unwrap()))
+        .map(|p| {
+            (
+                p.clone(),
+                std::fs::read(&p).unwrap(),
+                std::fs::metadata(&p).unwrap().modified().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(before.len(), expected);
     let second = run_sweep(&config, &base, &out, config.jobs).unwrap();
@@ -129,14 +158,23 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
         assert_eq!(&std::fs::read(p).unwrap(), bytes);
         assert_eq!(&std::fs::metadata(p).unwrap().modified().unwrap(), mtime);
     }
-    assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), results);
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.csv")).unwrap(),
+        results
+    );
 
     // One result lost: --report-only tables leave it out and compute nothing; a run computes
     // only it again.
     std::fs::remove_file(&before[0].0).unwrap();
     let report = run_sweep_with(&config, &base, &out, 1, true).unwrap();
     assert_eq!((report.computed, report.reused), (0, expected - 1));
-    assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap().lines().count(), expected);
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        expected
+    );
     assert!(!before[0].0.exists());
     let third = run_sweep(&config, &base, &out, 1).unwrap();
     assert_eq!((third.computed, third.reused), (1, expected - 1));

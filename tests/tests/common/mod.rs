@@ -24,9 +24,22 @@ pub fn stack(mode: &str, extra: &str) -> Stack {
     let bundle = tmp.path().join("bundle");
     write_fixture_bundle(&bundle, None, 0.5, "v1").unwrap();
     let audit = tmp.path().join("audit.jsonl");
-    let config = proxy_config(&ProxyPorts::free(), apache.port, &bundle, mode, &audit, extra);
+    let config = proxy_config(
+        &ProxyPorts::free(),
+        apache.port,
+        &bundle,
+        mode,
+        &audit,
+        extra,
+    );
     let proxy = Proxy::start(tmp.path(), &config);
-    Stack { proxy, apache, bundle, audit, tmp }
+    Stack {
+        proxy,
+        apache,
+        bundle,
+        audit,
+        tmp,
+    }
 }
 
 /// The requests counter of one verdict, as its metric line names it.

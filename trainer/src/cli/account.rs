@@ -58,8 +58,12 @@ impl MechanismArgs {
             v.ok_or_else(|| Error::Config(format!("--{flag} is required with --mechanism {mech}")))
         };
         Ok(match self.mechanism {
-            MechanismName::Lnmax => Mechanism::Lnmax(Lnmax { gamma: need(self.gamma, "gamma", "lnmax")? }),
-            MechanismName::Gnmax => Mechanism::Gnmax(Gnmax { sigma: need(self.sigma, "sigma", "gnmax")? }),
+            MechanismName::Lnmax => Mechanism::Lnmax(Lnmax {
+                gamma: need(self.gamma, "gamma", "lnmax")?,
+            }),
+            MechanismName::Gnmax => Mechanism::Gnmax(Gnmax {
+                sigma: need(self.sigma, "sigma", "gnmax")?,
+            }),
             MechanismName::ConfidentGnmax => Mechanism::ConfidentGnmax(ConfidentGnmax {
                 threshold: need(self.threshold, "threshold", "confident-gnmax")?,
                 sigma1: need(self.sigma1, "sigma1", "confident-gnmax")?,
@@ -117,23 +121,39 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
         Some(path) => {
             if !matches!(mechanism, Mechanism::ConfidentGnmax(_)) {
-                return Err(Error::Config("--answered only applies to --mechanism confident-gnmax".into()));
+                return Err(Error::Config(
+                    "--answered only applies to --mechanism confident-gnmax".into(),
+                ));
             }
-            let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
             let labels = privacy::aggregate::parse_labels(&text, path)?;
             Some(labels.iter().map(Option::is_some).collect::<Vec<bool>>())
         }
     };
-    let opts = AccountOptions { delta: args.delta, orders: args.orders.clone(), answered };
+    let opts = AccountOptions {
+        delta: args.delta,
+        orders: args.orders.clone(),
+        answered,
+    };
     let mut report = account(&votes, &mechanism, &opts)?;
     if args.sanitize {
         let mut rng = privacy::NoiseRng::from_option(args.seed)?;
-        let sopts = SanitizeOptions { noise_multiplier: args.ss_noise, beta: args.ss_beta, order: args.ss_order };
+        let sopts = SanitizeOptions {
+            noise_multiplier: args.ss_noise,
+            beta: args.ss_beta,
+            order: args.ss_order,
+        };
         sanitize(&votes, &mechanism, &opts, &mut report, &sopts, &mut rng)?;
     } else if args.seed.is_some() {
-        return Err(Error::Config("--seed only applies with --sanitize (accounting itself uses no randomness)".into()));
+        return Err(Error::Config(
+            "--seed only applies with --sanitize (accounting itself uses no randomness)".into(),
+        ));
     }
-    let json = serde_json::to_string(&report).map_err(|e| Error::Invalid(format!("cannot serialize the report: {e}")))?;
+    let json = serde_json::to_string(&report)
+        .map_err(|e| Error::Invalid(format!("cannot serialize the report: {e}")))?;
     if let Some(out) = &args.out {
         privacy::write_atomic(out, format!("{json}\n").as_bytes())?;
     }

@@ -43,7 +43,8 @@ pub fn run(args: Args) -> Result<()> {
         Mechanism::Gnmax(m) => (m.aggregate(&votes, &mut rng)?, serde_json::to_value(m)),
         Mechanism::ConfidentGnmax(m) => (m.aggregate(&votes, &mut rng)?, serde_json::to_value(m)),
     };
-    let parameters = parameters.map_err(|e| Error::Invalid(format!("cannot serialize parameters: {e}")))?;
+    let parameters =
+        parameters.map_err(|e| Error::Invalid(format!("cannot serialize parameters: {e}")))?;
     let name = match &mechanism {
         Mechanism::Lnmax(_) => "lnmax",
         Mechanism::Gnmax(_) => "gnmax",
@@ -69,8 +70,12 @@ pub fn run(args: Args) -> Result<()> {
     privacy::write_atomic(&args.out, format_labels(&labels).as_bytes())?;
     let mut sidecar = args.out.clone().into_os_string();
     sidecar.push(".json");
-    let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::Invalid(format!("cannot serialize the summary: {e}")))?;
+    let text = serde_json::to_string_pretty(&summary)
+        .map_err(|e| Error::Invalid(format!("cannot serialize the summary: {e}")))?;
     privacy::write_atomic(&PathBuf::from(sidecar), format!("{text}\n").as_bytes())?;
-    println!("{}", serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?);
+    println!(
+        "{}",
+        serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?
+    );
     Ok(())
 }

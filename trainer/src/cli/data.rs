@@ -40,12 +40,17 @@ pub struct StatsArgs {
 pub fn run(args: Args) -> Result<()> {
     match args.command {
         Command::Stats(a) => {
-            let options = datasets::LoadOptions { label: a.label, label_file: a.label_file };
+            let options = datasets::LoadOptions {
+                label: a.label,
+                label_file: a.label_file,
+            };
             let mut stats = datasets::Stats::default();
             for path in &a.paths {
                 stats.add(&datasets::load_with(a.format, path, &options)?);
             }
-            super::featurize::print_line(&serde_json::to_string(&stats).expect("plain data serializes"))
+            super::featurize::print_line(
+                &serde_json::to_string(&stats).expect("plain data serializes"),
+            )
         }
     }
 }

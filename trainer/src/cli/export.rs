@@ -61,7 +61,12 @@ pub fn to_bundle_mlp(weights: &MlpWeights) -> Mlp {
         layers: weights
             .layers
             .iter()
-            .map(|l| bundle::Dense { in_dim: l.in_dim, out_dim: l.out_dim, weight: l.weight.clone(), bias: l.bias.clone() })
+            .map(|l| bundle::Dense {
+                in_dim: l.in_dim,
+                out_dim: l.out_dim,
+                weight: l.weight.clone(),
+                bias: l.bias.clone(),
+            })
             .collect(),
     }
 }
@@ -77,7 +82,15 @@ pub fn export_bundle(
     privacy_report: serde_json::Value,
     metrics: serde_json::Value,
 ) -> Result<Manifest> {
-    export_bundle_versioned(out_dir, mlp, featurizer, threshold, privacy_report, metrics, None)
+    export_bundle_versioned(
+        out_dir,
+        mlp,
+        featurizer,
+        threshold,
+        privacy_report,
+        metrics,
+        None,
+    )
 }
 
 /// [`export_bundle`] with an explicit model version.
@@ -90,11 +103,21 @@ pub fn export_bundle_versioned(
     metrics: serde_json::Value,
     model_version: Option<String>,
 ) -> Result<Manifest> {
-    let contents = BundleContents { mlp, featurizer, threshold, privacy: privacy_report, metrics, model_version };
+    let contents = BundleContents {
+        mlp,
+        featurizer,
+        threshold,
+        privacy: privacy_report,
+        metrics,
+        model_version,
+    };
     let written = bundle::write_bundle(out_dir, &contents)?;
     let loaded = Bundle::load(out_dir)?;
     if loaded.manifest != written {
-        return Err(Error::Invalid(format!("{}: bundle.yaml read back differs from what was written", out_dir.display())));
+        return Err(Error::Invalid(format!(
+            "{}: bundle.yaml read back differs from what was written",
+            out_dir.display()
+        )));
     }
     Ok(written)
 }
@@ -125,8 +148,12 @@ pub fn verify_with_onnxruntime(bundle: &Bundle, mlp: &Mlp) -> Result<f32> {
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Invalid(format!("{}: not valid JSON: {e}", path.display())))
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::Invalid(format!("{}: not valid JSON: {e}", path.display())))
 }
 
 /// Splits a run report into (privacy report, metrics): the first of [`METRICS_KEYS`] present is
@@ -134,7 +161,10 @@ fn read_json(path: &Path) -> Result<serde_json::Value> {
 pub fn split_report(report: serde_json::Value) -> (serde_json::Value, serde_json::Value) {
     match report {
         serde_json::Value::Object(mut map) => {
-            let metrics = METRICS_KEYS.iter().find_map(|k| map.remove(*k)).unwrap_or(serde_json::Value::Null);
+            let metrics = METRICS_KEYS
+                .iter()
+                .find_map(|k| map.remove(*k))
+                .unwrap_or(serde_json::Value::Null);
             (serde_json::Value::Object(map), metrics)
         }
         other => (other, serde_json::Value::Null),
@@ -143,16 +173,31 @@ pub fn split_report(report: serde_json::Value) -> (serde_json::Value, serde_json
 
 /// The student and the threshold (and featurizer hash) its file records, if any.
 fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
-    let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || bytes.first() == Some(&b'{');
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let is_json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        || bytes.first() == Some(&b'{');
     if is_json {
-        let mlp: Mlp = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Invalid(format!("{}: not a JSON network {{\"layers\": [...]}}: {e}", path.display())))?;
-        mlp.validate().map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        let mlp: Mlp = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::Invalid(format!(
+                "{}: not a JSON network {{\"layers\": [...]}}: {e}",
+                path.display()
+            ))
+        })?;
+        mlp.validate()
+            .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
         Ok((mlp, None, None))
     } else {
         let file = ModelFile::from_bytes(&bytes, path)?;
-        Ok((to_bundle_mlp(&file.weights), Some(file.info.threshold), Some(file.info.featurizer_hash)))
+        Ok((
+            to_bundle_mlp(&file.weights),
+            Some(file.info.threshold),
+            Some(file.info.featurizer_hash),
+        ))
     }
 }
 
@@ -160,14 +205,30 @@ fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
 pub fn run(args: Args) -> Result<()> {
     let in_run = |name: &str| args.run.as_ref().map(|r| r.join(name));
     let missing = |what: &str, flag: &str| {
-        Error::Config(format!("export: no {what}: pass --{flag} FILE or --run RUN_DIR"))
+        Error::Config(format!(
+            "export: no {what}: pass --{flag} FILE or --run RUN_DIR"
+        ))
     };
-    let student_path = args.student.clone().or_else(|| in_run(RUN_STUDENT_FILE)).ok_or_else(|| missing("student", "student"))?;
-    let featurizer_path =
-        args.featurizer.clone().or_else(|| in_run(RUN_FEATURIZER_FILE)).ok_or_else(|| missing("featurizer", "featurizer"))?;
-    let out = args.out.clone().or_else(|| in_run(RUN_BUNDLE_DIR)).ok_or_else(|| missing("output directory", "out"))?;
+    let student_path = args
+        .student
+        .clone()
+        .or_else(|| in_run(RUN_STUDENT_FILE))
+        .ok_or_else(|| missing("student", "student"))?;
+    let featurizer_path = args
+        .featurizer
+        .clone()
+        .or_else(|| in_run(RUN_FEATURIZER_FILE))
+        .ok_or_else(|| missing("featurizer", "featurizer"))?;
+    let out = args
+        .out
+        .clone()
+        .or_else(|| in_run(RUN_BUNDLE_DIR))
+        .ok_or_else(|| missing("output directory", "out"))?;
     // The report is optional: with --run it is used when the file exists.
-    let report_path = args.report.clone().or_else(|| in_run(RUN_REPORT_FILE).filter(|p| p.exists()));
+    let report_path = args
+        .report
+        .clone()
+        .or_else(|| in_run(RUN_REPORT_FILE).filter(|p| p.exists()));
 
     let (mlp, file_threshold, featurizer_hash) = read_student(&student_path)?;
     let featurizer = Featurizer::load(&featurizer_path)?;
@@ -181,20 +242,40 @@ pub fn run(args: Args) -> Result<()> {
             )));
         }
     }
-    let report = report_path.as_deref().map(read_json).transpose()?.unwrap_or(serde_json::Value::Null);
+    let report = report_path
+        .as_deref()
+        .map(read_json)
+        .transpose()?
+        .unwrap_or(serde_json::Value::Null);
     let report_threshold = report
         .get("threshold")
-        .or_else(|| METRICS_KEYS.iter().find_map(|k| report.get(*k).and_then(|m| m.get("threshold"))))
+        .or_else(|| {
+            METRICS_KEYS
+                .iter()
+                .find_map(|k| report.get(*k).and_then(|m| m.get("threshold")))
+        })
         .and_then(serde_json::Value::as_f64)
         .map(|t| t as f32);
-    let threshold = args.threshold.or(file_threshold).or(report_threshold).ok_or_else(|| {
-        Error::Config(format!(
-            "export: no threshold: {} does not record one; pass --threshold",
-            student_path.display()
-        ))
-    })?;
+    let threshold = args
+        .threshold
+        .or(file_threshold)
+        .or(report_threshold)
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "export: no threshold: {} does not record one; pass --threshold",
+                student_path.display()
+            ))
+        })?;
     let (privacy, metrics) = split_report(report);
-    let manifest = export_bundle_versioned(&out, &mlp, &featurizer, threshold, privacy, metrics, args.model_version)?;
+    let manifest = export_bundle_versioned(
+        &out,
+        &mlp,
+        &featurizer,
+        threshold,
+        privacy,
+        metrics,
+        args.model_version,
+    )?;
     let loaded = Bundle::load(&out)?;
     let difference = verify_with_onnxruntime(&loaded, &mlp)?;
     let summary = serde_json::json!({

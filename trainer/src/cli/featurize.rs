@@ -115,9 +115,10 @@ pub(crate) fn print_line(text: &str) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::Io { path: "<stdout>".into(), source: e })
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            path: "<stdout>".into(),
+            source: e,
+        }),
         _ => Ok(()),
     }
 }

@@ -59,6 +59,9 @@ pub fn run(args: Args) -> Result<()> {
     sidecar.push(".json");
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::Invalid(e.to_string()))?;
     privacy::write_atomic(&PathBuf::from(sidecar), format!("{text}\n").as_bytes())?;
-    println!("{}", serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?);
+    println!(
+        "{}",
+        serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?
+    );
     Ok(())
 }

@@ -109,26 +109,41 @@ pub fn request_hash(record: &Record) -> u64 {
 
 /// Checks that `url` is `http://HOST:PORT[/]` with a loopback HOST and resolves it.
 pub fn parse_loopback_url(url: &str) -> Result<SocketAddr> {
-    let bad = |why: &str| Error::Config(format!("--url {url:?}: {why} (expected http://127.0.0.1:PORT)"));
-    let rest = url.strip_prefix("http://").ok_or_else(|| bad("only plain http:// is supported"))?;
+    let bad = |why: &str| {
+        Error::Config(format!(
+            "--url {url:?}: {why} (expected http://127.0.0.1:PORT)"
+        ))
+    };
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| bad("only plain http:// is supported"))?;
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     if authority.contains('/') || authority.contains('?') {
         return Err(bad("a path is not supported, give only host and port"));
     }
-    let (host, port) = authority.rsplit_once(':').ok_or_else(|| bad("the port is missing"))?;
-    let port: u16 = port.parse().map_err(|_| bad("the port is not a number 1-65535"))?;
+    let (host, port) = authority
+        .rsplit_once(':')
+        .ok_or_else(|| bad("the port is missing"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| bad("the port is not a number 1-65535"))?;
     if port == 0 {
         return Err(bad("port 0"));
     }
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let ip: IpAddr = match host {
         "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        h => h.parse().map_err(|_| bad("the host must be a loopback address or localhost"))?,
+        h => h
+            .parse()
+            .map_err(|_| bad("the host must be a loopback address or localhost"))?,
     };
     if !ip.is_loopback() {
         return Err(bad("replay only targets loopback servers"));
     }
-    let addr = (ip, port).to_socket_addrs().map_err(|e| bad(&e.to_string()))?.next();
+    let addr = (ip, port)
+        .to_socket_addrs()
+        .map_err(|e| bad(&e.to_string()))?
+        .next();
     Ok(addr.unwrap_or(SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port)))
 }
 
@@ -145,13 +160,20 @@ pub fn header_set(drop: &[String], extra: &[String]) -> Result<Vec<(String, Stri
             .split_once(':')
             .ok_or_else(|| Error::Config(format!("--header {h:?}: expected \"Name: value\"")))?;
         let (name, value) = (name.trim(), value.trim());
-        let token_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        let token_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !token_ok || value.bytes().any(|b| b == b'\r' || b == b'\n') {
-            return Err(Error::Config(format!("--header {h:?}: not a valid header name and value")));
+            return Err(Error::Config(format!(
+                "--header {h:?}: not a valid header name and value"
+            )));
         }
         for reserved in ["content-length", "content-type", "connection"] {
             if name.eq_ignore_ascii_case(reserved) {
-                return Err(Error::Config(format!("--header {h:?}: {name} is set by replay itself")));
+                return Err(Error::Config(format!(
+                    "--header {h:?}: {name} is set by replay itself"
+                )));
             }
         }
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
@@ -209,9 +231,17 @@ pub fn wire_target(format: Format, record: &Record) -> (Vec<u8>, bool) {
 /// The raw HTTP/1.1 request for a record. A method is sent as is when it is an HTTP token,
 /// otherwise the record is rejected. POST and PUT always carry `Content-Length` (0 without a
 /// body); a body is sent with `Content-Type: application/x-www-form-urlencoded`.
-pub fn build_request(format: Format, record: &Record, headers: &[(String, String)]) -> std::result::Result<(Vec<u8>, bool), String> {
+pub fn build_request(
+    format: Format,
+    record: &Record,
+    headers: &[(String, String)],
+) -> std::result::Result<(Vec<u8>, bool), String> {
     let method = record.method.as_str();
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase() || b == b'-' || b == b'_') {
+    if method.is_empty()
+        || !method
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'-' || b == b'_')
+    {
         return Err(format!("method {method:?} is not an HTTP method token"));
     }
     let (target, reencoded) = wire_target(format, record);
@@ -224,7 +254,10 @@ pub fn build_request(format: Format, record: &Record, headers: &[(String, String
     for (name, value) in headers {
         req.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("connection")) {
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("connection"))
+    {
         req.extend_from_slice(b"Connection: close\r\n");
     }
     if !body.is_empty() {
@@ -239,10 +272,19 @@ pub fn build_request(format: Format, record: &Record, headers: &[(String, String
 }
 
 /// Sends one request and returns the response status code.
-pub fn send(addr: SocketAddr, request: &[u8], timeout: Duration) -> std::result::Result<u16, String> {
-    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect {addr}: {e}"))?;
-    stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+pub fn send(
+    addr: SocketAddr,
+    request: &[u8],
+    timeout: Duration,
+) -> std::result::Result<u16, String> {
+    let mut stream =
+        TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect {addr}: {e}"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
     // A server that answers early (a WAF rejecting in phase 1) may close before the body is
     // written; the status it already sent still counts, so a write error is only reported when
     // no response follows.
@@ -272,13 +314,19 @@ pub fn send(addr: SocketAddr, request: &[u8], timeout: Duration) -> std::result:
     }
     parse_status(&response).ok_or_else(|| match write_error {
         Some(w) => format!("write: {w}; no response"),
-        None => format!("no HTTP status line in the response ({} bytes)", response.len()),
+        None => format!(
+            "no HTTP status line in the response ({} bytes)",
+            response.len()
+        ),
     })
 }
 
 /// The status code of `HTTP/1.x NNN ...`.
 fn parse_status(response: &[u8]) -> Option<u16> {
-    let line_end = response.windows(2).position(|w| w == b"\r\n").unwrap_or(response.len());
+    let line_end = response
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .unwrap_or(response.len());
     let line = std::str::from_utf8(&response[..line_end]).ok()?;
     let mut parts = line.split(' ');
     if !parts.next()?.starts_with("HTTP/1.") {
@@ -301,16 +349,31 @@ pub struct Selected {
 }
 
 /// Loads `paths` and keeps every `every`-th record of each file, at most `limit` per file.
-pub fn select(format: Format, paths: &[PathBuf], label: Option<Label>, every: usize, limit: Option<usize>) -> Result<Vec<Selected>> {
+pub fn select(
+    format: Format,
+    paths: &[PathBuf],
+    label: Option<Label>,
+    every: usize,
+    limit: Option<usize>,
+) -> Result<Vec<Selected>> {
     if every == 0 {
         return Err(Error::Config("--every must be at least 1".into()));
     }
-    let options = datasets::LoadOptions { label, label_file: None };
+    let options = datasets::LoadOptions {
+        label,
+        label_file: None,
+    };
     let mut out = Vec::new();
     for path in paths {
         let records = datasets::load_with(format, path, &options)?;
-        let kept = records.into_iter().step_by(every).take(limit.unwrap_or(usize::MAX));
-        out.extend(kept.map(|record| Selected { path: path.clone(), record }));
+        let kept = records
+            .into_iter()
+            .step_by(every)
+            .take(limit.unwrap_or(usize::MAX));
+        out.extend(kept.map(|record| Selected {
+            path: path.clone(),
+            record,
+        }));
     }
     Ok(out)
 }
@@ -436,7 +499,11 @@ pub struct ReplayOptions {
 
 /// Sends every selected request and returns the verdicts in input order. Stops with an error
 /// after [`MAX_CONSECUTIVE_FAILURES`] requests in a row got no response (the server is gone).
-pub fn replay(format: Format, selected: &[Selected], options: &ReplayOptions) -> Result<Vec<Verdict>> {
+pub fn replay(
+    format: Format,
+    selected: &[Selected],
+    options: &ReplayOptions,
+) -> Result<Vec<Verdict>> {
     let workers = options.concurrency.clamp(1, 64).min(selected.len().max(1));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -466,7 +533,9 @@ pub fn replay(format: Format, selected: &[Selected], options: &ReplayOptions) ->
                 };
                 if let Some(e) = &error {
                     *last_error.lock().unwrap_or_else(|p| p.into_inner()) = e.clone();
-                    if consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1 >= MAX_CONSECUTIVE_FAILURES {
+                    if consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1
+                        >= MAX_CONSECUTIVE_FAILURES
+                    {
                         abort.store(true, Ordering::Relaxed);
                     }
                 } else {
@@ -487,7 +556,11 @@ pub fn replay(format: Format, selected: &[Selected], options: &ReplayOptions) ->
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if options.progress && (n % progress_every == 0 || n == selected.len()) {
                     let secs = started.elapsed().as_secs_f64();
-                    eprintln!("replay: {n}/{} requests, {:.0}/s", selected.len(), n as f64 / secs.max(1e-9));
+                    eprintln!(
+                        "replay: {n}/{} requests, {:.0}/s",
+                        selected.len(),
+                        n as f64 / secs.max(1e-9)
+                    );
                 }
             });
         }
@@ -500,11 +573,21 @@ pub fn replay(format: Format, selected: &[Selected], options: &ReplayOptions) ->
             options.addr
         )));
     }
-    Ok(slots.into_iter().map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()).expect("every index below len is filled")).collect())
+    Ok(slots
+        .into_iter()
+        .map(|s| {
+            s.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .expect("every index below len is filled")
+        })
+        .collect())
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    featurizer::write_atomic(path, bytes).map_err(|source| Error::Io { path: path.to_owned(), source })
+    featurizer::write_atomic(path, bytes).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Runs `pate-trainer replay`.
@@ -518,7 +601,12 @@ pub fn run(args: Args) -> Result<()> {
         return Err(Error::Config("--timeout-ms must be positive".into()));
     }
     let selected = select(args.format, &args.paths, args.label, args.every, args.limit)?;
-    eprintln!("replay: {} requests from {} file(s) to {}", selected.len(), args.paths.len(), args.url);
+    eprintln!(
+        "replay: {} requests from {} file(s) to {}",
+        selected.len(),
+        args.paths.len(),
+        args.url
+    );
     let options = ReplayOptions {
         addr,
         headers,
@@ -547,7 +635,13 @@ mod tests {
     use super::*;
 
     fn record(method: &str, target: &[u8], body: Option<&[u8]>) -> Record {
-        Record { method: method.into(), target: target.to_vec(), body: body.map(<[u8]>::to_vec), label: None, line: 1 }
+        Record {
+            method: method.into(),
+            target: target.to_vec(),
+            body: body.map(<[u8]>::to_vec),
+            label: None,
+            line: 1,
+        }
     }
 
     #[test]
@@ -556,24 +650,44 @@ mod tests {
         let full = crate::pipeline::request_hash(&a);
         assert_eq!(request_hash(&a).to_le_bytes(), full[..8]);
         assert_eq!(request_hash(&a), request_hash(&a.clone()));
-        assert_ne!(request_hash(&a), request_hash(&record("POST", b"/a?x=1", None)));
-        assert_ne!(request_hash(&record("GET", b"/a", Some(b""))), request_hash(&record("GET", b"/a", None)));
+        assert_ne!(
+            request_hash(&a),
+            request_hash(&record("POST", b"/a?x=1", None))
+        );
+        assert_ne!(
+            request_hash(&record("GET", b"/a", Some(b""))),
+            request_hash(&record("GET", b"/a", None))
+        );
         // The split's bucket for this hash is the one `split_by_hash` chooses.
         let config = crate::config::SplitConfig::default();
         let splits = crate::pipeline::split_by_hash(std::slice::from_ref(&a), &config);
         let u = request_hash(&a) as f64 / 2f64.powi(64);
-        assert_eq!(splits.test.len() == 1, u >= config.private + config.public + config.student_validation);
+        assert_eq!(
+            splits.test.len() == 1,
+            u >= config.private + config.public + config.student_validation
+        );
     }
 
     #[test]
     fn post_request_is_framed_with_length_and_form_type() {
         let headers = header_set(&["accept-charset".into()], &["Host: shop.test".into()]).unwrap();
-        let (req, reencoded) = build_request(Format::Csic, &record("POST", b"/p?a=1", Some(b"x=%27+or+1")), &headers).unwrap();
+        let (req, reencoded) = build_request(
+            Format::Csic,
+            &record("POST", b"/p?a=1", Some(b"x=%27+or+1")),
+            &headers,
+        )
+        .unwrap();
         let text = String::from_utf8(req).unwrap();
         assert!(!reencoded);
         assert!(text.starts_with("POST /p?a=1 HTTP/1.1\r\n"), "{text}");
-        assert!(!text.to_ascii_lowercase().contains("accept-charset"), "{text}");
-        assert!(text.contains("\r\nHost: shop.test\r\n") && !text.contains("Host: localhost"), "{text}");
+        assert!(
+            !text.to_ascii_lowercase().contains("accept-charset"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\r\nHost: shop.test\r\n") && !text.contains("Host: localhost"),
+            "{text}"
+        );
         assert!(text.contains("\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 10\r\n\r\nx=%27+or+1"), "{text}");
         assert_eq!(text.matches("Connection: close").count(), 1);
     }
@@ -592,10 +706,22 @@ mod tests {
 
     #[test]
     fn urls_must_be_loopback_http() {
-        assert_eq!(parse_loopback_url("http://127.0.0.1:8080").unwrap().port(), 8080);
+        assert_eq!(
+            parse_loopback_url("http://127.0.0.1:8080").unwrap().port(),
+            8080
+        );
         assert!(parse_loopback_url("http://localhost:80/").is_ok());
-        assert!(parse_loopback_url("http://[::1]:81").unwrap().ip().is_loopback());
-        for bad in ["https://127.0.0.1:1", "http://10.0.0.1:80", "http://127.0.0.1", "http://127.0.0.1:80/x", "http://example.com:80"] {
+        assert!(parse_loopback_url("http://[::1]:81")
+            .unwrap()
+            .ip()
+            .is_loopback());
+        for bad in [
+            "https://127.0.0.1:1",
+            "http://10.0.0.1:80",
+            "http://127.0.0.1",
+            "http://127.0.0.1:80/x",
+            "http://example.com:80",
+        ] {
             assert!(parse_loopback_url(bad).is_err(), "{bad}");
         }
     }
@@ -632,16 +758,31 @@ mod tests {
         assert_eq!(s.tpr, Some(0.5));
         assert_eq!(s.fpr, Some(0.0));
         assert_eq!(s.errors, 1);
-        assert_eq!(s.malicious, LabelTally { requests: 3, blocked: 1, errors: 1 });
+        assert_eq!(
+            s.malicious,
+            LabelTally {
+                requests: 3,
+                blocked: 1,
+                errors: 1
+            }
+        );
         assert_eq!(s.status_counts.get(&403), Some(&1));
     }
 
     #[test]
     fn a_dead_server_stops_the_replay_with_an_error() {
         // Bind then drop a listener: the port is (almost certainly) closed afterwards.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let selected: Vec<Selected> =
-            (0..50).map(|_| Selected { path: "x".into(), record: record("GET", b"/", None) }).collect();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let selected: Vec<Selected> = (0..50)
+            .map(|_| Selected {
+                path: "x".into(),
+                record: record("GET", b"/", None),
+            })
+            .collect();
         let options = ReplayOptions {
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             headers: header_set(&[], &[]).unwrap(),
@@ -649,7 +790,9 @@ mod tests {
             timeout: Duration::from_secs(2),
             progress: false,
         };
-        let err = replay(Format::Csic, &selected, &options).unwrap_err().to_string();
+        let err = replay(Format::Csic, &selected, &options)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("in a row got no response"), "{err}");
     }
 }

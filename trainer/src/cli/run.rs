@@ -193,19 +193,28 @@ pub fn run_pipeline(
         .collect();
     let distinct_validation = pipeline::distinct(&records, &splits.student_validation);
     let mut validation_rng = rng.stream("student-validation");
-    let validation_order: Vec<usize> = pipeline::shuffled(distinct_validation.len(), &mut validation_rng)
-        .into_iter()
-        .take(config.student.validation_max)
+    let validation_order: Vec<usize> =
+        pipeline::shuffled(distinct_validation.len(), &mut validation_rng)
+            .into_iter()
+            .take(config.student.validation_max)
+            .collect();
+    let validation_rows: Vec<usize> = validation_order
+        .iter()
+        .map(|&i| distinct_validation[i])
         .collect();
-    let validation_rows: Vec<usize> = validation_order.iter().map(|&i| distinct_validation[i]).collect();
     // Traffic weights (student.multiplicity_cap): copies of each answered query / validation row.
     let public_multiplicity = pipeline::multiplicities(&records, &splits.public);
     let validation_multiplicity = pipeline::multiplicities(&records, &splits.student_validation);
     let cap = config.student.multiplicity_cap.unwrap_or(1);
-    let query_copies: Vec<usize> =
-        query_order.iter().take(config.student.queries).map(|&i| public_multiplicity[i].min(cap)).collect();
-    let validation_copies: Vec<usize> =
-        validation_order.iter().map(|&i| validation_multiplicity[i].min(cap)).collect();
+    let query_copies: Vec<usize> = query_order
+        .iter()
+        .take(config.student.queries)
+        .map(|&i| public_multiplicity[i].min(cap))
+        .collect();
+    let validation_copies: Vec<usize> = validation_order
+        .iter()
+        .map(|&i| validation_multiplicity[i].min(cap))
+        .collect();
     let where_from = |idx: &[usize]| -> Vec<serde_json::Value> {
         idx.iter()
             .map(|&i| serde_json::json!([records[i].line]))
@@ -294,8 +303,12 @@ pub fn run_pipeline(
 
     // ---- teachers
     stage(&format!("teach {teachers} teachers"), started);
-    let shards =
-        pipeline::teacher_shards(&records, &private_rows, teachers, config.teachers.copies_on_one_teacher);
+    let shards = pipeline::teacher_shards(
+        &records,
+        &private_rows,
+        teachers,
+        config.teachers.copies_on_one_teacher,
+    );
     if let Some(k) = shards.iter().position(|s| s.len() < 2) {
         return Err(Error::Config(format!(
             "teachers.count: shard {k} of {teachers} has {} private requests (at least 2 needed); use fewer teachers",
@@ -433,12 +446,20 @@ pub fn run_pipeline(
             x: validation_x,
             y: validation_y,
         },
-        config.student.multiplicity_cap.map(|_| {
-            (
-                answered.iter().map(|&i| query_copies[i]).collect::<Vec<_>>(),
-                validation_copies.clone(),
-            )
-        }).as_ref().map(|(a, v)| (a.as_slice(), v.as_slice())),
+        config
+            .student
+            .multiplicity_cap
+            .map(|_| {
+                (
+                    answered
+                        .iter()
+                        .map(|&i| query_copies[i])
+                        .collect::<Vec<_>>(),
+                    validation_copies.clone(),
+                )
+            })
+            .as_ref()
+            .map(|(a, v)| (a.as_slice(), v.as_slice())),
         pool_x.as_ref(),
         &config.student,
         &fhash,
@@ -479,11 +500,18 @@ pub fn run_pipeline(
     // the benign test traffic), so its rates move in large steps; this view does not.
     let distinct_test: Vec<usize> = {
         let rows = pipeline::distinct(&records, &splits.test);
-        let position: std::collections::HashMap<usize, usize> =
-            splits.test.iter().enumerate().map(|(k, &r)| (r, k)).collect();
-        rows.iter().filter_map(|r| position.get(r).copied()).collect()
+        let position: std::collections::HashMap<usize, usize> = splits
+            .test
+            .iter()
+            .enumerate()
+            .map(|(k, &r)| (r, k))
+            .collect();
+        rows.iter()
+            .filter_map(|r| position.get(r).copied())
+            .collect()
     };
-    let distinct_scores = pipeline::model_scores(&student, &test_x.select_rows(&distinct_test), device)?;
+    let distinct_scores =
+        pipeline::model_scores(&student, &test_x.select_rows(&distinct_test), device)?;
     let distinct_y: Vec<bool> = distinct_test.iter().map(|&k| test_y[k]).collect();
     let (distinct_metrics, distinct_roc) =
         pipeline::evaluate_scores(&distinct_scores, &distinct_y, student.info.threshold);
@@ -612,7 +640,8 @@ pub struct Evaluation {
 pub const PUBLIC_POOL_SET: &str = "public_pool";
 
 /// FPR levels at which the report reads TPR off the ROC.
-const REPORTED_FPRS: [(&str, f64); 4] = [("0", 0.0), ("0.005", 0.005), ("0.01", 0.01), ("0.02", 0.02)];
+const REPORTED_FPRS: [(&str, f64); 4] =
+    [("0", 0.0), ("0.005", 0.005), ("0.01", 0.01), ("0.02", 0.02)];
 
 fn tpr_at_fprs(roc: &[crate::metrics::RocPoint]) -> serde_json::Value {
     if roc.is_empty() {
@@ -620,7 +649,12 @@ fn tpr_at_fprs(roc: &[crate::metrics::RocPoint]) -> serde_json::Value {
     }
     REPORTED_FPRS
         .iter()
-        .map(|&(k, f)| (k.to_string(), serde_json::json!(pipeline::tpr_at_fpr(roc, f))))
+        .map(|&(k, f)| {
+            (
+                k.to_string(),
+                serde_json::json!(pipeline::tpr_at_fpr(roc, f)),
+            )
+        })
         .collect::<serde_json::Map<_, _>>()
         .into()
 }

@@ -70,7 +70,11 @@ struct RecordScore {
 }
 
 fn verdict(score: f32, threshold: f32) -> &'static str {
-    if bundle::is_block(score, threshold) { "block" } else { "allow" }
+    if bundle::is_block(score, threshold) {
+        "block"
+    } else {
+        "allow"
+    }
 }
 
 /// Runs `pate-trainer score`.
@@ -78,7 +82,9 @@ pub fn run(args: Args) -> Result<()> {
     let bundle = Bundle::load(&args.bundle)?;
     let threshold = args.threshold.unwrap_or(bundle.manifest.threshold);
     if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
-        return Err(Error::Config(format!("--threshold {threshold} is not a probability in [0, 1]")));
+        return Err(Error::Config(format!(
+            "--threshold {threshold} is not a probability in [0, 1]"
+        )));
     }
     bundle::init_onnxruntime(args.onnxruntime.as_deref())?;
     let mut scorer = Scorer::new(&bundle)?;
@@ -90,15 +96,28 @@ pub fn run(args: Args) -> Result<()> {
             body: args.body.as_deref().map(str::as_bytes),
         };
         let score = scorer.score(&bundle.featurizer.transform_dense(&parts))?;
-        let out = OneScore { score, threshold, verdict: verdict(score, threshold), model_version: &bundle.manifest.model_version };
-        println!("{}", serde_json::to_string(&out).map_err(|e| Error::Invalid(e.to_string()))?);
+        let out = OneScore {
+            score,
+            threshold,
+            verdict: verdict(score, threshold),
+            model_version: &bundle.manifest.model_version,
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&out).map_err(|e| Error::Invalid(e.to_string()))?
+        );
         return Ok(());
     }
 
     let (Some(input), Some(format)) = (&args.input, args.format) else {
-        return Err(Error::Config("score: pass --target or --input FILE --format F".into()));
+        return Err(Error::Config(
+            "score: pass --target or --input FILE --format F".into(),
+        ));
     };
-    let options = datasets::LoadOptions { label: args.label, label_file: args.label_file.clone() };
+    let options = datasets::LoadOptions {
+        label: args.label,
+        label_file: args.label_file.clone(),
+    };
     let records = datasets::load_with(format, input, &options)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -121,7 +140,11 @@ pub fn run(args: Args) -> Result<()> {
             let line = serde_json::to_string(&line).map_err(|e| Error::Invalid(e.to_string()))?;
             if let Err(e) = writeln!(out, "{line}") {
                 // A closed pipe (`| head`) ends the listing quietly.
-                return if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(stdout_error(e)) };
+                return if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    Ok(())
+                } else {
+                    Err(stdout_error(e))
+                };
             }
         }
     }
@@ -132,5 +155,8 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn stdout_error(source: std::io::Error) -> Error {
-    Error::Io { path: PathBuf::from("<stdout>"), source }
+    Error::Io {
+        path: PathBuf::from("<stdout>"),
+        source,
+    }
 }

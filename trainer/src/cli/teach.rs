@@ -178,8 +178,12 @@ pub fn run(args: Args) -> Result<()> {
         };
         let private_rows =
             pipeline::teacher_rows(&records, &splits.private, config.teachers.weighting());
-        let partition =
-            pipeline::teacher_shards(&records, &private_rows, count, config.teachers.copies_on_one_teacher);
+        let partition = pipeline::teacher_shards(
+            &records,
+            &private_rows,
+            count,
+            config.teachers.copies_on_one_teacher,
+        );
         let shards = partition
             .iter()
             .enumerate()

@@ -222,8 +222,13 @@ impl SweepConfig {
                 }
             }
         }
-        let base = RunConfig::load(&config.base)
-            .map_err(|e| Error::Config(format!("{} (base of {}): {e}", config.base.display(), path.display())))?;
+        let base = RunConfig::load(&config.base).map_err(|e| {
+            Error::Config(format!(
+                "{} (base of {}): {e}",
+                config.base.display(),
+                path.display()
+            ))
+        })?;
         config
             .validate()
             .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
@@ -270,7 +275,10 @@ impl SweepConfig {
             if let Some(t) = &e.non_private_training {
                 t.validate(&key("non_private_training"))?;
                 if e.kind != ExperimentKind::Baselines {
-                    return bad(key("non_private_training"), "only a baselines experiment trains a non-private model");
+                    return bad(
+                        key("non_private_training"),
+                        "only a baselines experiment trains a non-private model",
+                    );
                 }
             }
             if e.epsilon_curve.contains(&0) {
@@ -282,14 +290,20 @@ impl SweepConfig {
                 }
                 for (j, d) in ds.iter().enumerate() {
                     if d.splits.as_ref().is_some_and(|s| s.is_empty()) {
-                        return bad(key(&format!("datasets[{j}].splits")), "at least one split (or leave it out)");
+                        return bad(
+                            key(&format!("datasets[{j}].splits")),
+                            "at least one split (or leave it out)",
+                        );
                     }
                 }
             }
             match e.kind {
                 ExperimentKind::Baselines => {
                     if !e.mechanisms.is_empty() || e.rho.is_some() {
-                        return bad(key("mechanisms"), "a baselines experiment has no mechanisms or rho (no noise)");
+                        return bad(
+                            key("mechanisms"),
+                            "a baselines experiment has no mechanisms or rho (no noise)",
+                        );
                     }
                 }
                 ExperimentKind::Pate => {

@@ -378,7 +378,12 @@ fn svg_frame(width: f64, height: f64, title: &str) -> String {
 
 /// A box plot (box = IQR, line = median, whiskers = min/max, dots = students) of one measure for
 /// each group. `y_max` fixes the axis (1 for rates); `None` scales it to the data.
-pub fn box_plot(title: &str, y_label: &str, groups: &[(String, Vec<f64>)], y_max: Option<f64>) -> String {
+pub fn box_plot(
+    title: &str,
+    y_label: &str,
+    groups: &[(String, Vec<f64>)],
+    y_max: Option<f64>,
+) -> String {
     const PLOT_H: f64 = 300.0;
     const LEFT: f64 = 70.0;
     const TOP: f64 = 40.0;
@@ -486,7 +491,12 @@ pub fn line_plot(title: &str, x_label: &str, y_label: &str, series: &[Series]) -
     let legend_h = 18.0 * series.len() as f64;
     let width = LEFT + W + 20.0;
     let height = TOP + H + 50.0 + legend_h;
-    let pts = || series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
+    let pts = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+    };
     let x_top = nice_max(pts().map(|p| p.0).fold(0.0, f64::max));
     let y_top = nice_max(pts().map(|p| p.1).fold(0.0, f64::max));
     let x = |v: f64| LEFT + W * (v / x_top).clamp(0.0, 1.0);
@@ -519,7 +529,11 @@ pub fn line_plot(title: &str, x_label: &str, y_label: &str, series: &[Series]) -
     );
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        let dash = if s.dashed { " stroke-dasharray=\"5 4\"" } else { "" };
+        let dash = if s.dashed {
+            " stroke-dasharray=\"5 4\""
+        } else {
+            ""
+        };
         let path: Vec<String> = s
             .points
             .iter()
@@ -566,7 +580,11 @@ mod tests {
         let svg = box_plot(
             "t",
             "TPR",
-            &[("a".into(), vec![0.1, 0.2, 0.3]), ("b".into(), vec![]), ("c<".into(), vec![0.5])],
+            &[
+                ("a".into(), vec![0.1, 0.2, 0.3]),
+                ("b".into(), vec![]),
+                ("c<".into(), vec![0.5]),
+            ],
             Some(1.0),
         );
         assert_eq!(svg.matches("fill-opacity=\"0.3\"").count(), 2);
