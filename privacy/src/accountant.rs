@@ -77,13 +77,21 @@ pub struct OrderMinimum {
     pub data_dependent_order: f64,
 }
 
-/// The smooth-sensitivity sanitized ε ([`crate::smooth`]).
+/// The smooth-sensitivity sanitized ε ([`crate::smooth::sanitize`]): an upper bound on the
+/// data-dependent ε that holds with probability 1 − `failure_probability`, for δ + that
+/// probability.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SanitizedEpsilon {
-    /// The published ε (label [`LABEL_SANITIZED`]).
+    /// The published ε (label [`LABEL_SANITIZED`]), valid with [`SanitizedEpsilon::published_delta`].
     pub epsilon: f64,
     /// Always [`LABEL_SANITIZED`].
     pub label: String,
+    /// δ of this ε: the accountant's δ plus `failure_probability`.
+    pub published_delta: f64,
+    /// p = P[the released value is below the data-dependent RDP total].
+    pub failure_probability: f64,
+    /// z = Φ⁻¹(1 − p): the released value is shifted up by z·`noise_std`.
+    pub confidence_z: f64,
     /// RDP order α at which the release was made (for LNMax: λ + 1).
     pub rdp_order: f64,
     /// How the order was chosen.
@@ -96,6 +104,12 @@ pub struct SanitizedEpsilon {
     pub smooth_sensitivity: f64,
     /// Standard deviation of the noise added to the RDP value: SS_β·σ_s.
     pub noise_std: f64,
+    /// k = 1 + z·σ_s·(e^β − 1): the shifted value's smooth sensitivity is k·SS_β, so the release
+    /// is charged at noise multiplier σ_s/k.
+    pub sensitivity_factor: f64,
+    /// The published upper bound on the data-dependent RDP total at `rdp_order` (no clamp at 0;
+    /// at most the data-independent total).
+    pub released_rdp_upper_bound: f64,
     /// RDP cost of the release itself at `rdp_order` (Papernot et al. 2018, Theorem 23).
     pub release_rdp_cost: f64,
     /// Where the noise came from.
@@ -139,7 +153,10 @@ pub struct EpsilonReport {
     /// Number of queries whose data-dependent bound beat the data-independent one at the
     /// data-dependent order.
     pub data_dependent_queries: usize,
-    /// Minimum over the discrete orders (always present).
+    /// Minimum over the discrete orders (always computed). Serialized only when it is the
+    /// headline: with the continuous LNMax minimum as headline, the grid's data-dependent value can
+    /// exceed the headline data-independent one, and a report shows only the tighter valid pair.
+    #[serde(skip)]
     pub discrete: OrderMinimum,
     /// LNMax without `--orders`: the minimum over real λ > 0 (the headline numbers).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -299,8 +316,13 @@ fn per_row<'a>(rows: impl Iterator<Item = &'a [u64]>, f: impl Fn(&[u64]) -> f64)
         .collect()
 }
 
-/// The mechanism to account for.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The aggregation mechanism with its parameters: the one type the trainer's config, the CLI
+/// (`account`, `aggregate`), the reports and the bundle use. In YAML/JSON it is tagged by
+/// `mechanism` and carries exactly its own parameters (`{mechanism: lnmax, gamma: 0.05}`,
+/// `{mechanism: gnmax, sigma: 40}`, `{mechanism: confident_gnmax, threshold: 200, sigma1: 150,
+/// sigma2: 40}`); another mechanism's parameter is an error.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "mechanism", rename_all = "snake_case")]
 pub enum Mechanism {
     /// LNMax(γ).
     Lnmax(Lnmax),
@@ -308,6 +330,45 @@ pub enum Mechanism {
     Gnmax(Gnmax),
     /// Confident-GNMax(T, σ₁, σ₂).
     ConfidentGnmax(ConfidentGnmax),
+}
+
+impl Mechanism {
+    /// `lnmax`, `gnmax` or `confident-gnmax` (the CLI's and the dashboard's name).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mechanism::Lnmax(_) => "lnmax",
+            Mechanism::Gnmax(_) => "gnmax",
+            Mechanism::ConfidentGnmax(_) => "confident-gnmax",
+        }
+    }
+
+    /// Checks the parameters against what the samplers accept (the same constructors the
+    /// aggregation uses), naming the parameter.
+    pub fn check(&self) -> Result<()> {
+        match self {
+            Mechanism::Lnmax(m) => DiscreteLaplace::new(m.gamma).map(|_| ()),
+            Mechanism::Gnmax(m) => DiscreteGaussian::new(m.sigma).map(|_| ()),
+            Mechanism::ConfidentGnmax(m) => {
+                DiscreteGaussian::new(m.sigma1)?;
+                DiscreteGaussian::new(m.sigma2)?;
+                m.integer_threshold().map(|_| ())
+            }
+        }
+    }
+
+    /// Noisy labels of every query (`None`: Confident-GNMax declined to answer).
+    pub fn aggregate(
+        &self,
+        votes: &VoteMatrix,
+        rng: &mut crate::NoiseRng,
+    ) -> Result<Vec<Option<usize>>> {
+        use crate::aggregate::Aggregator;
+        match self {
+            Mechanism::Lnmax(m) => m.aggregate(votes, rng),
+            Mechanism::Gnmax(m) => m.aggregate(votes, rng),
+            Mechanism::ConfidentGnmax(m) => m.aggregate(votes, rng),
+        }
+    }
 }
 
 /// Per-run data the per-order totals are computed from. Crate-internal; shared with
@@ -415,6 +476,20 @@ impl Analysis {
             total + ln_inv_delta / (order - 1.0)
         }
     }
+}
+
+/// `Some(warning)` when δ ≥ 1/n for `records` private records: a mechanism that publishes one
+/// random record outright is (0, 1/n)-DP, so such a δ does not rule out leaking a whole record
+/// (Dwork & Roth 2014, §2.3). `None` when δ < 1/n.
+pub fn delta_warning(delta: f64, records: usize) -> Option<String> {
+    let n = records.max(1) as f64;
+    (delta >= 1.0 / n).then(|| {
+        format!(
+            "delta = {delta:e} is not below 1/n = {:e} for n = {records} private records: a δ that large allows publishing a whole record; choose delta < {:e}",
+            1.0 / n,
+            1.0 / n
+        )
+    })
 }
 
 /// Default LNMax orders: λ = 1, 2, …, 100 (integers, as in the 2017 code).
@@ -677,7 +752,17 @@ pub fn account(
         )),
         _ => None,
     };
-    let headline = continuous.as_ref().unwrap_or(&discrete);
+    // With the continuous minimum as headline, its data-dependent value is also compared with the
+    // grid's: both are valid bounds, the headline is the smaller.
+    let tighter = continuous.as_ref().map(|c| {
+        let mut c = c.clone();
+        if discrete.data_dependent_epsilon < c.data_dependent_epsilon {
+            c.data_dependent_epsilon = discrete.data_dependent_epsilon;
+            c.data_dependent_order = discrete.data_dependent_order;
+        }
+        c
+    });
+    let headline = tighter.as_ref().unwrap_or(&discrete);
     let (mechanism_name, accountant, order_kind) = match mechanism {
         Mechanism::Lnmax(_) => (
             "lnmax",

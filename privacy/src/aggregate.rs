@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 /// LNMax with Laplace parameter γ (noise scale 1/γ).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Lnmax {
     /// γ: the inverse noise scale.
     pub gamma: f64,
@@ -24,6 +25,7 @@ pub struct Lnmax {
 
 /// GNMax with Gaussian standard deviation σ.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Gnmax {
     /// σ of the Gaussian noise on each count.
     pub sigma: f64,
@@ -31,6 +33,7 @@ pub struct Gnmax {
 
 /// Confident-GNMax: threshold T checked with N(0, σ₁²), then GNMax(σ₂).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ConfidentGnmax {
     /// The threshold T on the noisy maximum count.
     pub threshold: f64,

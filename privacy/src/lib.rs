@@ -23,7 +23,7 @@ pub mod smooth;
 pub mod special;
 pub mod votes;
 
-pub use accountant::EpsilonReport;
+pub use accountant::{EpsilonReport, Mechanism};
 pub use rng::{NoiseRng, RngProvenance};
 pub use votes::VoteMatrix;
 

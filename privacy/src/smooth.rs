@@ -37,14 +37,19 @@ use std::collections::HashMap;
 /// Parameters of the sanitized release.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SanitizeOptions {
-    /// σ_s: the noise added is SS_β·σ_s·N(0,1). Larger: cheaper release, noisier value.
+    /// σ_s: the noise added is SS_β·σ_s·N(0,1). Larger: cheaper release, noisier (and so larger)
+    /// published bound.
     pub noise_multiplier: f64,
     /// β; default 0.4/α (Theorem 23 needs α < 1/(2β)).
     pub beta: Option<f64>,
-    /// The order (same unit as the report: λ for LNMax, α for RDP); default: the report's order
-    /// minimizing the noiseless sanitized value (that choice itself looks at the data, as in
-    /// Papernot et al. 2018; pass a fixed order to avoid it).
+    /// The order (same unit as the report: λ for LNMax, α for RDP). Default: the report's
+    /// data-independent order, which depends only on the mechanism's parameters, δ and the number
+    /// of (answered) queries, never on the votes. The order must be fixed without looking at the
+    /// private votes: choosing it by the data-dependent value is an unaccounted release.
     pub order: Option<f64>,
+    /// p: the probability that the published value is below the data-dependent RDP total. It
+    /// is added to δ ([`SanitizedEpsilon::published_delta`]).
+    pub failure_probability: f64,
 }
 
 impl Default for SanitizeOptions {
@@ -53,8 +58,26 @@ impl Default for SanitizeOptions {
             noise_multiplier: 10.0,
             beta: None,
             order: None,
+            failure_probability: 1e-6,
         }
     }
+}
+
+/// z with P[N(0, 1) > z] = p, for p in (0, 0.5]: bisection on the upper tail erfc(z/√2)/2,
+/// computed by [`crate::special::ln_normal_sf`] (relative error < 1.2·10⁻⁷, which moves z by
+/// less than 10⁻⁶ for z ≥ 0.1), plus 10⁻⁶ so that the true tail beyond z is at most p.
+pub fn normal_upper_quantile(p: f64) -> f64 {
+    let target = p.ln();
+    let (mut lo, mut hi) = (0.0f64, 40.0f64);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if crate::special::ln_normal_sf(mid) > target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi + 1e-6
 }
 
 const GRID: usize = 33;
@@ -233,6 +256,22 @@ pub fn gnss_rdp(beta: f64, noise_multiplier: f64, alpha: f64) -> f64 {
 
 /// Adds a sanitized ε to `report` (which must come from [`crate::accountant::account`] with the
 /// same votes, mechanism and options). The noise comes from `rng` and its provenance is recorded.
+///
+/// What is published is an upper bound on the data-dependent RDP total f(D) that holds with
+/// probability 1 − p (propose-test-release style; the failure probability p is added to δ):
+///
+/// * the released value is V = f(D) + z·σ_s·SS(D) + SS(D)·σ_s·N(0, 1), z = Φ⁻¹(1 − p), so
+///   P[V < f(D)] = P[N < −z] = p;
+/// * V is the GNSS release of g(D) = f(D) + z·σ_s·SS(D). For neighbours D, D′,
+///   |g(D) − g(D′)| ≤ LS_f(D) + z·σ_s·|SS(D) − SS(D′)| ≤ (1 + z·σ_s·(e^β − 1))·SS(D) =: k·SS(D)
+///   (SS is β-smooth), and k·SS is β-smooth, so V = g(D) + (k·SS(D))·(σ_s/k)·N(0, 1) costs
+///   [`gnss_rdp`]`(β, σ_s/k, α)` (Papernot et al. 2018, Theorem 23);
+/// * the published RDP value is min(V, data-independent total at α): the minimum of two valid
+///   bounds (the second needs no release). There is NO clamp at 0: a low draw is a low bound
+///   only with probability p, which δ pays for;
+/// * ε = that value + release cost + ln(1/δ)/(α − 1), for (ε, δ + p).
+///
+/// The order is fixed in advance (`sopts.order`, else the report's data-independent order).
 pub fn sanitize(
     votes: &VoteMatrix,
     mechanism: &Mechanism,
@@ -249,33 +288,20 @@ pub fn sanitize(
             sopts.noise_multiplier
         )));
     }
+    let p = sopts.failure_probability;
+    if !(p > 0.0 && p < 0.5) {
+        return Err(PrivacyError::InvalidParameter(format!(
+            "failure probability must be in (0, 0.5), got {p}"
+        )));
+    }
     let ln_inv_delta = -opts.delta.ln();
     let (order, order_choice) = match sopts.order {
-        Some(o) => (o, "given".to_string()),
-        None => {
-            // The order minimizing the noiseless sanitized value RDP_dep(α) + GNSS cost(α) +
-            // ln(1/δ)/(α−1) over the report's orders (and its data-dependent optimum). Like the
-            // paper's choice, this looks at the data; pass an order to avoid it.
-            let mut candidates = report.orders.clone();
-            candidates.push(report.data_dependent_order);
-            let mut best = (f64::INFINITY, report.data_dependent_order);
-            for o in candidates {
-                let a = if moments { o + 1.0 } else { o };
-                if !(o.is_finite() && a > 1.0) {
-                    continue;
-                }
-                let b = sopts.beta.unwrap_or(0.4 / a);
-                if !(b > 0.0 && 2.0 * a * b < 1.0) {
-                    continue;
-                }
-                let dep = analysis.dependent_total(o).0 / if moments { o } else { 1.0 };
-                let value = dep + gnss_rdp(b, sopts.noise_multiplier, a) + ln_inv_delta / (a - 1.0);
-                if value < best.0 {
-                    best = (value, o);
-                }
-            }
-            (best.1, "the order minimizing the noiseless sanitized value over the report's orders (data-dependent, as in Papernot et al. 2018)".to_string())
-        }
+        Some(o) => (o, "given (fixed in advance)".to_string()),
+        None => (
+            report.data_independent_order,
+            "the data-independent optimum order (a function of the parameters, δ and the number of queries only)"
+                .to_string(),
+        ),
     };
     if !(order.is_finite() && if moments { order > 0.0 } else { order > 1.0 }) {
         return Err(PrivacyError::InvalidParameter(format!(
@@ -303,14 +329,13 @@ pub fn sanitize(
     };
     let ss =
         smooth_sensitivity_bound(votes, mechanism, opts.answered.as_deref(), order, beta, cap)?;
+    let z = normal_upper_quantile(p);
     let noise_std = ss * sopts.noise_multiplier;
-    // Two valid bounds on the same RDP total: the noisy data-dependent value, and the
-    // data-independent total `cap` (which needs no release at all). Clamping the noisy value into
-    // [0, cap] is post-processing with data-independent constants, so it costs nothing and the
-    // published ε is never above the data-independent ε at this order plus the release's cost.
-    let noisy = (rdp_dep + noise::gaussian(rng, noise_std)).clamp(0.0, cap);
-    let cost = gnss_rdp(beta, sopts.noise_multiplier, alpha);
-    let epsilon = noisy + cost + ln_inv_delta / (alpha - 1.0);
+    let inflation = 1.0 + z * sopts.noise_multiplier * beta.exp_m1();
+    let released = rdp_dep + z * noise_std + noise::gaussian(rng, noise_std);
+    let upper_bound = released.min(cap);
+    let cost = gnss_rdp(beta, sopts.noise_multiplier / inflation, alpha);
+    let epsilon = upper_bound + cost + ln_inv_delta / (alpha - 1.0);
     if !epsilon.is_finite() {
         return Err(PrivacyError::InvalidInput(format!(
             "sanitization produced a non-finite epsilon ({epsilon})"
@@ -324,12 +349,17 @@ pub fn sanitize(
     report.sanitized = Some(SanitizedEpsilon {
         epsilon,
         label: LABEL_SANITIZED.into(),
+        published_delta: opts.delta + p,
+        failure_probability: p,
+        confidence_z: z,
         rdp_order: alpha,
         order_choice,
         beta,
         noise_multiplier: sopts.noise_multiplier,
         smooth_sensitivity: ss,
         noise_std,
+        sensitivity_factor: inflation,
+        released_rdp_upper_bound: upper_bound,
         release_rdp_cost: cost,
         rng: rng.provenance(),
     });

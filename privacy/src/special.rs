@@ -40,6 +40,23 @@ pub fn log1mexp(x: f64) -> f64 {
     }
 }
 
+/// ln P[N(0, 1) > z] for z ≥ 0, in log space (no underflow up to z = 40 and beyond), from
+/// erfc(x) = t·exp(−x² + P(t)), t = 1/(1 + x/2) (Press et al., Numerical Recipes, 2nd ed., §6.2,
+/// `erfcc`: fractional error below 1.2·10⁻⁷ everywhere).
+pub fn ln_normal_sf(z: f64) -> f64 {
+    let x = z.max(0.0) / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * x);
+    let poly = -1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    t.ln() - x * x + poly - std::f64::consts::LN_2
+}
+
 /// ln P(Y ≥ Δ) for Y = X₁ − X₂, X₁, X₂ iid discrete Laplace with P(x) ∝ e^{−γ|x|}, Δ ≥ 0.
 ///
 /// With p = e^{−γ} and c = (1−p)/(1+p): P(Y = k) = c²·p^k·(k + A), A = (1+p²)/(1−p²) for k ≥ 0

@@ -59,6 +59,41 @@ fn published_lnmax_value_t1000_gamma005_delta1e5() {
     assert_eq!(r.mechanism, "lnmax");
 }
 
+/// With the continuous LNMax minimum as headline, the integer grid's data-dependent ε (20.76 here:
+/// gap 30 at γ = 0.05 is no agreement at all) is above the headline data-independent ε (20.17);
+/// the report must not show such a pair: every data-dependent ε in the JSON is at most the
+/// headline data-independent ε.
+#[test]
+fn report_shows_no_data_dependent_epsilon_above_the_headline() {
+    let v = votes(&vec![[140, 110]; 1000]);
+    let r = account(&v, &lnmax(0.05), &opts(1e-5, None)).unwrap();
+    let json = serde_json::to_value(&r).unwrap();
+    fn walk(v: &serde_json::Value, out: &mut Vec<f64>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    if k == "data_dependent_epsilon" {
+                        out.push(x.as_f64().unwrap());
+                    }
+                    walk(x, out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(&json, &mut found);
+    assert!(!found.is_empty());
+    for e in found {
+        assert!(
+            e <= r.data_independent_epsilon + 1e-12,
+            "{e} > {}: {json}",
+            r.data_independent_epsilon
+        );
+    }
+}
+
 #[test]
 fn lnmax_data_independent_with_given_orders() {
     // T = 10, γ = 0.1: α_total = 0.2λ(λ+1); ε(1) = 11.912925, ε(2) = 6.356463, ε(3) = 4.637642.
@@ -366,4 +401,16 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn delta_must_be_below_one_over_the_private_records() {
+    use privacy::accountant::delta_warning;
+    assert!(delta_warning(1e-5, 1000).is_none());
+    let w = delta_warning(1e-3, 5000).unwrap();
+    assert!(w.contains("5000") && w.contains("1/n"), "{w}");
+    assert!(
+        delta_warning(1e-4, 10_000).is_some(),
+        "δ = 1/n exactly is not below 1/n"
+    );
 }

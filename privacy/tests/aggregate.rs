@@ -116,3 +116,34 @@ fn invalid_parameters_are_errors_not_panics() {
     .is_err());
     assert!(Gnmax { sigma: 1.0 }.aggregate_query(&[], &mut rng).is_err());
 }
+
+/// One mechanism type, tagged by `mechanism`, with exactly its own parameters.
+#[test]
+fn mechanism_is_tagged_and_rejects_other_mechanisms_parameters() {
+    use privacy::Mechanism;
+    let ok: Mechanism = serde_json::from_str(r#"{"mechanism": "lnmax", "gamma": 0.05}"#).unwrap();
+    assert_eq!(
+        ok,
+        Mechanism::Lnmax(privacy::aggregate::Lnmax { gamma: 0.05 })
+    );
+    let c: Mechanism = serde_json::from_str(
+        r#"{"mechanism": "confident_gnmax", "threshold": 200, "sigma1": 150, "sigma2": 40}"#,
+    )
+    .unwrap();
+    assert_eq!(c.name(), "confident-gnmax");
+    let e = serde_json::from_str::<Mechanism>(r#"{"mechanism": "lnmax", "sigma": 12}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sigma") || e.contains("gamma"), "{e}");
+    let e =
+        serde_json::from_str::<Mechanism>(r#"{"mechanism": "lnmax", "gamma": 0.05, "sigma": 12}"#)
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("sigma"), "{e}");
+    assert!(serde_json::from_str::<Mechanism>(r#"{"mechanism": "laplace", "gamma": 1}"#).is_err());
+    let back = serde_json::to_value(c).unwrap();
+    assert_eq!(back["mechanism"], "confident_gnmax");
+    assert!(Mechanism::Gnmax(privacy::aggregate::Gnmax { sigma: -1.0 })
+        .check()
+        .is_err());
+}

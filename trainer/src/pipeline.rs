@@ -133,6 +133,22 @@ pub fn request_hash(r: &datasets::Record) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// sha256 of a private RECORD's content: [`request_hash`] and the label. The teacher partition
+/// keys on this, not on the request alone: two copies of one request with different labels are
+/// different records, and keying them together let the removal of one copy renumber the other
+/// label's copies and move several teachers' data (issue 13, point 3).
+pub fn record_key(r: &datasets::Record) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"record\0");
+    h.update(request_hash(r));
+    h.update([match r.label {
+        None => 0u8,
+        Some(datasets::Label::Benign) => 1,
+        Some(datasets::Label::Malicious) => 2,
+    }]);
+    h.finalize().into()
+}
+
 /// The first occurrence of each distinct request (by [`request_hash`]) among `indices`, in order.
 pub fn distinct(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
     let mut seen = std::collections::HashSet::new();
@@ -238,17 +254,18 @@ pub fn partition(n: usize, count: usize, rng: &mut impl rand::Rng) -> Vec<Vec<us
 }
 
 /// Partitions the private rows (`private[j]` indexes `records`) into `count` disjoint shards: the
-/// k-th record (in `private`'s order, k from 0) of a request goes to teacher
-/// `u64(sha256(request_hash ‖ k)[..8]) mod count`. It depends only on the data, so separate
+/// k-th record (in `private`'s order, k from 0) with a given content — request AND label,
+/// [`record_key`] — goes to teacher `u64(sha256(record_key ‖ k)[..8]) mod count`. It depends only on the data, so separate
 /// `teach --shard i/N` processes (one per Kubernetes index, say) agree on the same disjoint shards
 /// without sharing any state or seed, and the copies of a frequent request spread over the
 /// teachers. Returns positions into `private`, sorted.
 ///
 /// Why this rule: PATE's guarantee (Papernot et al. 2017, §3.1 and the sensitivity argument of
 /// the aggregator) needs neighbouring private data sets — one record added or removed — to differ
-/// in exactly one teacher's data. Here they do: adding or removing a record of a request only
-/// adds or removes that request's last copy index, so the one teacher `H(request ‖ m−1)` gains or
-/// loses one identical copy and no other record moves (tests/splits.rs checks it). Dealing
+/// in exactly one teacher's data. Here they do: records with the same key are identical, so
+/// adding or removing one only adds or removes that key's last copy index, and the one teacher
+/// `H(key ‖ m−1)` gains or loses one identical record; no other record moves (tests/splits.rs
+/// checks it, with copies of one request under both labels). Dealing
 /// hash-sorted positions round-robin, as this did before, moved every later record to another
 /// teacher when one record was added or removed. The price is shard sizes that are multinomial
 /// (about ±√(n/count)) instead of equal.
@@ -282,7 +299,7 @@ fn partition_by_copy_hash(
     let mut copies_seen: std::collections::HashMap<[u8; 32], u64> =
         std::collections::HashMap::new();
     for (j, &i) in rows.iter().enumerate() {
-        let hash = request_hash(&records[i]);
+        let hash = record_key(&records[i]);
         let seen = copies_seen.entry(hash).or_insert(0);
         let copy = if all_copies_together { 0 } else { *seen };
         *seen += 1;
@@ -295,7 +312,8 @@ fn partition_by_copy_hash(
 /// [`crate::config::TeacherMultiplicity`]): `traffic` returns `private` unchanged; the others
 /// keep, for each distinct request occurring m times among `private`, its first
 /// `weighting.copies(m)` records (so every row is still a different private record), grouped by
-/// request in the order of [`distinct`].
+/// content. "Request" here is the record's content, request and label ([`record_key`]), so that
+/// one record more or less changes the kept rows by at most one identical record.
 pub fn teacher_rows(
     records: &[datasets::Record],
     private: &[usize],
@@ -307,7 +325,7 @@ pub fn teacher_rows(
     let multiplicity: std::collections::HashMap<[u8; 32], usize> = {
         let mut m = std::collections::HashMap::new();
         for &i in private {
-            *m.entry(request_hash(&records[i])).or_insert(0usize) += 1;
+            *m.entry(record_key(&records[i])).or_insert(0usize) += 1;
         }
         m
     };
@@ -315,7 +333,7 @@ pub fn teacher_rows(
     let mut kept: std::collections::HashMap<[u8; 32], Vec<usize>> =
         std::collections::HashMap::new();
     for &i in private {
-        let h = request_hash(&records[i]);
+        let h = record_key(&records[i]);
         let rows = kept.entry(h).or_insert_with(|| {
             order.push(h);
             Vec::new()

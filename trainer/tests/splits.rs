@@ -123,14 +123,21 @@ fn teacher_partition_is_disjoint_balanced_and_process_independent() {
     }
 }
 
-/// Each teacher's data as a sorted list of request hashes (the content it trains on).
-fn teacher_contents(records: &[Record], private: &[usize], count: usize) -> Vec<Vec<[u8; 32]>> {
+/// Each teacher's data as a sorted list of (request hash, label) records: what it trains on.
+fn teacher_contents(
+    records: &[Record],
+    private: &[usize],
+    count: usize,
+) -> Vec<Vec<([u8; 32], Option<Label>)>> {
     hash_partition(records, private, count)
         .into_iter()
         .map(|shard| {
-            let mut c: Vec<[u8; 32]> = shard
+            let mut c: Vec<([u8; 32], Option<Label>)> = shard
                 .into_iter()
-                .map(|j| trainer::pipeline::request_hash(&records[private[j]]))
+                .map(|j| {
+                    let r = &records[private[j]];
+                    (trainer::pipeline::request_hash(r), r.label)
+                })
                 .collect();
             c.sort_unstable();
             c
@@ -159,9 +166,8 @@ fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
     let spread = base
         .iter()
         .filter(|c| {
-            c.contains(&trainer::pipeline::request_hash(
-                &records[records.len() - 1],
-            ))
+            let last = &records[records.len() - 1];
+            c.contains(&(trainer::pipeline::request_hash(last), last.label))
         })
         .count();
     assert!(spread >= 2, "7 copies on {spread} teacher(s)");
@@ -185,4 +191,64 @@ fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
     let other = teacher_contents(&added, &with, count);
     let changed = (0..count).filter(|&t| base[t] != other[t]).count();
     assert_eq!(changed, 1, "adding one record changed {changed} teachers");
+}
+
+/// Copies of ONE request with different labels (per-file `label:` settings make this easy) are
+/// different records: removing any one of them, or adding one more under either label, must
+/// still change exactly one teacher's (request, label) data. Keyed by the request alone, the
+/// removal renumbered the other label's copies and moved 4–5 teachers (issue 13, point 3).
+#[test]
+fn conflicting_labels_of_one_request_still_move_one_teacher() {
+    let mut records = Vec::new();
+    // 40 copies of one request, labelled benign and malicious alternately, among 200 others.
+    for copy in 0..40 {
+        let mut r = record(7, copy);
+        r.label = Some(if copy % 2 == 0 {
+            Label::Benign
+        } else {
+            Label::Malicious
+        });
+        records.push(r);
+        for i in 0..5 {
+            records.push(record(1000 + 5 * copy + i, 0));
+        }
+    }
+    let private: Vec<usize> = (0..records.len()).collect();
+    let count = 20;
+    let base = teacher_contents(&records, &private, count);
+    for removed in 0..records.len() {
+        let without: Vec<usize> = private.iter().copied().filter(|&i| i != removed).collect();
+        let other = teacher_contents(&records, &without, count);
+        let changed: Vec<usize> = (0..count).filter(|&t| base[t] != other[t]).collect();
+        assert_eq!(
+            changed.len(),
+            1,
+            "removing record {removed} ({:?}) changed teachers {changed:?}",
+            records[removed].label
+        );
+    }
+    for label in [Label::Benign, Label::Malicious] {
+        let mut added = records.clone();
+        let mut r = record(7, 99);
+        r.label = Some(label);
+        added.insert(0, r);
+        let all: Vec<usize> = (0..added.len()).collect();
+        let other = teacher_contents(&added, &all, count);
+        let changed = (0..count).filter(|&t| base[t] != other[t]).count();
+        assert_eq!(
+            changed, 1,
+            "adding a {label:?} copy changed {changed} teachers"
+        );
+    }
+    // The weighted rows keep the same property: `cap:3` keeps 3 copies per (request, label).
+    let kept = trainer::pipeline::teacher_rows(
+        &records,
+        &private,
+        trainer::config::TeacherMultiplicity::Cap(3),
+    );
+    let copies_of_7 = kept
+        .iter()
+        .filter(|&&i| records[i].target == record(7, 0).target)
+        .count();
+    assert_eq!(copies_of_7, 6, "3 benign + 3 malicious copies");
 }

@@ -102,9 +102,14 @@ pub struct Args {
     /// Sanitization: β of the smooth sensitivity (default 0.4/α).
     #[arg(long)]
     pub ss_beta: Option<f64>,
-    /// Sanitization: order to release at (default: the order minimizing the sanitized value).
+    /// Sanitization: order to release at, fixed in advance (default: the data-independent
+    /// optimum order, which does not look at the votes).
     #[arg(long)]
     pub ss_order: Option<f64>,
+    /// Sanitization: probability p that the published value is below the data-dependent bound;
+    /// the published ε holds for δ + p.
+    #[arg(long, default_value_t = 1e-6)]
+    pub ss_failure_probability: f64,
     /// EXPERIMENTS ONLY: seed the sanitization noise (recorded in the output; not private).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -145,6 +150,7 @@ pub fn run(args: Args) -> Result<()> {
             noise_multiplier: args.ss_noise,
             beta: args.ss_beta,
             order: args.ss_order,
+            failure_probability: args.ss_failure_probability,
         };
         sanitize(&votes, &mechanism, &opts, &mut report, &sopts, &mut rng)?;
     } else if args.seed.is_some() {

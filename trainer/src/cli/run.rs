@@ -356,7 +356,7 @@ pub fn run_pipeline(
             &format!("privatize {} queries with Lap(1/ρ), ρ = {rho}", sent.rows),
             started,
         );
-        privacy::privatize::laplace(&mut sent.values, rho, &mut noise)?;
+        privacy::privatize::laplace_rows(&mut sent.values, sent.cols, rho, &mut noise)?;
     }
     pipeline::write_matrix(&run.features(sets::QUERIES_SENT), &sent)?;
     stage(
@@ -407,6 +407,10 @@ pub fn run_pipeline(
         answered: matches!(p.mechanism, Mechanism::ConfidentGnmax).then(|| answered_flags.clone()),
     };
     let epsilon = privacy::accountant::account(&votes, &accounted, &options)?;
+    let delta_warning = privacy::accountant::delta_warning(p.delta, splits.private.len());
+    if let Some(w) = &delta_warning {
+        eprintln!("run: WARNING: {w}");
+    }
     pipeline::write_json(&run.privacy(), &epsilon)?;
     manifest.record(
         run,
@@ -592,6 +596,9 @@ pub fn run_pipeline(
         },
         "privacy_report": epsilon,
     });
+    if let Some(w) = delta_warning {
+        report["delta_warning"] = serde_json::Value::String(w);
+    }
     if matches!(config.featurizer.fit_on, FitOn::Private) {
         report["WARNING"] = serde_json::Value::String(PRIVATE_FEATURIZER_WARNING.into());
     }

@@ -435,20 +435,15 @@ pub fn run_sweep_with(
                         let reference = resolve_mechanism(&e.mechanisms[0], None, t, q, delta)?;
                         for &rho in &rhos {
                             for spec in &e.mechanisms {
-                                let mechanism = resolve_mechanism(
-                                    spec,
-                                    Some(&reference),
-                                    t,
-                                    q,
-                                    delta,
-                                )
-                                .map_err(|err| {
-                                    Error::Config(format!(
+                                let mechanism =
+                                    resolve_mechanism(spec, Some(&reference), t, q, delta)
+                                        .map_err(|err| {
+                                            Error::Config(format!(
                                         "experiments {}: {} with {t} teachers, {q} queries: {err}",
                                         e.name,
                                         spec.label()
                                     ))
-                                })?;
+                                        })?;
                                 let cell = format!(
                                     "{}/t{t}-q{q}-rho{}-{}",
                                     e.name,
@@ -1063,7 +1058,12 @@ fn compute(
                     // Local DP on the student side: the teachers see x + Lap(1/ρ), the student
                     // trains on x (Yovine et al. 2021, "Trusted Curator B").
                     let mut sent = x.clone();
-                    privacy::privatize::laplace(&mut sent.values, *rho, &mut noise)?;
+                    privacy::privatize::laplace_rows(
+                        &mut sent.values,
+                        sent.cols,
+                        *rho,
+                        &mut noise,
+                    )?;
                     set.votes(&sent)?
                 }
             };
