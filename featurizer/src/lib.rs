@@ -55,6 +55,9 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub mod params;
+pub use params::{Norm, RarityTable};
+
 /// Name written into every artifact, so that a wrong file is recognised as such.
 pub const ARTIFACT_KIND: &str = "pate-waf-featurizer";
 /// Version of the artifact format (and of the normalization + tokenization rules: a change to
@@ -127,6 +130,22 @@ pub struct FeaturizerConfig {
     /// default; not written when false.
     #[serde(skip_serializing_if = "is_false")]
     pub sublinear_tf: bool,
+    /// Parameter-aware features ([`params`]: method, path, parameter name, `name=pattern`,
+    /// `name=length bucket`, `name=special character`). Off by default; not written when false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub params: bool,
+    /// Public-relative rarity features ([`params`]: `rare:<name>`, `rare:any`, `unseen:path`)
+    /// against a (path, name, pattern) count table fitted on the featurizer's corpus, with this
+    /// minimum count (the 3). Off when absent; not written when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rarity_min_count: Option<u32>,
+    /// l1 (default, the seeds') or l2 normalization of the vectors. Not written when l1.
+    #[serde(skip_serializing_if = "is_l1")]
+    pub norm: Norm,
+}
+
+fn is_l1(n: &Norm) -> bool {
+    *n == Norm::L1
 }
 
 fn is_unigram(n: &usize) -> bool {
@@ -183,6 +202,9 @@ impl Default for FeaturizerConfig {
             char_ngrams: None,
             value_shapes: false,
             sublinear_tf: false,
+            params: false,
+            rarity_min_count: None,
+            norm: Norm::L1,
         }
     }
 }
@@ -303,6 +325,7 @@ pub struct Scratch {
     counts: Vec<u32>,
     touched: Vec<u32>,
     unseen: String,
+    params: params::ParamScratch,
 }
 
 /// Normalizes a request (see the crate documentation, step 1). Returns the text and whether the
@@ -649,7 +672,12 @@ pub enum FeatureKind {
     Char,
     /// A parameter value shape ([`VALUE_SHAPE_PREFIX`] in the vocabulary).
     Shape,
+    /// A parameter-aware or rarity feature ([`params`], [`PARAM_PREFIX`] in the vocabulary).
+    Param,
 }
+
+/// Prefix of a parameter-aware or rarity feature in the vocabulary ([`params`]).
+pub const PARAM_PREFIX: &str = "p:";
 
 impl FeatureKind {
     /// The prefix of this kind's vocabulary entries.
@@ -658,6 +686,7 @@ impl FeatureKind {
             FeatureKind::Token => "",
             FeatureKind::Char => CHAR_NGRAM_PREFIX,
             FeatureKind::Shape => VALUE_SHAPE_PREFIX,
+            FeatureKind::Param => PARAM_PREFIX,
         }
     }
 }
@@ -788,7 +817,7 @@ impl Hasher for FxHasher {
     }
 }
 
-type VocabIndex = HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>;
+pub(crate) type VocabIndex = HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>;
 
 const NOT_IN_VOCABULARY: u32 = u32::MAX;
 
@@ -806,6 +835,10 @@ struct Content {
     vocabulary: Vec<String>,
     document_frequency: Vec<u64>,
     idf: Vec<f32>,
+    /// The public-relative rarity table ([`FeaturizerConfig::rarity_min_count`]); absent (and not
+    /// written) otherwise, so older artifacts keep their hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rarity: Option<RarityTable>,
 }
 
 /// The artifact as stored: the content plus its sha256.
@@ -841,6 +874,10 @@ pub struct Featurizer {
     char_index: VocabIndex,
     /// Vocabulary index of each value-shape feature, keyed without its prefix.
     shape_index: VocabIndex,
+    /// Vocabulary index of each parameter-aware or rarity feature, keyed without its prefix.
+    param_index: VocabIndex,
+    /// The rarity table in lookup form.
+    rarity: Option<params::RarityLookup>,
 }
 
 impl PartialEq for Featurizer {
@@ -882,6 +919,9 @@ impl Featurizer {
         let mut df: HashMap<String, u64> = HashMap::new();
         // Each document's value-shape features (for the second pass, with value_shapes only).
         let mut doc_shapes: Vec<Vec<String>> = Vec::new();
+        // Each document's method and normalized text (for the rarity table, with
+        // rarity_min_count only).
+        let mut doc_texts: Vec<(String, String)> = Vec::new();
         let mut scratch = Scratch::default();
         let mut n: u64 = 0;
         for doc in docs {
@@ -904,6 +944,19 @@ impl Featurizer {
                     distinct.push(entry);
                 },
             );
+            if config.params {
+                params::for_each_param_feature(
+                    doc.method,
+                    &scratch.text,
+                    true,
+                    None,
+                    &mut scratch.params,
+                    |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
+                );
+            }
+            if config.rarity_min_count.is_some() {
+                doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
+            }
             distinct.sort_unstable();
             distinct.dedup();
             if config.value_shapes {
@@ -926,10 +979,35 @@ impl Featurizer {
         let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
         // Highest document frequency first; ties by token, ascending (deterministic).
         ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        // The rarity table and its features (rare:<name> for the most frequent names, rare:any,
+        // unseen:path), which take the very last places of the vocabulary.
+        let (rarity, rarity_entries) = match config.rarity_min_count {
+            None => (None, Vec::new()),
+            Some(min_count) => {
+                let mut table = RarityTable::new(min_count);
+                for (_, text) in &doc_texts {
+                    table.add(text, &mut scratch.params);
+                }
+                let entries = rarity_entries(&table, &doc_texts, &mut scratch.params);
+                (Some(table), entries)
+            }
+        };
+        let reserved = rarity_entries.len()
+            + if config.value_shapes {
+                UNSEEN_SHAPES.len()
+            } else {
+                0
+            };
+        if config.top_k <= reserved {
+            return Err(FeaturizerError::Invalid(format!(
+                "top_k = {} leaves no place for tokens: {reserved} places are reserved for the unseen-shape and rarity features",
+                config.top_k
+            )));
+        }
         if config.value_shapes {
             // The last places go to the "unseen name/shape" features, whose document frequency
             // depends on which name/shape pairs made it into the vocabulary: a second pass.
-            ranked.truncate(config.top_k - UNSEEN_SHAPES.len());
+            ranked.truncate(config.top_k - reserved);
             let kept: std::collections::HashSet<&str> = ranked
                 .iter()
                 .filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX))
@@ -956,8 +1034,9 @@ impl Featurizer {
                 ranked.push((format!("{VALUE_SHAPE_PREFIX}{u}"), d));
             }
         } else {
-            ranked.truncate(config.top_k);
+            ranked.truncate(config.top_k - reserved);
         }
+        ranked.extend(rarity_entries);
         let idf = ranked
             .iter()
             .map(|(_, d)| (((1.0 + n as f64) / (1.0 + *d as f64)).ln() + 1.0) as f32)
@@ -973,6 +1052,7 @@ impl Featurizer {
             vocabulary,
             document_frequency,
             idf,
+            rarity,
         };
         let content_hash = hash_content(&content);
         Featurizer::from_artifact(Artifact {
@@ -1024,7 +1104,35 @@ impl Featurizer {
         let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
         let mut char_index = VocabIndex::default();
         let mut shape_index = VocabIndex::default();
+        let mut param_index = VocabIndex::default();
+        match (&c.rarity, c.config.rarity_min_count) {
+            (None, None) => {}
+            (Some(t), Some(m)) if t.min_count == m && m > 0 => {}
+            _ => {
+                return Err(FeaturizerError::Invalid(format!(
+                    "rarity table ({}) does not match rarity_min_count {:?}",
+                    c.rarity.as_ref().map_or("absent".to_string(), |t| format!(
+                        "min_count {}",
+                        t.min_count
+                    )),
+                    c.config.rarity_min_count
+                )))
+            }
+        }
         for (i, tok) in c.vocabulary.iter().enumerate() {
+            if let Some(body) = tok.strip_prefix(PARAM_PREFIX) {
+                if !c.config.params && c.config.rarity_min_count.is_none() {
+                    return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary entry {i} ({tok:?}) is a parameter feature, but params and rarity_min_count are off"
+                    )));
+                }
+                if param_index.insert(body.into(), i as u32).is_some() {
+                    return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary token {tok:?} appears twice"
+                    )));
+                }
+                continue;
+            }
             if let Some(body) = tok.strip_prefix(CHAR_NGRAM_PREFIX) {
                 let n = body.chars().count();
                 match c.config.char_ngrams {
@@ -1083,6 +1191,7 @@ impl Featurizer {
                 }
             }
         }
+        let rarity = c.rarity.as_ref().map(RarityTable::lookup);
         Ok(Featurizer {
             content: a.content,
             content_hash: a.content_hash,
@@ -1090,6 +1199,8 @@ impl Featurizer {
             ascii_index,
             char_index,
             shape_index,
+            param_index,
+            rarity,
         })
     }
 
@@ -1100,6 +1211,7 @@ impl Featurizer {
             FeatureKind::Token => self.lookup(feature),
             FeatureKind::Char => self.char_index.get(feature).copied(),
             FeatureKind::Shape => self.shape_index.get(feature).copied(),
+            FeatureKind::Param => self.param_index.get(feature).copied(),
         }
     }
 
@@ -1121,6 +1233,34 @@ impl Featurizer {
         buf.push_str(UNSEEN_NAME);
         buf.push_str(shape);
         self.shape_index.get(buf.as_str()).copied()
+    }
+
+    /// Calls `f(index)` for each parameter-aware and rarity feature of a request that is in the
+    /// vocabulary; returns the number of such features, in the vocabulary or not (for tf).
+    #[inline]
+    fn for_each_param_feature(
+        &self,
+        method: &str,
+        text: &str,
+        scratch: &mut params::ParamScratch,
+        mut f: impl FnMut(u32),
+    ) -> u32 {
+        let config = &self.content.config;
+        if !config.params && self.rarity.is_none() {
+            return 0;
+        }
+        params::for_each_param_feature(
+            method,
+            text,
+            config.params,
+            self.rarity.as_ref(),
+            scratch,
+            |feature| {
+                if let Some(i) = self.param_index.get(feature) {
+                    f(*i)
+                }
+            },
+        )
     }
 
     /// Vocabulary index of a token feature.
@@ -1197,6 +1337,7 @@ impl Featurizer {
             counts,
             touched,
             unseen,
+            params,
             ..
         } = scratch;
         if counts.len() != self.dim() {
@@ -1204,7 +1345,7 @@ impl Featurizer {
             counts.resize(self.dim(), 0);
         }
         touched.clear();
-        let tokens =
+        let mut tokens =
             for_each_configured_feature(text, &self.content.config, gram, |kind, feature| {
                 if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
                     let c = &mut counts[i as usize];
@@ -1214,6 +1355,13 @@ impl Featurizer {
                     *c += 1;
                 }
             });
+        tokens += self.for_each_param_feature(req.method, text, params, |i| {
+            let c = &mut counts[i as usize];
+            if *c == 0 {
+                touched.push(i);
+            }
+            *c += 1;
+        });
         if touched.is_empty() {
             return;
         }
@@ -1228,14 +1376,16 @@ impl Featurizer {
                 f64::from(count) / f64::from(tokens)
             }
         };
+        let l2 = self.content.config.norm == Norm::L2;
         let mut sum = 0.0f64;
         for &i in touched.iter() {
-            let tf = tf_of(counts[i as usize]);
-            sum += tf * f64::from(self.content.idf[i as usize]);
+            let w = tf_of(counts[i as usize]) * f64::from(self.content.idf[i as usize]);
+            sum += if l2 { w * w } else { w };
         }
+        let norm = if l2 { sum.sqrt() } else { sum };
         for &i in touched.iter() {
             let tf = tf_of(counts[i as usize]);
-            let w = tf * f64::from(self.content.idf[i as usize]) / sum;
+            let w = tf * f64::from(self.content.idf[i as usize]) / norm;
             out.indices.push(i);
             out.values.push(w as f32);
             counts[i as usize] = 0;
@@ -1262,6 +1412,12 @@ impl Featurizer {
                     *counts.entry(i).or_default() += 1;
                 }
             },
+        );
+        self.for_each_param_feature(
+            req.method,
+            &normalized,
+            &mut params::ParamScratch::default(),
+            |i| *counts.entry(i).or_default() += 1,
         );
         let v = self.transform(req);
         let weights = v
@@ -1367,6 +1523,11 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
             UNSEEN_SHAPES.len()
         )));
     }
+    if c.rarity_min_count == Some(0) {
+        return Err(FeaturizerError::Invalid(
+            "rarity_min_count must be at least 1 (or absent for off)".into(),
+        ));
+    }
     if c.decode_rounds > 16 {
         return Err(FeaturizerError::Invalid(format!(
             "decode_rounds = {} (at most 16)",
@@ -1374,6 +1535,46 @@ fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
         )));
     }
     Ok(())
+}
+
+/// The rarity features' vocabulary entries (with their document frequency over the corpus
+/// `docs`): `rare:<name>` for [`RarityTable::reserved_names`], then `rare:any` and `unseen:path`.
+fn rarity_entries(
+    table: &RarityTable,
+    docs: &[(String, String)],
+    scratch: &mut params::ParamScratch,
+) -> Vec<(String, u64)> {
+    let mut bodies: Vec<String> = table
+        .reserved_names()
+        .into_iter()
+        .map(|n| format!("{}{n}", params::RARE_PREFIX))
+        .collect();
+    bodies.push(params::RARE_ANY.into());
+    bodies.push(params::UNSEEN_PATH.into());
+    let position: HashMap<&str, usize> = bodies
+        .iter()
+        .enumerate()
+        .map(|(k, b)| (b.as_str(), k))
+        .collect();
+    let lookup = table.lookup();
+    let mut df = vec![0u64; bodies.len()];
+    let mut seen = vec![false; bodies.len()];
+    for (method, text) in docs {
+        seen.iter_mut().for_each(|s| *s = false);
+        params::for_each_param_feature(method, text, false, Some(&lookup), scratch, |f| {
+            if let Some(&k) = position.get(f) {
+                seen[k] = true;
+            }
+        });
+        for (d, s) in df.iter_mut().zip(&seen) {
+            *d += u64::from(*s);
+        }
+    }
+    bodies
+        .iter()
+        .zip(df)
+        .map(|(b, d)| (format!("{PARAM_PREFIX}{b}"), d))
+        .collect()
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename

@@ -759,6 +759,115 @@ pub fn tpr_at_fpr(roc: &[RocPoint], max_fpr: f64) -> Option<f64> {
         .reduce(f64::max)
 }
 
+/// A query order (a permutation of the distinct public requests) for `query_selection: head`:
+/// the `head` requests with the highest public multiplicity first (ties in random order), then
+/// every other request in uniformly random order. The multiplicities are public.
+pub fn head_then_uniform(
+    multiplicities: &[usize],
+    head: usize,
+    rng: &mut impl rand::Rng,
+) -> Vec<usize> {
+    let mut order = shuffled(multiplicities.len(), rng);
+    // Stable sort of a random permutation: ties stay in random order.
+    order.sort_by(|&a, &b| multiplicities[b].cmp(&multiplicities[a]));
+    let head = head.min(order.len());
+    let mut tail = order.split_off(head);
+    let perm = shuffled(tail.len(), rng);
+    let shuffled_tail: Vec<usize> = perm.iter().map(|&k| tail[k]).collect();
+    tail.clear();
+    order.extend(shuffled_tail);
+    order
+}
+
+/// The constant added to the malicious count by calibrated aggregation
+/// ([`crate::config::AggregationConfig`]): c = round(N · (1 − 2s)) for `teachers` = N and vote
+/// share s. A function of the configuration only: the same for every vote matrix (a test checks
+/// it), which is what keeps the noisy-max analyses valid.
+pub fn vote_share_shift(share: f64, teachers: usize) -> i64 {
+    (teachers as f64 * (1.0 - 2.0 * share)).round() as i64
+}
+
+/// The vote counts the noisy aggregation sees under calibrated aggregation: (benign,
+/// malicious + c) for c ≥ 0, (benign − c, malicious) for c < 0, with c = [`vote_share_shift`].
+/// Adding a constant vector does not change how one teacher's vote can move the counts (the
+/// sensitivity), so GNMax/LNMax/Confident-GNMax on the shifted counts keep their guarantees.
+pub fn shift_votes(
+    votes: &privacy::votes::VoteMatrix,
+    share: f64,
+    teachers: usize,
+) -> Result<privacy::votes::VoteMatrix> {
+    let c = vote_share_shift(share, teachers);
+    if votes.classes() != 2 {
+        return Err(Error::Invalid(format!(
+            "aggregation.malicious_vote_share needs 2 classes, the votes have {}",
+            votes.classes()
+        )));
+    }
+    let rows: Vec<[u64; 2]> = votes
+        .rows()
+        .map(|r| {
+            if c >= 0 {
+                [r[0], r[1] + c as u64]
+            } else {
+                [r[0] + c.unsigned_abs(), r[1]]
+            }
+        })
+        .collect();
+    Ok(privacy::votes::VoteMatrix::from_rows(&rows)?)
+}
+
+/// The threshold above which a share of at most `max_share` of the weighted benign mass lies: the
+/// smallest score t such that Σ{w : score > t} ≤ max_share · Σw (ties: all rows at t are below).
+/// `None` without rows.
+pub fn weighted_quantile_threshold(
+    scores: &[f32],
+    weights: &[usize],
+    max_share: f64,
+) -> Option<f32> {
+    if scores.is_empty() {
+        return None;
+    }
+    let mut rows: Vec<(f32, usize)> = scores
+        .iter()
+        .copied()
+        .zip(weights.iter().copied().chain(std::iter::repeat(1)))
+        .collect();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let total: f64 = rows.iter().map(|r| r.1.max(1) as f64).sum();
+    let allowed = max_share * total;
+    let mut above = 0.0f64;
+    let mut k = 0;
+    // Walk groups of equal scores from the top; a group can go above the threshold only whole.
+    while k < rows.len() {
+        let score = rows[k].0;
+        let mut group = 0.0;
+        let mut j = k;
+        while j < rows.len() && rows[j].0 == score {
+            group += rows[j].1.max(1) as f64;
+            j += 1;
+        }
+        if above + group > allowed {
+            // Scores strictly above `score` are flagged; a threshold just above it.
+            return Some(next_up(score));
+        }
+        above += group;
+        k = j;
+    }
+    // Everything fits under the allowance: flag all (threshold at the lowest score).
+    Some(rows[rows.len() - 1].0)
+}
+
+fn next_up(x: f32) -> f32 {
+    if x.is_nan() || x == f32::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f32::from_bits(1);
+    }
+    let bits = x.to_bits();
+    f32::from_bits(if x > 0.0 { bits + 1 } else { bits - 1 })
+}
+
 /// What [`train_student_full`] did beyond training.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct StudentExtras {
@@ -772,12 +881,15 @@ pub struct StudentExtras {
 
 /// [`train_student`] plus the `student:` options of the run configuration: self-training on
 /// `pool` (unlabelled public features; needed when `student.self_training.rounds` > 0) and the
-/// threshold rule.
+/// threshold rule (`answered_benign` needs `answered_benign`: the features of the answered
+/// queries labelled benign and their public multiplicities).
+#[allow(clippy::too_many_arguments)]
 pub fn train_student_full(
     train: LabeledRows,
     validation: LabeledRows,
     copies: Option<(&[usize], &[usize])>,
     pool: Option<&DenseMatrix>,
+    answered_benign: Option<(&DenseMatrix, &[usize])>,
     student: &crate::config::StudentConfig,
     featurizer_hash: &str,
     rng: &RunRng,
@@ -891,11 +1003,96 @@ pub fn train_student_full(
             extras.threshold_rule = format!("target_fpr {}", student.target_fpr);
             model.info.threshold = t;
         }
+        crate::config::ThresholdRule::AnsweredBenign => {
+            let (x, weights) = answered_benign.ok_or_else(|| {
+                Error::Config(
+                    "student.threshold_rule: answered_benign needs the answered queries labelled benign"
+                        .into(),
+                )
+            })?;
+            let scores = model_scores(&model, x, device)?;
+            let t = weighted_quantile_threshold(&scores, weights, student.target_fpr).ok_or_else(
+                || {
+                    Error::Invalid(
+                        "no answered query was labelled benign: cannot choose a threshold".into(),
+                    )
+                },
+            )?;
+            extras.threshold_rule = format!("answered_benign {}", student.target_fpr);
+            model.info.threshold = t;
+        }
     }
     let scores = model_scores(&model, &validation.x, device)?;
     let m = Metrics::compute(&scores, &validation.y, model.info.threshold);
     extras.validation_operating_point = m.fpr.zip(m.tpr);
     Ok((model, extras))
+}
+
+#[cfg(test)]
+mod lever_tests {
+    use super::*;
+    use privacy::votes::VoteMatrix;
+
+    #[test]
+    fn the_vote_share_shift_depends_on_the_configuration_only() {
+        // Two very different vote matrices of 250 teachers: the same constant is added.
+        let a = VoteMatrix::from_rows(&[[250u64, 0], [0, 250], [125, 125]]).unwrap();
+        let b = VoteMatrix::from_rows(&[[1u64, 249], [200, 50]]).unwrap();
+        let c = vote_share_shift(0.3, 250);
+        assert_eq!(c, 100);
+        for m in [&a, &b] {
+            let shifted = shift_votes(m, 0.3, 250).unwrap();
+            for (r, s) in m.rows().zip(shifted.rows()) {
+                assert_eq!((s[0], s[1]), (r[0], r[1] + 100));
+            }
+        }
+        // Without noise, argmax of the shifted counts = "at least 30 % vote malicious".
+        for malicious in 0..=250u64 {
+            let m = VoteMatrix::from_rows(&[[250 - malicious, malicious]]).unwrap();
+            let s = shift_votes(&m, 0.3, 250).unwrap();
+            let r = s.row(0);
+            assert_eq!(r[1] > r[0], malicious * 10 > 750, "{malicious}");
+        }
+        // 0.5 is plurality (no shift); above 0.5 the benign count is raised.
+        assert_eq!(vote_share_shift(0.5, 250), 0);
+        let s = shift_votes(&a, 0.6, 250).unwrap();
+        assert_eq!(s.row(1), &[50, 250]);
+    }
+
+    #[test]
+    fn head_selection_asks_the_most_frequent_requests_first_then_every_other_once() {
+        let multiplicities = [1, 50, 3, 1000, 1, 7, 1, 1];
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let order = head_then_uniform(&multiplicities, 3, &mut rng);
+        assert_eq!(&order[..3], &[3, 1, 5]);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..multiplicities.len()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_weighted_quantile_threshold_keeps_the_benign_traffic_above_it_under_the_share() {
+        // One page of weight 1000 scoring 0.1, ten rows of weight 1 scoring 0.5..0.95.
+        let mut scores = vec![0.1f32];
+        let mut weights = vec![1000usize];
+        for k in 0..10 {
+            scores.push(0.5 + 0.05 * k as f32);
+            weights.push(1);
+        }
+        let t = weighted_quantile_threshold(&scores, &weights, 0.01).unwrap();
+        let above: usize = scores
+            .iter()
+            .zip(&weights)
+            .filter(|(s, _)| **s >= t)
+            .map(|(_, w)| w)
+            .sum();
+        assert!(above as f64 <= 0.01 * 1010.0, "{above} above {t}");
+        assert!(t > 0.1 && t <= 0.95, "{t}");
+        // Heavy page at the top: it must stay below the threshold.
+        let t = weighted_quantile_threshold(&[0.9, 0.2], &[1000, 10], 0.01).unwrap();
+        assert!(t > 0.9);
+        assert_eq!(weighted_quantile_threshold(&[], &[], 0.01), None);
+    }
 }
 
 #[cfg(test)]

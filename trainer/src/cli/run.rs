@@ -179,6 +179,11 @@ pub fn run_pipeline(
             distinct_public.len(),
             &mut query_rng,
         ),
+        QuerySelection::Head => pipeline::head_then_uniform(
+            &pipeline::multiplicities(&records, &splits.public),
+            (config.student.head_share * config.student.queries as f64).round() as usize,
+            &mut query_rng,
+        ),
     };
     let query_rows: Vec<usize> = query_order
         .iter()
@@ -395,7 +400,22 @@ pub fn run_pipeline(
             (Box::new(m), AccountedMechanism::ConfidentGnmax(m))
         }
     };
-    stage(&format!("aggregate with {}", aggregator.name()), started);
+    // Calibrated aggregation: a constant, data-independent shift of the counts (see
+    // `config::AggregationConfig`); the accountant below is given the same shifted counts.
+    let share = config.aggregation.malicious_vote_share;
+    let votes = if share == 0.5 {
+        votes
+    } else {
+        pipeline::shift_votes(&votes, share, teacher_files.len())?
+    };
+    stage(
+        &format!(
+            "aggregate with {} (malicious at a vote share of {share}: +{} on the malicious count)",
+            aggregator.name(),
+            pipeline::vote_share_shift(share, teacher_files.len())
+        ),
+        started,
+    );
     let noisy_labels = aggregator.aggregate(&votes, &mut noise)?;
     let labels: Vec<Option<bool>> = noisy_labels.iter().map(|l| l.map(|c| c == 1)).collect();
     pipeline::write_labels(&run.aggregate_labels(), &labels)?;
@@ -441,6 +461,18 @@ pub fn run_pipeline(
         ),
         started,
     );
+    // The answered queries labelled benign with their public multiplicities
+    // (threshold_rule: answered_benign).
+    let benign_answered: Vec<usize> = answered
+        .iter()
+        .copied()
+        .filter(|&i| labels[i] == Some(false))
+        .collect();
+    let benign_answered_x = query_x.select_rows(&benign_answered);
+    let benign_answered_weights: Vec<usize> = benign_answered
+        .iter()
+        .map(|&i| public_multiplicity[query_order[i]])
+        .collect();
     let (student, student_extras) = pipeline::train_student_full(
         LabeledRows {
             x: query_x.select_rows(&answered),
@@ -465,6 +497,7 @@ pub fn run_pipeline(
             .as_ref()
             .map(|(a, v)| (a.as_slice(), v.as_slice())),
         pool_x.as_ref(),
+        Some((&benign_answered_x, &benign_answered_weights)),
         &config.student,
         &fhash,
         &rng,
@@ -523,6 +556,31 @@ pub fn run_pipeline(
         "metrics": distinct_metrics,
         "tpr_at_fpr": tpr_at_fprs(&distinct_roc),
     });
+    // "Novel" test requests: those whose request never occurs in the public split (traffic-
+    // weighted among themselves). Recurring requests can be learnt from the public pool; these
+    // cannot, so they show how the detector generalizes.
+    let novel_test: Vec<usize> = {
+        let public_hashes: std::collections::HashSet<[u8; 32]> = splits
+            .public
+            .iter()
+            .map(|&i| pipeline::request_hash(&records[i]))
+            .collect();
+        (0..splits.test.len())
+            .filter(|&k| !public_hashes.contains(&pipeline::request_hash(&records[splits.test[k]])))
+            .collect()
+    };
+    let novel_evaluation = if novel_test.is_empty() {
+        serde_json::Value::Null
+    } else {
+        let scores = pipeline::model_scores(&student, &test_x.select_rows(&novel_test), device)?;
+        let y: Vec<bool> = novel_test.iter().map(|&k| test_y[k]).collect();
+        let (m, roc) = pipeline::evaluate_scores(&scores, &y, student.info.threshold);
+        serde_json::json!({
+            "samples": novel_test.len(),
+            "metrics": m,
+            "tpr_at_fpr": tpr_at_fprs(&roc),
+        })
+    };
     pipeline::write_file(&run.path("roc.svg"), evaluation.svg.as_bytes())?;
     pipeline::write_json(&run.path("evaluation.json"), &evaluation.json)?;
     manifest.record(
@@ -566,6 +624,9 @@ pub fn run_pipeline(
         "metrics": evaluation.student,
         "student_tpr_at_fpr": evaluation.student_tpr_at_fpr,
         "student_distinct_test": distinct_evaluation,
+        "student_novel_test": novel_evaluation,
+        "malicious_vote_share": share,
+        "vote_shift": pipeline::vote_share_shift(share, teachers),
         "teacher_ensemble_metrics": evaluation.ensemble,
         "teacher_ensemble_tpr_at_fpr": evaluation.ensemble_tpr_at_fpr,
         "student_options": {

@@ -154,6 +154,15 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         None
     };
+    // The answered queries labelled benign, each once (no multiplicities here), for
+    // `threshold_rule: answered_benign`.
+    let benign_rows: Vec<usize> = answered
+        .iter()
+        .copied()
+        .filter(|&i| labels[i] == Some(false))
+        .collect();
+    let benign_x = queries.select_rows(&benign_rows);
+    let benign_weights = vec![1usize; benign_rows.len()];
     let (student, extras) = pipeline::train_student_full(
         LabeledRows {
             x: queries.select_rows(&answered),
@@ -168,6 +177,7 @@ pub fn run(args: Args) -> Result<()> {
         },
         None,
         pool.as_ref(),
+        Some((&benign_x, &benign_weights)),
         &config.student,
         featurizer.content_hash(),
         &rng,

@@ -1,0 +1,146 @@
+//! Parameter-aware features, public-relative rarity features and l2 normalization (issue 16).
+use featurizer::{Featurizer, FeaturizerConfig, Norm, RequestParts};
+
+fn corpus() -> Vec<RequestParts<'static>> {
+    let mut docs = Vec::new();
+    for _ in 0..3 {
+        docs.push(RequestParts::get(
+            "/shop/buy.jsp?id=2&email=ana%40mail.es&cantidad=12",
+        ));
+        docs.push(RequestParts::get("/shop/index.jsp"));
+    }
+    docs.push(RequestParts {
+        method: "POST",
+        target: b"/shop/login.jsp",
+        body: Some(b"login=ana&pwd=x1"),
+    });
+    docs
+}
+
+fn config() -> FeaturizerConfig {
+    FeaturizerConfig {
+        top_k: 400,
+        char_ngrams: Some([1, 3]),
+        sublinear_tf: true,
+        params: true,
+        rarity_min_count: Some(3),
+        norm: Norm::L2,
+        ..Default::default()
+    }
+}
+
+fn tokens_of(f: &Featurizer, req: &RequestParts) -> Vec<String> {
+    f.explain(req)
+        .weights
+        .into_iter()
+        .map(|w| w.token)
+        .filter(|t| t.starts_with("p:"))
+        .collect()
+}
+
+#[test]
+fn rarity_features_flag_a_tampered_parameter_relative_to_the_public_corpus() {
+    let f = Featurizer::fit(config(), corpus()).unwrap();
+    // The reserved rarity places are the last of the vocabulary.
+    let vocab = f.vocabulary();
+    let n = vocab.len();
+    assert_eq!(&vocab[n - 2..], ["p:rare:any", "p:unseen:path"]);
+    assert!(vocab.contains(&"p:rare:email".to_string()));
+    assert!(vocab.contains(&"p:s:email=a@a.a".to_string()));
+    assert!(vocab.contains(&"p:m:get".to_string()));
+
+    let normal = RequestParts::get("/shop/buy.jsp?id=7&email=bob%40x.com&cantidad=99");
+    let t = tokens_of(&f, &normal);
+    assert!(
+        !t.iter()
+            .any(|t| t.contains("rare:") || t.contains("unseen:")),
+        "{t:?}"
+    );
+
+    let tampered = RequestParts::get("/shop/buy.jsp?id=7&email=bob%40x%40y.com&cantidad=99");
+    let t = tokens_of(&f, &tampered);
+    assert!(t.contains(&"p:rare:email".to_string()), "{t:?}");
+    assert!(t.contains(&"p:rare:any".to_string()), "{t:?}");
+    assert!(!t.contains(&"p:unseen:path".to_string()), "{t:?}");
+
+    let new_path = RequestParts::get("/shop/buy.jsp.bak");
+    let t = tokens_of(&f, &new_path);
+    assert!(t.contains(&"p:unseen:path".to_string()), "{t:?}");
+    // The login path occurs once (< 3) in the corpus: unseen too.
+    let t = tokens_of(
+        &f,
+        &RequestParts {
+            method: "POST",
+            target: b"/shop/login.jsp",
+            body: Some(b"login=ana&pwd=x1"),
+        },
+    );
+    assert!(t.contains(&"p:unseen:path".to_string()), "{t:?}");
+}
+
+#[test]
+fn l2_vectors_have_unit_euclidean_norm_and_l1_stays_the_default() {
+    let f = Featurizer::fit(config(), corpus()).unwrap();
+    let v = f.transform(&RequestParts::get("/shop/buy.jsp?id=7&email=x%40y%40z"));
+    let l2: f64 = v.values.iter().map(|&w| f64::from(w) * f64::from(w)).sum();
+    assert!((l2 - 1.0).abs() < 1e-5, "{l2}");
+    let l1 = Featurizer::fit(
+        FeaturizerConfig {
+            norm: Norm::L1,
+            ..config()
+        },
+        corpus(),
+    )
+    .unwrap();
+    let v = l1.transform(&RequestParts::get("/shop/buy.jsp?id=7&email=x%40y%40z"));
+    let s: f64 = v.values.iter().map(|&w| f64::from(w)).sum();
+    assert!((s - 1.0).abs() < 1e-5, "{s}");
+    assert_eq!(FeaturizerConfig::default().norm, Norm::L1);
+}
+
+#[test]
+fn the_rarity_table_is_part_of_the_artifact_and_its_hash() {
+    let f = Featurizer::fit(config(), corpus()).unwrap();
+    let json = f.to_json();
+    let back = Featurizer::from_json(&json).unwrap();
+    assert_eq!(back, f);
+    let req = RequestParts::get("/shop/buy.jsp?id=7&email=x%40y%40z");
+    assert_eq!(back.transform(&req), f.transform(&req));
+    let text = String::from_utf8(json.clone()).unwrap();
+    assert!(text.contains("\"rarity\""), "table stored");
+    assert!(text.contains("/shop/buy.jsp\\tid\\t9"), "keys stored");
+    // Editing a count is caught by the content hash.
+    let edited = text.replacen("\"/shop/index.jsp\": 3", "\"/shop/index.jsp\": 4", 1);
+    assert_ne!(edited, text);
+    assert!(Featurizer::from_json(edited.as_bytes()).is_err());
+    // A featurizer without the new families writes none of their keys (old artifacts keep
+    // their bytes and hash).
+    let plain = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
+    let plain_text = String::from_utf8(plain.to_json()).unwrap();
+    for key in ["\"rarity\"", "\"params\"", "\"norm\"", "rarity_min_count"] {
+        assert!(!plain_text.contains(key), "{key} in {plain_text}");
+    }
+}
+
+#[test]
+fn bad_rarity_settings_are_clear_errors() {
+    let e = Featurizer::fit(
+        FeaturizerConfig {
+            rarity_min_count: Some(0),
+            ..config()
+        },
+        corpus(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("rarity_min_count"), "{e}");
+    // Too small a vocabulary for the reserved rarity places.
+    let e = Featurizer::fit(
+        FeaturizerConfig {
+            top_k: 3,
+            ..config()
+        },
+        corpus(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("top_k"), "{e}");
+}
