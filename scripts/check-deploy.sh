@@ -280,6 +280,7 @@ expected = {  # panel -> (type, text its queries must contain)
     "Model reloads": ("timeseries", "patewaf_model_reloads_total"),
     "Upstream (Apache) errors / s": ("timeseries", "patewaf_upstream_errors_total"),
     "Ready": ("stat", "patewaf_ready"),
+    "Shadow model agreement rate": ("timeseries", 'active_verdict="allow", shadow_verdict="allow"'),
 }
 for title, (typ, text) in expected.items():
     assert title in panels, f"missing panel {title!r}"
@@ -291,7 +292,8 @@ assert panels["Score distribution"]["targets"][0]["format"] == "heatmap"
 ids = [p["id"] for p in dash["panels"]]
 assert len(ids) == len(set(ids)), "duplicate panel ids"
 names = {"patewaf_requests_total", "patewaf_score_bucket", "patewaf_scoring_duration_seconds_bucket",
-         "patewaf_model_info", "patewaf_model_reloads_total", "patewaf_upstream_errors_total", "patewaf_ready"}
+         "patewaf_model_info", "patewaf_model_reloads_total", "patewaf_upstream_errors_total", "patewaf_ready",
+         "patewaf_shadow_requests_total"}
 import re
 used = set(re.findall(r"patewaf_[a-z_]+", " ".join(t["expr"] for p in dash["panels"] for t in p["targets"])))
 assert used <= names, f"unknown metric names {used - names} (ARCHITECTURE.md, proxy metrics)"

@@ -1,5 +1,6 @@
 //! The admin server (its own address, a pingora HTTP service): `GET /metrics`, `GET /live`,
-//! `GET /ready`, `POST /reload`; and the SIGHUP handler, which reloads like `POST /reload`.
+//! `GET /ready`, `POST /reload`, `POST /promote`; and the SIGHUP handler, which reloads like
+//! `POST /reload`.
 
 use std::sync::Arc;
 
@@ -44,6 +45,36 @@ fn json(status: StatusCode, value: serde_json::Value) -> Response<Vec<u8>> {
     reply(status, "application/json", body)
 }
 
+impl AdminApp {
+    /// `POST /reload`: 200 when every configured bundle loaded, else 422; the body has the
+    /// active bundle's outcome at the top level and the shadow's under `"shadow"`.
+    async fn reload(&self) -> Response<Vec<u8>> {
+        let report = self.shared.reload().await;
+        let shadow = report.shadow.as_ref().map(|r| match r {
+            Ok(version) => serde_json::json!({"result": "ok", "model_version": version}),
+            Err(e) => serde_json::json!({"result": "error", "error": e.to_string()}),
+        });
+        let shadow_failed = matches!(report.shadow, Some(Err(_)));
+        match report.active {
+            Ok(done) if !shadow_failed => json(
+                StatusCode::OK,
+                serde_json::json!({"result": "ok", "model_version": done.version, "previous": done.previous, "shadow": shadow}),
+            ),
+            Ok(done) => json(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                serde_json::json!({"result": "error", "error": "the shadow bundle was rejected (the active bundle was reloaded)", "model_version": done.version, "previous": done.previous, "serving": done.version, "shadow": shadow}),
+            ),
+            Err(e) => {
+                let serving = self.shared.model.get().map(|m| m.version.clone());
+                json(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    serde_json::json!({"result": "error", "error": e.to_string(), "serving": serving, "shadow": shadow}),
+                )
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
@@ -57,19 +88,23 @@ impl ServeHttp for AdminApp {
             ),
             ("GET", "/live") => reply(StatusCode::OK, "text/plain", b"live\n".to_vec()),
             ("GET", "/ready") => match self.shared.model.get() {
-                Some(model) => json(
-                    StatusCode::OK,
-                    serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold, "scorer": model.scorer().as_str()}),
-                ),
+                Some(model) => {
+                    let shadow = self.shared.shadow.get().map(|m| m.version.clone());
+                    json(
+                        StatusCode::OK,
+                        serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold, "scorer": model.scorer().as_str(), "shadow_version": shadow}),
+                    )
+                }
                 None => json(
                     StatusCode::SERVICE_UNAVAILABLE,
                     serde_json::json!({"ready": false}),
                 ),
             },
-            ("POST", "/reload") => match self.shared.reload().await {
+            ("POST", "/reload") => self.reload().await,
+            ("POST", "/promote") => match self.shared.promote().await {
                 Ok(done) => json(
                     StatusCode::OK,
-                    serde_json::json!({"result": "ok", "model_version": done.version, "previous": done.previous}),
+                    serde_json::json!({"result": "ok", "model_version": done.version, "previous": done.previous, "bundle": done.dir}),
                 ),
                 Err(e) => {
                     let serving = self.shared.model.get().map(|m| m.version.clone());
@@ -79,7 +114,7 @@ impl ServeHttp for AdminApp {
                     )
                 }
             },
-            (_, "/metrics" | "/live" | "/ready" | "/reload") => reply(
+            (_, "/metrics" | "/live" | "/ready" | "/reload" | "/promote") => reply(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "text/plain",
                 b"method not allowed\n".to_vec(),
@@ -87,7 +122,7 @@ impl ServeHttp for AdminApp {
             _ => reply(
                 StatusCode::NOT_FOUND,
                 "text/plain",
-                b"not found; try GET /metrics, /live, /ready or POST /reload\n".to_vec(),
+                b"not found; try GET /metrics, /live, /ready or POST /reload, /promote\n".to_vec(),
             ),
         }
     }

@@ -45,7 +45,8 @@ pub struct AuditRecord<'a> {
     pub score: Option<f32>,
     /// Threshold in force.
     pub threshold: Option<f32>,
-    /// `block`, `flag` or `error`.
+    /// `block`, `flag` or `error`; `allow` only on a line written because the shadow model
+    /// disagreed.
     pub verdict: &'a str,
     /// Mode in force for this request (global or route override).
     pub mode: &'a str,
@@ -56,6 +57,15 @@ pub struct AuditRecord<'a> {
     /// Why, when it is not the score (e.g. `scoring_error: ...`, `body_over_limit`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The shadow model's verdict, only where it differs from `verdict` (`shadow_bundle`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow_verdict: Option<&'a str>,
+    /// The shadow model's probability (with `shadow_verdict`; `None` when its scoring failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow_score: Option<f32>,
+    /// The shadow model's version (with `shadow_verdict`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow_model_version: Option<&'a str>,
 }
 
 /// Append-only JSON-lines writer that can reopen its file.
@@ -255,6 +265,9 @@ mod tests {
                 weight: 0.5,
             }],
             reason: None,
+            shadow_verdict: None,
+            shadow_score: None,
+            shadow_model_version: None,
         };
         log.write(&record).unwrap();
         std::fs::rename(&path, dir.path().join("audit.jsonl.1")).unwrap();

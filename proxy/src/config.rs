@@ -137,6 +137,11 @@ pub struct Config {
     pub admin_listen: String,
     /// Bundle directory written by `pate-trainer export` (model.onnx, featurizer.json, bundle.yaml).
     pub bundle: PathBuf,
+    /// A second bundle that scores every scored request beside the active one and never decides
+    /// anything (`patewaf_shadow_requests_total{active_verdict, shadow_verdict}`, audit lines
+    /// where the two disagree); `POST /promote` makes it the active bundle. `null`: none.
+    #[serde(default)]
+    pub shadow_bundle: Option<PathBuf>,
     /// `detect` (default) or `block`.
     #[serde(default = "default_mode")]
     pub mode: Mode,
@@ -482,6 +487,13 @@ mod tests {
         assert_eq!(c.header_count_limit, 100);
         assert!(c.trusted_forwarders.is_empty());
         assert_eq!(c.scorer, ScorerKind::Onnxruntime);
+        assert_eq!(c.shadow_bundle, None);
+        let c = Config::from_yaml(
+            &format!("{MINIMAL}shadow_bundle: \"runs/next/bundle\"\n"),
+            Path::new("m.yaml"),
+        )
+        .unwrap();
+        assert_eq!(c.shadow_bundle, Some(PathBuf::from("runs/next/bundle")));
     }
 
     #[test]

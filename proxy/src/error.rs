@@ -36,6 +36,9 @@ pub enum ProxyError {
     /// A metric could not be registered (a programming error caught at start-up).
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
+    /// `POST /promote` had nothing (or not the observed bundle) to promote.
+    #[error("promote: {0}")]
+    Promote(String),
     /// pingora could not be set up.
     #[error("server: {0}")]
     Server(String),

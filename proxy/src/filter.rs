@@ -21,7 +21,9 @@ use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, Audi
 use crate::config::{BodyOverLimit, Mode, OnError, UriOverLimit, MAX_BODY_LIMIT_BYTES};
 use crate::error::ProxyError;
 use crate::model::{Scored, ServingModel};
+use crate::shadow::{self, ShadowJudgement};
 use crate::state::Shared;
+use crate::verdict::Verdict;
 
 /// `Via` value added to forwarded requests (RFC 9110 §7.6.3).
 pub const VIA: &str = "1.1 pate-waf";
@@ -38,7 +40,7 @@ pub struct RequestCtx {
     /// Sent to the client (`X-Request-Id`, 403 body), the upstream and the audit log.
     pub request_id: String,
     /// The verdict counted for this request.
-    pub verdict: Option<&'static str>,
+    pub verdict: Option<Verdict>,
 }
 
 /// What the audit record says about the decision.
@@ -47,6 +49,8 @@ struct Judgement<'a> {
     scored: Option<&'a Scored>,
     mode: Mode,
     reason: Option<String>,
+    /// The shadow model's judgement, written to the audit line where it differs.
+    shadow: Option<&'a ShadowJudgement>,
 }
 
 /// What reading the request body for scoring gave.
@@ -236,7 +240,7 @@ impl WafProxy {
         what: &str,
         reason: String,
     ) -> Result<()> {
-        self.count(ctx, "block");
+        self.count(ctx, Verdict::Block);
         let method = session.req_header().method.as_str().to_string();
         let target = session.req_header().raw_path().to_vec();
         let parts = RequestParts {
@@ -254,6 +258,7 @@ impl WafProxy {
                 scored: None,
                 mode,
                 reason: Some(reason),
+                shadow: None,
             },
         );
         respond(session, status, what, &ctx.request_id).await
@@ -271,9 +276,11 @@ impl WafProxy {
             scored,
             mode,
             reason,
+            shadow,
         } = judged;
         let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
+        let shadow = shadow.filter(|s| s.verdict != verdict);
         let config = &self.shared.config;
         let redact = config.audit_redact_values;
         let raw_target = if redact {
@@ -317,18 +324,21 @@ impl WafProxy {
             body,
             score,
             threshold: model.map(|m| m.threshold),
-            verdict,
+            verdict: verdict.as_str(),
             mode: mode.as_str(),
             model_version: model.map(|m| m.version.as_str()),
             top_tokens,
             reason,
+            shadow_verdict: shadow.map(|s| s.verdict.as_str()),
+            shadow_score: shadow.and_then(|s| s.score),
+            shadow_model_version: shadow.map(|s| s.model.version.as_str()),
         };
         if let Err(e) = self.shared.audit.write(&record) {
             tracing::error!(request_id = %ctx.request_id, "audit log: {e}");
         }
     }
 
-    fn count(&self, ctx: &mut RequestCtx, verdict: &'static str) {
+    fn count(&self, ctx: &mut RequestCtx, verdict: Verdict) {
         ctx.verdict = Some(verdict);
         self.shared.metrics.count(verdict);
     }
@@ -380,7 +390,7 @@ impl ProxyHttp for WafProxy {
         }
         let route = config.route_for(session.req_header().uri.path());
         if route.is_some_and(|r| r.exclude) {
-            self.count(ctx, "excluded");
+            self.count(ctx, Verdict::Excluded);
             return Ok(false);
         }
         let mode = route.and_then(|r| r.mode).unwrap_or(config.mode);
@@ -415,28 +425,31 @@ impl ProxyHttp for WafProxy {
             Some(m) => m.score(&parts),
             None => Err(ProxyError::Scoring("no model loaded".to_string())),
         };
+        let verdict = match &scored {
+            Ok(s) if s.malicious => shadow::malicious_verdict(mode),
+            Ok(_) => Verdict::Allow,
+            Err(_) => Verdict::Error,
+        };
+        self.count(ctx, verdict);
+        let shadow = shadow::judge(&self.shared, &parts, verdict, mode);
         match scored {
             Ok(scored) => {
                 let metrics = &self.shared.metrics;
                 metrics.score.observe(f64::from(scored.score));
                 metrics.scoring_duration.observe(scored.seconds);
-                if !scored.malicious {
-                    self.count(ctx, "allow");
+                let disagreement = shadow.as_ref().is_some_and(|s| s.verdict != verdict);
+                if verdict == Verdict::Allow && !disagreement {
                     return Ok(false);
                 }
-                let verdict = match mode {
-                    Mode::Block => "block",
-                    Mode::Detect => "flag",
-                };
-                self.count(ctx, verdict);
                 let judged = Judgement {
                     model: model.as_deref(),
                     scored: Some(&scored),
                     mode,
                     reason: None,
+                    shadow: shadow.as_ref(),
                 };
                 self.audit(ctx, session, &parts, judged);
-                if mode == Mode::Block {
+                if verdict == Verdict::Block {
                     respond(
                         session,
                         403,
@@ -449,7 +462,6 @@ impl ProxyHttp for WafProxy {
                 Ok(false)
             }
             Err(e) => {
-                self.count(ctx, "error");
                 tracing::error!(request_id = %ctx.request_id, on_error = ?config.on_error, "{e}");
                 let reason = Some(format!("scoring_error: {e}"));
                 self.audit(
@@ -461,6 +473,7 @@ impl ProxyHttp for WafProxy {
                         scored: None,
                         mode,
                         reason,
+                        shadow: shadow.as_ref(),
                     },
                 );
                 match config.on_error {

@@ -16,8 +16,11 @@ pub mod fixture;
 pub mod metrics;
 pub mod model;
 pub mod server;
+pub mod shadow;
 pub mod slowloris;
 pub mod state;
+pub mod verdict;
 
 pub use config::{Config, Mode, OnError};
 pub use error::ProxyError;
+pub use verdict::Verdict;

@@ -37,8 +37,10 @@ const CONFIG_HELP: &str = "\
 Configuration keys (YAML):
   listen: \"127.0.0.1:8080\"        address of the proxy                        (required)
   upstream: \"127.0.0.1:8081\"      Apache                                       (required)
-  admin_listen: \"127.0.0.1:9090\"  GET /metrics /live /ready, POST /reload       (required)
+  admin_listen: \"127.0.0.1:9090\"  GET /metrics /live /ready, POST /reload /promote (required)
   bundle: \"runs/quick/bundle\"     bundle dir from `pate-trainer export`         (required)
+  shadow_bundle: null             a second bundle scored beside the active one, deciding nothing
+                                  (patewaf_shadow_requests_total); POST /promote makes it active
   audit_log: \"audit.jsonl\"        JSON lines for flagged/blocked/failed requests (required)
   mode: detect|block              default detect (forward and record)
   scorer: onnxruntime|native      default onnxruntime (ORT per request); native: opt-in, checked against ORT at load

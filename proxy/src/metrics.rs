@@ -7,9 +7,7 @@ use prometheus::{
 };
 
 use crate::error::ProxyError;
-
-/// The verdicts `patewaf_requests_total` is labelled with (a closed, low-cardinality set).
-pub const VERDICTS: [&str; 5] = ["allow", "block", "flag", "error", "excluded"];
+use crate::verdict::Verdict;
 
 /// All metrics of one proxy process, in their own registry.
 pub struct Metrics {
@@ -29,6 +27,21 @@ pub struct Metrics {
     pub upstream_errors: IntCounter,
     /// `patewaf_ready`: 1 while a warm model serves.
     pub ready: IntGauge,
+    /// The children of `requests`, one per verdict ([`Verdict::index`]), resolved once so that
+    /// counting a request does no label lookup.
+    by_verdict: [IntCounter; Verdict::ALL.len()],
+    /// `patewaf_shadow_requests_total{active_verdict, shadow_verdict}`: every request the shadow
+    /// bundle scored beside the active one; children by [`Verdict::index`] of each.
+    shadow_requests: [[IntCounter; Verdict::SCORED.len()]; Verdict::SCORED.len()],
+    /// `patewaf_shadow_score`: the shadow model's probability for every request it scored.
+    pub shadow_score: Histogram,
+    /// `patewaf_shadow_model_info{version} 1` while a shadow bundle is loaded.
+    pub shadow_model_info: IntGaugeVec,
+    /// `patewaf_shadow_loads_total{result="ok|error"}`: loads of the shadow bundle (start-up and
+    /// reloads).
+    pub shadow_loads: IntCounterVec,
+    /// `patewaf_promotions_total{result="ok|error"}`: `POST /promote` attempts.
+    pub promotions: IntCounterVec,
 }
 
 impl Metrics {
@@ -81,12 +94,65 @@ impl Metrics {
         registry.register(Box::new(reloads.clone()))?;
         registry.register(Box::new(upstream_errors.clone()))?;
         registry.register(Box::new(ready.clone()))?;
-        for verdict in VERDICTS {
-            requests.with_label_values(&[verdict]);
-        }
+        let by_verdict = Verdict::ALL.map(|v| requests.with_label_values(&[v.as_str()]));
         for result in ["ok", "error"] {
             reloads.with_label_values(&[result]);
         }
+        let shadow_requests_vec = IntCounterVec::new(
+            Opts::new(
+                "shadow_requests_total",
+                "Requests scored by the shadow bundle beside the active one, by the active \
+                 model's verdict and the verdict the shadow model would have given.",
+            )
+            .namespace("patewaf"),
+            &["active_verdict", "shadow_verdict"],
+        )?;
+        let shadow_requests = Verdict::SCORED.map(|active| {
+            Verdict::SCORED.map(|shadow| {
+                shadow_requests_vec.with_label_values(&[active.as_str(), shadow.as_str()])
+            })
+        });
+        let shadow_score = Histogram::with_opts(
+            HistogramOpts::new(
+                "shadow_score",
+                "Shadow model probability that a request is malicious.",
+            )
+            .namespace("patewaf")
+            .buckets((1..=20).map(|i| f64::from(i) * 0.05).collect()),
+        )?;
+        let shadow_model_info = IntGaugeVec::new(
+            Opts::new(
+                "shadow_model_info",
+                "The shadow model (value 1; absent when no shadow bundle is loaded).",
+            )
+            .namespace("patewaf"),
+            &["version"],
+        )?;
+        let shadow_loads = IntCounterVec::new(
+            Opts::new(
+                "shadow_loads_total",
+                "Loads of the shadow bundle (start-up and reloads), by result.",
+            )
+            .namespace("patewaf"),
+            &["result"],
+        )?;
+        let promotions = IntCounterVec::new(
+            Opts::new(
+                "promotions_total",
+                "POST /promote attempts (shadow bundle made active), by result.",
+            )
+            .namespace("patewaf"),
+            &["result"],
+        )?;
+        for result in ["ok", "error"] {
+            shadow_loads.with_label_values(&[result]);
+            promotions.with_label_values(&[result]);
+        }
+        registry.register(Box::new(shadow_requests_vec))?;
+        registry.register(Box::new(shadow_score.clone()))?;
+        registry.register(Box::new(shadow_model_info.clone()))?;
+        registry.register(Box::new(shadow_loads.clone()))?;
+        registry.register(Box::new(promotions.clone()))?;
         Ok(Self {
             registry,
             requests,
@@ -96,12 +162,38 @@ impl Metrics {
             reloads,
             upstream_errors,
             ready,
+            by_verdict,
+            shadow_requests,
+            shadow_score,
+            shadow_model_info,
+            shadow_loads,
+            promotions,
         })
     }
 
-    /// Counts one request with `verdict` (one of [`VERDICTS`]).
-    pub fn count(&self, verdict: &str) {
-        self.requests.with_label_values(&[verdict]).inc();
+    /// Counts one request with `verdict`.
+    pub fn count(&self, verdict: Verdict) {
+        self.by_verdict[verdict.index()].inc();
+    }
+
+    /// Counts one request scored by the shadow model. `active` and `shadow` are scored verdicts
+    /// ([`Verdict::SCORED`]); anything else is not a shadow comparison and is not counted.
+    pub fn count_shadow(&self, active: Verdict, shadow: Verdict) {
+        if let Some(counter) = self
+            .shadow_requests
+            .get(active.index())
+            .and_then(|row| row.get(shadow.index()))
+        {
+            counter.inc();
+        }
+    }
+
+    /// Replaces the `patewaf_shadow_model_info` series (`None`: no shadow loaded).
+    pub fn set_shadow_model_info(&self, version: Option<&str>) {
+        self.shadow_model_info.reset();
+        if let Some(version) = version {
+            self.shadow_model_info.with_label_values(&[version]).set(1);
+        }
     }
 
     /// Replaces the `patewaf_model_info` series by the one of the new model.
@@ -130,7 +222,9 @@ mod tests {
     #[test]
     fn exposition_has_the_contract_names() {
         let m = Metrics::new().unwrap();
-        m.count("block");
+        m.count(Verdict::Block);
+        m.count_shadow(Verdict::Allow, Verdict::Flag);
+        m.set_shadow_model_info(Some("s1"));
         m.set_model_info("v1", "2.5", "1e-5", "gnmax");
         m.set_model_info("v2", "1.0", "1e-5", "gnmax");
         let text = String::from_utf8(m.render()).unwrap();
@@ -144,6 +238,12 @@ mod tests {
             "patewaf_upstream_errors_total 0",
             "patewaf_ready 0",
             "patewaf_model_info{delta=\"1e-5\",epsilon=\"1.0\",mechanism=\"gnmax\",version=\"v2\"} 1",
+            "patewaf_shadow_requests_total{active_verdict=\"allow\",shadow_verdict=\"flag\"} 1",
+            "patewaf_shadow_requests_total{active_verdict=\"block\",shadow_verdict=\"block\"} 0",
+            "patewaf_shadow_score_bucket",
+            "patewaf_shadow_model_info{version=\"s1\"} 1",
+            "patewaf_shadow_loads_total{result=\"error\"} 0",
+            "patewaf_promotions_total{result=\"ok\"} 0",
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }

@@ -15,6 +15,7 @@
 //! dense graph (as `pate-trainer score` and Python onnxruntime run it) on every unit feature
 //! vector, the empty vector and a real request before the model may serve.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -45,6 +46,9 @@ pub struct ServingModel {
     pub delta: String,
     /// Aggregation mechanism, for `patewaf_model_info`.
     pub mechanism: String,
+    /// sha256 of every file of the bundle (`bundle.yaml`'s `files`, checked at load): what
+    /// identifies the bundle's content, e.g. to promote only the shadow that was observed.
+    pub files: BTreeMap<String, String>,
     /// What scores the feature vectors.
     network: Network,
 }
@@ -192,6 +196,7 @@ impl ServingModel {
             epsilon: label(summary.epsilon),
             delta: label(summary.delta),
             mechanism: summary.mechanism.unwrap_or_else(|| "unknown".to_string()),
+            files: bundle.manifest.files.clone(),
             featurizer: bundle.featurizer,
             network,
         };
@@ -346,5 +351,13 @@ impl ModelSlot {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard.replace(model)
+    }
+
+    /// Empties the slot; returns the model it held.
+    pub fn take(&self) -> Option<Arc<ServingModel>> {
+        self.current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
     }
 }

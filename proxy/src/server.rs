@@ -135,8 +135,22 @@ pub fn check_config(config: &Config) -> Result<String, ProxyError> {
         });
     }
     let threshold = config.threshold.unwrap_or(bundle.manifest.threshold);
+    let shadow = match &config.shadow_bundle {
+        Some(dir) => {
+            let shadow = bundle::Bundle::load(dir).map_err(|e| ProxyError::Config {
+                path: dir.clone(),
+                message: format!("key `shadow_bundle`: {e}"),
+            })?;
+            format!(
+                ", shadow bundle {} (model {})",
+                dir.display(),
+                shadow.manifest.model_version
+            )
+        }
+        None => String::new(),
+    };
     Ok(format!(
-        "ok: listen {} → upstream {}, admin {}, mode {}, bundle {} (model {}, threshold {threshold}), audit log {}",
+        "ok: listen {} → upstream {}, admin {}, mode {}, bundle {} (model {}, threshold {threshold}){shadow}, audit log {}",
         config.listen,
         config.upstream,
         config.admin_listen,

@@ -1,7 +1,8 @@
 //! State shared by the proxy service, the admin server and the signal handler; hot reload.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::audit::AuditLog;
@@ -14,15 +15,29 @@ use crate::model::{ModelSlot, ServingModel};
 pub struct Shared {
     /// The configuration the process started with.
     pub config: Config,
-    /// The serving model.
+    /// The serving (active) model: its verdicts are the proxy's.
     pub model: ModelSlot,
+    /// The shadow model (`shadow_bundle`): scores beside the active one, decides nothing.
+    pub shadow: ModelSlot,
     /// Prometheus metrics.
     pub metrics: Metrics,
     /// The audit log.
     pub audit: AuditLog,
-    /// Serializes reloads (two `POST /reload` at once load one after the other).
+    /// Where the active and the shadow bundles are loaded from (the config's `bundle` and
+    /// `shadow_bundle`, until `POST /promote` makes the shadow directory the active one).
+    dirs: Mutex<BundleDirs>,
+    /// Serializes reloads and promotions (two `POST /reload` at once load one after the other).
     reload_lock: tokio::sync::Mutex<()>,
     request_ids: RequestIds,
+}
+
+/// The bundle directories in force.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BundleDirs {
+    /// The active bundle (the config's `bundle`, or the promoted shadow).
+    pub active: PathBuf,
+    /// The shadow bundle, if any (the config's `shadow_bundle`; none after a promotion).
+    pub shadow: Option<PathBuf>,
 }
 
 /// Request ids: a per-process random-ish prefix and a counter, unique within a process and
@@ -65,16 +80,43 @@ pub struct Reloaded {
     pub previous: Option<String>,
 }
 
+/// What a reload (SIGHUP, `POST /reload`) did to each slot.
+#[derive(Debug)]
+pub struct ReloadReport {
+    /// The active bundle: swapped in, or rejected (the old model keeps serving).
+    pub active: Result<Reloaded, ProxyError>,
+    /// The shadow bundle, when one is configured: the version now shadowing, or why it was
+    /// rejected (the previous shadow, if any, keeps scoring).
+    pub shadow: Option<Result<String, ProxyError>>,
+}
+
+/// Outcome of a promotion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Promoted {
+    /// Version now active (the former shadow).
+    pub version: String,
+    /// Version that was active before.
+    pub previous: Option<String>,
+    /// The directory now loaded as the active bundle (the former `shadow_bundle`).
+    pub dir: PathBuf,
+}
+
 impl Shared {
-    /// Opens the audit log and creates the metrics; no model yet (see [`Shared::reload`]).
+    /// Opens the audit log and creates the metrics; no model yet (see [`Shared::load_blocking`]).
     pub fn new(config: Config) -> Result<Arc<Self>, ProxyError> {
         let audit = AuditLog::open(&config.audit_log)?;
         let metrics = Metrics::new()?;
+        let dirs = BundleDirs {
+            active: config.bundle.clone(),
+            shadow: config.shadow_bundle.clone(),
+        };
         Ok(Arc::new(Self {
             config,
             model: ModelSlot::default(),
+            shadow: ModelSlot::default(),
             metrics,
             audit,
+            dirs: Mutex::new(dirs),
             reload_lock: tokio::sync::Mutex::new(()),
             request_ids: RequestIds::new(),
         }))
@@ -85,35 +127,175 @@ impl Shared {
         self.request_ids.next()
     }
 
-    /// Loads the configured bundle synchronously and swaps it in (start-up path).
-    pub fn load_blocking(&self) -> Result<Reloaded, ProxyError> {
-        let result = ServingModel::load_with_scorer(
-            &self.config.bundle,
-            self.config.threshold,
-            self.config.threads,
-            self.config.scorer,
-        );
-        self.install(result, false)
+    /// The bundle directories in force.
+    pub fn dirs(&self) -> BundleDirs {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
-    /// Hot reload (SIGHUP, `POST /reload`): reopens the audit log, loads and verifies the bundle
-    /// beside the serving model on a blocking thread, and swaps it in only when it is complete and
-    /// warm. On error the old model keeps serving; the error is logged and counted.
-    pub async fn reload(self: &Arc<Self>) -> Result<Reloaded, ProxyError> {
+    /// Loads `dir` with the configured threshold override, sessions and scorer: the same for the
+    /// active and the shadow bundle, so that the shadow's verdicts are the ones it would give
+    /// once promoted.
+    fn loader(&self, dir: PathBuf) -> impl FnOnce() -> Result<ServingModel, ProxyError> {
+        let threshold = self.config.threshold;
+        let sessions = self.config.threads;
+        let scorer = self.config.scorer;
+        move || ServingModel::load_with_scorer(&dir, threshold, sessions, scorer)
+    }
+
+    /// Loads the configured bundles synchronously and swaps them in (start-up path). The
+    /// result is the active bundle's; a shadow bundle that fails to load is logged and counted
+    /// (`patewaf_shadow_loads_total{result="error"}`) but does not stop the proxy: it never
+    /// decides anything.
+    pub fn load_blocking(&self) -> Result<Reloaded, ProxyError> {
+        let dirs = self.dirs();
+        let active = self.install(self.loader(dirs.active)(), false);
+        if let Some(dir) = dirs.shadow {
+            let _ = self.install_shadow(self.loader(dir.clone())(), &dir);
+        }
+        active
+    }
+
+    /// Hot reload (SIGHUP, `POST /reload`): reopens the audit log, loads and verifies the active
+    /// bundle (then the shadow bundle, if any) beside the serving one on a blocking thread, and
+    /// swaps each in only when it is complete and warm. On error the old model keeps serving
+    /// (the old shadow keeps shadowing); the error is logged and counted.
+    pub async fn reload(self: &Arc<Self>) -> ReloadReport {
         let _one_at_a_time = self.reload_lock.lock().await;
         if let Err(e) = self.audit.reopen() {
             tracing::error!("reopening the audit log: {e}");
         }
-        let dir = self.config.bundle.clone();
-        let threshold = self.config.threshold;
-        let sessions = self.config.threads;
-        let scorer = self.config.scorer;
-        let result = tokio::task::spawn_blocking(move || {
-            ServingModel::load_with_scorer(&dir, threshold, sessions, scorer)
+        let dirs = self.dirs();
+        let active = self.install(load_off_thread(self.loader(dirs.active)).await, true);
+        let shadow = match dirs.shadow {
+            Some(dir) => {
+                Some(self.install_shadow(load_off_thread(self.loader(dir.clone())).await, &dir))
+            }
+            None => None,
+        };
+        ReloadReport { active, shadow }
+    }
+
+    /// `POST /promote`: makes the shadow bundle the active one. The shadow directory is loaded
+    /// and verified again exactly as a reload does (a bad bundle is refused and the active model
+    /// keeps serving), and it must be the bundle the shadow was observing (same sha256 for
+    /// every file): what is promoted is what was measured. Then, under the reload lock, the new
+    /// model replaces the active one (requests in flight finish on the model they started
+    /// with; every later request gets the new one) and the shadow slot is emptied. From then on
+    /// reloads load the promoted directory; the configuration file still names the old
+    /// `bundle`, so a restart goes back to it unless the file is updated (the log says so).
+    pub async fn promote(self: &Arc<Self>) -> Result<Promoted, ProxyError> {
+        let _one_at_a_time = self.reload_lock.lock().await;
+        let result = self.promote_locked().await;
+        let label = if result.is_ok() { "ok" } else { "error" };
+        self.metrics.promotions.with_label_values(&[label]).inc();
+        if let Err(e) = &result {
+            let serving = self.model.get().map(|m| m.version.clone());
+            tracing::error!(
+                serving = serving.as_deref().unwrap_or("none"),
+                "promotion refused, the active model stays: {e}"
+            );
+        }
+        result
+    }
+
+    async fn promote_locked(self: &Arc<Self>) -> Result<Promoted, ProxyError> {
+        let Some(dir) = self.dirs().shadow else {
+            return Err(ProxyError::Promote(
+                "no shadow bundle: set `shadow_bundle` in the configuration (a promotion \
+                 empties it until the next restart)"
+                    .to_string(),
+            ));
+        };
+        let Some(observed) = self.shadow.get() else {
+            return Err(ProxyError::Promote(format!(
+                "the shadow bundle {} is not loaded (its last load failed, see \
+                 patewaf_shadow_loads_total): nothing was observed to promote; fix it and \
+                 POST /reload first",
+                dir.display()
+            )));
+        };
+        let model = load_off_thread(self.loader(dir.clone())).await?;
+        if model.files != observed.files {
+            return Err(ProxyError::Promote(format!(
+                "the shadow bundle {} changed on disk since it was loaded (shadowing version \
+                 {}, on disk version {}): POST /reload to observe the new one before promoting it",
+                dir.display(),
+                observed.version,
+                model.version
+            )));
+        }
+        let model = Arc::new(model);
+        self.metrics.set_model_info(
+            &model.version,
+            &model.epsilon,
+            &model.delta,
+            &model.mechanism,
+        );
+        let previous = self.model.swap(model.clone()).map(|m| m.version.clone());
+        self.shadow.take();
+        self.metrics.set_shadow_model_info(None);
+        self.metrics.ready.set(1);
+        {
+            let mut dirs = self
+                .dirs
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            dirs.active = dir.clone();
+            dirs.shadow = None;
+        }
+        tracing::warn!(
+            version = %model.version,
+            previous = previous.as_deref().unwrap_or("none"),
+            "shadow bundle {} promoted to active; reloads now load it, but the configuration \
+             still names `bundle: {}`: update it (and `shadow_bundle`) to keep this model \
+             after a restart",
+            dir.display(),
+            self.config.bundle.display()
+        );
+        Ok(Promoted {
+            version: model.version.clone(),
+            previous,
+            dir,
         })
-        .await
-        .unwrap_or_else(|e| Err(ProxyError::Server(format!("reload task failed: {e}"))));
-        self.install(result, true)
+    }
+
+    /// Swaps a loaded shadow model in (or logs and counts why not; the old shadow stays).
+    fn install_shadow(
+        &self,
+        result: Result<ServingModel, ProxyError>,
+        dir: &std::path::Path,
+    ) -> Result<String, ProxyError> {
+        match result {
+            Ok(model) => {
+                let model = Arc::new(model);
+                self.metrics.set_shadow_model_info(Some(&model.version));
+                let previous = self.shadow.swap(model.clone()).map(|m| m.version.clone());
+                self.metrics.shadow_loads.with_label_values(&["ok"]).inc();
+                tracing::info!(
+                    version = %model.version,
+                    previous = previous.as_deref().unwrap_or("none"),
+                    threshold = model.threshold,
+                    "shadow model loaded from {} (scores beside the active model, decides nothing)",
+                    dir.display()
+                );
+                Ok(model.version.clone())
+            }
+            Err(e) => {
+                self.metrics
+                    .shadow_loads
+                    .with_label_values(&["error"])
+                    .inc();
+                let shadowing = self.shadow.get().map(|m| m.version.clone());
+                tracing::error!(
+                    shadowing = shadowing.as_deref().unwrap_or("none"),
+                    "shadow bundle rejected, the active model is not affected: {e}"
+                );
+                Err(e)
+            }
+        }
     }
 
     /// Swaps a loaded model in; `count` is false for the start-up load, which is not a reload.
@@ -163,4 +345,14 @@ impl Shared {
             }
         }
     }
+}
+
+/// Runs a bundle load on a blocking thread (hashing, ONNX Runtime sessions and the load-time
+/// checks take milliseconds to seconds; the workers keep serving meanwhile).
+async fn load_off_thread(
+    load: impl FnOnce() -> Result<ServingModel, ProxyError> + Send + 'static,
+) -> Result<ServingModel, ProxyError> {
+    tokio::task::spawn_blocking(load)
+        .await
+        .unwrap_or_else(|e| Err(ProxyError::Server(format!("bundle load task failed: {e}"))))
 }
