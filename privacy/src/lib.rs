@@ -72,38 +72,11 @@ pub enum PrivacyError {
 /// The crate's result type.
 pub type Result<T> = std::result::Result<T, PrivacyError>;
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
-/// Readers never see a partial artifact.
+/// Writes `bytes` to `path` atomically ([`atomic_write::write_atomic`]), with the path in the
+/// error. Readers never see a partial artifact.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let io_err = |source| PrivacyError::Io {
+    atomic_write::write_atomic(path, bytes).map_err(|source| PrivacyError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path.file_name().ok_or_else(|| {
-        io_err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a file path",
-        ))
-    })?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io_err(e));
-    }
-    Ok(())
+    })
 }
