@@ -76,15 +76,6 @@ pub fn is_block(score: f32, threshold: f32) -> bool {
 }
 
 impl Manifest {
-    /// `"block"` or `"allow"` for a score under this bundle's threshold.
-    pub fn verdict(&self, score: f32) -> &'static str {
-        if is_block(score, self.threshold) {
-            "block"
-        } else {
-            "allow"
-        }
-    }
-
     /// ε, δ and mechanism read from the privacy report, where present.
     pub fn privacy_summary(&self) -> PrivacySummary {
         let number = |key: &str| self.privacy.get(key).and_then(serde_json::Value::as_f64);
@@ -382,34 +373,10 @@ impl Bundle {
     }
 }
 
-/// Formats a time as RFC 3339 in UTC with second precision (`YYYY-MM-DDTHH:MM:SSZ`).
+/// Formats a time as RFC 3339 in UTC with second precision (`YYYY-MM-DDTHH:MM:SSZ`), through
+/// `humantime` (the one date formatter of the workspace).
 pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
-    let secs = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar
-/// (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms", `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    humantime::format_rfc3339_seconds(time).to_string()
 }
 
 #[cfg(test)]
