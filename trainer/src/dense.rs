@@ -72,11 +72,4 @@ impl DenseMatrix {
             values,
         }
     }
-
-    /// The matrix as a `[rows, cols]` float tensor on `device`.
-    pub fn to_tensor(&self, device: tch::Device) -> tch::Tensor {
-        tch::Tensor::from_slice(&self.values)
-            .view([self.rows as i64, self.cols as i64])
-            .to_device(device)
-    }
 }

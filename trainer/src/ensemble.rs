@@ -822,15 +822,6 @@ impl Trainer {
     pub fn ensemble(&self) -> &Ensemble {
         &self.ensemble
     }
-
-    /// Ends training and returns the ensemble (without gradients).
-    pub fn into_ensemble(self) -> Ensemble {
-        let mut e = self.ensemble;
-        for p in e.weights.iter_mut().chain(e.biases.iter_mut()) {
-            *p = p.detach();
-        }
-        e
-    }
 }
 
 /// Per-member `pos_weight` (negatives / positives; 1 when a class is missing or balancing is off).

@@ -241,18 +241,6 @@ pub fn shuffled(n: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
     p
 }
 
-/// Partitions `0..n` into `count` disjoint shards of sizes differing by at most one (random
-/// assignment from `rng`), each sorted.
-pub fn partition(n: usize, count: usize, rng: &mut impl rand::Rng) -> Vec<Vec<usize>> {
-    let perm = shuffled(n, rng);
-    let mut shards = vec![Vec::with_capacity(n / count + 1); count];
-    for (j, &i) in perm.iter().enumerate() {
-        shards[j % count].push(i);
-    }
-    shards.iter_mut().for_each(|s| s.sort_unstable());
-    shards
-}
-
 /// Partitions the private rows (`private[j]` indexes `records`) into `count` disjoint shards: the
 /// k-th record (in `private`'s order, k from 0) with a given content — request AND label,
 /// [`record_key`] — goes to teacher `u64(sha256(record_key ‖ k)[..8]) mod count`. It depends only on the data, so separate

@@ -139,11 +139,6 @@ impl RunDir {
     pub fn manifest(&self) -> PathBuf {
         self.root.join("manifest.json")
     }
-
-    /// Reads `config.yaml` (written by `run`).
-    pub fn load_config(&self) -> Result<crate::config::RunConfig> {
-        crate::config::RunConfig::load(&self.config())
-    }
 }
 
 /// `manifest.json`.
