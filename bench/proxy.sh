@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Proxy overhead on loopback, one run, same request mix for every configuration (issue 7, item 2):
+# Proxy overhead on loopback, one run, same request mix for every configuration (issue 7, item 2;
+# the decomposition of issue 15):
 #   direct  wrk -> Apache
+#   nginx   wrk -> nginx, a plain reverse proxy (bench/nginx-conf.sh: 1 worker, upstream
+#                  keep-alive, the same forwarding headers) -> the same Apache
+#   off     wrk -> pate-proxy (mode: off: the same binary and hop, neither featurizes nor scores)
 #   detect  wrk -> pate-proxy (mode: detect) -> the same Apache
 #   block   wrk -> pate-proxy (mode: block)  -> the same Apache
 #   crs     wrk -> Apache + ModSecurity 2 + OWASP CRS, paranoia level 1 (bench/crs/crs-conf.sh)
+# So: direct -> nginx is what any proxy hop costs here, nginx -> off what pingora and pate-proxy's
+# hop cost beyond nginx, off -> detect what featurizing, scoring and auditing cost.
 # Reports, per configuration, the median over ROUNDS of requests/s as a ratio to direct Apache
 # (ratio taken within each round), p50/p99 latency (wrk --latency), added p99 over direct, the
 # spread (min-max over rounds), the share of non-2xx answers, the CPU time each request cost the
-# proxy and Apache (utime + stime from /proc over the timed run, divided by the requests served:
+# proxy (pate-proxy or nginx, master and worker) and Apache (utime + stime from /proc over the timed run, divided by the requests served:
 # unlike req/s it hardly depends on what else runs on the machine), and pate-proxy's RSS at idle
 # and under load (max of `ps -o rss` sampled every 0.5 s during the timed runs).
 #
-#   bench/proxy.sh                      # defaults below; ~3.5 min
+#   bench/proxy.sh                      # defaults below; ~5 min
 #   BUNDLE=runs/demo/bundle bench/proxy.sh   # an existing bundle instead of training one
 #   DURATION=10s ROUNDS=2 CONNECTIONS="16 1" N_PER_CLASS=200 bench/proxy.sh
 #
@@ -33,9 +39,13 @@
 # PROXY_CPU (default SERVER_CPU) pins the two pate-proxy processes elsewhere, e.g. PROXY_CPU=1
 # puts them on wrk's core instead of Apache's.
 #
+# CONFIGS (default "direct nginx off detect block crs") picks configurations; direct is always run
+# (the ratios are to it).
+#
 # Needs: target/release/pate-trainer and pate-proxy (build once with
-# `cargo build --release -p trainer -p proxy`; this script never builds), wrk, apache2,
-# libapache2-mod-security2, modsecurity-crs, python3. Everything it starts is stopped on exit.
+# `cargo build --release -p trainer -p proxy`; this script never builds), wrk, apache2, nginx
+# (Debian nginx-light), libapache2-mod-security2, modsecurity-crs, python3. Everything it starts
+# is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -52,7 +62,11 @@ SCORER=${SCORER:-onnxruntime}   # the proxy's `scorer:` (onnxruntime = the defau
 PORT_BASE=${PORT_BASE:-18280}
 DIRECT_PORT=$((PORT_BASE + 1)); CRS_PORT=$((PORT_BASE + 2))
 DETECT_PORT=$((PORT_BASE + 3)); BLOCK_PORT=$((PORT_BASE + 4))
-DETECT_ADMIN=$((PORT_BASE + 13)); BLOCK_ADMIN=$((PORT_BASE + 14))
+NGINX_PORT=$((PORT_BASE + 5)); OFF_PORT=$((PORT_BASE + 6))
+DETECT_ADMIN=$((PORT_BASE + 13)); BLOCK_ADMIN=$((PORT_BASE + 14)); OFF_ADMIN=$((PORT_BASE + 16))
+CONFIGS=${CONFIGS:-"direct nginx off detect block crs"}
+case " $CONFIGS " in *" direct "*) ;; *) CONFIGS="direct $CONFIGS";; esac
+has() { case " $CONFIGS " in *" $1 "*) return 0;; *) return 1;; esac; }
 TRAINER=$ROOT/target/release/pate-trainer
 PROXY=$ROOT/target/release/pate-proxy
 export ORT_DYLIB_PATH=${ORT_DYLIB_PATH:-$ROOT/.deps/libonnxruntime.so}
@@ -63,14 +77,17 @@ done
 for tool in wrk apache2 taskset python3 curl; do
   command -v "$tool" >/dev/null || { echo "$0: '$tool' not found (apt-get install wrk apache2 util-linux python3 curl)" >&2; exit 1; }
 done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if has nginx && [ ! -x "$NGINX" ]; then echo "$0: nginx not found (apt-get install nginx-light)" >&2; exit 1; fi
 
 WORK=$(mktemp -d /tmp/pate-bench-proxy.XXXXXX)
 chmod 755 "$WORK"
 PIDS=()
-DIRECT_CONF=""; CRS_CONF=""
+DIRECT_CONF=""; CRS_CONF=""; NGINX_PID=""
 cleanup() {
   for pid in "${PIDS[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  [ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null || true
   [ -n "$DIRECT_CONF" ] && apache2 -f "$DIRECT_CONF" -k stop 2>/dev/null || true
   [ -n "$CRS_CONF" ] && apache2 -f "$CRS_CONF" -k stop 2>/dev/null || true
   [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
@@ -79,7 +96,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 say() { printf '== %s\n' "$*" >&2; }
 
-say "work dir $WORK; wrk on CPU $WRK_CPU, Apaches on CPU $SERVER_CPU, pate-proxy on CPU $PROXY_CPU; $ROUNDS rounds x $DURATION per configuration, $CONNECTIONS connections"
+say "work dir $WORK; wrk on CPU $WRK_CPU, Apaches on CPU $SERVER_CPU, pate-proxy and nginx on CPU $PROXY_CPU; $ROUNDS rounds x $DURATION per configuration ($CONFIGS), $CONNECTIONS connections"
 
 # --- request mix -------------------------------------------------------------------------------
 python3 - "$N_PER_CLASS" \
@@ -129,9 +146,18 @@ export PATE_BENCH_TARGETS=$WORK/targets.txt
 # Same Apache settings for direct and CRS: every path answers index.html (CRS's config uses
 # FallbackResource), same MPM limits, same access log.
 DIRECT_CONF=$(scripts/apache-conf.sh "$WORK/apache" "$DIRECT_PORT" --bench)
-CRS_CONF=$(bench/crs/crs-conf.sh "$WORK/crs" "$CRS_PORT" 1)
 taskset -c "$SERVER_CPU" apache2 -f "$DIRECT_CONF" -k start
-taskset -c "$SERVER_CPU" apache2 -f "$CRS_CONF" -k start
+if has crs; then
+  CRS_CONF=$(bench/crs/crs-conf.sh "$WORK/crs" "$CRS_PORT" 1)
+  taskset -c "$SERVER_CPU" apache2 -f "$CRS_CONF" -k start
+fi
+if has nginx; then
+  NGINX_CONF=$(bench/nginx-conf.sh "$WORK/nginx" "$NGINX_PORT" "$DIRECT_PORT")
+  taskset -c "$PROXY_CPU" "$NGINX" -c "$NGINX_CONF" -p "$WORK/nginx" 2>"$WORK/nginx/logs/start.log" \
+    || { cat "$WORK/nginx/logs/start.log" >&2; exit 1; }
+  for _ in $(seq 1 50); do [ -s "$WORK/nginx/nginx.pid" ] && break; sleep 0.1; done
+  NGINX_PID=$(cat "$WORK/nginx/nginx.pid")
+fi
 
 # The bundle: BUNDLE=dir reuses one; otherwise configs/quick.yaml with a fixed seed (TRAIN_SEED), so
 # the block rate (the bundle's threshold) is the same from one run of this script to the next.
@@ -161,12 +187,15 @@ threads: $PROXY_THREADS
 scorer: $SCORER
 grace_period_seconds: 1
 upgrade_sock: "$WORK/upgrade-$mode.sock"
+${PROXY_EXTRA:-}
 YAML
   taskset -c "$PROXY_CPU" "$PROXY" --config "$WORK/proxy-$mode.yaml" > "$WORK/proxy-$mode.log" 2>&1 &
   echo $!
 }
-DETECT_PID=$(start_proxy detect "$DETECT_PORT" "$DETECT_ADMIN"); PIDS+=("$DETECT_PID")
-BLOCK_PID=$(start_proxy block "$BLOCK_PORT" "$BLOCK_ADMIN"); PIDS+=("$BLOCK_PID")
+DETECT_PID=""; BLOCK_PID=""; OFF_PID=""
+has detect && { DETECT_PID=$(start_proxy detect "$DETECT_PORT" "$DETECT_ADMIN"); PIDS+=("$DETECT_PID"); }
+has block && { BLOCK_PID=$(start_proxy block "$BLOCK_PORT" "$BLOCK_ADMIN"); PIDS+=("$BLOCK_PID"); }
+has off && { OFF_PID=$(start_proxy off "$OFF_PORT" "$OFF_ADMIN"); PIDS+=("$OFF_PID"); }
 wait_ready() { # url pid log
   for _ in $(seq 1 150); do
     curl -fs "$1" >/dev/null 2>&1 && return 0
@@ -176,15 +205,18 @@ wait_ready() { # url pid log
   echo "$0: $1 not ready after 30 s" >&2; exit 1
 }
 wait_ready "http://127.0.0.1:$DIRECT_PORT/" "" ""
-wait_ready "http://127.0.0.1:$CRS_PORT/" "" ""
-wait_ready "http://127.0.0.1:$DETECT_ADMIN/ready" "$DETECT_PID" "$WORK/proxy-detect.log"
-wait_ready "http://127.0.0.1:$BLOCK_ADMIN/ready" "$BLOCK_PID" "$WORK/proxy-block.log"
-rss() { ps -o rss= -p "$1" | tr -d ' '; }
+has crs && wait_ready "http://127.0.0.1:$CRS_PORT/" "" ""
+has nginx && wait_ready "http://127.0.0.1:$NGINX_PORT/" "" ""
+has detect && wait_ready "http://127.0.0.1:$DETECT_ADMIN/ready" "$DETECT_PID" "$WORK/proxy-detect.log"
+has block && wait_ready "http://127.0.0.1:$BLOCK_ADMIN/ready" "$BLOCK_PID" "$WORK/proxy-block.log"
+has off && wait_ready "http://127.0.0.1:$OFF_ADMIN/ready" "$OFF_PID" "$WORK/proxy-off.log"
+rss() { if [ -n "$1" ]; then ps -o rss= -p "$1" | tr -d ' '; else echo 0; fi; }
 IDLE_DETECT=$(rss "$DETECT_PID"); IDLE_BLOCK=$(rss "$BLOCK_PID")
 say "pate-proxy RSS at idle (ready, no request yet): detect ${IDLE_DETECT} KiB, block ${IDLE_BLOCK} KiB"
 
-port_of() { case $1 in direct) echo "$DIRECT_PORT";; detect) echo "$DETECT_PORT";; block) echo "$BLOCK_PORT";; crs) echo "$CRS_PORT";; esac; }
-pid_of() { case $1 in detect) echo "$DETECT_PID";; block) echo "$BLOCK_PID";; *) echo "";; esac; }
+port_of() { case $1 in direct) echo "$DIRECT_PORT";; nginx) echo "$NGINX_PORT";; off) echo "$OFF_PORT";; detect) echo "$DETECT_PORT";; block) echo "$BLOCK_PORT";; crs) echo "$CRS_PORT";; esac; }
+# The proxy process(es) of a configuration: pate-proxy, or nginx's master and worker.
+pid_of() { case $1 in detect) echo "$DETECT_PID";; block) echo "$BLOCK_PID";; off) echo "$OFF_PID";; nginx) echo "$NGINX_PID $(pgrep -P "$NGINX_PID" | tr '\n' ' ')";; *) echo "";; esac; }
 # The Apache serving a configuration (crs: the CRS one; otherwise the plain one): its pids.
 apache_pids_of() {
   local conf=$DIRECT_CONF; [ "$1" = crs ] && conf=$CRS_CONF
@@ -203,7 +235,6 @@ run_wrk() { # config duration outfile connections
   taskset -c "$WRK_CPU" wrk -t "$WRK_THREADS" -c "$4" -d "$2" --latency -s "$WORK/mix.lua" \
     "http://127.0.0.1:$(port_of "$1")" > "$3" 2>&1
 }
-CONFIGS="direct detect block crs"
 say "warm-up: 2 s per configuration"
 for c in $CONFIGS; do run_wrk "$c" 2s "$WORK/warmup-$c.txt" 16; done
 IDLE2_DETECT=$(rss "$DETECT_PID"); IDLE2_BLOCK=$(rss "$BLOCK_PID")
@@ -216,7 +247,7 @@ for r in $(seq 1 "$ROUNDS"); do
     pid=$(pid_of "$c"); apache=$(apache_pids_of "$c")
     # shellcheck disable=SC2086 # word splitting of the pid lists is intended
     before="$(ticks_of $pid) $(ticks_of $apache)"
-    if [ -n "$pid" ]; then
+    if [ -n "$pid" ] && [ "$c" != nginx ]; then
       ( while kill -0 "$pid" 2>/dev/null; do echo "$c $(rss "$pid")" >> "$WORK/rss.txt"; sleep 0.5; done ) &
       SAMPLER=$!
       run_wrk "$c" "$DURATION" "$WORK/wrk-$r-$n-$c.txt" "$n"
@@ -234,7 +265,8 @@ IDLE3_DETECT=$(rss "$DETECT_PID"); IDLE3_BLOCK=$(rss "$BLOCK_PID")
 # included: patewaf_scoring_duration_seconds_sum / _count from the admin endpoint.
 for mode in detect block; do
   admin=$DETECT_ADMIN; [ "$mode" = block ] && admin=$BLOCK_ADMIN
-  curl -fs "http://127.0.0.1:$admin/metrics" > "$WORK/metrics-$mode.txt" || true
+  : > "$WORK/metrics-$mode.txt"
+  has "$mode" && { curl -fs "http://127.0.0.1:$admin/metrics" > "$WORK/metrics-$mode.txt" || true; }
 done
 
 # --- summary ------------------------------------------------------------------------------------
@@ -257,7 +289,8 @@ def cpu_per_request(path, total):
     return (p1 - p0) / tick / total * 1e6, (a1 - a0) / tick / total * 1e6
 def med(xs): return statistics.median(xs)
 def spread(xs, fmt): return fmt.format(min(xs)) + "–" + fmt.format(max(xs)) if len(xs) > 1 else "n/a"
-names = {"direct": "Apache direct", "detect": "pate-proxy detect → Apache", "block": "pate-proxy block → Apache", "crs": "Apache + ModSecurity 2 + CRS PL1"}
+names = {"direct": "Apache direct", "nginx": "nginx (plain reverse proxy) → Apache", "off": "pate-proxy mode off (no WAF) → Apache",
+         "detect": "pate-proxy detect → Apache", "block": "pate-proxy block → Apache", "crs": "Apache + ModSecurity 2 + CRS PL1"}
 for n in conns:
     res = {c: [parse(f"{work}/wrk-{r}-{n}-{c}.txt") for r in range(1, rounds + 1)] for c in configs}
     print(f"\n{n} connection(s), {rounds} round(s):\n")
@@ -274,15 +307,23 @@ for n in conns:
     for c in configs:
         e = [x["errors"] for x in res[c] if x["errors"]]
         if e: print(f"\nwrk socket errors for {c}: {e}")
+    if "nginx" in configs:
+        print("\nThroughput ratios to nginx in the same round (median; min–max):\n")
+        print("| configuration | req/s ratio to nginx |")
+        print("|---|---|")
+        for c in configs:
+            if c in ("direct", "nginx"): continue
+            ratios = [res[c][i]["rps"] / res["nginx"][i]["rps"] for i in range(rounds)]
+            print(f"| {names[c]} | {med(ratios):.3f} ({spread(ratios, '{:.3f}')}) |")
     print(f"\nCPU time per request ({n} connection(s); median over rounds, min–max), µs:\n")
-    print("| configuration | pate-proxy | Apache | total | total / direct |")
+    print("| configuration | proxy (pate-proxy or nginx) | Apache | total | total / direct |")
     print("|---|---|---|---|---|")
     cpu = {c: [cpu_per_request(f"{work}/cpu-{r}-{n}-{c}.txt", res[c][r - 1]["total"]) for r in range(1, rounds + 1)]
            for c in configs}
     for c in configs:
         px = [p for p, _ in cpu[c]]; ap = [a for _, a in cpu[c]]; tot = [p + a for p, a in cpu[c]]
         rel = [(cpu[c][i][0] + cpu[c][i][1]) / (cpu["direct"][i][0] + cpu["direct"][i][1]) for i in range(rounds)]
-        proxy_cell = f"{med(px):.0f} ({spread(px, '{:.0f}')})" if c in ("detect", "block") else "—"
+        proxy_cell = f"{med(px):.1f} ({spread(px, '{:.1f}')})" if c in ("nginx", "off", "detect", "block") else "—"
         print(f"| {names[c]} | {proxy_cell} | {med(ap):.0f} ({spread(ap, '{:.0f}')}) | {med(tot):.0f} | {med(rel):.2f} |")
 rss = {}
 for line in open(f"{work}/rss.txt"):
@@ -293,6 +334,7 @@ print()
 print("| pate-proxy | requests scored | mean scoring time (featurize + score), µs |")
 print("|---|---|---|")
 for mode in ("detect", "block"):
+    if mode not in configs: continue
     vals = {}
     for line in open(f"{work}/metrics-{mode}.txt"):
         m = re.match(r"patewaf_scoring_duration_seconds_(sum|count)(?:\{[^}]*\})? ([0-9.e+-]+)$", line.strip())
@@ -305,6 +347,7 @@ print()
 print("| pate-proxy RSS (MiB) | idle, ready before any request | idle after warm-up | max under load | idle after the runs |")
 print("|---|---|---|---|---|")
 for c, i1, i2, i3 in (("detect", "$IDLE_DETECT", "$IDLE2_DETECT", "$IDLE3_DETECT"), ("block", "$IDLE_BLOCK", "$IDLE2_BLOCK", "$IDLE3_BLOCK")):
+    if c not in configs: continue
     peak = max(rss.get(c, [0]))
     print(f"| {c} | {int(i1)/1024:.1f} | {int(i2)/1024:.1f} | {peak/1024:.1f} | {int(i3)/1024:.1f} |")
 PY

@@ -11,7 +11,7 @@ TORCH_VERSION=2.13.0
 ORT_VERSION=1.31.1
 # systemd (systemd-analyze), python3-seccomp and logrotate: scripts/check-deploy.sh validates the
 # systemd unit, its sandbox and the audit-log rotation with them.
-APT_PACKAGES=(apache2 cmake wrk prometheus libapache2-mod-security2 modsecurity-crs systemd python3-seccomp logrotate)
+APT_PACKAGES=(apache2 cmake wrk prometheus libapache2-mod-security2 modsecurity-crs systemd python3-seccomp logrotate nginx-light)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -26,9 +26,10 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # Debian starts services on install; the tests and the demo start their own on loopback.
-  for svc in apache2 prometheus; do $SUDO systemctl stop "$svc" 2>/dev/null || true; done
+  for svc in apache2 prometheus nginx; do $SUDO systemctl stop "$svc" 2>/dev/null || true; done
   pkill -x apache2 2>/dev/null || true
   pkill -x prometheus 2>/dev/null || true
+  pkill -x nginx 2>/dev/null || true
 fi
 
 # --- Python venv with libtorch and ONNX Runtime ----------------------------------------------

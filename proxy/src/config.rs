@@ -27,6 +27,11 @@ pub enum Mode {
     Block,
     /// Forward everything and record the verdict (the safe default, as ModSecurity and Coraza ship).
     Detect,
+    /// No WAF: a plain pingora passthrough that neither featurizes nor scores (the protocol
+    /// limits and the forwarding headers stay); every request counts as `excluded`. The
+    /// baseline `bench/proxy.sh` measures the hop with, and a switch to take the model out of
+    /// the path without taking the proxy out. Global only (a route uses `exclude: true`).
+    Off,
 }
 
 impl Mode {
@@ -35,6 +40,7 @@ impl Mode {
         match self {
             Mode::Block => "block",
             Mode::Detect => "detect",
+            Mode::Off => "off",
         }
     }
 }
@@ -142,7 +148,7 @@ pub struct Config {
     /// where the two disagree); `POST /promote` makes it the active bundle. `null`: none.
     #[serde(default)]
     pub shadow_bundle: Option<PathBuf>,
-    /// `detect` (default) or `block`.
+    /// `detect` (default), `block`, or `off` (no WAF: forward without featurizing or scoring).
     #[serde(default = "default_mode")]
     pub mode: Mode,
     /// JSON-lines audit log of flagged, blocked and failed requests.
@@ -388,6 +394,12 @@ impl Config {
                     format!("a path or prefix starts with '/', got {pattern:?}"),
                 ));
             }
+            if route.mode == Some(Mode::Off) {
+                return Err(bad(
+                    &key,
+                    "`mode: off` is global only; use `exclude: true` for a route".to_string(),
+                ));
+            }
             if route.exclude && route.mode.is_some() {
                 return Err(bad(
                     &key,
@@ -543,6 +555,10 @@ mod tests {
     fn bad_values_name_their_key() {
         for (line, key) in [
             ("mode: blocking\n", "mode"),
+            (
+                "routes:\n  - prefix: \"/static/\"\n    mode: off\n",
+                "routes[0]",
+            ),
             ("threshold: 1.5\n", "threshold"),
             ("body_limit_bytes: 1000000\n", "body_limit_bytes"),
             ("log_level: loud\n", "log_level"),

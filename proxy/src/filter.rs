@@ -388,6 +388,11 @@ impl ProxyHttp for WafProxy {
                 .await?;
             return Ok(true);
         }
+        if config.mode == Mode::Off {
+            // No WAF: forwarded as is (the limits above still apply).
+            self.count(ctx, Verdict::Excluded);
+            return Ok(false);
+        }
         let route = config.route_for(session.req_header().uri.path());
         if route.is_some_and(|r| r.exclude) {
             self.count(ctx, Verdict::Excluded);

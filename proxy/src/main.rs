@@ -42,7 +42,7 @@ Configuration keys (YAML):
   shadow_bundle: null             a second bundle scored beside the active one, deciding nothing
                                   (patewaf_shadow_requests_total); POST /promote makes it active
   audit_log: \"audit.jsonl\"        JSON lines for flagged/blocked/failed requests (required)
-  mode: detect|block              default detect (forward and record)
+  mode: detect|block|off          default detect (forward and record); off: no WAF, plain passthrough
   scorer: onnxruntime|native      default onnxruntime (ORT per request); native: opt-in, checked against ORT at load
   threshold: 0.5                  override the bundle's threshold (default: the bundle's)
   on_error: open|closed           scoring failure: forward (default) or 503

@@ -29,11 +29,12 @@ pub struct ShadowJudgement {
     pub model: Arc<ServingModel>,
 }
 
-/// The verdict for a request scored at or above the threshold under `mode`.
+/// The verdict for a request scored at or above the threshold under `mode` (`off` scores
+/// nothing, so never gets here; were it to, the request is forwarded, as a flag is).
 pub fn malicious_verdict(mode: Mode) -> Verdict {
     match mode {
         Mode::Block => Verdict::Block,
-        Mode::Detect => Verdict::Flag,
+        Mode::Detect | Mode::Off => Verdict::Flag,
     }
 }
 

@@ -948,3 +948,48 @@ fn a_blocked_request_keeps_the_connection_and_a_refused_body_closes_it() {
         "the connection must close after a 413, read {rest:?}"
     );
 }
+
+#[test]
+fn mode_off_forwards_everything_unscored_and_keeps_the_limits() {
+    let s = stack("off", "uri_limit_bytes: 4096\n");
+    let before = counters(&s.proxy);
+    let attack = s.proxy.get(ATTACK);
+    assert_eq!(
+        attack.status,
+        200,
+        "mode off never blocks: {}",
+        attack.text()
+    );
+    let id = attack
+        .header("x-request-id")
+        .expect("x-request-id")
+        .to_string();
+    let post = http(
+        s.proxy.listen,
+        "POST",
+        "/tienda1/publico/anadir.jsp",
+        &[FORM],
+        Some(ATTACK_BODY),
+    )
+    .unwrap();
+    assert_eq!(post.status, 200);
+    let long = format!("/tienda1/index.jsp?q={}", "a".repeat(5000));
+    assert_eq!(s.proxy.get(&long).status, 414, "the protocol limits stay");
+    assert!(
+        eventually(Duration::from_secs(5), || s
+            .apache
+            .access_log()
+            .contains(&format!("rid=\"{id}\""))),
+        "the attack reached Apache with the forwarding headers:\n{}",
+        s.apache.access_log()
+    );
+    assert!(s.apache.access_log().contains("via=\"1.1 pate-waf\""));
+    assert_deltas(
+        &s.proxy,
+        &before,
+        &[(&verdict("excluded"), 2.0), (&verdict("block"), 1.0)],
+    );
+    let audit = json_lines(&s.audit);
+    assert_eq!(audit.len(), 1, "only the 414 is audited: {audit:?}");
+    assert_eq!(audit[0]["mode"], "off");
+}
