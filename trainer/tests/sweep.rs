@@ -203,3 +203,30 @@ fn bad_sweep_files_are_rejected_with_the_key() {
     assert!(e.contains("100000") && e.contains("distinct"), "{e}");
     assert!(!out.join("cells").exists());
 }
+
+/// The sweep re-implements the pipeline and does not implement every `run` option: a base config
+/// that sets one it ignores is refused (naming the key) instead of silently measuring another
+/// pipeline than `run` would.
+#[test]
+fn a_base_setting_the_sweep_ignores_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = write_configs(dir.path());
+    assert!(SweepConfig::load(&sweep).is_ok());
+    let base = dir.path().join("base.yaml");
+    let text = std::fs::read_to_string(&base).unwrap();
+    let text = text.replace("student:\n", "student:\n  query_selection: traffic\n");
+    std::fs::write(&base, text).unwrap();
+    let err = SweepConfig::load(&sweep).unwrap_err().to_string();
+    assert!(err.contains("student.query_selection"), "{err}");
+    assert!(err.contains("base.yaml"), "{err}");
+}
+
+/// The committed sweep file and its base config load, and every sweep grid file in `configs/`
+/// stays runnable (the sweep refuses base settings it does not implement).
+#[test]
+fn the_committed_sweep_config_loads() {
+    let path = repo().join("configs/sweep.yaml");
+    if let Err(e) = SweepConfig::load(&path) {
+        panic!("{}: {e}", path.display());
+    }
+}
