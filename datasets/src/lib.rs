@@ -96,8 +96,12 @@ pub struct Record {
     pub method: String,
     /// Origin-form target (path + optional query), as in the file (still encoded).
     pub target: Vec<u8>,
-    /// Form body, when the request has a non-empty one.
+    /// Request body, when the request has a non-empty one.
     pub body: Option<Vec<u8>>,
+    /// Request headers (name, value) in order, where the format has them (CSIC); empty
+    /// otherwise. The featurizer reads them only with its `placements` setting.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, Vec<u8>)>,
     /// The label, when the file gives one.
     pub label: Option<Label>,
     /// 1-based line of the file where the request starts.
@@ -111,6 +115,7 @@ impl Record {
             method: &self.method,
             target: &self.target,
             body: self.body.as_deref(),
+            headers: featurizer::Headers::Owned(&self.headers),
         }
     }
 }
@@ -431,6 +436,7 @@ fn parse_csic(
                 method: String::from_utf8_lossy(&line[..sp1]).into_owned(),
                 target: target.to_vec(),
                 body: None,
+                headers: Vec::new(),
                 label,
                 line: no,
             });
@@ -448,7 +454,15 @@ fn parse_csic(
                 ))
             }
             State::Headers if line.is_empty() => state = State::Body,
-            State::Headers if line.contains(&b':') => {}
+            State::Headers if line.contains(&b':') => {
+                if let (Some(r), Some(colon)) =
+                    (records.last_mut(), line.iter().position(|&b| b == b':'))
+                {
+                    let name = String::from_utf8_lossy(&line[..colon]).trim().to_string();
+                    let value = line[colon + 1..].trim_ascii().to_vec();
+                    r.headers.push((name, value));
+                }
+            }
             State::Headers => {
                 return Err(parse_error(
                     path,
@@ -477,6 +491,7 @@ fn parse_fwaf(bytes: &[u8], label: Option<Label>) -> Vec<Record> {
             method: "GET".into(),
             target: l.to_vec(),
             body: None,
+            headers: Vec::new(),
             label,
             line: no,
         })
@@ -584,6 +599,7 @@ fn parse_httpparams(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetErr
             method: "GET".into(),
             target: row[0].to_vec(),
             body: None,
+            headers: Vec::new(),
             label: Some(label),
             line,
         });
@@ -652,6 +668,7 @@ fn parse_target_label_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, Data
             method: "GET".into(),
             target: row[0].to_vec(),
             body: None,
+            headers: Vec::new(),
             label,
             line,
         });
@@ -747,6 +764,7 @@ fn parse_apache_line(path: &Path, no: usize, line: &[u8]) -> Result<Option<Recor
         method: String::from_utf8_lossy(method).into_owned(),
         target: origin_form(target).to_vec(),
         body: None,
+        headers: Vec::new(),
         label: None,
         line: no,
     }))

@@ -55,6 +55,32 @@ fn csic_splits_on_request_lines_with_crlf_and_lf() {
         ("POST", &b"/tienda1/publico/anadir.jsp"[..], 6)
     );
     assert_eq!(r[1].body.as_deref(), Some(&b"id=3&B1=A%F1"[..]));
+    // Headers are kept, in order, names as sent, values trimmed (CRLF and bare LF alike).
+    let headers = |i: usize| -> Vec<(&str, &[u8])> {
+        r[i].headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
+            .collect()
+    };
+    assert_eq!(
+        headers(0),
+        vec![
+            ("User-Agent", &b"Mozilla/5.0"[..]),
+            ("Host", &b"localhost:8080"[..])
+        ]
+    );
+    assert_eq!(
+        headers(1),
+        vec![
+            ("Content-Type", &b"application/x-www-form-urlencoded"[..]),
+            ("Content-Length", &b"12"[..])
+        ]
+    );
+    // ... and reach the featurizer.
+    assert_eq!(
+        r[1].parts().headers.get("content-type"),
+        Some(&b"application/x-www-form-urlencoded"[..])
+    );
     assert_eq!(
         (r[2].method.as_str(), &r[2].target[..], r[2].body.as_deref()),
         ("PUT", &b"?x=1"[..], Some(&b"a=1"[..]))

@@ -56,6 +56,8 @@ use sha2::{Digest, Sha256};
 
 pub mod params;
 pub use params::{Norm, RarityTable};
+pub mod placement;
+pub use placement::{Headers, Part, Placement, PlacementConfig, Split};
 
 /// Name written into every artifact, so that a wrong file is recognised as such.
 pub const ARTIFACT_KIND: &str = "pate-waf-featurizer";
@@ -74,8 +76,11 @@ pub struct RequestParts<'a> {
     pub method: &'a str,
     /// Request target in origin form: path plus optional `?query`, as sent (still encoded).
     pub target: &'a [u8],
-    /// Form body (`application/x-www-form-urlencoded`), when there is one.
+    /// Request body, when there is one. Without [`FeaturizerConfig::placements`] it is read as
+    /// a form body (`application/x-www-form-urlencoded`); with it, by its `Content-Type`.
     pub body: Option<&'a [u8]>,
+    /// Request headers, in order; read only with [`FeaturizerConfig::placements`].
+    pub headers: Headers<'a>,
 }
 
 impl<'a> RequestParts<'a> {
@@ -85,6 +90,7 @@ impl<'a> RequestParts<'a> {
             method: "GET",
             target: target.as_bytes(),
             body: None,
+            headers: Headers::None,
         }
     }
 }
@@ -141,6 +147,15 @@ pub struct FeaturizerConfig {
     /// l1 (default, the seeds') or l2 normalization of the vectors. Not written when l1.
     #[serde(skip_serializing_if = "is_l1")]
     pub norm: Norm,
+    /// The whole request, by placement ([`placement`]): with this set, a request is its decoded,
+    /// placement-tagged parts (request line, every header value, the body by its Content-Type,
+    /// Base64 forms decoded), each part's tokens are features, every part adds a
+    /// `pl:<placement>=<shape>` feature, and [`Featurizer::transform_windows`] covers up to
+    /// `max_bytes` of input in windows of [`FeaturizerConfig::max_input_bytes`]. Off (absent)
+    /// by default: the seeds' URI + form body view, and older artifacts keep their bytes, hash
+    /// and scores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placements: Option<PlacementConfig>,
 }
 
 fn is_l1(n: &Norm) -> bool {
@@ -161,6 +176,11 @@ pub const MAX_CHAR_NGRAM: usize = 8;
 pub const CHAR_NGRAM_PREFIX: &str = "c:";
 /// Prefix of a parameter value-shape feature in the vocabulary.
 pub const VALUE_SHAPE_PREFIX: &str = "v:";
+/// Prefix of a placement feature (`pl:json:value=symbols`) in the vocabulary.
+pub const PLACEMENT_PREFIX: &str = "pl:";
+/// Placement-feature name of a part that is the Base64-decoded form of another
+/// (`pl:b64=<shape>`).
+pub const BASE64_MARK: &str = "b64";
 /// Name part of the "unseen parameter" shape features: a parameter whose `name=shape` is not in
 /// the vocabulary counts as `unseen==shape` instead (two `=`: no real `name=shape` has two, since
 /// a name ends at its first `=`). This is what flags a tampered parameter name (CSIC's
@@ -204,6 +224,7 @@ impl Default for FeaturizerConfig {
             params: false,
             rarity_min_count: None,
             norm: Norm::L1,
+            placements: None,
         }
     }
 }
@@ -388,6 +409,16 @@ fn normalize_into(config: &FeaturizerConfig, req: &RequestParts, scratch: &mut S
 /// `plus_from` on. Malformed escapes (`%zz`, a trailing `%`) stay as they are. Returns whether
 /// anything changed.
 fn percent_decode(input: &[u8], plus_from: Option<usize>, out: &mut Vec<u8>) -> bool {
+    percent_decode_from(input, plus_from, out)
+}
+
+/// One round of percent-decoding of all of `input` (`+` a space when `plus`); whether anything
+/// changed (when not, `out` is not meaningful).
+pub(crate) fn percent_decode_into(input: &[u8], plus: bool, out: &mut Vec<u8>) -> bool {
+    percent_decode_from(input, plus.then_some(0), out)
+}
+
+fn percent_decode_from(input: &[u8], plus_from: Option<usize>, out: &mut Vec<u8>) -> bool {
     out.clear();
     let plus_from = plus_from.unwrap_or(usize::MAX);
     let special = |i: usize, b: u8| b == b'%' || (b == b'+' && i >= plus_from);
@@ -440,7 +471,7 @@ fn hex_value(b: u8) -> Option<u8> {
 
 /// Appends `bytes` to `out` as lower-case text: valid UTF-8 sequences as UTF-8, every byte of an
 /// invalid sequence as the Latin-1 character of the same value (CSIC encodes `ñ` as `%F1`).
-fn push_lowercase_latin1_or_utf8(mut bytes: &[u8], out: &mut String) {
+pub(crate) fn push_lowercase_latin1_or_utf8(mut bytes: &[u8], out: &mut String) {
     loop {
         match std::str::from_utf8(bytes) {
             Ok(valid) => {
@@ -673,6 +704,9 @@ pub enum FeatureKind {
     Shape,
     /// A parameter-aware or rarity feature ([`params`], [`PARAM_PREFIX`] in the vocabulary).
     Param,
+    /// A part's placement and value shape, `<placement>=<shape>` ([`PLACEMENT_PREFIX`] in the
+    /// vocabulary; [`FeaturizerConfig::placements`]).
+    Placement,
 }
 
 /// Prefix of a parameter-aware or rarity feature in the vocabulary ([`params`]).
@@ -686,6 +720,7 @@ impl FeatureKind {
             FeatureKind::Char => CHAR_NGRAM_PREFIX,
             FeatureKind::Shape => VALUE_SHAPE_PREFIX,
             FeatureKind::Param => PARAM_PREFIX,
+            FeatureKind::Placement => PLACEMENT_PREFIX,
         }
     }
 }
@@ -877,6 +912,10 @@ pub struct Featurizer {
     param_index: VocabIndex,
     /// The rarity table in lookup form.
     rarity: Option<params::RarityLookup>,
+    /// Vocabulary index of each placement feature, keyed without its prefix.
+    placement_index: VocabIndex,
+    /// The config without value shapes: what every part but a query/form pair is read with.
+    plain_config: FeaturizerConfig,
 }
 
 impl PartialEq for Featurizer {
@@ -923,38 +962,55 @@ impl Featurizer {
         let mut doc_texts: Vec<(String, String)> = Vec::new();
         let mut scratch = Scratch::default();
         let mut n: u64 = 0;
+        let plain = FeaturizerConfig {
+            value_shapes: false,
+            ..config.clone()
+        };
         for doc in docs {
             n += 1;
-            normalize_into(&config, &doc, &mut scratch);
             // Document frequency counts each distinct feature once per request.
             let mut distinct: Vec<String> = Vec::new();
             let mut shapes: Vec<String> = Vec::new();
-            for_each_configured_feature(
-                &scratch.text,
-                &config,
-                &mut scratch.gram,
-                |kind, feature| {
-                    if kind == FeatureKind::Shape {
-                        shapes.push(feature.to_owned());
-                    }
-                    let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
-                    entry.push_str(kind.prefix());
-                    entry.push_str(feature);
-                    distinct.push(entry);
-                },
-            );
-            if config.params {
-                params::for_each_param_feature(
-                    doc.method,
-                    &scratch.text,
-                    true,
-                    None,
-                    &mut scratch.params,
-                    |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
+            let mut collect = |kind: FeatureKind, feature: &str| {
+                if kind == FeatureKind::Shape {
+                    shapes.push(feature.to_owned());
+                }
+                let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
+                entry.push_str(kind.prefix());
+                entry.push_str(feature);
+                distinct.push(entry);
+            };
+            if let Some(pc) = &config.placements {
+                // The document is the request's first window (what `transform` reads).
+                let split =
+                    placement::split_request(&doc, pc, config.decode_rounds, config.include_body);
+                let segments = placement::segments(&split);
+                let windows =
+                    placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
+                placement::for_each_window_feature(
+                    &config,
+                    &plain,
+                    &segments,
+                    &windows[0],
+                    &mut scratch.gram,
+                    &mut collect,
                 );
-            }
-            if config.rarity_min_count.is_some() {
-                doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
+            } else {
+                normalize_into(&config, &doc, &mut scratch);
+                for_each_configured_feature(&scratch.text, &config, &mut scratch.gram, collect);
+                if config.params {
+                    params::for_each_param_feature(
+                        doc.method,
+                        &scratch.text,
+                        true,
+                        None,
+                        &mut scratch.params,
+                        |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
+                    );
+                }
+                if config.rarity_min_count.is_some() {
+                    doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
+                }
             }
             distinct.sort_unstable();
             distinct.dedup();
@@ -1103,6 +1159,7 @@ impl Featurizer {
         let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
         let mut char_index = VocabIndex::default();
         let mut shape_index = VocabIndex::default();
+        let mut placement_index = VocabIndex::default();
         let mut param_index = VocabIndex::default();
         match (&c.rarity, c.config.rarity_min_count) {
             (None, None) => {}
@@ -1119,6 +1176,22 @@ impl Featurizer {
             }
         }
         for (i, tok) in c.vocabulary.iter().enumerate() {
+            if let Some(body) = tok.strip_prefix(PLACEMENT_PREFIX) {
+                let known = body
+                    .rsplit_once('=')
+                    .is_some_and(|(p, _)| p == BASE64_MARK || Placement::from_name(p).is_some());
+                if c.config.placements.is_none() || !known {
+                    return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary entry {i} ({tok:?}) is a placement feature, but placements is off or it names no placement"
+                    )));
+                }
+                if placement_index.insert(body.into(), i as u32).is_some() {
+                    return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary token {tok:?} appears twice"
+                    )));
+                }
+                continue;
+            }
             if let Some(body) = tok.strip_prefix(PARAM_PREFIX) {
                 if !c.config.params && c.config.rarity_min_count.is_none() {
                     return Err(FeaturizerError::Invalid(format!(
@@ -1191,6 +1264,10 @@ impl Featurizer {
             }
         }
         let rarity = c.rarity.as_ref().map(RarityTable::lookup);
+        let plain_config = FeaturizerConfig {
+            value_shapes: false,
+            ..c.config.clone()
+        };
         Ok(Featurizer {
             content: a.content,
             content_hash: a.content_hash,
@@ -1200,6 +1277,8 @@ impl Featurizer {
             shape_index,
             param_index,
             rarity,
+            placement_index,
+            plain_config,
         })
     }
 
@@ -1211,6 +1290,7 @@ impl Featurizer {
             FeatureKind::Char => self.char_index.get(feature).copied(),
             FeatureKind::Shape => self.shape_index.get(feature).copied(),
             FeatureKind::Param => self.param_index.get(feature).copied(),
+            FeatureKind::Placement => self.placement_index.get(feature).copied(),
         }
     }
 
@@ -1329,6 +1409,12 @@ impl Featurizer {
     ) {
         out.indices.clear();
         out.values.clear();
+        if let Some(pc) = &self.content.config.placements {
+            let (segments, windows, limited) = self.placement_windows(req, pc);
+            out.truncated = limited || windows.len() > 1;
+            self.vectorize_window(&segments, &windows[0], scratch, out);
+            return;
+        }
         out.truncated = normalize_into(&self.content.config, req, scratch);
         let Scratch {
             text,
@@ -1339,22 +1425,140 @@ impl Featurizer {
             params,
             ..
         } = scratch;
+        let config = &self.content.config;
+        self.vectorize(counts, touched, out, |add| {
+            let mut tokens = for_each_configured_feature(text, config, gram, |kind, feature| {
+                if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
+                    add(i);
+                }
+            });
+            tokens += self.for_each_param_feature(req.method, text, params, |i| add(i));
+            tokens
+        });
+    }
+
+    /// The split, segments and windows of a request under [`FeaturizerConfig::placements`], and
+    /// whether a limit of the split was reached. There is always at least one window.
+    fn placement_windows(
+        &self,
+        req: &RequestParts,
+        pc: &PlacementConfig,
+    ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
+        let config = &self.content.config;
+        let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
+        let segments = placement::segments(&split);
+        let windows =
+            placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
+        (segments, windows, split.limited())
+    }
+
+    fn vectorize_window(
+        &self,
+        segments: &[placement::Segment],
+        window: &[placement::Piece],
+        scratch: &mut Scratch,
+        out: &mut SparseVector,
+    ) {
+        let Scratch {
+            gram,
+            counts,
+            touched,
+            unseen,
+            ..
+        } = scratch;
+        let (config, plain) = (&self.content.config, &self.plain_config);
+        self.vectorize(counts, touched, out, |add| {
+            placement::for_each_window_feature(
+                config,
+                plain,
+                segments,
+                window,
+                gram,
+                |kind, feature| {
+                    if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
+                        add(i);
+                    }
+                },
+            )
+        });
+    }
+
+    /// Every vector of a request: one per window of [`FeaturizerConfig::max_input_bytes`] bytes
+    /// of decoded text, covering everything read of the request (up to
+    /// [`PlacementConfig::max_bytes`]), so an attack after any amount of padding is in some
+    /// window; score each and take the highest. Without [`FeaturizerConfig::placements`], the
+    /// one vector of [`Featurizer::transform`]. The first vector is always `transform`'s.
+    pub fn transform_windows(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
+        out.clear();
+        let mut scratch = Scratch::default();
+        let Some(pc) = &self.content.config.placements else {
+            let mut v = SparseVector::default();
+            self.transform_into(req, &mut scratch, &mut v);
+            out.push(v);
+            return;
+        };
+        let (segments, windows, limited) = self.placement_windows(req, pc);
+        let truncated = limited || windows.len() > 1;
+        for window in &windows {
+            let mut v = SparseVector::default();
+            self.vectorize_window(&segments, window, &mut scratch, &mut v);
+            v.truncated = truncated;
+            out.push(v);
+        }
+    }
+
+    /// One vector per window of the parts of each placement found in the request (placements in
+    /// [`Placement::ALL`] order): which placement looks most like an attack, for audit lines and
+    /// metrics. Without [`FeaturizerConfig::placements`], `transform`'s vector as
+    /// [`Placement::Request`].
+    pub fn placement_vectors(&self, req: &RequestParts) -> Vec<(Placement, SparseVector)> {
+        let mut scratch = Scratch::default();
+        let Some(pc) = &self.content.config.placements else {
+            let mut v = SparseVector::default();
+            self.transform_into(req, &mut scratch, &mut v);
+            return vec![(Placement::Request, v)];
+        };
+        let config = &self.content.config;
+        let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
+        let segments = placement::segments(&split);
+        let mut out = Vec::new();
+        for p in Placement::ALL {
+            let mine: Vec<placement::Segment> = segments
+                .iter()
+                .filter(|s| s.placement == p)
+                .cloned()
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            for window in placement::windows(&mine, config.max_input_bytes, pc.window_overlap_bytes)
+            {
+                let mut v = SparseVector::default();
+                self.vectorize_window(&mine, &window, &mut scratch, &mut v);
+                out.push((p, v));
+            }
+        }
+        out
+    }
+
+    /// Counts the vocabulary indices that `features` adds (it returns the number of features
+    /// seen, in the vocabulary or not) and writes their normalized TF-IDF weights into `out` (the
+    /// shared second half of every transform).
+    fn vectorize(
+        &self,
+        counts: &mut Vec<u32>,
+        touched: &mut Vec<u32>,
+        out: &mut SparseVector,
+        features: impl FnOnce(&mut dyn FnMut(u32)) -> u32,
+    ) {
+        out.indices.clear();
+        out.values.clear();
         if counts.len() != self.dim() {
             counts.clear();
             counts.resize(self.dim(), 0);
         }
         touched.clear();
-        let mut tokens =
-            for_each_configured_feature(text, &self.content.config, gram, |kind, feature| {
-                if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
-                    let c = &mut counts[i as usize];
-                    if *c == 0 {
-                        touched.push(i);
-                    }
-                    *c += 1;
-                }
-            });
-        tokens += self.for_each_param_feature(req.method, text, params, |i| {
+        let tokens = features(&mut |i: u32| {
             let c = &mut counts[i as usize];
             if *c == 0 {
                 touched.push(i);
@@ -1398,26 +1602,53 @@ impl Featurizer {
 
     /// The normalized text, the tokens and the non-zero weights of a request.
     pub fn explain(&self, req: &RequestParts) -> Explanation {
-        let (normalized, truncated) = normalize(&self.content.config, req);
-        let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
         let mut counts: HashMap<u32, u32> = HashMap::new();
         let mut buf = String::new();
-        for_each_configured_feature(
-            &normalized,
-            &self.content.config,
-            &mut String::new(),
-            |kind, feature| {
-                if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
-                    *counts.entry(i).or_default() += 1;
+        let (normalized, truncated) = match &self.content.config.placements {
+            Some(pc) => {
+                // The first window's segments, one per line.
+                let (segments, windows, limited) = self.placement_windows(req, pc);
+                let mut text = String::new();
+                for piece in &windows[0] {
+                    text.push_str(&segments[piece.segment].text[piece.start..piece.end]);
+                    text.push('\n');
                 }
-            },
-        );
-        self.for_each_param_feature(
-            req.method,
-            &normalized,
-            &mut params::ParamScratch::default(),
-            |i| *counts.entry(i).or_default() += 1,
-        );
+                placement::for_each_window_feature(
+                    &self.content.config,
+                    &self.plain_config,
+                    &segments,
+                    &windows[0],
+                    &mut String::new(),
+                    |kind, feature| {
+                        if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
+                            *counts.entry(i).or_default() += 1;
+                        }
+                    },
+                );
+                (text, limited || windows.len() > 1)
+            }
+            None => {
+                let (normalized, truncated) = normalize(&self.content.config, req);
+                for_each_configured_feature(
+                    &normalized,
+                    &self.content.config,
+                    &mut String::new(),
+                    |kind, feature| {
+                        if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
+                            *counts.entry(i).or_default() += 1;
+                        }
+                    },
+                );
+                self.for_each_param_feature(
+                    req.method,
+                    &normalized,
+                    &mut params::ParamScratch::default(),
+                    |i| *counts.entry(i).or_default() += 1,
+                );
+                (normalized, truncated)
+            }
+        };
+        let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
         let v = self.transform(req);
         let weights = v
             .indices
@@ -1493,6 +1724,13 @@ impl Featurizer {
 }
 
 fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
+    if c.placements.is_some() && (c.params || c.rarity_min_count.is_some()) {
+        // The parameter and rarity families read the seeds' joined query text, which the
+        // placement view replaces; combining them is not defined yet.
+        return Err(FeaturizerError::Invalid(
+            "placements cannot be combined with params or rarity_min_count".into(),
+        ));
+    }
     if c.top_k == 0 {
         return Err(FeaturizerError::Invalid("top_k must be at least 1".into()));
     }

@@ -10,6 +10,7 @@ fn norm(target: &[u8]) -> String {
             method: "GET",
             target,
             body: None,
+            headers: Default::default(),
         },
     )
     .0
@@ -55,6 +56,7 @@ fn plus_is_a_space_in_the_query_and_body_only_and_only_before_decoding() {
         method: "POST",
         target: b"/login.jsp",
         body: Some(b"user=a+b&pwd=x%2By"),
+        headers: Default::default(),
     };
     assert_eq!(
         normalize(&FeaturizerConfig::default(), &post).0,
@@ -65,6 +67,7 @@ fn plus_is_a_space_in_the_query_and_body_only_and_only_before_decoding() {
         method: "POST",
         target: b"/p?a=1",
         body: Some(b"b=2+3"),
+        headers: Default::default(),
     };
     assert_eq!(
         normalize(&FeaturizerConfig::default(), &both).0,
@@ -109,6 +112,7 @@ fn empty_input_gives_empty_text_and_an_empty_vector() {
         method: "GET",
         target: b"",
         body: None,
+        headers: Default::default(),
     });
     assert!(v.is_empty() && !v.truncated);
     assert_eq!(
@@ -141,6 +145,7 @@ fn huge_input_is_truncated_and_flagged() {
         method: "POST",
         target: b"/a",
         body: Some(&long_body),
+        headers: Default::default(),
     };
     assert!(f.transform(&post).truncated);
 }
@@ -170,6 +175,7 @@ fn corpus() -> Vec<RequestParts<'static>> {
             method: "POST",
             target: b"/tienda1/publico/autenticar.jsp",
             body: Some(b"login=a&pwd=b"),
+            headers: Default::default(),
         },
         RequestParts::get("/tienda1/miembros/editar.jsp?email=%27+or+1%3D1--"),
     ]

@@ -13,6 +13,7 @@ fn corpus() -> Vec<RequestParts<'static>> {
         method: "POST",
         target: b"/shop/login.jsp",
         body: Some(b"login=ana&pwd=x1"),
+        headers: Default::default(),
     });
     docs
 }
@@ -73,6 +74,7 @@ fn rarity_features_flag_a_tampered_parameter_relative_to_the_public_corpus() {
             method: "POST",
             target: b"/shop/login.jsp",
             body: Some(b"login=ana&pwd=x1"),
+            headers: Default::default(),
         },
     );
     assert!(t.contains(&"p:unseen:path".to_string()), "{t:?}");

@@ -247,6 +247,7 @@ impl WafProxy {
             method: &method,
             target: &target,
             body: None,
+            headers: Default::default(),
         };
         let model = self.shared.model.get();
         self.audit(
@@ -424,6 +425,7 @@ impl ProxyHttp for WafProxy {
             method: &method,
             target: &target,
             body: body.as_deref(),
+            headers: Default::default(),
         };
         let model = self.shared.model.get();
         let scored = match model.as_deref() {

@@ -204,6 +204,7 @@ impl ServingModel {
             method: "GET",
             target: WARM_UP_TARGET,
             body: None,
+            headers: Default::default(),
         };
         // One warm-up request per session (round-robin visits each), so that no client request
         // pays for a session's first sparse run.

@@ -236,6 +236,7 @@ fn encodings_and_evasions_are_normalized_or_refused_never_a_crash() {
             method: "GET",
             target,
             body: None,
+            headers: Default::default(),
         })
         .tokens
     };

@@ -1093,6 +1093,7 @@ mod teacher_weighting_tests {
             method: "GET".into(),
             target: target.as_bytes().to_vec(),
             body: None,
+            headers: Vec::new(),
             label: Some(datasets::Label::Benign),
             line: 1,
         }

@@ -14,6 +14,7 @@ fn record(i: usize, copy: usize) -> Record {
         },
         target: format!("/tienda1/item.jsp?id={i}").into_bytes(),
         body: (i % 3 == 0).then(|| format!("a={i}").into_bytes()),
+        headers: Vec::new(),
         label: Some(if i % 5 == 0 {
             Label::Malicious
         } else {

@@ -105,6 +105,7 @@ fn show(a: ShowArgs) -> Result<()> {
         method: &a.method,
         target: a.target.as_bytes(),
         body: a.body.as_deref().map(str::as_bytes),
+        headers: Default::default(),
     };
     let explanation = f.explain(&req);
     print_line(&serde_json::to_string_pretty(&explanation).expect("plain data serializes"))

@@ -639,6 +639,7 @@ mod tests {
             method: method.into(),
             target: target.to_vec(),
             body: body.map(<[u8]>::to_vec),
+            headers: Vec::new(),
             label: None,
             line: 1,
         }

@@ -94,6 +94,7 @@ pub fn run(args: Args) -> Result<()> {
             method: &args.method,
             target: target.as_bytes(),
             body: args.body.as_deref().map(str::as_bytes),
+            headers: Default::default(),
         };
         let score = scorer.score(&bundle.featurizer.transform_dense(&parts))?;
         let out = OneScore {

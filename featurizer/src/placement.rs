@@ -1,0 +1,1173 @@
+//! Where in a request a value rides, and what it says once decoded (opt-in:
+//! [`crate::FeaturizerConfig::placements`]).
+//!
+//! [`split_request`] turns a whole request (request line, every header, the body by its
+//! `Content-Type`) into bounded, decoded [`Part`]s, each tagged with a low-cardinality
+//! [`Placement`] (`query`, `hdr:user-agent`, `json:value`, `mp:filename`, ...):
+//!
+//! - request line: the method, the path, each query parameter;
+//! - headers: every value (`User-Agent`, `Referer`, each `Cookie` pair, `X-Forwarded-*` /
+//!   `Forwarded`, any other header); the framing headers `Content-Length`, `Transfer-Encoding`
+//!   and `Connection` are protocol, not data, and are skipped;
+//! - the body by `Content-Type`: `application/x-www-form-urlencoded` (each pair),
+//!   `multipart/form-data` (each field value and each filename), JSON (`*json*`: every object key
+//!   and every string value, after `\uXXXX` unescaping, nesting bounded), XML / SOAP (`*xml*`:
+//!   text, CDATA, comments, attribute values and the DOCTYPE's text, entities decoded; an entity
+//!   is only ever replaced by the characters it names, never fetched or expanded from a
+//!   declaration), anything else as plain text. A JSON or XML body that does not parse is read
+//!   as plain text: the inspection never depends on the attacker's syntax being well formed.
+//!
+//! Every value is decoded ([`decode_value`]): percent-decoding (repeated, up to `decode_rounds`),
+//! overlong UTF-8 (`%C0%AF` is `/`), HTML/XML character references (`&lt;`, `&#x27;`, `&#39`),
+//! JavaScript / JSON escapes (`\u0027`, `\x27`), repeated until nothing changes (so `%26lt%3B`
+//! ends as `<`), then lower-cased. A value that is Base64 of printable text also yields a second
+//! part with the decoded text (`encoded: true`), so both forms are scored.
+//!
+//! Bounded everywhere ([`PlacementConfig`]): at most `max_parts` parts, `max_depth` levels of
+//! JSON/XML nesting and `max_bytes` bytes of input (target + header values + body) read; what is
+//! beyond a limit is not read, and [`Split`] says which limit was reached.
+use serde::{Deserialize, Serialize};
+
+/// The request headers the featurizer reads: a small borrowed view, whichever way the caller
+/// holds them (a parsed request's `(&str, &[u8])` pairs, or a dataset record's owned pairs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Headers<'a> {
+    /// No headers (the seeds' view: URI and form body only).
+    #[default]
+    None,
+    /// Borrowed name/value pairs, in request order.
+    Pairs(&'a [(&'a str, &'a [u8])]),
+    /// Owned name/value pairs (e.g. `datasets::Record::headers`), in request order.
+    Owned(&'a [(String, Vec<u8>)]),
+}
+
+impl<'a> Headers<'a> {
+    /// The pairs, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + 'a {
+        let (pairs, owned): (&'a [(&'a str, &'a [u8])], &'a [(String, Vec<u8>)]) = match *self {
+            Headers::None => (&[], &[]),
+            Headers::Pairs(p) => (p, &[]),
+            Headers::Owned(o) => (&[], o),
+        };
+        pairs
+            .iter()
+            .copied()
+            .chain(owned.iter().map(|(n, v)| (n.as_str(), v.as_slice())))
+    }
+
+    /// The first value of the header `name` (case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&'a [u8]> {
+        self.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// Number of header fields.
+    pub fn len(&self) -> usize {
+        match self {
+            Headers::None => 0,
+            Headers::Pairs(p) => p.len(),
+            Headers::Owned(o) => o.len(),
+        }
+    }
+
+    /// Whether there is no header field.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where a value rides in a request. Few values on purpose: it is a metric label and part of
+/// feature names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Placement {
+    /// The whole request as the seeds read it (target + form body); the only placement of a
+    /// featurizer without [`crate::FeaturizerConfig::placements`].
+    Request,
+    /// The request method.
+    Method,
+    /// The request path (percent-decoded).
+    Path,
+    /// A query parameter.
+    Query,
+    /// A pair of an `application/x-www-form-urlencoded` body.
+    Form,
+    /// The `User-Agent` header.
+    HdrUserAgent,
+    /// The `Referer` header.
+    HdrReferer,
+    /// One pair of the `Cookie` header.
+    HdrCookie,
+    /// `X-Forwarded-*` and `Forwarded`.
+    HdrForwarded,
+    /// Any other header.
+    HdrOther,
+    /// A field value of a `multipart/form-data` body.
+    MpField,
+    /// A file name of a `multipart/form-data` body.
+    MpFilename,
+    /// An object key of a JSON body.
+    JsonKey,
+    /// A string value of a JSON body.
+    JsonValue,
+    /// Text, CDATA, comment or DOCTYPE text of an XML / SOAP body.
+    XmlText,
+    /// An attribute value of an XML / SOAP body.
+    XmlAttr,
+    /// A body of any other type, as text.
+    Text,
+}
+
+impl Placement {
+    /// Every placement, in order.
+    pub const ALL: [Placement; 17] = [
+        Placement::Request,
+        Placement::Method,
+        Placement::Path,
+        Placement::Query,
+        Placement::Form,
+        Placement::HdrUserAgent,
+        Placement::HdrReferer,
+        Placement::HdrCookie,
+        Placement::HdrForwarded,
+        Placement::HdrOther,
+        Placement::MpField,
+        Placement::MpFilename,
+        Placement::JsonKey,
+        Placement::JsonValue,
+        Placement::XmlText,
+        Placement::XmlAttr,
+        Placement::Text,
+    ];
+
+    /// The name in feature names, metrics and audit lines (`hdr:user-agent`, `json:value`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Request => "request",
+            Placement::Method => "method",
+            Placement::Path => "path",
+            Placement::Query => "query",
+            Placement::Form => "form",
+            Placement::HdrUserAgent => "hdr:user-agent",
+            Placement::HdrReferer => "hdr:referer",
+            Placement::HdrCookie => "hdr:cookie",
+            Placement::HdrForwarded => "hdr:x-forwarded",
+            Placement::HdrOther => "hdr:other",
+            Placement::MpField => "mp:field",
+            Placement::MpFilename => "mp:filename",
+            Placement::JsonKey => "json:key",
+            Placement::JsonValue => "json:value",
+            Placement::XmlText => "xml:text",
+            Placement::XmlAttr => "xml:attr",
+            Placement::Text => "text",
+        }
+    }
+
+    /// The placement named `name` ([`Placement::as_str`]).
+    pub fn from_name(name: &str) -> Option<Placement> {
+        Placement::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
+    /// The placement of a header value by the header's name.
+    pub fn of_header(name: &str) -> Placement {
+        let lower = name.to_ascii_lowercase();
+        match lower.as_str() {
+            "user-agent" => Placement::HdrUserAgent,
+            "referer" => Placement::HdrReferer,
+            "cookie" => Placement::HdrCookie,
+            "forwarded" => Placement::HdrForwarded,
+            n if n.starts_with("x-forwarded-") => Placement::HdrForwarded,
+            _ => Placement::HdrOther,
+        }
+    }
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The bounds of [`split_request`]; stored in the featurizer artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlacementConfig {
+    /// Most parts read from one request (query pairs, headers, body fields, ... together).
+    pub max_parts: usize,
+    /// Deepest JSON / XML nesting read; deeper content is not read.
+    pub max_depth: usize,
+    /// Most bytes of input (target, header values and body together) read from one request.
+    pub max_bytes: usize,
+    /// Bytes by which consecutive windows of a part longer than the window overlap, so that an
+    /// attack string cut by one window boundary is whole in the next window
+    /// ([`crate::Featurizer::transform_windows`]).
+    pub window_overlap_bytes: usize,
+}
+
+impl Default for PlacementConfig {
+    fn default() -> Self {
+        PlacementConfig {
+            max_parts: 512,
+            max_depth: 32,
+            max_bytes: 256 * 1024,
+            window_overlap_bytes: 512,
+        }
+    }
+}
+
+/// Headers that frame the message rather than carry data.
+const FRAMING_HEADERS: [&str; 3] = ["content-length", "transfer-encoding", "connection"];
+
+/// One decoded value of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Part {
+    /// Where it rides.
+    pub placement: Placement,
+    /// Its name (parameter, header, JSON key, XML element, multipart field), decoded and
+    /// lower-cased; empty where there is none (path, method, plain-text body).
+    pub name: String,
+    /// The decoded, lower-cased value.
+    pub value: String,
+    /// The value is the Base64-decoded form of another part's value.
+    pub encoded: bool,
+}
+
+/// What [`split_request`] found, and which limits it reached.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Split {
+    /// The parts, in request order (request line, headers, body).
+    pub parts: Vec<Part>,
+    /// More than `max_bytes` of input: the rest was not read.
+    pub over_bytes: bool,
+    /// More than `max_parts` parts: the rest were not read.
+    pub over_parts: bool,
+    /// Nesting deeper than `max_depth`: the deeper content was not read.
+    pub over_depth: bool,
+}
+
+impl Split {
+    /// Whether any limit was reached.
+    pub fn limited(&self) -> bool {
+        self.over_bytes || self.over_parts || self.over_depth
+    }
+}
+
+/// Collects parts under the limits.
+struct Collector<'c> {
+    config: &'c PlacementConfig,
+    decode_rounds: usize,
+    split: Split,
+    bytes: usize,
+}
+
+impl Collector<'_> {
+    /// Counts `n` input bytes; false (and flagged) once past `max_bytes`.
+    fn take_bytes(&mut self, n: usize) -> bool {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > self.config.max_bytes {
+            self.split.over_bytes = true;
+            return false;
+        }
+        true
+    }
+
+    fn full(&mut self) -> bool {
+        if self.split.parts.len() >= self.config.max_parts {
+            self.split.over_parts = true;
+            return true;
+        }
+        false
+    }
+
+    /// Adds a part (raw bytes, decoded here) and, when its value is Base64 of printable text,
+    /// the decoded form as a second part.
+    fn push(&mut self, placement: Placement, name: &[u8], value: &[u8], form: bool) {
+        if self.full() {
+            return;
+        }
+        let name = decode_value(name, self.decode_rounds, form);
+        let value = decode_bytes(value, self.decode_rounds, form);
+        let decoded = std::str::from_utf8(&value)
+            .ok()
+            .and_then(|v| base64_text(v.trim()));
+        let value = lowercase(&value);
+        self.split.parts.push(Part {
+            placement,
+            name: name.clone(),
+            value,
+            encoded: false,
+        });
+        if let Some(text) = decoded {
+            if self.full() {
+                return;
+            }
+            let value = decode_value(text.as_bytes(), self.decode_rounds, false);
+            self.split.parts.push(Part {
+                placement,
+                name,
+                value,
+                encoded: true,
+            });
+        }
+    }
+
+    /// `a=1&b=2` pairs (query string, form body, or `;`-separated cookie pairs).
+    fn pairs(&mut self, placement: Placement, bytes: &[u8], sep: u8, form: bool) {
+        for pair in bytes.split(|&b| b == sep) {
+            let pair = trim_ascii(pair);
+            if pair.is_empty() {
+                continue;
+            }
+            match pair.iter().position(|&b| b == b'=') {
+                Some(eq) => self.push(placement, &pair[..eq], &pair[eq + 1..], form),
+                None => self.push(placement, b"", pair, form),
+            }
+        }
+    }
+}
+
+/// Splits a request into decoded, placement-tagged parts (see the module documentation).
+pub fn split_request(
+    req: &crate::RequestParts,
+    config: &PlacementConfig,
+    decode_rounds: usize,
+    include_body: bool,
+) -> Split {
+    let mut c = Collector {
+        config,
+        decode_rounds,
+        split: Split::default(),
+        bytes: 0,
+    };
+    // Request line.
+    c.push(Placement::Method, b"", req.method.as_bytes(), false);
+    let target = clip(req.target, config.max_bytes);
+    c.take_bytes(req.target.len());
+    {
+        let (path, query) = match target.iter().position(|&b| b == b'?') {
+            Some(q) => (&target[..q], Some(&target[q + 1..])),
+            None => (target, None),
+        };
+        c.push(Placement::Path, b"", path, false);
+        if let Some(q) = query {
+            c.pairs(Placement::Query, q, b'&', true);
+        }
+    }
+    // Headers.
+    for (name, value) in req.headers.iter() {
+        let lower = name.to_ascii_lowercase();
+        if FRAMING_HEADERS.contains(&lower.as_str()) {
+            continue;
+        }
+        if !c.take_bytes(name.len() + value.len()) {
+            break;
+        }
+        let placement = Placement::of_header(&lower);
+        if placement == Placement::HdrCookie {
+            c.pairs(placement, value, b';', false);
+        } else {
+            c.push(placement, lower.as_bytes(), value, false);
+        }
+    }
+    // Body, by Content-Type.
+    let Some(body) = req.body.filter(|b| include_body && !b.is_empty()) else {
+        return c.split;
+    };
+    let room = config.max_bytes.saturating_sub(c.bytes);
+    c.take_bytes(body.len());
+    let body = clip(body, room);
+    let content_type = req
+        .headers
+        .get("content-type")
+        .map(|v| String::from_utf8_lossy(v).to_ascii_lowercase())
+        .unwrap_or_default();
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if mime.is_empty() && req.headers.is_empty() {
+        // No headers at all (a dataset without them, the seeds' view): a form body.
+        c.pairs(Placement::Form, body, b'&', true);
+    } else if mime == "application/x-www-form-urlencoded" {
+        c.pairs(Placement::Form, body, b'&', true);
+    } else if mime == "multipart/form-data" {
+        match boundary(&content_type) {
+            Some(b) => multipart(&mut c, body, b.as_bytes()),
+            None => c.push(Placement::Text, b"", body, false),
+        }
+    } else if mime.contains("json") {
+        if !json(&mut c, body) {
+            c.push(Placement::Text, b"", body, false);
+        }
+    } else if mime.contains("xml") || body.first() == Some(&b'<') {
+        xml(&mut c, body);
+    } else {
+        c.push(Placement::Text, b"", body, false);
+    }
+    c.split
+}
+
+fn clip(bytes: &[u8], n: usize) -> &[u8] {
+    &bytes[..bytes.len().min(n)]
+}
+
+fn trim_ascii(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The `boundary` parameter of a (lower-cased) multipart Content-Type.
+fn boundary(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        (k.trim() == "boundary").then(|| v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// `multipart/form-data`: each part's field value and its file name. (The boundary is compared
+/// case-insensitively: the Content-Type was lower-cased; boundaries are in practice.)
+fn multipart(c: &mut Collector, body: &[u8], boundary: &[u8]) {
+    let mut delim = b"--".to_vec();
+    delim.extend_from_slice(boundary);
+    let lower: Vec<u8> = body.to_ascii_lowercase();
+    let mut pos = match find(&lower, &delim) {
+        Some(p) => p + delim.len(),
+        None => {
+            c.push(Placement::Text, b"", body, false);
+            return;
+        }
+    };
+    loop {
+        if lower[pos..].starts_with(b"--") {
+            return; // closing delimiter
+        }
+        let end = find(&lower[pos..], &delim).map_or(body.len(), |e| pos + e);
+        let section = &body[pos..end];
+        // Headers end at the first blank line (CRLF or bare LF).
+        let (head, content) = match find(section, b"\r\n\r\n") {
+            Some(h) => (&section[..h], &section[h + 4..]),
+            None => match find(section, b"\n\n") {
+                Some(h) => (&section[..h], &section[h + 2..]),
+                None => (section, &b""[..]),
+            },
+        };
+        let content = content
+            .strip_suffix(b"\r\n")
+            .or_else(|| content.strip_suffix(b"\n"))
+            .unwrap_or(content);
+        let head_text = String::from_utf8_lossy(head);
+        let mut name = String::new();
+        for line in head_text.lines() {
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
+            if !k.trim().eq_ignore_ascii_case("content-disposition") {
+                continue;
+            }
+            for param in v.split(';').skip(1) {
+                let Some((pk, pv)) = param.split_once('=') else {
+                    continue;
+                };
+                let pv = pv.trim().trim_matches('"');
+                match pk.trim().to_ascii_lowercase().as_str() {
+                    "name" => name = pv.to_string(),
+                    "filename" | "filename*" => {
+                        c.push(Placement::MpFilename, b"filename", pv.as_bytes(), false)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        c.push(Placement::MpField, name.as_bytes(), content, false);
+        if end >= body.len() || c.split.over_parts {
+            return;
+        }
+        pos = end + delim.len();
+    }
+}
+
+/// JSON body: every key and every string value (numbers, booleans and null are not text worth
+/// scoring). Returns false when the body is not JSON (then it is read as text).
+fn json(c: &mut Collector, body: &[u8]) -> bool {
+    let start = body.iter().position(|b| !b.is_ascii_whitespace());
+    if !matches!(start.map(|s| body[s]), Some(b'{') | Some(b'[') | Some(b'"')) {
+        return false;
+    }
+    // Containers: whether each open one is an object, for key/value roles.
+    let mut stack: Vec<bool> = Vec::new();
+    let mut expect_key = false;
+    let mut key: Vec<u8> = Vec::new();
+    let mut deep = 0usize; // levels beyond max_depth (not recorded)
+    let mut i = start.unwrap_or(0);
+    let mut buf = Vec::new();
+    while i < body.len() {
+        match body[i] {
+            b'{' | b'[' => {
+                if stack.len() >= c.config.max_depth {
+                    c.split.over_depth = true;
+                    deep += 1;
+                } else {
+                    stack.push(body[i] == b'{');
+                    expect_key = body[i] == b'{';
+                }
+                i += 1;
+            }
+            b'}' | b']' => {
+                if deep > 0 {
+                    deep -= 1;
+                } else {
+                    stack.pop();
+                }
+                expect_key = false;
+                i += 1;
+            }
+            b',' => {
+                expect_key = stack.last() == Some(&true);
+                i += 1;
+            }
+            b':' => {
+                expect_key = false;
+                i += 1;
+            }
+            b'"' => {
+                i = json_string(body, i + 1, &mut buf);
+                if deep == 0 {
+                    if expect_key {
+                        key = buf.clone();
+                        c.push(Placement::JsonKey, b"", &key, false);
+                    } else {
+                        let name = if stack.last() == Some(&true) {
+                            key.clone()
+                        } else {
+                            Vec::new()
+                        };
+                        c.push(Placement::JsonValue, &name, &buf, false);
+                    }
+                }
+                if c.split.over_parts {
+                    return true;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    true
+}
+
+/// Reads a JSON string starting after its opening quote into `out` (escapes undone, `\uXXXX`
+/// including surrogate pairs as UTF-8); returns the index after the closing quote (or the end).
+fn json_string(body: &[u8], mut i: usize, out: &mut Vec<u8>) -> usize {
+    out.clear();
+    while i < body.len() {
+        match body[i] {
+            b'"' => return i + 1,
+            b'\\' if i + 1 < body.len() => {
+                let e = body[i + 1];
+                i += 2;
+                match e {
+                    b'n' => out.push(b'\n'),
+                    b't' => out.push(b'\t'),
+                    b'r' => out.push(b'\r'),
+                    b'b' => out.push(8),
+                    b'f' => out.push(12),
+                    b'u' => match hex4(body, i) {
+                        Some(hi) => {
+                            i += 4;
+                            let mut cp = u32::from(hi);
+                            if (0xD800..0xDC00).contains(&cp) && body.get(i..i + 2) == Some(b"\\u")
+                            {
+                                if let Some(lo) = hex4(body, i + 2) {
+                                    if (0xDC00..0xE000).contains(&lo) {
+                                        cp = 0x10000
+                                            + ((cp - 0xD800) << 10)
+                                            + (u32::from(lo) - 0xDC00);
+                                        i += 6;
+                                    }
+                                }
+                            }
+                            push_char(out, cp);
+                        }
+                        None => out.extend_from_slice(b"\\u"),
+                    },
+                    other => out.push(other),
+                }
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    i
+}
+
+fn hex4(b: &[u8], i: usize) -> Option<u16> {
+    let s = b.get(i..i + 4)?;
+    let mut v = 0u16;
+    for &d in s {
+        v = v << 4 | u16::from(hex_value(d)?);
+    }
+    Some(v)
+}
+
+fn push_char(out: &mut Vec<u8>, cp: u32) {
+    let c = char::from_u32(cp).unwrap_or('\u{fffd}');
+    let mut buf = [0u8; 4];
+    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+}
+
+/// XML / SOAP body: text (and CDATA, comments, the DOCTYPE's text) by element, attribute values.
+/// Entities are decoded by [`decode_value`] (character references and the five predefined
+/// names); a DOCTYPE's entity declarations are read as text, never resolved.
+fn xml(c: &mut Collector, body: &[u8]) {
+    let mut depth = 0usize;
+    let mut element: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < body.len() && !c.split.over_parts {
+        if body[i] != b'<' {
+            let end = body[i..]
+                .iter()
+                .position(|&b| b == b'<')
+                .map_or(body.len(), |e| i + e);
+            let text = trim_ascii(&body[i..end]);
+            if !text.is_empty() && depth <= c.config.max_depth {
+                c.push(Placement::XmlText, &element, text, false);
+            }
+            i = end;
+            continue;
+        }
+        let rest = &body[i..];
+        let mut special = false;
+        for (open, close) in [
+            (&b"<![CDATA["[..], &b"]]>"[..]),
+            (b"<!--", b"-->"),
+            (b"<?", b"?>"),
+        ] {
+            if rest.starts_with(open) {
+                let inner = &rest[open.len()..];
+                let end = find(inner, close).unwrap_or(inner.len());
+                if open != b"<?" {
+                    c.push(Placement::XmlText, &element, &inner[..end], false);
+                }
+                i += open.len() + (end + close.len()).min(inner.len());
+                special = true;
+                break;
+            }
+        }
+        if special {
+            continue;
+        }
+        if rest.starts_with(b"<!") {
+            // DOCTYPE (with its internal subset): read as text, never resolved.
+            let mut level = 0i32;
+            let mut end = rest.len();
+            for (k, &b) in rest.iter().enumerate() {
+                match b {
+                    b'<' => level += 1,
+                    b'>' => {
+                        level -= 1;
+                        if level == 0 {
+                            end = k + 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            c.push(
+                Placement::XmlText,
+                b"doctype",
+                &rest[2..end.saturating_sub(1).max(2)],
+                false,
+            );
+            i += end;
+            continue;
+        }
+        // A tag: `<name attr="v" ...>`, `</name>`, `<name/>`.
+        let end = find_tag_end(rest);
+        let tag = &rest[1..end.saturating_sub(1).max(1)];
+        i += end;
+        if tag.starts_with(b"/") {
+            depth = depth.saturating_sub(1);
+            continue;
+        }
+        let self_closing = tag.ends_with(b"/");
+        let tag = tag.strip_suffix(b"/").unwrap_or(tag);
+        let name_end = tag
+            .iter()
+            .position(|b| b.is_ascii_whitespace())
+            .unwrap_or(tag.len());
+        element = tag[..name_end].to_vec();
+        if !self_closing {
+            depth += 1;
+            if depth > c.config.max_depth {
+                c.split.over_depth = true;
+            }
+        }
+        if depth <= c.config.max_depth {
+            xml_attributes(c, &tag[name_end..]);
+        }
+    }
+}
+
+/// End (exclusive) of a tag starting at `rest[0] == b'<'`: the first `>` outside quotes.
+fn find_tag_end(rest: &[u8]) -> usize {
+    let mut quote = None;
+    for (k, &b) in rest.iter().enumerate().skip(1) {
+        match (quote, b) {
+            (None, b'"' | b'\'') => quote = Some(b),
+            (Some(q), b) if b == q => quote = None,
+            (None, b'>') => return k + 1,
+            _ => {}
+        }
+    }
+    rest.len()
+}
+
+fn xml_attributes(c: &mut Collector, mut s: &[u8]) {
+    loop {
+        s = trim_ascii(s);
+        let Some(eq) = s.iter().position(|&b| b == b'=') else {
+            return;
+        };
+        let name = trim_ascii(&s[..eq]).to_vec();
+        let rest = trim_ascii(&s[eq + 1..]);
+        let (value, next) = match rest.first() {
+            Some(&q @ (b'"' | b'\'')) => {
+                let end = rest[1..]
+                    .iter()
+                    .position(|&b| b == q)
+                    .map_or(rest.len(), |e| e + 1);
+                (&rest[1..end], &rest[(end + 1).min(rest.len())..])
+            }
+            _ => {
+                let end = rest
+                    .iter()
+                    .position(|b| b.is_ascii_whitespace())
+                    .unwrap_or(rest.len());
+                (&rest[..end], &rest[end..])
+            }
+        };
+        c.push(Placement::XmlAttr, &name, value, false);
+        if next.len() >= s.len() || c.split.over_parts {
+            return;
+        }
+        s = next;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/// Decodes a raw value the ways attackers encode (see the module documentation) and lower-cases
+/// it; `form`: `+` is a space in the first round (query strings and form bodies).
+pub fn decode_value(raw: &[u8], rounds: usize, form: bool) -> String {
+    lowercase(&decode_bytes(raw, rounds, form))
+}
+
+fn lowercase(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    crate::push_lowercase_latin1_or_utf8(bytes, &mut text);
+    text
+}
+
+/// [`decode_value`] before lower-casing (Base64 is case-sensitive).
+fn decode_bytes(raw: &[u8], rounds: usize, form: bool) -> Vec<u8> {
+    let mut cur = raw.to_vec();
+    let mut next = Vec::with_capacity(cur.len());
+    // decode_rounds 0 turns every decoding off, as on the seeds' path.
+    for round in 0..rounds {
+        let mut changed = crate::percent_decode_into(&cur, form && round == 0, &mut next);
+        if changed {
+            std::mem::swap(&mut cur, &mut next);
+        }
+        for step in [overlong_utf8, entities, js_escapes] {
+            if step(&cur, &mut next) {
+                std::mem::swap(&mut cur, &mut next);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    cur
+}
+
+/// Overlong UTF-8 (`C0 AF` for `/`, `E0 80 AF`): the code point it spells. Returns whether
+/// anything changed.
+fn overlong_utf8(input: &[u8], out: &mut Vec<u8>) -> bool {
+    if !input.iter().any(|&b| b == 0xC0 || b == 0xC1 || b == 0xE0) {
+        return false;
+    }
+    out.clear();
+    let mut changed = false;
+    let mut i = 0;
+    while i < input.len() {
+        let b = input[i];
+        let cont = |k: usize| input.get(i + k).is_some_and(|&c| c & 0xC0 == 0x80);
+        if (b == 0xC0 || b == 0xC1) && cont(1) {
+            out.push(((b & 0x1F) << 6) | (input[i + 1] & 0x3F));
+            i += 2;
+            changed = true;
+        } else if b == 0xE0 && cont(1) && cont(2) && input[i + 1] < 0xA0 {
+            let cp = (u32::from(input[i + 1] & 0x3F) << 6) | u32::from(input[i + 2] & 0x3F);
+            push_char(out, cp);
+            i += 3;
+            changed = true;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    changed
+}
+
+/// HTML/XML character references: `&lt; &gt; &amp; &quot; &apos; &nbsp;`, `&#39;`, `&#x27;` (the
+/// `;` optional, as browsers accept). Returns whether anything changed.
+fn entities(input: &[u8], out: &mut Vec<u8>) -> bool {
+    if !input.contains(&b'&') {
+        return false;
+    }
+    out.clear();
+    let mut changed = false;
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] != b'&' {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        let rest = &input[i + 1..];
+        let mut done = false;
+        if let Some(num) = rest.strip_prefix(b"#") {
+            let (hex, digits) = match num.first() {
+                Some(b'x' | b'X') => (true, &num[1..]),
+                _ => (false, num),
+            };
+            let len = digits
+                .iter()
+                .take(8)
+                .take_while(|d| {
+                    if hex {
+                        d.is_ascii_hexdigit()
+                    } else {
+                        d.is_ascii_digit()
+                    }
+                })
+                .count();
+            if len > 0 {
+                let s = std::str::from_utf8(&digits[..len]).unwrap_or("0");
+                let cp = u32::from_str_radix(s, if hex { 16 } else { 10 }).unwrap_or(0xFFFD);
+                push_char(out, cp);
+                let mut used = 1 + usize::from(hex) + len;
+                if rest.get(used) == Some(&b';') {
+                    used += 1;
+                }
+                i += 1 + used;
+                changed = true;
+                done = true;
+            }
+        } else {
+            for (name, ch) in [
+                (&b"lt"[..], b'<'),
+                (b"gt", b'>'),
+                (b"amp", b'&'),
+                (b"quot", b'"'),
+                (b"apos", b'\''),
+                (b"nbsp", b' '),
+            ] {
+                if rest.len() >= name.len() && rest[..name.len()].eq_ignore_ascii_case(name) {
+                    out.push(ch);
+                    let mut used = name.len();
+                    if rest.get(used) == Some(&b';') {
+                        used += 1;
+                    }
+                    i += 1 + used;
+                    changed = true;
+                    done = true;
+                    break;
+                }
+            }
+        }
+        if !done {
+            out.push(b'&');
+            i += 1;
+        }
+    }
+    changed
+}
+
+/// JavaScript / JSON escapes in any value: `\uXXXX`, `\u{X…}`, `\xXX`. Returns whether
+/// anything changed.
+fn js_escapes(input: &[u8], out: &mut Vec<u8>) -> bool {
+    if !input.contains(&b'\\') {
+        return false;
+    }
+    out.clear();
+    let mut changed = false;
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == b'\\' {
+            match input.get(i + 1) {
+                Some(b'u' | b'U') => {
+                    if let Some(v) = hex4(input, i + 2) {
+                        push_char(out, u32::from(v));
+                        i += 6;
+                        changed = true;
+                        continue;
+                    }
+                }
+                Some(b'x' | b'X') => {
+                    if let (Some(h), Some(l)) = (
+                        input.get(i + 2).and_then(|&b| hex_value(b)),
+                        input.get(i + 3).and_then(|&b| hex_value(b)),
+                    ) {
+                        out.push(h << 4 | l);
+                        i += 4;
+                        changed = true;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push(input[i]);
+        i += 1;
+    }
+    changed
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Shortest value tried as Base64 (shorter ones are words as often as encodings).
+pub const MIN_BASE64_CHARS: usize = 8;
+
+/// The text a value encodes, when the value is (standard or URL-safe) Base64 — at least
+/// [`MIN_BASE64_CHARS`] characters of the alphabet, correct padding — of printable UTF-8 text
+/// (no control characters other than tab and line ends). Anything else (words, hex ids, binary)
+/// gives `None`.
+pub fn base64_text(value: &str) -> Option<String> {
+    let v = value.as_bytes();
+    if v.len() < MIN_BASE64_CHARS {
+        return None;
+    }
+    let body = v
+        .strip_suffix(b"==")
+        .or_else(|| v.strip_suffix(b"="))
+        .unwrap_or(v);
+    if body.contains(&b'=') {
+        return None;
+    }
+    if v.len() != body.len() && v.len() % 4 != 0 {
+        return None;
+    }
+    if body.len() % 4 == 1 {
+        return None;
+    }
+    let sextet = |b: u8| -> Option<u32> {
+        Some(match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    // A value of digits only is a number. (Words and ids rarely decode to valid, printable
+    // UTF-8, which is checked below.)
+    if body.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    for chunk in body.chunks(4) {
+        let mut acc = 0u32;
+        for (k, &b) in chunk.iter().enumerate() {
+            acc |= sextet(b)? << (18 - 6 * k);
+        }
+        let n = chunk.len() * 6 / 8;
+        for k in 0..n {
+            out.push((acc >> (16 - 8 * k)) as u8);
+        }
+    }
+    let text = String::from_utf8(out).ok()?;
+    let printable = text
+        .chars()
+        .all(|ch| !ch.is_control() || matches!(ch, '\t' | '\n' | '\r'));
+    (printable && text.chars().any(|ch| !ch.is_whitespace())).then_some(text)
+}
+
+// ---------------------------------------------------------------------------------------------
+// From parts to featurizer text, in windows
+
+/// One part as the featurizer reads it: its text, and its placement feature(s).
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
+    pub placement: Placement,
+    /// `?name=value` for query and form pairs (so that value shapes read them as the seeds'
+    /// query), `name=value` for other named parts, the value alone otherwise.
+    pub text: String,
+    /// Whether the value-shape family reads this text (query and form pairs).
+    pub shapes: bool,
+    /// Placement features (bodies after [`crate::PLACEMENT_PREFIX`]).
+    pub marks: Vec<String>,
+}
+
+/// The segments of a split request.
+pub(crate) fn segments(split: &Split) -> Vec<Segment> {
+    split
+        .parts
+        .iter()
+        .map(|p| {
+            let pair = matches!(p.placement, Placement::Query | Placement::Form);
+            let text = if pair {
+                if p.name.is_empty() {
+                    format!("?{}", p.value)
+                } else {
+                    format!("?{}={}", p.name, p.value)
+                }
+            } else if p.name.is_empty() {
+                p.value.clone()
+            } else {
+                format!("{}={}", p.name, p.value)
+            };
+            let shape = crate::value_shape(&p.value);
+            let mut marks = vec![format!("{}={shape}", p.placement.as_str())];
+            if p.encoded {
+                marks.push(format!("{}={shape}", crate::BASE64_MARK));
+            }
+            Segment {
+                placement: p.placement,
+                text,
+                shapes: pair,
+                marks,
+            }
+        })
+        .collect()
+}
+
+/// A byte range of one segment inside a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub segment: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Groups segments into windows of at most `window_bytes` bytes of text; a segment longer than
+/// that is cut into overlapping pieces (`overlap` bytes, at character boundaries), each in a
+/// window of its own. Every byte of every segment is in some window.
+pub(crate) fn windows(
+    segments: &[Segment],
+    window_bytes: usize,
+    overlap: usize,
+) -> Vec<Vec<Piece>> {
+    let window_bytes = window_bytes.max(1);
+    let overlap = overlap.min(window_bytes / 2);
+    let mut out: Vec<Vec<Piece>> = Vec::new();
+    let mut current: Vec<Piece> = Vec::new();
+    let mut used = 0usize;
+    for (k, seg) in segments.iter().enumerate() {
+        let len = seg.text.len();
+        if len <= window_bytes {
+            if used + len > window_bytes && !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+                used = 0;
+            }
+            current.push(Piece {
+                segment: k,
+                start: 0,
+                end: len,
+            });
+            used += len;
+            continue;
+        }
+        if !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+            used = 0;
+        }
+        let text = &seg.text;
+        let mut start = 0usize;
+        loop {
+            let mut end = (start + window_bytes).min(len);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            out.push(vec![Piece {
+                segment: k,
+                start,
+                end,
+            }]);
+            if end >= len {
+                break;
+            }
+            let mut next = end.saturating_sub(overlap).max(start + 1);
+            while !text.is_char_boundary(next) {
+                next += 1;
+            }
+            start = next;
+        }
+    }
+    if !current.is_empty() || out.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Calls `f` on every feature of a window: each piece's configured features (value shapes only
+/// for the first piece of a query/form pair; `plain` is `config` without them) and, for a
+/// segment's first piece, its placement features. Returns the number of features.
+pub(crate) fn for_each_window_feature(
+    config: &crate::FeaturizerConfig,
+    plain: &crate::FeaturizerConfig,
+    segments: &[Segment],
+    window: &[Piece],
+    gram: &mut String,
+    mut f: impl FnMut(crate::FeatureKind, &str),
+) -> u32 {
+    let mut count = 0u32;
+    for piece in window {
+        let seg = &segments[piece.segment];
+        let first = piece.start == 0;
+        let cfg = if seg.shapes && first { config } else { plain };
+        let text = &seg.text[piece.start..piece.end];
+        count += crate::for_each_configured_feature(text, cfg, gram, &mut f);
+        if first {
+            for mark in &seg.marks {
+                count += 1;
+                f(crate::FeatureKind::Placement, mark);
+            }
+        }
+    }
+    count
+}

@@ -1,0 +1,280 @@
+//! The whole request by placement (`FeaturizerConfig::placements`): splitting, decoding, bounds,
+//! features and windows.
+use featurizer::placement::{base64_text, decode_value, split_request};
+use featurizer::{Featurizer, FeaturizerConfig, Headers, Placement, PlacementConfig, RequestParts};
+
+fn parts_of<'a>(
+    method: &'a str,
+    target: &'a str,
+    headers: &'a [(&'a str, &'a [u8])],
+    body: Option<&'a [u8]>,
+) -> RequestParts<'a> {
+    RequestParts {
+        method,
+        target: target.as_bytes(),
+        body,
+        headers: Headers::Pairs(headers),
+    }
+}
+
+/// (placement, name, value) of every part.
+fn split(req: &RequestParts) -> Vec<(String, String, String)> {
+    split_request(req, &PlacementConfig::default(), 3, true)
+        .parts
+        .into_iter()
+        .map(|p| (p.placement.as_str().to_string(), p.name, p.value))
+        .collect()
+}
+
+fn has(parts: &[(String, String, String)], placement: &str, value: &str) -> bool {
+    parts.iter().any(|(p, _, v)| p == placement && v == value)
+}
+
+#[test]
+fn request_line_and_headers_are_split_by_placement() {
+    let headers: &[(&str, &[u8])] = &[
+        ("Host", b"shop.example"),
+        ("User-Agent", b"Mozilla/5.0 ' OR 1=1--"),
+        ("Referer", b"http://x/?a=%3Cscript%3E"),
+        ("Cookie", b"sid=abc; lang=es%27"),
+        ("X-Forwarded-For", b"10.0.0.1"),
+        ("X-Custom", b"hello"),
+        ("Content-Length", b"0"),
+    ];
+    let req = parts_of("GET", "/shop/item.jsp?id=2&q=a%2Bb+c", headers, None);
+    let p = split(&req);
+    assert!(has(&p, "method", "get"));
+    assert!(has(&p, "path", "/shop/item.jsp"));
+    assert!(has(&p, "query", "2"));
+    assert!(has(&p, "query", "a+b c"), "{p:?}");
+    assert!(has(&p, "hdr:user-agent", "mozilla/5.0 ' or 1=1--"));
+    assert!(has(&p, "hdr:referer", "http://x/?a=<script>"));
+    assert!(has(&p, "hdr:cookie", "abc"));
+    assert!(has(&p, "hdr:cookie", "es'"));
+    assert!(has(&p, "hdr:x-forwarded", "10.0.0.1"));
+    assert!(has(&p, "hdr:other", "hello"));
+    assert!(has(&p, "hdr:other", "shop.example"));
+    // Framing headers are protocol, not data.
+    assert!(!p.iter().any(|(_, n, _)| n == "content-length"), "{p:?}");
+}
+
+#[test]
+fn bodies_are_read_by_content_type() {
+    let form: &[(&str, &[u8])] = &[("Content-Type", b"application/x-www-form-urlencoded")];
+    let p = split(&parts_of(
+        "POST",
+        "/a",
+        form,
+        Some(b"user=bob&pwd=%27+or+1%3D1"),
+    ));
+    assert!(has(&p, "form", "' or 1=1"), "{p:?}");
+
+    let json: &[(&str, &[u8])] = &[("Content-Type", b"application/json; charset=utf-8")];
+    let body = br#"{"user": {"name": "\u0027 union select \u0070assword--", "n": 3}, "tags": ["a\"b", "<x>"], "k\u0065y": true}"#;
+    let p = split(&parts_of("POST", "/api", json, Some(body)));
+    assert!(has(&p, "json:value", "' union select password--"), "{p:?}");
+    assert!(has(&p, "json:value", "a\"b"));
+    assert!(has(&p, "json:value", "<x>"));
+    assert!(has(&p, "json:key", "key"));
+    assert!(has(&p, "json:key", "user"));
+    assert!(
+        !p.iter().any(|(_, _, v)| v == "3"),
+        "numbers are not text: {p:?}"
+    );
+
+    let xml: &[(&str, &[u8])] = &[("Content-Type", b"text/xml")];
+    let body = br#"<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><s:Envelope a="&lt;svg onload=1&gt;"><q>1 &#x27;or&#39; 1=1 &amp;&amp; &x;</q><![CDATA[<script>]]></s:Envelope>"#;
+    let p = split(&parts_of("POST", "/soap", xml, Some(body)));
+    assert!(has(&p, "xml:attr", "<svg onload=1>"), "{p:?}");
+    assert!(has(&p, "xml:text", "1 'or' 1=1 && &x;"), "{p:?}");
+    assert!(has(&p, "xml:text", "<script>"));
+    // The DOCTYPE is read as text; the external entity is never resolved (no passwd content).
+    assert!(p
+        .iter()
+        .any(|(pl, _, v)| pl == "xml:text" && v.contains("file:///etc/passwd")));
+
+    let mp: &[(&str, &[u8])] = &[("Content-Type", b"multipart/form-data; boundary=----XyZ")];
+    let body = b"------XyZ\r\nContent-Disposition: form-data; name=\"comment\"\r\n\r\n<script>alert(1)</script>\r\n------XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"../../etc/passwd\"\r\nContent-Type: text/plain\r\n\r\nhello\r\n------XyZ--\r\n";
+    let p = split(&parts_of("POST", "/up", mp, Some(body)));
+    assert!(has(&p, "mp:field", "<script>alert(1)</script>"), "{p:?}");
+    assert!(has(&p, "mp:filename", "../../etc/passwd"));
+    assert!(has(&p, "mp:field", "hello"));
+
+    let text: &[(&str, &[u8])] = &[("Content-Type", b"text/plain")];
+    let p = split(&parts_of("POST", "/t", text, Some(b"hi ' or 1=1")));
+    assert!(has(&p, "text", "hi ' or 1=1"));
+
+    // Broken JSON is still read (as text).
+    let p = split(&parts_of("POST", "/api", json, Some(b"not json ' or 1=1")));
+    assert!(has(&p, "text", "not json ' or 1=1"));
+}
+
+#[test]
+fn values_are_decoded_the_ways_attackers_encode() {
+    // Repeated percent-encoding, overlong UTF-8, entities (with and without ';'), JS escapes.
+    assert_eq!(decode_value(b"%2527%2520or", 3, false), "' or");
+    assert_eq!(decode_value(b"..%C0%AF..%c0%af", 3, false), "../../");
+    assert_eq!(
+        decode_value(b"&lt;script&gt;&#x61;&#98", 3, false),
+        "<script>ab"
+    );
+    assert_eq!(decode_value(b"%26lt%3Bimg%26gt%3B", 3, false), "<img>");
+    assert_eq!(decode_value(b"\\u003cscript\\x3e", 3, false), "<script>");
+    assert_eq!(decode_value(b"A+B", 3, true), "a b");
+    assert_eq!(decode_value(b"A+B", 3, false), "a+b");
+    // decode_rounds 0: no decoding at all.
+    assert_eq!(decode_value(b"%27", 0, false), "%27");
+
+    // Base64 of printable text decodes; words, numbers, ids and binary do not.
+    assert_eq!(
+        base64_text("JyBvciAxPTEtLQ==").as_deref(),
+        Some("' or 1=1--")
+    );
+    assert_eq!(
+        base64_text("PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg").as_deref(),
+        Some("<script>alert(1)</script>")
+    );
+    for not in [
+        "password",
+        "12345678",
+        "Mozilla",
+        "9f86d081884c7d65",
+        "AAECAwQFBgc=",
+    ] {
+        assert_eq!(base64_text(not), None, "{not}");
+    }
+    // Both forms of a Base64 value are parts.
+    let req = parts_of("GET", "/a?q=JyBvciAxPTEtLQ%3D%3D", &[], None);
+    let s = split_request(&req, &PlacementConfig::default(), 3, true);
+    let q: Vec<_> = s
+        .parts
+        .iter()
+        .filter(|p| p.placement == Placement::Query)
+        .collect();
+    assert_eq!(q.len(), 2, "{q:?}");
+    assert!(q[1].encoded && q[1].value == "' or 1=1--");
+}
+
+#[test]
+fn limits_bound_parts_depth_and_bytes() {
+    let config = PlacementConfig {
+        max_parts: 10,
+        max_depth: 4,
+        max_bytes: 2000,
+        window_overlap_bytes: 16,
+    };
+    let many = format!("/a?{}", "x=1&".repeat(100));
+    let s = split_request(&parts_of("GET", &many, &[], None), &config, 3, true);
+    assert!(s.over_parts && s.parts.len() == 10);
+
+    let json: &[(&str, &[u8])] = &[("Content-Type", b"application/json")];
+    let deep = format!("{}\"deep\"{}", "[".repeat(50), "]".repeat(50));
+    let s = split_request(
+        &parts_of("POST", "/", json, Some(deep.as_bytes())),
+        &config,
+        3,
+        true,
+    );
+    assert!(s.over_depth);
+    assert!(!s.parts.iter().any(|p| p.value == "deep"));
+
+    let big = vec![b'a'; 5000];
+    let text: &[(&str, &[u8])] = &[("Content-Type", b"text/plain")];
+    let s = split_request(&parts_of("POST", "/", text, Some(&big)), &config, 3, true);
+    assert!(s.over_bytes);
+    assert!(s.parts.iter().map(|p| p.value.len()).sum::<usize>() <= 2000);
+}
+
+fn placement_featurizer() -> Featurizer {
+    let config = FeaturizerConfig {
+        top_k: 200,
+        max_input_bytes: 256,
+        placements: Some(PlacementConfig::default()),
+        ..Default::default()
+    };
+    let ua: &[(&str, &[u8])] = &[("User-Agent", b"Mozilla/5.0 ' or 1=1 -- <script>")];
+    let docs = [
+        parts_of("GET", "/a?x=1&y=' or 1=1--", ua, None),
+        parts_of("GET", "/a?x=<script>alert(1)</script>", ua, None),
+    ];
+    Featurizer::fit(config, docs).unwrap()
+}
+
+#[test]
+fn placement_features_carry_the_placement_and_round_trip() {
+    let f = placement_featurizer();
+    let vocab = f.vocabulary();
+    assert!(
+        vocab.iter().any(|t| t == "pl:hdr:user-agent=symbols"),
+        "{vocab:?}"
+    );
+    assert!(vocab.iter().any(|t| t == "pl:query=digits"));
+    assert!(vocab.iter().any(|t| t == "'"));
+    let back = Featurizer::from_json(&f.to_json()).unwrap();
+    assert_eq!(back.to_json(), f.to_json());
+    // A header attack lights up the header's placement feature and the attack tokens.
+    let ua: &[(&str, &[u8])] = &[("User-Agent", b"' or 1=1--")];
+    let req = parts_of("GET", "/a", ua, None);
+    let v = f.transform(&req);
+    let names: Vec<&str> = v
+        .indices
+        .iter()
+        .map(|&i| vocab[i as usize].as_str())
+        .collect();
+    assert!(
+        names.contains(&"'") && names.contains(&"pl:hdr:user-agent=symbols"),
+        "{names:?}"
+    );
+    // placement_vectors names it.
+    let pv = f.placement_vectors(&req);
+    assert!(pv
+        .iter()
+        .any(|(p, v)| *p == Placement::HdrUserAgent && !v.is_empty()));
+}
+
+#[test]
+fn an_artifact_without_placements_never_mentions_them_and_rejects_placement_entries() {
+    let plain =
+        Featurizer::fit(FeaturizerConfig::default(), [RequestParts::get("/a?x=1")]).unwrap();
+    let json = String::from_utf8(plain.to_json()).unwrap();
+    assert!(!json.contains("placements"));
+    // Headers do not change the seeds' features.
+    let h: &[(&str, &[u8])] = &[("User-Agent", b"' or 1=1")];
+    assert_eq!(
+        plain.transform(&RequestParts::get("/a?x=1")),
+        plain.transform(&parts_of("GET", "/a?x=1", h, None))
+    );
+    let f = placement_featurizer();
+    let tampered = String::from_utf8(f.to_json())
+        .unwrap()
+        .replace("\"placements\"", "\"placements_off\"");
+    assert!(Featurizer::from_json(tampered.as_bytes()).is_err());
+}
+
+#[test]
+fn windows_cover_the_tail_of_a_long_body() {
+    let f = placement_featurizer();
+    let form: &[(&str, &[u8])] = &[("Content-Type", b"application/x-www-form-urlencoded")];
+    let mut body = b"pad=".to_vec();
+    body.extend(std::iter::repeat_n(b'a', 9000));
+    body.extend_from_slice(b"&q=' or 1=1--");
+    let req = parts_of("POST", "/a", form, Some(&body));
+    let first = f.transform(&req);
+    assert!(first.truncated);
+    let mut windows = Vec::new();
+    f.transform_windows(&req, &mut windows);
+    assert!(windows.len() > 2, "{}", windows.len());
+    assert_eq!(windows[0], first);
+    let quote = f.vocabulary().iter().position(|t| t == "'").unwrap() as u32;
+    assert!(!first.indices.contains(&quote));
+    assert!(windows.last().unwrap().indices.contains(&quote));
+
+    // A single long value cut at a window boundary is whole in the overlapping window.
+    let mut body = vec![b'a'; 250];
+    body.extend_from_slice(b" ' or 1=1-- ");
+    body.extend(vec![b'b'; 400]);
+    let text: &[(&str, &[u8])] = &[("Content-Type", b"text/plain")];
+    let req = parts_of("POST", "/a", text, Some(&body));
+    f.transform_windows(&req, &mut windows);
+    assert!(windows.iter().any(|w| w.indices.contains(&quote)));
+}
