@@ -427,6 +427,10 @@ impl Config {
     /// The rule that applies to `path`, if any. Rules match the path as the upstream will
     /// resolve it ([`normalize_path`]), so `/static/../admin` is not under `/static/`.
     pub fn route_for(&self, path: &str) -> Option<&Route> {
+        // Normalizing allocates; without rules there is nothing to match (most deployments).
+        if self.routes.is_empty() {
+            return None;
+        }
         let path = normalize_path(path);
         self.routes.iter().find(|r| r.matches(&path))
     }
