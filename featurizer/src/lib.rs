@@ -1487,7 +1487,9 @@ impl Featurizer {
     /// of decoded text, covering everything read of the request (up to
     /// [`PlacementConfig::max_bytes`]), so an attack after any amount of padding is in some
     /// window; score each and take the highest. Without [`FeaturizerConfig::placements`], the
-    /// one vector of [`Featurizer::transform`]. The first vector is always `transform`'s.
+    /// one vector of [`Featurizer::transform`]. The first vector is always `transform`'s (flagged
+    /// `truncated` when more windows follow); the others are flagged only when a limit of
+    /// [`PlacementConfig`] cut the input.
     pub fn transform_windows(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
         out.clear();
         let mut scratch = Scratch::default();
@@ -1498,11 +1500,12 @@ impl Featurizer {
             return;
         };
         let (segments, windows, limited) = self.placement_windows(req, pc);
-        let truncated = limited || windows.len() > 1;
-        for window in &windows {
+        for (k, window) in windows.iter().enumerate() {
             let mut v = SparseVector::default();
             self.vectorize_window(&segments, window, &mut scratch, &mut v);
-            v.truncated = truncated;
+            // The first window is `transform`'s, which did not read the rest; together the
+            // windows read everything but what a limit cut.
+            v.truncated = limited || (k == 0 && windows.len() > 1);
             out.push(v);
         }
     }

@@ -66,6 +66,11 @@ pub struct AuditRecord<'a> {
     /// The shadow model's version (with `shadow_verdict`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadow_model_version: Option<&'a str>,
+    /// The placement whose parts alone score highest (`query`, `hdr:user-agent`, `json:value`,
+    /// ...; `request` for a featurizer without placements), for scored requests at or above the
+    /// threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<&'static str>,
 }
 
 /// Append-only JSON-lines writer that can reopen its file.
@@ -241,6 +246,7 @@ mod tests {
             shadow_verdict: None,
             shadow_score: None,
             shadow_model_version: None,
+            placement: Some("query"),
         };
         log.write(&record).unwrap();
         std::fs::rename(&path, dir.path().join("audit.jsonl.1")).unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use featurizer::RequestParts;
+use featurizer::{Headers, RequestParts};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{ProxyHttp, Session};
@@ -51,6 +51,8 @@ struct Judgement<'a> {
     reason: Option<String>,
     /// The shadow model's judgement, written to the audit line where it differs.
     shadow: Option<&'a ShadowJudgement>,
+    /// The placement that scored highest (scored requests at or above the threshold).
+    placement: Option<&'static str>,
 }
 
 /// What reading the request body for scoring gave.
@@ -83,21 +85,35 @@ impl WafProxy {
     }
 
     /// Reads the body of an urlencoded POST/PUT up to the limit, before any upstream connection.
-    async fn read_scored_body(&self, session: &mut Session) -> Result<ScoredBody> {
+    async fn read_scored_body(
+        &self,
+        session: &mut Session,
+        whole_request: bool,
+    ) -> Result<ScoredBody> {
         let header = session.req_header();
         let method = &header.method;
-        if method != http::Method::POST && method != http::Method::PUT {
+        let has_body = header.headers.contains_key(http::header::TRANSFER_ENCODING)
+            || header
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim() != "0");
+        if whole_request && !has_body {
             return Ok(ScoredBody::NotScored);
         }
-        let urlencoded = header
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("application/x-www-form-urlencoded")
-            });
+        if !whole_request && method != http::Method::POST && method != http::Method::PUT {
+            return Ok(ScoredBody::NotScored);
+        }
+        let urlencoded = whole_request
+            || header
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| {
+                    v.trim_start()
+                        .to_ascii_lowercase()
+                        .starts_with("application/x-www-form-urlencoded")
+                });
         if !urlencoded {
             return Ok(ScoredBody::NotScored);
         }
@@ -108,6 +124,9 @@ impl WafProxy {
             .and_then(|v| v.trim().parse::<u64>().ok());
         let limit = self.shared.config.body_limit_bytes;
         let policy = self.shared.config.body_over_limit;
+        if declared.is_some_and(|n| n > limit as u64) {
+            self.count_over_limit(policy);
+        }
         if policy == BodyOverLimit::Reject && declared.is_some_and(|n| n > limit as u64) {
             return Ok(ScoredBody::OverLimit(format!(
                 "body_over_limit: Content-Length {} > body_limit_bytes {limit}",
@@ -166,6 +185,9 @@ impl WafProxy {
             }
         }
         let over = body.len() > limit || !session.is_body_done();
+        if over && declared.is_none() {
+            self.count_over_limit(policy);
+        }
         if over && policy == BodyOverLimit::Reject {
             return Ok(ScoredBody::OverLimit(format!(
                 "body_over_limit: more than body_limit_bytes {limit}"
@@ -182,6 +204,19 @@ impl WafProxy {
         }
         body.truncate(limit);
         Ok(ScoredBody::Prefix(body))
+    }
+
+    /// Counts a body larger than `body_limit_bytes` under the policy in force.
+    fn count_over_limit(&self, policy: BodyOverLimit) {
+        let action = match policy {
+            BodyOverLimit::Reject => "refuse",
+            BodyOverLimit::Truncate => "pass",
+        };
+        self.shared
+            .metrics
+            .over_limit
+            .with_label_values(&["body", action])
+            .inc();
     }
 
     /// The request head against `uri_limit_bytes` (414) and the header limits (431): the status,
@@ -260,6 +295,7 @@ impl WafProxy {
                 mode,
                 reason: Some(reason),
                 shadow: None,
+                placement: None,
             },
         );
         respond(session, status, what, &ctx.request_id).await
@@ -278,6 +314,7 @@ impl WafProxy {
             mode,
             reason,
             shadow,
+            placement,
         } = judged;
         let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
@@ -333,6 +370,7 @@ impl WafProxy {
             shadow_verdict: shadow.map(|s| s.verdict.as_str()),
             shadow_score: shadow.and_then(|s| s.score),
             shadow_model_version: shadow.map(|s| s.model.version.as_str()),
+            placement,
         };
         if let Err(e) = self.shared.audit.write(&record) {
             tracing::error!(request_id = %ctx.request_id, "audit log: {e}");
@@ -400,7 +438,12 @@ impl ProxyHttp for WafProxy {
             return Ok(false);
         }
         let mode = route.and_then(|r| r.mode).unwrap_or(config.mode);
-        let body = match self.read_scored_body(session).await? {
+        let model = self.shared.model.get();
+        // The featurizer reads headers and every body type only with `placements`.
+        let whole_request = model
+            .as_deref()
+            .is_some_and(|m| m.featurizer.config().placements.is_some());
+        let body = match self.read_scored_body(session, whole_request).await? {
             ScoredBody::NotScored => None,
             ScoredBody::Prefix(body) => Some(body),
             ScoredBody::OverLimit(reason) => {
@@ -421,13 +464,26 @@ impl ProxyHttp for WafProxy {
         };
         let method = session.req_header().method.as_str().to_string();
         let target = session.req_header().raw_path().to_vec();
+        let header_pairs: Vec<(&str, &[u8])> = if whole_request {
+            session
+                .req_header()
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_bytes()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let parts = RequestParts {
             method: &method,
             target: &target,
             body: body.as_deref(),
-            headers: Default::default(),
+            headers: if whole_request {
+                Headers::Pairs(&header_pairs)
+            } else {
+                Headers::None
+            },
         };
-        let model = self.shared.model.get();
         let scored = match model.as_deref() {
             Some(m) => m.score(&parts),
             None => Err(ProxyError::Scoring("no model loaded".to_string())),
@@ -444,9 +500,29 @@ impl ProxyHttp for WafProxy {
                 let metrics = &self.shared.metrics;
                 metrics.score.observe(f64::from(scored.score));
                 metrics.scoring_duration.observe(scored.seconds);
+                if scored.truncated && whole_request {
+                    metrics
+                        .over_limit
+                        .with_label_values(&["parts", "pass"])
+                        .inc();
+                }
                 let disagreement = shadow.as_ref().is_some_and(|s| s.verdict != verdict);
                 if verdict == Verdict::Allow && !disagreement {
                     return Ok(false);
+                }
+                // Which placement looks most like an attack (scores each placement's parts
+                // alone: only for the few requests that are audited).
+                let placement = model
+                    .as_deref()
+                    .map_or(featurizer::Placement::Request, |m| {
+                        m.worst_placement(&parts)
+                    })
+                    .as_str();
+                if scored.malicious {
+                    metrics
+                        .detections
+                        .with_label_values(&[verdict.as_str(), placement])
+                        .inc();
                 }
                 let judged = Judgement {
                     model: model.as_deref(),
@@ -454,6 +530,7 @@ impl ProxyHttp for WafProxy {
                     mode,
                     reason: None,
                     shadow: shadow.as_ref(),
+                    placement: Some(placement),
                 };
                 self.audit(ctx, session, &parts, judged);
                 if verdict == Verdict::Block {
@@ -481,6 +558,7 @@ impl ProxyHttp for WafProxy {
                         mode,
                         reason,
                         shadow: shadow.as_ref(),
+                        placement: None,
                     },
                 );
                 match config.on_error {

@@ -19,6 +19,7 @@ pub mod server;
 pub mod shadow;
 pub mod slowloris;
 pub mod state;
+pub mod strict;
 pub mod verdict;
 
 pub use config::{Config, Mode, OnError};

@@ -42,6 +42,18 @@ pub struct Metrics {
     pub shadow_loads: IntCounterVec,
     /// `patewaf_promotions_total{result="ok|error"}`: `POST /promote` attempts.
     pub promotions: IntCounterVec,
+    /// `patewaf_malformed_requests_total{reason}`: request heads refused with 400 by the strict
+    /// check (`strict.rs`), by reason.
+    pub malformed: IntCounterVec,
+    /// `patewaf_detections_total{verdict="block|flag",placement}`: requests scored at or above
+    /// the threshold, by the placement whose parts alone score highest (`request` for a
+    /// featurizer without placements).
+    pub detections: IntCounterVec,
+    /// `patewaf_over_limit_requests_total{limit,action}`: requests with more to inspect than a
+    /// limit allows (`limit="body"`: body over `body_limit_bytes`; `"parts"`: the featurizer's
+    /// part, depth or byte bounds), by what the proxy did (`refuse` or `pass`: scored what it
+    /// read and forwarded).
+    pub over_limit: IntCounterVec,
 }
 
 impl Metrics {
@@ -87,6 +99,41 @@ impl Metrics {
         let ready = IntGauge::with_opts(
             Opts::new("ready", "1 while a verified, warmed-up model serves.").namespace("patewaf"),
         )?;
+        let malformed = IntCounterVec::new(
+            Opts::new(
+                "malformed_requests_total",
+                "Request heads refused with 400 by the strict check, by reason.",
+            )
+            .namespace("patewaf"),
+            &["reason"],
+        )?;
+        let detections = IntCounterVec::new(
+            Opts::new(
+                "detections_total",
+                "Requests scored at or above the threshold, by verdict and by the placement that scored highest.",
+            )
+            .namespace("patewaf"),
+            &["verdict", "placement"],
+        )?;
+        let over_limit = IntCounterVec::new(
+            Opts::new(
+                "over_limit_requests_total",
+                "Requests with more to inspect than a limit allows, by limit and action.",
+            )
+            .namespace("patewaf"),
+            &["limit", "action"],
+        )?;
+        registry.register(Box::new(malformed.clone()))?;
+        registry.register(Box::new(detections.clone()))?;
+        registry.register(Box::new(over_limit.clone()))?;
+        for why in crate::strict::Malformed::ALL {
+            malformed.with_label_values(&[why.as_str()]);
+        }
+        for limit in ["body", "parts"] {
+            for action in ["refuse", "pass"] {
+                over_limit.with_label_values(&[limit, action]);
+            }
+        }
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(score.clone()))?;
         registry.register(Box::new(scoring_duration.clone()))?;
@@ -168,6 +215,9 @@ impl Metrics {
             shadow_model_info,
             shadow_loads,
             promotions,
+            malformed,
+            detections,
+            over_limit,
         })
     }
 

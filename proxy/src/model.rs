@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use bundle::{is_block, Bundle, Scorer, SparseMlp};
-use featurizer::{Featurizer, RequestParts, SparseVector};
+use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
 
 use crate::audit::TokenWeight;
 use crate::config::ScorerKind;
@@ -103,9 +103,13 @@ pub struct Scored {
     pub malicious: bool,
     /// Featurize + score time, seconds.
     pub seconds: f64,
-    /// The feature vector that was scored (the audit log's top tokens come from it, so an audited
-    /// request is featurized once).
+    /// The feature vector that was scored — with the featurizer's `placements`, the window that
+    /// scored highest (the audit log's top tokens come from it, so an audited request is
+    /// featurized once).
     pub features: SparseVector,
+    /// The featurizer could not read all of the request (a `placements` bound, or more than one
+    /// window for the seeds' featurizer).
+    pub truncated: bool,
 }
 
 /// The request used to warm up the featurizer and to check the native scorer at load time.
@@ -289,10 +293,43 @@ impl ServingModel {
         }
     }
 
-    /// Featurizes and scores one request.
+    /// Featurizes and scores one request. With the featurizer's `placements`, every window of
+    /// the request is scored and the highest score is the request's (no tail bypass).
     pub fn score(&self, req: &RequestParts) -> Result<Scored, ProxyError> {
         let started = Instant::now();
-        let features = self.featurizer.transform(req);
+        if self.featurizer.config().placements.is_none() {
+            let features = self.featurizer.transform(req);
+            let score = self.score_vector(&features)?;
+            return Ok(Scored {
+                score,
+                malicious: is_block(score, self.threshold),
+                seconds: started.elapsed().as_secs_f64(),
+                truncated: features.truncated,
+                features,
+            });
+        }
+        let mut windows = Vec::new();
+        self.featurizer.transform_windows(req, &mut windows);
+        // The last window is flagged exactly when a bound of `placements` cut the input.
+        let truncated = windows.last().is_some_and(|w| w.truncated);
+        let mut best: Option<(f32, SparseVector)> = None;
+        for window in windows {
+            let score = self.score_vector(&window)?;
+            if best.as_ref().is_none_or(|(b, _)| score > *b) {
+                best = Some((score, window));
+            }
+        }
+        let (score, features) = best.unwrap_or_default();
+        Ok(Scored {
+            score,
+            malicious: is_block(score, self.threshold),
+            seconds: started.elapsed().as_secs_f64(),
+            truncated,
+            features,
+        })
+    }
+
+    fn score_vector(&self, features: &SparseVector) -> Result<f32, ProxyError> {
         let score = self
             .network
             .score(&features.indices, &features.values)
@@ -300,12 +337,22 @@ impl ServingModel {
         if !score.is_finite() {
             return Err(ProxyError::Scoring(format!("the model returned {score}")));
         }
-        Ok(Scored {
-            score,
-            malicious: is_block(score, self.threshold),
-            seconds: started.elapsed().as_secs_f64(),
-            features,
-        })
+        Ok(score)
+    }
+
+    /// The placement whose parts alone score highest ([`Featurizer::placement_vectors`]), for
+    /// audit lines and the `placement` metric label; [`Placement::Request`] for a featurizer
+    /// without `placements`. Only called for requests at or above the threshold.
+    pub fn worst_placement(&self, req: &RequestParts) -> Placement {
+        let mut best = (f32::NEG_INFINITY, Placement::Request);
+        for (placement, v) in self.featurizer.placement_vectors(req) {
+            if let Ok(score) = self.score_vector(&v) {
+                if score > best.0 {
+                    best = (score, placement);
+                }
+            }
+        }
+        best.1
     }
 
     /// The `n` tokens of a scored feature vector with the largest TF-IDF weight, heaviest first.

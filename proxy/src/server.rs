@@ -11,7 +11,7 @@ use crate::admin::{AdminApp, HangupReloader};
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::filter::WafProxy;
-use crate::slowloris::HeadDeadlineApp;
+use crate::slowloris::{HeadDeadlineApp, StrictCounters};
 use crate::state::Shared;
 
 /// Sets up logging at the configured level (`RUST_LOG` overrides); pingora's `log` records are
@@ -80,7 +80,11 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
     let app = HeadDeadlineApp::new(
         http_proxy(&server.configuration, WafProxy::new(shared.clone())?),
         std::time::Duration::from_millis(shared.config.client_header_timeout_ms),
-    );
+    )
+    .with_counters(StrictCounters {
+        malformed: shared.metrics.malformed.clone(),
+        requests: shared.metrics.requests.clone(),
+    });
     let mut proxy = Service::new("pate-proxy".to_string(), app);
     proxy.add_tcp(&shared.config.listen);
     let mut admin = Service::new(

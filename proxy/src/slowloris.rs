@@ -13,6 +13,10 @@
 //! close the connection, so only a streamed-through body answered early by the upstream) would be
 //! scanned as a head. Apache's mod_reqtimeout does the same
 //! (`RequestReadTimeout header=20-40`).
+//!
+//! The same wrapper runs the strict head check ([`crate::strict`]) on the bytes as they arrive,
+//! before pingora (which repairs some malformed heads) parses them: a malformed head is answered
+//! 400 on the spot, counted, and the connection is closed.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -31,6 +35,10 @@ use pingora::protocols::{
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
+
+use prometheus::IntCounterVec;
+
+use crate::strict::{HeadCheck, Malformed};
 
 /// Where the stream is with respect to request heads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +60,22 @@ pub struct HeadDeadlineStream {
     /// The last bytes of the head read so far (to find a blank line split across reads).
     tail: [u8; 3],
     tail_len: usize,
+    /// The strict check of the current head.
+    check: HeadCheck,
+    /// Where refusals are counted.
+    counters: Option<StrictCounters>,
+    /// A 400 being written for a malformed head, and how much of it is written.
+    refusal: Option<(Malformed, Vec<u8>, usize)>,
+}
+
+/// The counters a strict-parsing refusal moves: `patewaf_malformed_requests_total{reason}` and
+/// `patewaf_requests_total{verdict="block"}` (the proxy refused the request).
+#[derive(Clone)]
+pub struct StrictCounters {
+    /// `patewaf_malformed_requests_total`, by reason.
+    pub malformed: IntCounterVec,
+    /// `patewaf_requests_total`, by verdict.
+    pub requests: IntCounterVec,
 }
 
 impl Debug for HeadDeadlineStream {
@@ -73,7 +97,53 @@ impl HeadDeadlineStream {
             deadline: Box::pin(tokio::time::sleep(timeout)),
             tail: [0; 3],
             tail_len: 0,
+            check: HeadCheck::default(),
+            counters: None,
+            refusal: None,
         }
+    }
+
+    /// Starts answering 400 for a malformed head (counted once).
+    fn refuse(&mut self, why: Malformed) {
+        if let Some(c) = &self.counters {
+            c.malformed.with_label_values(&[why.as_str()]).inc();
+            c.requests.with_label_values(&["block"]).inc();
+        }
+        tracing::warn!(
+            reason = why.as_str(),
+            "malformed request head refused with 400"
+        );
+        let body = format!(
+            "400 Bad Request\nmalformed request head: {}\n",
+            why.as_str()
+        );
+        let response = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        self.refusal = Some((why, response.into_bytes(), 0));
+    }
+
+    /// Writes the pending 400; then fails the read so that pingora drops the connection.
+    fn poll_refusal(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let Some((why, response, written)) = &mut self.refusal else {
+            return Poll::Ready(Ok(()));
+        };
+        while *written < response.len() {
+            match Pin::new(&mut self.inner).poll_write(cx, &response[*written..]) {
+                Poll::Ready(Ok(0)) => break,
+                Poll::Ready(Ok(n)) => *written += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        if let Poll::Pending = Pin::new(&mut self.inner).poll_flush(cx) {
+            return Poll::Pending;
+        }
+        Poll::Ready(Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("malformed request head ({}), answered 400", why.as_str()),
+        )))
     }
 
     /// Scans newly read head bytes for the blank line that ends the head.
@@ -136,6 +206,9 @@ impl AsyncRead for HeadDeadlineStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = &mut *self;
+        if this.refusal.is_some() {
+            return this.poll_refusal(cx);
+        }
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
@@ -145,12 +218,21 @@ impl AsyncRead for HeadDeadlineStream {
                 let new = &buf.filled()[before..];
                 if !new.is_empty() && this.phase == Phase::Idle {
                     this.phase = Phase::Head;
+                    this.check.reset();
                     let at = Instant::now() + this.timeout;
                     this.deadline.as_mut().reset(at);
                 }
                 if this.phase == Phase::Head {
                     if this.deadline.is_elapsed() {
                         return Poll::Ready(Err(head_timeout(this.timeout)));
+                    }
+                    if !this.check.ended() {
+                        if let Err(why) = this.check.feed(new) {
+                            // Nothing of this head reaches pingora.
+                            buf.set_filled(before);
+                            this.refuse(why);
+                            return this.poll_refusal(cx);
+                        }
                     }
                     this.scan(new);
                 }
@@ -280,6 +362,7 @@ impl Peek for HeadDeadlineStream {
 pub struct HeadDeadlineApp<A> {
     inner: Arc<A>,
     timeout: Duration,
+    counters: Option<StrictCounters>,
 }
 
 impl<A> HeadDeadlineApp<A> {
@@ -288,7 +371,14 @@ impl<A> HeadDeadlineApp<A> {
         HeadDeadlineApp {
             inner: Arc::new(inner),
             timeout,
+            counters: None,
         }
+    }
+
+    /// Counts strict-parsing refusals in `counters`.
+    pub fn with_counters(mut self, counters: StrictCounters) -> Self {
+        self.counters = Some(counters);
+        self
     }
 }
 
@@ -299,7 +389,9 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for HeadDeadlineApp<A> {
         stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
-        let wrapped: Stream = Box::new(HeadDeadlineStream::new(stream, self.timeout));
+        let mut wrapped = HeadDeadlineStream::new(stream, self.timeout);
+        wrapped.counters = self.counters.clone();
+        let wrapped: Stream = Box::new(wrapped);
         self.inner.process_new(wrapped, shutdown).await
     }
 

@@ -1,0 +1,284 @@
+//! Strict request-head parsing: never repair a request the upstream would reject.
+//!
+//! pingora 0.9 is lenient where Apache is not: a request line with raw spaces in the target
+//! (`GET /?q=1 union select password from users HTTP/1.1`) is percent-encoded and forwarded,
+//! while Apache alone answers 400 — through the WAF, a malformed attack would reach the backend
+//! in a form its author did not send and the WAF did not score. [`HeadCheck`] reads every byte of
+//! a request head as it arrives (no allocation, no buffering) and names the first violation:
+//!
+//! - `target_space`: more than two spaces in the request line (a raw space in the target);
+//! - `target_control`: a control byte (0x00–0x1F but the line's CR, or 0x7F) in the request line;
+//! - `bare_lf`: a line ended by LF without CR;
+//! - `obs_fold`: a header line starting with a space or tab (obsolete line folding, RFC 9112
+//!   §5.2);
+//! - `header_control`: a control byte (but tab) in a header line;
+//! - `cl_and_te`: both `Content-Length` and `Transfer-Encoding` (RFC 9112 §6.1: a request
+//!   smuggling vector; the proxy and the upstream could frame the body differently).
+//!
+//! The proxy answers each with 400 and closes the connection before pingora parses the head
+//! (`slowloris.rs` runs the check on the connection's bytes), counted in
+//! `patewaf_malformed_requests_total{reason}`. The e2e test `tests/tests/strict.rs` checks each
+//! case against Apache alone: Apache 2.4 answers 400 to the first four and to `header_control`
+//! too; it accepts obs-fold (it unfolds) and Content-Length + Transfer-Encoding (it drops
+//! Content-Length), which the proxy refuses on purpose: both are request-smuggling vectors where
+//! two parsers can disagree, and RFC 9112 (§5.2, §6.1) lets a server reject them.
+
+/// Why a request head was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Malformed {
+    /// A raw space in the request target (more than two spaces in the request line).
+    TargetSpace,
+    /// A control byte in the request line.
+    TargetControl,
+    /// A line ended by a bare LF.
+    BareLf,
+    /// Obsolete line folding (a header line starting with SP or HT).
+    ObsFold,
+    /// A control byte in a header line.
+    HeaderControl,
+    /// Both Content-Length and Transfer-Encoding.
+    ClAndTe,
+}
+
+impl Malformed {
+    /// Every reason (the metric's label values).
+    pub const ALL: [Malformed; 6] = [
+        Malformed::TargetSpace,
+        Malformed::TargetControl,
+        Malformed::BareLf,
+        Malformed::ObsFold,
+        Malformed::HeaderControl,
+        Malformed::ClAndTe,
+    ];
+
+    /// The metric label and log name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Malformed::TargetSpace => "target_space",
+            Malformed::TargetControl => "target_control",
+            Malformed::BareLf => "bare_lf",
+            Malformed::ObsFold => "obs_fold",
+            Malformed::HeaderControl => "header_control",
+            Malformed::ClAndTe => "cl_and_te",
+        }
+    }
+}
+
+/// Longest header name prefix compared (`transfer-encoding` is 17 bytes).
+const NAME_BYTES: usize = 18;
+
+/// A streaming checker of one request head; feed it bytes with [`HeadCheck::feed`] until the head
+/// ends, then [`HeadCheck::reset`] for the next request on the connection.
+#[derive(Debug, Clone)]
+pub struct HeadCheck {
+    /// Still before the request line (empty lines before it are allowed, RFC 9112 §2.2).
+    before_request: bool,
+    /// In the request line (else in a header line).
+    request_line: bool,
+    /// At the first byte of a line.
+    line_start: bool,
+    /// The previous byte was CR.
+    prev_cr: bool,
+    /// Spaces seen in the request line.
+    spaces: u32,
+    /// The current header line's name, lower-cased (first [`NAME_BYTES`] bytes), and its length.
+    name: [u8; NAME_BYTES],
+    name_len: usize,
+    /// The name ended (a `:` was seen) on this line.
+    in_value: bool,
+    content_length: bool,
+    transfer_encoding: bool,
+    /// The head ended (blank line).
+    ended: bool,
+}
+
+impl Default for HeadCheck {
+    fn default() -> Self {
+        HeadCheck {
+            before_request: true,
+            request_line: true,
+            line_start: true,
+            prev_cr: false,
+            spaces: 0,
+            name: [0; NAME_BYTES],
+            name_len: 0,
+            in_value: false,
+            content_length: false,
+            transfer_encoding: false,
+            ended: false,
+        }
+    }
+}
+
+impl HeadCheck {
+    /// Starts over for the next request head.
+    pub fn reset(&mut self) {
+        *self = HeadCheck::default();
+    }
+
+    /// Whether the head's blank line was seen.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Reads `bytes` of the head; returns the first violation, and the number of bytes that
+    /// belonged to the head when it ended (the rest is body or the next request).
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<Option<usize>, Malformed> {
+        for (i, &b) in bytes.iter().enumerate() {
+            if self.ended {
+                return Ok(Some(i));
+            }
+            self.byte(b)?;
+            if self.ended {
+                return Ok(Some(i + 1));
+            }
+        }
+        Ok(None)
+    }
+
+    fn byte(&mut self, b: u8) -> Result<(), Malformed> {
+        if b == b'\n' {
+            if !self.prev_cr {
+                return Err(Malformed::BareLf);
+            }
+            self.prev_cr = false;
+            return self.end_line();
+        }
+        if self.prev_cr {
+            // A CR not followed by LF.
+            return Err(if self.request_line {
+                Malformed::TargetControl
+            } else {
+                Malformed::HeaderControl
+            });
+        }
+        if b == b'\r' {
+            self.prev_cr = true;
+            return Ok(());
+        }
+        let was_line_start = self.line_start;
+        self.line_start = false;
+        if self.request_line {
+            self.before_request = false;
+            match b {
+                b' ' => {
+                    self.spaces += 1;
+                    if self.spaces > 2 {
+                        return Err(Malformed::TargetSpace);
+                    }
+                }
+                0..=0x1F | 0x7F => return Err(Malformed::TargetControl),
+                _ => {}
+            }
+            return Ok(());
+        }
+        if was_line_start && (b == b' ' || b == b'\t') {
+            return Err(Malformed::ObsFold);
+        }
+        if (b < 0x20 && b != b'\t') || b == 0x7F {
+            return Err(Malformed::HeaderControl);
+        }
+        if !self.in_value {
+            if b == b':' {
+                self.in_value = true;
+                let name = &self.name[..self.name_len.min(NAME_BYTES)];
+                if self.name_len == 14 && name == b"content-length" {
+                    self.content_length = true;
+                } else if self.name_len == 17 && name == b"transfer-encoding" {
+                    self.transfer_encoding = true;
+                }
+                if self.content_length && self.transfer_encoding {
+                    return Err(Malformed::ClAndTe);
+                }
+            } else {
+                if self.name_len < NAME_BYTES {
+                    self.name[self.name_len] = b.to_ascii_lowercase();
+                }
+                self.name_len += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn end_line(&mut self) -> Result<(), Malformed> {
+        let empty = self.line_start;
+        self.line_start = true;
+        self.name_len = 0;
+        self.in_value = false;
+        if self.request_line {
+            if empty && self.before_request {
+                return Ok(()); // an empty line before the request line
+            }
+            self.request_line = false;
+            return Ok(());
+        }
+        if empty {
+            self.ended = true;
+        }
+        Ok(())
+    }
+}
+
+/// Checks a whole head at once (tests, tools).
+pub fn check_head(head: &[u8]) -> Result<(), Malformed> {
+    let mut check = HeadCheck::default();
+    check.feed(head).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn well_formed_heads_pass_and_each_violation_is_named() {
+        let ok: &[&[u8]] = &[
+            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"\r\nGET /a?b=%20c HTTP/1.1\r\nHost: a\r\nUser-Agent: x\ty\r\n\r\n",
+            b"POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc",
+            b"POST /a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ];
+        for head in ok {
+            assert_eq!(check_head(head), Ok(()), "{}", head.escape_ascii());
+        }
+        let bad: &[(&[u8], Malformed)] = &[
+            (
+                b"GET /?q=1 union select password from users HTTP/1.1\r\nHost: a\r\n\r\n",
+                Malformed::TargetSpace,
+            ),
+            (b"GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n", Malformed::TargetControl),
+            (b"GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", Malformed::TargetControl),
+            (b"GET / HTTP/1.1\nHost: a\r\n\r\n", Malformed::BareLf),
+            (b"GET / HTTP/1.1\r\nHost: a\n\r\n", Malformed::BareLf),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", Malformed::ObsFold),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x00c\r\n\r\n", Malformed::HeaderControl),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\rc\r\n\r\n", Malformed::HeaderControl),
+            (
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+                Malformed::ClAndTe,
+            ),
+            (
+                b"POST / HTTP/1.1\r\nTRANSFER-ENCODING: chunked\r\ncontent-length: 3\r\n\r\n",
+                Malformed::ClAndTe,
+            ),
+        ];
+        for (head, why) in bad {
+            assert_eq!(check_head(head), Err(*why), "{}", head.escape_ascii());
+        }
+    }
+
+    #[test]
+    fn byte_by_byte_equals_at_once_and_the_head_end_is_found() {
+        let head = b"GET /?a=1 HTTP/1.1\r\nHost: a\r\nX-B: c d\r\n\r\nBODY";
+        let mut check = HeadCheck::default();
+        let mut end = None;
+        for (i, b) in head.iter().enumerate() {
+            if let Some(n) = check.feed(std::slice::from_ref(b)).unwrap() {
+                end = Some(i + n);
+                break;
+            }
+        }
+        assert_eq!(end, Some(head.len() - 4));
+        let mut once = HeadCheck::default();
+        assert_eq!(once.feed(head), Ok(Some(head.len() - 4)));
+    }
+}
