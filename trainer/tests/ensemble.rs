@@ -54,6 +54,7 @@ fn config() -> TrainConfig {
         learning_rate: 0.01,
         patience: 3,
         class_balance: ClassBalance::PosWeight,
+        ..TrainConfig::default()
     }
 }
 
@@ -555,4 +556,43 @@ fn chunked_adam_matches_libtorch_adam_on_large_layers() {
             }
         }
     }
+}
+
+#[test]
+fn weight_decay_shrinks_the_weights_and_half_fixes_the_member_thresholds() {
+    let data = member_data(11);
+    let weight_norm = |cfg: &TrainConfig| {
+        let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(data.len()));
+        let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
+        let (model, reports) = ensemble::train(
+            model,
+            &data,
+            cfg,
+            &mut streams(data.len()),
+            Mode::Batched,
+            "",
+        )
+        .unwrap();
+        let norm: f64 = model
+            .members()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m.layers.iter().flat_map(|l| l.weight.iter()))
+            .map(|&w| f64::from(w) * f64::from(w))
+            .sum();
+        (norm, reports)
+    };
+    let plain = TrainConfig {
+        hidden: vec![],
+        ..config()
+    };
+    let (free, free_reports) = weight_norm(&plain);
+    let (decayed, half_reports) = weight_norm(&TrainConfig {
+        weight_decay: 0.5,
+        member_threshold: ensemble::MemberThreshold::Half,
+        ..plain.clone()
+    });
+    assert!(decayed < 0.8 * free, "‖W‖² {decayed} with decay vs {free}");
+    assert!(half_reports.iter().all(|r| r.threshold == 0.5));
+    assert!(free_reports.iter().any(|r| r.threshold != 0.5));
 }
