@@ -733,7 +733,12 @@ pub fn target_fpr_threshold(scores: &[f32], labels: &[bool], target_fpr: f64) ->
     }
     match best {
         Some(p) => Some(p.threshold),
-        None if !curve.is_empty() => Some(f32::INFINITY),
+        // Nothing meets the target: flag nothing seen, with a threshold that is still a
+        // probability (a bundle refuses +inf): just above the highest score, at most 1.
+        None if !curve.is_empty() => {
+            let highest = scores.iter().copied().fold(0.0f32, f32::max);
+            Some(next_up(highest).min(1.0))
+        }
         None => None,
     }
 }

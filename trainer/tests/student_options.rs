@@ -165,6 +165,12 @@ fn target_fpr_threshold_is_the_best_tpr_within_the_fpr_budget() {
         pipeline::target_fpr_threshold(&scores, &labels, 0.12),
         Some(0.85)
     );
+    // No point meets the budget (the top score is benign): a probability just above every score,
+    // never +inf (a bundle refuses it), so nothing seen is flagged.
+    let t = pipeline::target_fpr_threshold(&[0.9, 0.2, 0.5], &[false, true, true], 0.0).unwrap();
+    assert!(t > 0.9 && t <= 1.0, "{t}");
+    let t = pipeline::target_fpr_threshold(&[1.0, 0.2], &[false, true], 0.0).unwrap();
+    assert_eq!(t, 1.0);
     // A class absent: no threshold.
     assert_eq!(
         pipeline::target_fpr_threshold(&[0.1, 0.2], &[false, false], 0.01),
