@@ -128,6 +128,13 @@ impl Mlp {
         Ok(())
     }
 
+    /// Layer widths, input first, ending in 1 for a valid network.
+    pub fn dims(&self) -> Vec<usize> {
+        let mut dims = vec![self.input_dim()];
+        dims.extend(self.layers.iter().map(|l| l.out_dim));
+        dims
+    }
+
     /// Width of the input (`K`, the featurizer's dimension).
     pub fn input_dim(&self) -> usize {
         self.layers.first().map_or(0, |l| l.in_dim)

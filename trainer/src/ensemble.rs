@@ -18,7 +18,7 @@ use tch::{Device, Kind, Tensor};
 use crate::dense::DenseMatrix;
 use crate::error::{Error, Result};
 use crate::metrics::youden_threshold;
-use crate::model::{DenseWeights, MlpWeights};
+use crate::model::{Dense, Mlp};
 
 /// Upper bound on the floats of one intermediate activation tensor when scoring in chunks.
 const CHUNK_ELEMENTS: usize = 1 << 23;
@@ -192,7 +192,7 @@ impl std::fmt::Debug for Ensemble {
 
 impl Ensemble {
     /// Stacks `members` (all of the same shape) onto `device`.
-    pub fn from_members(members: &[MlpWeights], device: Device) -> Result<Self> {
+    pub fn from_members(members: &[Mlp], device: Device) -> Result<Self> {
         let first = members
             .first()
             .ok_or_else(|| Error::Invalid("an ensemble needs at least one member".into()))?;
@@ -257,9 +257,9 @@ impl Ensemble {
     }
 
     /// Copies every member's weights back to the CPU.
-    pub fn members(&self) -> Result<Vec<MlpWeights>> {
+    pub fn members(&self) -> Result<Vec<Mlp>> {
         let n = self.len();
-        let mut members = vec![MlpWeights { layers: Vec::new() }; n];
+        let mut members = vec![Mlp { layers: Vec::new() }; n];
         for l in 0..self.weights.len() {
             let (i, o) = (self.dims[l], self.dims[l + 1]);
             let w = Vec::<f32>::try_from(
@@ -276,7 +276,7 @@ impl Ensemble {
                     .view([-1]),
             )?;
             for (k, m) in members.iter_mut().enumerate() {
-                m.layers.push(DenseWeights {
+                m.layers.push(Dense {
                     in_dim: i,
                     out_dim: o,
                     weight: w[k * i * o..(k + 1) * i * o].to_vec(),
@@ -1292,9 +1292,9 @@ fn train_batched<R: Rng>(
 }
 
 /// Random initial weights for `n` members, member k from `rngs[k]`.
-pub fn init_members<R: Rng>(dims: &[usize], rngs: &mut [R]) -> Vec<MlpWeights> {
+pub fn init_members<R: Rng>(dims: &[usize], rngs: &mut [R]) -> Vec<Mlp> {
     rngs.iter_mut()
-        .map(|rng| MlpWeights::init(dims, rng))
+        .map(|rng| crate::model::init_mlp(dims, rng))
         .collect()
 }
 

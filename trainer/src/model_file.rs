@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ensemble::MemberReport;
 use crate::error::{Error, Result};
-use crate::model::{DenseWeights, MlpWeights};
+use crate::model::{Dense, Mlp};
 
 /// Version of the model file layout.
 pub const MODEL_FILE_VERSION: u32 = 1;
@@ -56,7 +56,7 @@ pub struct ModelInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelFile {
     /// The weights.
-    pub weights: MlpWeights,
+    pub weights: Mlp,
     /// Everything else.
     pub info: ModelInfo,
 }
@@ -148,14 +148,14 @@ impl ModelFile {
         for l in 0..layer_count {
             let (shape, weight) = read(&format!("layer{l}.weight"), 2)?;
             let (_, bias) = read(&format!("layer{l}.bias"), 1)?;
-            layers.push(DenseWeights {
+            layers.push(Dense {
                 in_dim: shape[1],
                 out_dim: shape[0],
                 weight,
                 bias,
             });
         }
-        let weights = MlpWeights { layers };
+        let weights = Mlp { layers };
         weights.validate().map_err(|e| bad(e.to_string()))?;
         Ok(ModelFile { weights, info })
     }

@@ -9,7 +9,7 @@ use trainer::ensemble::{
     self, ClassBalance, Ensemble, InputLayout, LabeledRows, MemberData, Mode, TrainConfig, Trainer,
 };
 use trainer::metrics::{roc_curve, youden_threshold};
-use trainer::model::MlpWeights;
+use trainer::model::Mlp;
 
 const DIM: usize = 12;
 
@@ -64,7 +64,7 @@ fn streams(n: usize) -> Vec<ChaCha20Rng> {
         .collect()
 }
 
-fn max_abs_diff(a: &MlpWeights, b: &MlpWeights) -> f32 {
+fn max_abs_diff(a: &Mlp, b: &Mlp) -> f32 {
     a.layers
         .iter()
         .zip(&b.layers)
@@ -308,7 +308,7 @@ fn early_stopping_returns_best_weights() {
         let h = &data[k].holdout;
         let loss: f64 = (0..h.y.len())
             .map(|i| {
-                let p = m.score_row(h.x.row(i)) as f64;
+                let p = m.forward(h.x.row(i)).unwrap() as f64;
                 let p = p.clamp(1e-7, 1.0 - 1e-7);
                 if h.y[i] {
                     -(r.pos_weight as f64) * p.ln()
@@ -456,7 +456,7 @@ fn sparse_first_layer_equals_dense() {
 }
 
 /// `Ensemble::scores` (sparse first layer for TF-IDF-like rows, dense for dense rows) equals
-/// `MlpWeights::score_row` for every member and row.
+/// `Mlp::forward` for every member and row.
 #[test]
 fn ensemble_scores_match_score_row() {
     let mut rng = ChaCha20Rng::seed_from_u64(33);
@@ -469,10 +469,10 @@ fn ensemble_scores_match_score_row() {
         let scores = model.scores(x).unwrap();
         for (k, m) in members.iter().enumerate() {
             for r in 0..x.rows {
-                let expected = m.score_row(x.row(r));
+                let expected = m.forward(x.row(r)).unwrap();
                 assert!(
                     (scores[k][r] - expected).abs() < 1e-5,
-                    "member {k}, row {r}: {} vs score_row {expected}",
+                    "member {k}, row {r}: {} vs forward {expected}",
                     scores[k][r]
                 );
             }

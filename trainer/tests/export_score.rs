@@ -6,7 +6,6 @@ use std::process::{Command, Output};
 use bundle::{Bundle, Dense, Mlp};
 use featurizer::{Featurizer, FeaturizerConfig};
 use trainer::ensemble::MemberReport;
-use trainer::model::{DenseWeights, MlpWeights};
 use trainer::model_file::{ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
 
 const TOLERANCE: f32 = 1e-5;
@@ -248,18 +247,7 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
         .save(&run.path().join("featurizer.json"))
         .unwrap();
     let mlp = random_mlp(&[featurizer.dim(), 16, 1], 22);
-    let weights = MlpWeights {
-        layers: mlp
-            .layers
-            .iter()
-            .map(|l| DenseWeights {
-                in_dim: l.in_dim,
-                out_dim: l.out_dim,
-                weight: l.weight.clone(),
-                bias: l.bias.clone(),
-            })
-            .collect(),
-    };
+    let weights = mlp.clone();
     let info = |featurizer_hash: &str| ModelInfo {
         format_version: MODEL_FILE_VERSION,
         role: ModelRole::Student,
@@ -296,7 +284,6 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
     // The student file's threshold wins over the report's.
     assert_eq!(bundle.manifest.threshold, 0.37);
     assert_eq!(bundle.mlp().unwrap(), mlp);
-    assert_eq!(trainer::cli::export::to_bundle_mlp(&weights), mlp);
 
     // A student trained with another featurizer is refused, and the bundle is left as it was.
     ModelFile {
@@ -345,20 +332,8 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
 
     // The default architecture (K → 512 → 128 → 1), weights spread enough to use the whole (0, 1).
     let mlp = random_mlp(&[featurizer.dim(), 512, 128, 1], 25);
-    let weights = MlpWeights {
-        layers: mlp
-            .layers
-            .iter()
-            .map(|l| DenseWeights {
-                in_dim: l.in_dim,
-                out_dim: l.out_dim,
-                weight: l.weight.clone(),
-                bias: l.bias.clone(),
-            })
-            .collect(),
-    };
     let model = ModelFile {
-        weights,
+        weights: mlp.clone(),
         info: ModelInfo {
             format_version: MODEL_FILE_VERSION,
             role: ModelRole::Student,
@@ -386,10 +361,9 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bundle");
-    let exported = trainer::cli::export::to_bundle_mlp(&model.weights);
     trainer::cli::export::export_bundle(
         &dir,
-        &exported,
+        &model.weights,
         &featurizer,
         0.5,
         serde_json::Value::Null,

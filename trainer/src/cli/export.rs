@@ -9,7 +9,6 @@ use bundle::{Bundle, BundleContents, Manifest, Mlp, Scorer};
 use featurizer::Featurizer;
 
 use crate::error::{Error, Result};
-use crate::model::MlpWeights;
 use crate::model_file::ModelFile;
 
 /// The student's model file inside a run directory (a [`ModelFile`], safetensors).
@@ -53,22 +52,6 @@ pub struct Args {
     /// Model version recorded in bundle.yaml (default: derived from the model's sha256).
     #[arg(long)]
     pub model_version: Option<String>,
-}
-
-/// The bundle's network for trainer weights (same layout: row-major `[out][in]`).
-pub fn to_bundle_mlp(weights: &MlpWeights) -> Mlp {
-    Mlp {
-        layers: weights
-            .layers
-            .iter()
-            .map(|l| bundle::Dense {
-                in_dim: l.in_dim,
-                out_dim: l.out_dim,
-                weight: l.weight.clone(),
-                bias: l.bias.clone(),
-            })
-            .collect(),
-    }
 }
 
 /// Writes the bundle into `out_dir` (e.g. `RUN_DIR/bundle`) atomically, loads it back (hashes,
@@ -194,7 +177,7 @@ fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
     } else {
         let file = ModelFile::from_bytes(&bytes, path)?;
         Ok((
-            to_bundle_mlp(&file.weights),
+            file.weights,
             Some(file.info.threshold),
             Some(file.info.featurizer_hash),
         ))

@@ -670,7 +670,7 @@ pub fn run_pipeline(
     let bundle_dir = run.path(crate::cli::export::RUN_BUNDLE_DIR);
     crate::cli::export::export_bundle(
         &bundle_dir,
-        &crate::cli::export::to_bundle_mlp(&student.weights),
+        &student.weights,
         &featurizer,
         student.info.threshold,
         privacy_part,
