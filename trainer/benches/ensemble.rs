@@ -125,6 +125,7 @@ fn main() {
         learning_rate: 0.003,
         patience: epochs + 1,
         class_balance: ClassBalance::PosWeight,
+        ..TrainConfig::default()
     };
     let mut data_rng = ChaCha20Rng::seed_from_u64(1);
     let data: Vec<MemberData> = (0..teachers)
