@@ -15,42 +15,87 @@ use std::path::Path;
 pub const MAGIC: &[u8; 8] = b"PATEF32\0";
 const HEADER: usize = 24;
 
-/// A dense row-major f32 matrix.
-#[derive(Debug, Clone, PartialEq)]
+/// A dense row-major f32 matrix: the one feature-matrix type of the workspace (one row per
+/// request, K = featurizer dimension columns), used by the trainer and by the matrix files.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct F32Matrix {
     /// Number of rows (records).
     pub rows: usize,
     /// Number of columns (features).
     pub cols: usize,
     /// `rows × cols` values, row-major.
-    pub data: Vec<f32>,
+    pub values: Vec<f32>,
 }
 
 impl F32Matrix {
-    /// Builds a matrix, checking `data.len() == rows·cols`.
-    pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Result<Self> {
-        if rows.checked_mul(cols) != Some(data.len()) {
+    /// Builds a matrix, checking `values.len() == rows·cols`.
+    pub fn new(rows: usize, cols: usize, values: Vec<f32>) -> Result<Self> {
+        if rows.checked_mul(cols) != Some(values.len()) {
             return Err(PrivacyError::InvalidInput(format!(
                 "matrix of {rows}×{cols} needs {} values, got {}",
                 rows.saturating_mul(cols),
-                data.len()
+                values.len()
             )));
         }
-        Ok(F32Matrix { rows, cols, data })
+        Ok(F32Matrix { rows, cols, values })
     }
+
+    /// An empty matrix with `cols` columns.
+    pub fn empty(cols: usize) -> Self {
+        F32Matrix {
+            rows: 0,
+            cols,
+            values: Vec::new(),
+        }
+    }
+
+    /// Builds a matrix from equally long rows.
+    pub fn from_rows(cols: usize, rows: impl IntoIterator<Item = Vec<f32>>) -> Result<Self> {
+        let mut values = Vec::new();
+        let mut n = 0;
+        for (i, row) in rows.into_iter().enumerate() {
+            if row.len() != cols {
+                return Err(PrivacyError::InvalidInput(format!(
+                    "row {i} has {} values, expected {cols}",
+                    row.len()
+                )));
+            }
+            values.extend_from_slice(&row);
+            n += 1;
+        }
+        Ok(F32Matrix {
+            rows: n,
+            cols,
+            values,
+        })
+    }
+
     /// Row `i`.
     pub fn row(&self, i: usize) -> &[f32] {
-        &self.data[i * self.cols..(i + 1) * self.cols]
+        &self.values[i * self.cols..(i + 1) * self.cols]
+    }
+
+    /// The rows at `indices`, in that order.
+    pub fn select_rows(&self, indices: &[usize]) -> F32Matrix {
+        let mut values = Vec::with_capacity(indices.len() * self.cols);
+        for &i in indices {
+            values.extend_from_slice(self.row(i));
+        }
+        F32Matrix {
+            rows: indices.len(),
+            cols: self.cols,
+            values,
+        }
     }
 }
 
 /// Encodes a matrix in the file format.
 pub fn encode_f32_matrix(m: &F32Matrix) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + 4 * m.data.len());
+    let mut out = Vec::with_capacity(HEADER + 4 * m.values.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(m.rows as u64).to_le_bytes());
     out.extend_from_slice(&(m.cols as u64).to_le_bytes());
-    for v in &m.data {
+    for v in &m.values {
         out.extend_from_slice(&v.to_le_bytes());
     }
     out
@@ -94,7 +139,11 @@ pub fn decode_f32_matrix(bytes: &[u8], path: &Path) -> Result<F32Matrix> {
         }
         data.push(v);
     }
-    Ok(F32Matrix { rows, cols, data })
+    Ok(F32Matrix {
+        rows,
+        cols,
+        values: data,
+    })
 }
 
 /// Reads a feature-matrix file.

@@ -663,14 +663,12 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
 
 /// Reads a feature matrix (the privacy crate's little-endian f32 matrix file).
 pub fn read_matrix(path: &Path) -> Result<DenseMatrix> {
-    let m = privacy::matrix::read_f32_matrix(path)?;
-    DenseMatrix::new(m.rows, m.cols, m.data)
+    Ok(privacy::matrix::read_f32_matrix(path)?)
 }
 
 /// Writes a feature matrix atomically (the privacy crate's f32 matrix file).
 pub fn write_matrix(path: &Path, m: &DenseMatrix) -> Result<()> {
-    let pm = privacy::matrix::F32Matrix::new(m.rows, m.cols, m.values.clone())?;
-    privacy::matrix::write_f32_matrix(path, &pm)?;
+    privacy::matrix::write_f32_matrix(path, m)?;
     Ok(())
 }
 

@@ -269,7 +269,7 @@ fn privatize_adds_laplace_noise_and_reports_local_epsilon() {
     assert_eq!((noisy.rows, noisy.cols), (rows, cols));
     // Lap(1/ρ), ρ = 2: E|noise| = 0.5 (10 000 values, SE 0.005).
     let mad: f64 = noisy
-        .data
+        .values
         .iter()
         .zip(&data)
         .map(|(a, b)| (a - b).abs() as f64)
@@ -291,8 +291,8 @@ fn privatize_adds_laplace_noise_and_reports_local_epsilon() {
     ]);
     let x = read_f32_matrix(&clipped).unwrap();
     assert!(
-        x.data.iter().all(|v| (v - 0.5).abs() < 1e-3),
+        x.values.iter().all(|v| (v - 0.5).abs() < 1e-3),
         "{:?}",
-        x.data
+        x.values
     );
 }

@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<()> {
     // Each row is one record: `laplace_rows` clips it to ‖x‖₁ ≤ 1 itself, so the local ε = 2ρ
     // holds for any input.
     let mut rng = privacy::NoiseRng::from_option(args.seed)?;
-    privacy::privatize::laplace_rows(&mut m.data, m.cols, args.rho, &mut rng)?;
+    privacy::privatize::laplace_rows(&mut m.values, m.cols, args.rho, &mut rng)?;
     privacy::matrix::write_f32_matrix(&args.out, &m)?;
     let summary = serde_json::json!({
         "rho": args.rho,
