@@ -45,8 +45,8 @@ pub struct AuditRecord<'a> {
     pub score: Option<f32>,
     /// Threshold in force.
     pub threshold: Option<f32>,
-    /// `block`, `flag` or `error`; `allow` only on a line written because the shadow model
-    /// disagreed.
+    /// `block`, `flag`, `refused` or `error`; `allow` only on a line written because the
+    /// shadow model disagreed.
     pub verdict: &'a str,
     /// Mode in force for this request (global or route override).
     pub mode: &'a str,

@@ -264,8 +264,9 @@ impl WafProxy {
         None
     }
 
-    /// Answers `status` without scoring or connecting upstream; counted as `block` (the proxy
-    /// refused the request) and audited with `reason`, the target truncated as configured.
+    /// Answers `status` without scoring or connecting upstream; counted as `refused` (a protocol
+    /// limit decided, not the model) and audited with `reason`, the target truncated as
+    /// configured.
     async fn refuse(
         &self,
         session: &mut Session,
@@ -275,7 +276,7 @@ impl WafProxy {
         what: &str,
         reason: String,
     ) -> Result<()> {
-        self.count(ctx, Verdict::Block);
+        self.count(ctx, Verdict::Refused);
         let method = session.req_header().method.as_str().to_string();
         let target = session.req_header().raw_path().to_vec();
         let parts = RequestParts {

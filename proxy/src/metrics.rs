@@ -282,6 +282,7 @@ mod tests {
             "patewaf_requests_total{verdict=\"block\"} 1",
             "patewaf_requests_total{verdict=\"allow\"} 0",
             "patewaf_requests_total{verdict=\"excluded\"} 0",
+            "patewaf_requests_total{verdict=\"refused\"} 0",
             "patewaf_score_bucket",
             "patewaf_scoring_duration_seconds_bucket",
             "patewaf_model_reloads_total{result=\"error\"} 0",

@@ -12,18 +12,22 @@ pub enum Verdict {
     Flag,
     /// Scoring failed (no model, featurizer or ONNX Runtime error): `on_error` applied.
     Error,
-    /// A route with `exclude: true`: forwarded unscored.
+    /// A route with `exclude: true`, or `mode: off`: forwarded unscored.
     Excluded,
+    /// Refused on a protocol limit before any scoring (413, 414, 431, 408, 400): the proxy's
+    /// own limits decided, not the model, so it is not counted as a block.
+    Refused,
 }
 
 impl Verdict {
     /// Every verdict, in the order of [`Verdict::index`].
-    pub const ALL: [Verdict; 5] = [
+    pub const ALL: [Verdict; 6] = [
         Verdict::Allow,
         Verdict::Block,
         Verdict::Flag,
         Verdict::Error,
         Verdict::Excluded,
+        Verdict::Refused,
     ];
 
     /// The verdicts a scored request can get (from the active or the shadow model); the shadow
@@ -43,6 +47,7 @@ impl Verdict {
             Verdict::Flag => "flag",
             Verdict::Error => "error",
             Verdict::Excluded => "excluded",
+            Verdict::Refused => "refused",
         }
     }
 
@@ -56,6 +61,7 @@ impl Verdict {
             Verdict::Flag => 2,
             Verdict::Error => 3,
             Verdict::Excluded => 4,
+            Verdict::Refused => 5,
         }
     }
 }

@@ -50,8 +50,9 @@ impl Stack {
         })
     }
 
-    fn blocks(&self) -> f64 {
-        self.proxy.metric(&verdict("block"))
+    /// Requests the proxy refused on a protocol limit (413/414/431/408/400), not on a score.
+    fn refusals(&self) -> f64 {
+        self.proxy.metric(&verdict("refused"))
     }
 }
 
@@ -73,14 +74,14 @@ fn long_uris_get_414_by_default_and_are_scored_truncated_when_configured() {
     let s = stack("");
     let padding = "a".repeat(60 * 1024);
     let long = format!("/tienda1/index.jsp?q={padding}");
-    let before = s.blocks();
+    let before = s.refusals();
     let r = raw_request(s.proxy.listen, &get_raw(long.as_bytes(), "")).unwrap();
     assert_eq!(r.status, 414, "{}", r.text());
     assert!(
         !s.apache_saw(&request_id(&r)),
         "a 414 must not reach Apache"
     );
-    assert_eq!(s.blocks() - before, 1.0);
+    assert_eq!(s.refusals() - before, 1.0);
     // The audit record says why and keeps at most audit_target_max_bytes (2048) of the target.
     let records = json_lines(&s.audit);
     let last = records.last().unwrap();
@@ -92,6 +93,7 @@ fn long_uris_get_414_by_default_and_are_scored_truncated_when_configured() {
         "{last}"
     );
     assert_eq!(last["target_truncated"], true);
+    assert_eq!(last["verdict"], "refused");
     assert!(last["target"].as_str().unwrap().len() <= 2048);
 
     // 64 KiB: longer than the `http` crate's URI limit (65534 bytes), so pingora answers 400
@@ -270,7 +272,7 @@ fn encodings_and_evasions_are_normalized_or_refused_never_a_crash() {
 #[test]
 fn header_floods_and_huge_headers_get_431_and_never_reach_apache() {
     let s = stack("");
-    let before = s.blocks();
+    let before = s.refusals();
     let flood: String = (0..150).map(|i| format!("X-Flood-{i}: {i}\r\n")).collect();
     let r = raw_request(s.proxy.listen, &get_raw(NORMAL.as_bytes(), &flood)).unwrap();
     assert_eq!(r.status, 431, "{}", r.text());
@@ -279,7 +281,7 @@ fn header_floods_and_huge_headers_get_431_and_never_reach_apache() {
     let r = raw_request(s.proxy.listen, &get_raw(NORMAL.as_bytes(), &big)).unwrap();
     assert_eq!(r.status, 431);
     assert!(!s.apache_saw(&request_id(&r)));
-    assert_eq!(s.blocks() - before, 2.0);
+    assert_eq!(s.refusals() - before, 2.0);
     // More than pingora's 256 header slots: pingora answers 400 itself, before any filter.
     let flood: String = (0..300).map(|i| format!("X-Flood-{i}: {i}\r\n")).collect();
     let raw = raw_exchange(

@@ -26,7 +26,7 @@ const ATTACK_BODY: &[u8] =
 /// Counter values for every verdict, plus the score histogram's count and upstream errors.
 fn counters(proxy: &Proxy) -> Vec<(String, f64)> {
     let text = proxy.metrics();
-    let mut names: Vec<String> = ["allow", "block", "flag", "error", "excluded"]
+    let mut names: Vec<String> = ["allow", "block", "flag", "error", "excluded", "refused"]
         .iter()
         .map(|v| verdict(v))
         .collect();
@@ -507,7 +507,7 @@ fn body_over_the_limit_is_refused_with_413_when_configured() {
         &s.proxy,
         &before,
         &[
-            (&verdict("block"), 1.0),
+            (&verdict("refused"), 1.0),
             (&verdict("allow"), 1.0),
             ("patewaf_score_count", 1.0),
             ("patewaf_scoring_duration_seconds_count", 1.0),
@@ -523,6 +523,10 @@ fn body_over_the_limit_is_refused_with_413_when_configured() {
     );
     let audit = json_lines(&s.audit);
     assert_eq!(audit.len(), 1);
+    assert_eq!(
+        audit[0]["verdict"], "refused",
+        "a limit refused it, not the model"
+    );
     assert!(audit[0]["reason"]
         .as_str()
         .unwrap()
@@ -987,7 +991,7 @@ fn mode_off_forwards_everything_unscored_and_keeps_the_limits() {
     assert_deltas(
         &s.proxy,
         &before,
-        &[(&verdict("excluded"), 2.0), (&verdict("block"), 1.0)],
+        &[(&verdict("excluded"), 2.0), (&verdict("refused"), 1.0)],
     );
     let audit = json_lines(&s.audit);
     assert_eq!(audit.len(), 1, "only the 414 is audited: {audit:?}");
