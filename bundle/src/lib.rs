@@ -1,6 +1,6 @@
 //! The deployable model bundle: the student MLP encoded as ONNX (`model.onnx`, built with
 //! `prost`), the featurizer artifact it was trained with (`featurizer.json`), and a manifest
-//! (`bundle.yaml`: threshold, privacy report, metrics, sha256 of every file); written atomically,
+//! (`bundle.yaml`: threshold, the privacy whitelist, student metrics, sha256 of every file); written atomically,
 //! loaded with every hash checked, and scored through ONNX Runtime.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -15,7 +15,8 @@ pub mod sparse;
 
 pub use manifest::{
     is_block, rfc3339_utc, sha256_hex, write_bundle, Bundle, BundleContents, Manifest,
-    ModelSummary, PrivacySummary, FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE, MODEL_FILE,
+    ModelSummary, PrivacyLabels, PublishedPrivacy, FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE,
+    MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
 pub use runtime::{init_onnxruntime, Scorer};

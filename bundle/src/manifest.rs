@@ -12,7 +12,9 @@ use crate::onnx::{decode_onnx, encode_onnx, Mlp, IR_VERSION, OPSET_VERSION};
 use crate::BundleError;
 
 /// Version of the bundle layout and of `bundle.yaml`; [`Bundle::load`] rejects any other.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2: the `privacy:` section is the typed whitelist [`PublishedPrivacy`] (version 1 held
+/// the whole run report, with unnoised functions of the private data).
+pub const FORMAT_VERSION: u32 = 2;
 /// File name of the ONNX model inside a bundle.
 pub const MODEL_FILE: &str = "model.onnx";
 /// File name of the featurizer artifact inside a bundle.
@@ -35,6 +37,7 @@ pub struct ModelSummary {
 
 /// `bundle.yaml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// Layout version ([`FORMAT_VERSION`]).
     pub format_version: u32,
@@ -50,23 +53,28 @@ pub struct Manifest {
     pub featurizer_content_hash: String,
     /// Shape of the network.
     pub model: ModelSummary,
-    /// The privacy report of the run (ε values, δ, mechanism, ...), as the trainer wrote it.
-    pub privacy: serde_json::Value,
-    /// Test metrics of the student (TPR, TNR, AUC, ...), as the trainer wrote them.
+    /// The privacy whitelist ([`PublishedPrivacy`]): mechanism and parameters, δ, answered
+    /// queries, rng and featurizer provenance, one published ε and its kind. Absent (null) for a
+    /// bundle exported without a privacy report (then nothing is claimed).
+    pub privacy: Option<PublishedPrivacy>,
+    /// Test metrics of the STUDENT (TPR, TNR, AUC, ...) on the public test data, as the trainer
+    /// wrote them.
     pub metrics: serde_json::Value,
     /// sha256 (hex) of every other file of the bundle, by file name.
     pub files: BTreeMap<String, String>,
 }
 
-/// The parts of a privacy report that a dashboard label needs (from the trainer's report keys).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PrivacySummary {
-    /// The publishable ε: `sanitized_epsilon` if present, else `data_independent_epsilon`.
-    pub epsilon: Option<f64>,
-    /// δ.
-    pub delta: Option<f64>,
-    /// Aggregation mechanism (`lnmax`, `gnmax`, ...).
-    pub mechanism: Option<String>,
+pub use privacy::PublishedPrivacy;
+
+/// The dashboard's labels for a bundle's privacy (`patewaf_model_info{epsilon, delta, mechanism}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrivacyLabels {
+    /// The published ε, `none (not private: ...)`, or `none (no privacy report)`.
+    pub epsilon: String,
+    /// δ, or `none`.
+    pub delta: String,
+    /// `lnmax`, `gnmax`, `confident-gnmax`, or `none`.
+    pub mechanism: String,
 }
 
 /// `true` when `score` is at or above `threshold`: the request is judged malicious (blocked in
@@ -76,19 +84,19 @@ pub fn is_block(score: f32, threshold: f32) -> bool {
 }
 
 impl Manifest {
-    /// ε, δ and mechanism read from the privacy report, where present.
-    pub fn privacy_summary(&self) -> PrivacySummary {
-        let number = |key: &str| self.privacy.get(key).and_then(serde_json::Value::as_f64);
-        PrivacySummary {
-            epsilon: number("sanitized_epsilon").or_else(|| number("data_independent_epsilon")),
-            delta: number("delta"),
-            mechanism: self.privacy.get("mechanism").and_then(|m| match m {
-                serde_json::Value::String(s) => Some(s.clone()),
-                serde_json::Value::Object(o) => {
-                    o.get("name").and_then(|n| n.as_str()).map(str::to_owned)
-                }
-                _ => None,
-            }),
+    /// The labels `patewaf_model_info` shows, from the typed privacy section.
+    pub fn privacy_labels(&self) -> PrivacyLabels {
+        match &self.privacy {
+            Some(p) => PrivacyLabels {
+                epsilon: p.epsilon_label(),
+                delta: format!("{}", p.delta),
+                mechanism: p.mechanism.name().to_string(),
+            },
+            None => PrivacyLabels {
+                epsilon: "none (no privacy report)".into(),
+                delta: "none".into(),
+                mechanism: "none".into(),
+            },
         }
     }
 }
@@ -102,8 +110,8 @@ pub struct BundleContents<'a> {
     pub featurizer: &'a Featurizer,
     /// Decision threshold on the probability, in [0, 1].
     pub threshold: f32,
-    /// Privacy report (any JSON; `serde_json::Value::Null` when there is none).
-    pub privacy: serde_json::Value,
+    /// The privacy whitelist (`None`: no privacy report, nothing claimed).
+    pub privacy: Option<PublishedPrivacy>,
     /// Test metrics (any JSON; `Null` when there are none).
     pub metrics: serde_json::Value,
     /// Model version; `None` = derived from the model's hash.

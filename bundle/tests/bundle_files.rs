@@ -12,11 +12,18 @@ use bundle::{
 use common::{random_mlp, sample_featurizer, sample_targets, SplitMix};
 use featurizer::RequestParts;
 
-fn privacy_report() -> serde_json::Value {
-    serde_json::json!({
-        "teachers": 250, "queries": 1000, "answered": 1000, "mechanism": "lnmax", "gamma": 0.05,
-        "delta": 1e-5, "data_independent_epsilon": 8.03, "data_dependent_epsilon": 2.5,
-        "student_local_epsilon": null
+fn privacy_report() -> Option<bundle::PublishedPrivacy> {
+    Some(bundle::PublishedPrivacy {
+        mechanism: privacy::Mechanism::Lnmax(privacy::aggregate::Lnmax { gamma: 0.05 }),
+        delta: 1e-5,
+        answered_queries: 1000,
+        rng: privacy::RngProvenance::Os,
+        featurizer: privacy::FeaturizerProvenance {
+            fit_on: privacy::FitSide::Public,
+            content_hash: "0123".into(),
+        },
+        published_epsilon: Some(8.03),
+        published_epsilon_kind: "data-independent".into(),
     })
 }
 
@@ -54,11 +61,33 @@ fn round_trip_keeps_everything_and_scores_like_the_network() {
     assert_eq!(loaded.manifest.model_version.len(), 16);
     assert!(loaded.manifest.created.ends_with('Z') && loaded.manifest.created.len() == 20);
     assert_eq!(loaded.manifest.files.len(), 2);
-    let summary = loaded.manifest.privacy_summary();
+    let labels = loaded.manifest.privacy_labels();
     assert_eq!(
-        (summary.epsilon, summary.delta, summary.mechanism.as_deref()),
-        (Some(8.03), Some(1e-5), Some("lnmax"))
+        (
+            labels.epsilon.as_str(),
+            labels.delta.as_str(),
+            labels.mechanism.as_str()
+        ),
+        ("8.03", "0.00001", "lnmax")
     );
+    // The privacy section is the typed whitelist: an extra key (a data-dependent ε, say) is
+    // refused on load.
+    let text = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
+    assert!(text.contains("published_epsilon: 8.03"), "{text}");
+    let tampered = text.replace(
+        "published_epsilon: 8.03",
+        "published_epsilon: 8.03\n  data_dependent_epsilon: 1.2",
+    );
+    assert_ne!(tampered, text);
+    let copy = run.path().join("tampered");
+    std::fs::create_dir(&copy).unwrap();
+    for f in [MODEL_FILE, FEATURIZER_FILE] {
+        std::fs::copy(dir.join(f), copy.join(f)).unwrap();
+    }
+    std::fs::write(copy.join(MANIFEST_FILE), tampered).unwrap();
+    let err = Bundle::load(&copy).unwrap_err().to_string();
+    assert!(err.contains("data_dependent_epsilon"), "{err}");
+    std::fs::remove_dir_all(&copy).unwrap();
     // Only the three files, and no temporary directory left beside the bundle.
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -115,19 +144,20 @@ fn other_format_versions_and_broken_manifests_are_rejected() {
     write_sample(&dir, 13);
     let manifest_path = dir.join(MANIFEST_FILE);
     let original = std::fs::read_to_string(&manifest_path).unwrap();
-    assert!(original.starts_with("format_version: 1\n"), "{original}");
+    assert!(original.starts_with("format_version: 2\n"), "{original}");
 
+    // Version 1 (whose privacy section was the whole run report) is refused.
     std::fs::write(
         &manifest_path,
-        original.replacen("format_version: 1", "format_version: 2", 1),
+        original.replacen("format_version: 2", "format_version: 1", 1),
     )
     .unwrap();
     let err = Bundle::load(&dir).unwrap_err().to_string();
-    assert!(err.contains("format_version 2 is not supported"), "{err}");
+    assert!(err.contains("format_version 1 is not supported"), "{err}");
 
     std::fs::write(
         &manifest_path,
-        original.replacen("format_version: 1\n", "", 1),
+        original.replacen("format_version: 2\n", "", 1),
     )
     .unwrap();
     let err = Bundle::load(&dir).unwrap_err().to_string();
@@ -153,7 +183,7 @@ fn other_format_versions_and_broken_manifests_are_rejected() {
     let err = Bundle::load(&dir).unwrap_err().to_string();
     assert!(err.contains("featurizer_content_hash is 00"), "{err}");
 
-    std::fs::write(&manifest_path, "format_version: 1\nthreshold: [\n").unwrap();
+    std::fs::write(&manifest_path, "format_version: 2\nthreshold: [\n").unwrap();
     assert!(matches!(
         Bundle::load(&dir),
         Err(BundleError::Manifest { .. })
@@ -187,7 +217,7 @@ fn writing_replaces_an_existing_bundle_and_refuses_bad_inputs() {
         mlp: &wrong,
         featurizer: &featurizer,
         threshold,
-        privacy: serde_json::Value::Null,
+        privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("x".into()),
     };
@@ -227,7 +257,7 @@ fn model_and_featurizer_of_different_widths_are_rejected_on_load() {
             mlp: &mlp,
             featurizer: &featurizer,
             threshold: 0.5,
-            privacy: serde_json::Value::Null,
+            privacy: None,
             metrics: serde_json::Value::Null,
             model_version: None,
         },

@@ -41,7 +41,7 @@ use crate::special::{
 };
 use crate::votes::VoteMatrix;
 use crate::{PrivacyError, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Label of a data-independent ε (safe to publish).
@@ -52,7 +52,7 @@ pub const LABEL_DATA_DEPENDENT: &str = "data-dependent (not private to publish)"
 pub const LABEL_SANITIZED: &str = "sanitized";
 
 /// One reported ε with its label.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabelledEpsilon {
     /// One of [`LABEL_DATA_INDEPENDENT`], [`LABEL_DATA_DEPENDENT`], [`LABEL_SANITIZED`].
     pub label: String,
@@ -63,7 +63,7 @@ pub struct LabelledEpsilon {
 }
 
 /// ε minimized over a set of orders.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OrderMinimum {
     /// How the orders were chosen.
     pub orders_used: String,
@@ -80,7 +80,7 @@ pub struct OrderMinimum {
 /// The smooth-sensitivity sanitized ε ([`crate::smooth::sanitize`]): an upper bound on the
 /// data-dependent ε that holds with probability 1 − `failure_probability`, for δ + that
 /// probability.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SanitizedEpsilon {
     /// The published ε (label [`LABEL_SANITIZED`]), valid with [`SanitizedEpsilon::published_delta`].
     pub epsilon: f64,
@@ -117,7 +117,7 @@ pub struct SanitizedEpsilon {
 }
 
 /// The accountant's report (one JSON object on the CLI).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpsilonReport {
     /// `lnmax`, `gnmax` or `confident-gnmax`.
     pub mechanism: String,

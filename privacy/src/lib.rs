@@ -9,6 +9,7 @@
 //! * [`accountant`]: the 2017 moments accountant (LNMax) and the 2018 RDP accountant (GNMax,
 //!   Confident-GNMax), data-independent and data-dependent, and the smooth-sensitivity sanitization
 //!   of the data-dependent value ([`smooth`]).
+//! * [`report`]: the typed privacy report of a run and the whitelist that may leave it.
 //! * [`votes`] and [`matrix`]: the vote file and the little-endian f32 feature-matrix file.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -18,12 +19,14 @@ pub mod aggregate;
 pub mod matrix;
 pub mod noise;
 pub mod privatize;
+pub mod report;
 pub mod rng;
 pub mod smooth;
 pub mod special;
 pub mod votes;
 
 pub use accountant::{EpsilonReport, Mechanism};
+pub use report::{FeaturizerProvenance, FitSide, PrivacyReport, PublishedPrivacy};
 pub use rng::{NoiseRng, RngProvenance};
 pub use votes::VoteMatrix;
 

@@ -116,11 +116,19 @@ pub fn write_fixture_bundle(
             mlp: &mlp,
             featurizer: &featurizer,
             threshold,
-            privacy: serde_json::json!({
-                "mechanism": "gnmax",
-                "data_independent_epsilon": 8.0,
-                "delta": 1e-5,
-                "note": "fixture: weights set by code, not trained"
+            // A fixture (weights set by code, not trained) with a typed privacy section, so the
+            // dashboard labels can be checked end to end.
+            privacy: Some(bundle::PublishedPrivacy {
+                mechanism: privacy::Mechanism::Gnmax(privacy::aggregate::Gnmax { sigma: 40.0 }),
+                delta: 1e-5,
+                answered_queries: 1000,
+                rng: privacy::RngProvenance::Os,
+                featurizer: privacy::FeaturizerProvenance {
+                    fit_on: privacy::FitSide::Public,
+                    content_hash: featurizer.content_hash().to_string(),
+                },
+                published_epsilon: Some(8.0),
+                published_epsilon_kind: privacy::report::kind::DATA_INDEPENDENT.to_string(),
             }),
             metrics: serde_json::Value::Null,
             model_version: Some(model_version.to_string()),

@@ -121,10 +121,6 @@ const WARM_UP_TARGET: &[u8] = b"/index.jsp?id=1&name=warm-up";
 /// near 1e-5 means another network.
 const SCORER_VS_ORT_TOLERANCE: f32 = 1e-5;
 
-fn label(value: Option<f64>) -> String {
-    value.map_or_else(|| "unknown".to_string(), |v| v.to_string())
-}
-
 impl ServingModel {
     /// Loads `dir` with the default scorer, ONNX Runtime ([`ServingModel::load_with_scorer`]).
     pub fn load(
@@ -191,15 +187,15 @@ impl ServingModel {
             }
         };
         let mut reference = Scorer::new(&bundle).map_err(|e| fail(e.to_string()))?;
-        let summary = bundle.manifest.privacy_summary();
+        let privacy = bundle.manifest.privacy_labels();
         let model = ServingModel {
             dir: dir.to_path_buf(),
             threshold: threshold_override.unwrap_or(bundle.manifest.threshold),
             bundle_threshold: bundle.manifest.threshold,
             version: bundle.manifest.model_version.clone(),
-            epsilon: label(summary.epsilon),
-            delta: label(summary.delta),
-            mechanism: summary.mechanism.unwrap_or_else(|| "unknown".to_string()),
+            epsilon: privacy.epsilon,
+            delta: privacy.delta,
+            mechanism: privacy.mechanism,
             files: bundle.manifest.files.clone(),
             featurizer: bundle.featurizer,
             network,

@@ -162,7 +162,7 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
             mlp: &mlp,
             featurizer: &featurizer,
             threshold: 0.5,
-            privacy: serde_json::Value::Null,
+            privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some("csic-mlp".into()),
         },

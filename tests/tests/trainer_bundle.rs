@@ -39,6 +39,23 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
     );
     let proxy = Proxy::start(tmp.path(), &config);
 
+    // bundle.yaml of a real run holds only the privacy whitelist (no data-dependent ε, no exact
+    // private counts, no teacher-ensemble metrics), and the dashboard's ε is its published ε.
+    let yaml = std::fs::read_to_string(bundle.join("bundle.yaml")).unwrap();
+    let leak = regex_lite_find(&yaml);
+    assert!(leak.is_none(), "bundle.yaml holds {leak:?}:\n{yaml}");
+    let manifest = bundle::Bundle::load(&bundle).unwrap().manifest;
+    let published = manifest
+        .privacy
+        .as_ref()
+        .and_then(|p| p.published_epsilon)
+        .expect("quick.yaml uses OS randomness: a published ε");
+    let metrics = proxy.metrics();
+    assert!(
+        metrics.contains(&format!("epsilon=\"{published}\"")),
+        "patewaf_model_info does not show ε = {published}: {metrics}"
+    );
+
     let mut expected_blocks = 0usize;
     let mut sent = 0usize;
     let mut skipped = 0usize;
@@ -127,4 +144,19 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             "{id}: proxy {proxy_score} vs trainer {trainer_score}"
         );
     }
+}
+
+/// The lines of `yaml` matching `grep -E 'data_dependent|private: *[0-9]|ensemble'` (the first).
+fn regex_lite_find(yaml: &str) -> Option<String> {
+    yaml.lines()
+        .find(|l| {
+            l.contains("data_dependent")
+                || l.contains("ensemble")
+                || l.match_indices("private:").any(|(i, m)| {
+                    l[i + m.len()..]
+                        .trim_start_matches(' ')
+                        .starts_with(|c: char| c.is_ascii_digit())
+                })
+        })
+        .map(str::to_string)
 }

@@ -24,11 +24,26 @@ pub struct RunConfig {
     /// on a busy machine run much faster with 1 (OpenMP threads spin while waiting).
     #[serde(default)]
     pub threads: Option<usize>,
-    /// The labelled request files, pooled and then split by request hash.
-    pub datasets: Vec<DatasetSource>,
-    /// Fractions of the pooled requests per split.
-    #[serde(default)]
-    pub split: SplitConfig,
+    /// `private:` the teachers' labelled logs: the ONLY data under ε (unit: one request record).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub private: Vec<DatasetSource>,
+    /// `public:` the student's unlabelled traffic: featurizer corpus and query pool. Labels, if
+    /// the files have them, are never read for training (only for a diagnostic in the report).
+    /// No guarantee covers it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub public: Vec<DatasetSource>,
+    /// `validation:` a small labelled set the operator declares public: the student's early
+    /// stopping and threshold. No guarantee covers it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation: Vec<DatasetSource>,
+    /// `test:` labelled evaluation data (never used for a choice).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test: Vec<DatasetSource>,
+    /// Instead of the four roles, a SIMULATION for evaluation: one pool of labelled files split
+    /// record by record into the four roles (`split: {simulate_from: [...], private: 0.6, ...}`).
+    /// The report and docs call such a run a simulation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SimulatedSplit>,
     /// The featurizer.
     #[serde(default)]
     pub featurizer: FeaturizerSection,
@@ -114,19 +129,64 @@ pub struct DatasetSource {
     pub limit: Option<usize>,
 }
 
-/// How the pooled requests are split. A request goes to a split by a hash of its method, target
-/// and body, so identical requests never land in two splits (a duplicate in the test split would
-/// otherwise have been trained on).
+/// The simulation mode (`split:`): one pool of labelled files split into the four roles, record
+/// by record ([`crate::pipeline::split_by_record`]): the k-th copy of a (request, label) goes to
+/// a role by a hash of (request, label, k), so every record is in exactly one role and a
+/// recurring request (a static page) appears in the private, public and test roles in proportion,
+/// as in real traffic.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(deny_unknown_fields)]
+pub struct SimulatedSplit {
+    /// The labelled files to split.
+    pub simulate_from: Vec<DatasetSource>,
+    /// Share of the records simulated as the teachers' private logs.
+    #[serde(default = "default_private_fraction")]
+    pub private: f64,
+    /// Share simulated as public traffic (featurizer corpus, query pool).
+    #[serde(default = "default_public_fraction")]
+    pub public: f64,
+    /// Share simulated as the operator's public labelled validation set.
+    #[serde(default = "default_validation_fraction")]
+    pub validation: f64,
+    /// Share simulated as test data.
+    #[serde(default = "default_test_fraction")]
+    pub test: f64,
+}
+
+fn default_private_fraction() -> f64 {
+    0.6
+}
+fn default_public_fraction() -> f64 {
+    0.15
+}
+fn default_validation_fraction() -> f64 {
+    0.05
+}
+fn default_test_fraction() -> f64 {
+    0.2
+}
+
+impl SimulatedSplit {
+    /// The four fractions.
+    pub fn fractions(&self) -> SplitConfig {
+        SplitConfig {
+            private: self.private,
+            public: self.public,
+            validation: self.validation,
+            test: self.test,
+        }
+    }
+}
+
+/// The fractions of a simulated split (see [`SimulatedSplit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SplitConfig {
     /// The teachers' private data (partitioned into disjoint shards).
     pub private: f64,
-    /// The public side: the featurizer's fitting corpus and the pool the student's queries are
-    /// drawn from (its labels are never used).
+    /// The public side: the featurizer's fitting corpus and the query pool.
     pub public: f64,
     /// Labelled public samples for the student's early stopping and threshold.
-    pub student_validation: f64,
+    pub validation: f64,
     /// The test split (evaluation only).
     pub test: f64,
 }
@@ -134,10 +194,10 @@ pub struct SplitConfig {
 impl Default for SplitConfig {
     fn default() -> Self {
         SplitConfig {
-            private: 0.6,
-            public: 0.15,
-            student_validation: 0.05,
-            test: 0.2,
+            private: default_private_fraction(),
+            public: default_public_fraction(),
+            validation: default_validation_fraction(),
+            test: default_test_fraction(),
         }
     }
 }
@@ -407,52 +467,37 @@ impl Default for SelfTrainingConfig {
     }
 }
 
-/// The noisy aggregation mechanism.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mechanism {
-    /// Laplace noisy max (Papernot et al. 2017), noise Lap(1/γ).
-    Lnmax,
-    /// Gaussian noisy max (Papernot et al. 2018), noise N(0, σ²).
-    Gnmax,
-    /// Confident GNMax (Papernot et al. 2018, Algorithm 1).
-    ConfidentGnmax,
-}
+/// The aggregation mechanism and its parameters: [`privacy::Mechanism`], written inline in the
+/// privacy section (`mechanism: gnmax` with `sigma: 40`; another mechanism's parameter, such as
+/// `sigma` with `mechanism: lnmax`, is an error).
+pub use privacy::Mechanism;
 
-/// The privacy section.
+/// The privacy section. Its keys are `rho`, `delta`, `mechanism` and exactly the parameters of
+/// that mechanism (unknown keys are errors: they reach the mechanism, which denies them).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
 pub struct PrivacyConfig {
     /// Laplace privatization of the student's query features with scale 1/ρ
     /// ((2ρ, 0)-local DP per query); null to send the features as they are.
+    #[serde(default)]
     pub rho: Option<f64>,
-    /// The aggregation mechanism.
-    pub mechanism: Mechanism,
-    /// LNMax: inverse noise scale γ (noise Lap(1/γ)).
-    pub gamma: f64,
-    /// GNMax: noise standard deviation σ.
-    pub sigma: f64,
-    /// Confident-GNMax: threshold T on the noisy top vote count.
-    pub threshold: f64,
-    /// Confident-GNMax: σ₁ of the threshold check.
-    pub sigma1: f64,
-    /// Confident-GNMax: σ₂ of the answer.
-    pub sigma2: f64,
     /// δ of the (ε, δ) guarantee.
+    #[serde(default = "default_delta")]
     pub delta: f64,
+    /// The aggregation mechanism with its parameters.
+    #[serde(flatten)]
+    pub mechanism: Mechanism,
+}
+
+fn default_delta() -> f64 {
+    1e-5
 }
 
 impl Default for PrivacyConfig {
     fn default() -> Self {
         PrivacyConfig {
             rho: None,
-            mechanism: Mechanism::Lnmax,
-            gamma: 0.05,
-            sigma: 40.0,
-            threshold: 200.0,
-            sigma1: 150.0,
-            sigma2: 40.0,
-            delta: 1e-5,
+            delta: default_delta(),
+            mechanism: Mechanism::Lnmax(privacy::aggregate::Lnmax { gamma: 0.05 }),
         }
     }
 }
@@ -464,8 +509,11 @@ impl RunConfig {
             seed: None,
             device: DeviceChoice::Auto,
             threads: None,
-            datasets: Vec::new(),
-            split: SplitConfig::default(),
+            private: Vec::new(),
+            public: Vec::new(),
+            validation: Vec::new(),
+            test: Vec::new(),
+            split: None,
             featurizer: FeaturizerSection::default(),
             teachers: TeachersConfig::default(),
             student: StudentConfig::default(),
@@ -485,12 +533,43 @@ impl RunConfig {
         let mut config =
             Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        for d in &mut config.datasets {
+        for d in config.sources_mut() {
             if d.path.is_relative() {
                 d.path = base.join(&d.path);
             }
         }
         Ok(config)
+    }
+
+    /// True for the simulation mode (`split: {simulate_from: ...}`).
+    pub fn is_simulation(&self) -> bool {
+        self.split.is_some()
+    }
+
+    /// Every dataset file of the config, whatever its role.
+    pub fn sources_mut(&mut self) -> impl Iterator<Item = &mut DatasetSource> {
+        let simulated = self
+            .split
+            .iter_mut()
+            .flat_map(|s| s.simulate_from.iter_mut());
+        self.private
+            .iter_mut()
+            .chain(self.public.iter_mut())
+            .chain(self.validation.iter_mut())
+            .chain(self.test.iter_mut())
+            .chain(simulated)
+    }
+
+    /// Every dataset file of the config, whatever its role.
+    pub fn sources(&self) -> Vec<&DatasetSource> {
+        let simulated = self.split.iter().flat_map(|s| s.simulate_from.iter());
+        self.private
+            .iter()
+            .chain(&self.public)
+            .chain(&self.validation)
+            .chain(&self.test)
+            .chain(simulated)
+            .collect()
     }
 
     /// Parses and validates YAML text (serde_yaml's messages name the key and line).
@@ -518,26 +597,56 @@ impl RunConfig {
                 "must be at least 1 (or null for the whole test split)".into(),
             );
         }
-        if self.datasets.is_empty() {
-            return bad("datasets", "at least one dataset is needed".into());
-        }
-        let s = &self.split;
-        for (key, v) in [
-            ("split.private", s.private),
-            ("split.public", s.public),
-            ("split.student_validation", s.student_validation),
-            ("split.test", s.test),
-        ] {
-            if !(v.is_finite() && v > 0.0) {
-                return bad(key, format!("must be a positive fraction, got {v}"));
+        let roles = [
+            ("private", self.private.len()),
+            ("public", self.public.len()),
+            ("validation", self.validation.len()),
+            ("test", self.test.len()),
+        ];
+        match &self.split {
+            Some(s) => {
+                if let Some((role, _)) = roles.iter().find(|(_, n)| *n > 0) {
+                    return bad(
+                        role,
+                        "the roles (private/public/validation/test) and the simulation \
+                         (split.simulate_from) are exclusive: give one or the other"
+                            .into(),
+                    );
+                }
+                if s.simulate_from.is_empty() {
+                    return bad(
+                        "split.simulate_from",
+                        "at least one dataset is needed".into(),
+                    );
+                }
+                for (key, v) in [
+                    ("split.private", s.private),
+                    ("split.public", s.public),
+                    ("split.validation", s.validation),
+                    ("split.test", s.test),
+                ] {
+                    if !(v.is_finite() && v > 0.0) {
+                        return bad(key, format!("must be a positive fraction, got {v}"));
+                    }
+                }
+                let total = s.private + s.public + s.validation + s.test;
+                if (total - 1.0).abs() > 1e-6 {
+                    return bad(
+                        "split",
+                        format!("fractions must sum to 1, they sum to {total}"),
+                    );
+                }
             }
-        }
-        let total = s.private + s.public + s.student_validation + s.test;
-        if (total - 1.0).abs() > 1e-6 {
-            return bad(
-                "split",
-                format!("fractions must sum to 1, they sum to {total}"),
-            );
+            None => {
+                if let Some((role, _)) = roles.iter().find(|(_, n)| *n == 0) {
+                    return bad(
+                        role,
+                        "at least one dataset is needed: give the four roles private, public, \
+                         validation and test, or a simulation with split.simulate_from"
+                            .into(),
+                    );
+                }
+            }
         }
         if self.teachers.count < 1 {
             return bad("teachers.count", "must be at least 1".into());
@@ -619,25 +728,15 @@ impl RunConfig {
         }
         let p = &self.privacy;
         if let Some(rho) = p.rho {
-            if !(rho.is_finite() && rho > 0.0) {
+            if privacy::privatize::check_rho(rho).is_err() {
                 return bad(
                     "privacy.rho",
-                    format!("must be a positive number or null, got {rho}"),
+                    format!("must be a number in [1e-6, 1e6] or null, got {rho}"),
                 );
             }
         }
-        for (key, v) in [
-            ("privacy.gamma", p.gamma),
-            ("privacy.sigma", p.sigma),
-            ("privacy.sigma1", p.sigma1),
-            ("privacy.sigma2", p.sigma2),
-        ] {
-            if !(v.is_finite() && v > 0.0) {
-                return bad(key, format!("must be a positive number, got {v}"));
-            }
-        }
-        if !p.threshold.is_finite() {
-            return bad("privacy.threshold", "must be a number".into());
+        if let Err(e) = p.mechanism.check() {
+            return bad(&format!("privacy ({})", p.mechanism.name()), e.to_string());
         }
         if !(p.delta > 0.0 && p.delta < 1.0) {
             return bad(
@@ -655,7 +754,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_bad_values_name_the_key() {
-        let base = "datasets: [{path: a.txt, format: csic}]\n";
+        let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
         let e = RunConfig::parse(&format!("{base}teachers: {{count: 3, bogus: 1}}\n")).unwrap_err();
         assert!(e.contains("bogus"), "{e}");
         let e = RunConfig::parse(&format!(
@@ -663,7 +762,10 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.contains("teachers.training.batch_size"), "{e}");
-        let e = RunConfig::parse(&format!("{base}privacy: {{delta: 2}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!(
+            "{base}privacy: {{mechanism: lnmax, gamma: 0.1, delta: 2}}\n"
+        ))
+        .unwrap_err();
         assert!(e.contains("privacy.delta"), "{e}");
         let e = RunConfig::parse(&format!("{base}device: tpu\n")).unwrap_err();
         assert!(e.contains("device"), "{e}");
@@ -689,7 +791,10 @@ mod tests {
         assert_eq!(ok.student.threshold_rule, ThresholdRule::Youden);
         assert_eq!(ok.student.self_training.rounds, 0);
         assert_eq!(ok.teachers.count, 250);
-        assert_eq!(ok.privacy.mechanism, Mechanism::Lnmax);
+        assert_eq!(
+            ok.privacy.mechanism,
+            Mechanism::Lnmax(privacy::aggregate::Lnmax { gamma: 0.05 })
+        );
         assert_eq!(ok.aggregation.malicious_vote_share, 0.5);
         let e = RunConfig::parse(&format!(
             "{base}aggregation: {{malicious_vote_share: 1.0}}\n"
@@ -709,9 +814,58 @@ mod tests {
         assert_eq!(ok.student.threshold_rule, ThresholdRule::AnsweredBenign);
     }
 
+    /// One mechanism type: `mechanism: lnmax` with `sigma: 12` is an error, and so is a key of no
+    /// mechanism; each mechanism parses with exactly its parameters.
+    #[test]
+    fn privacy_section_takes_exactly_the_mechanisms_parameters() {
+        let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
+        let parse = |p: &str| RunConfig::parse(&format!("{base}privacy: {p}\n"));
+        let e = parse("{mechanism: lnmax, sigma: 12}").unwrap_err();
+        assert!(e.contains("sigma"), "{e}");
+        let e = parse("{mechanism: lnmax, gamma: 0.1, gama: 0.1}").unwrap_err();
+        assert!(e.contains("gama"), "{e}");
+        let e = parse("{mechanism: gnmax, sigma: -3}").unwrap_err();
+        assert!(e.contains("privacy") && e.contains("sigma"), "{e}");
+        let c = parse("{mechanism: confident_gnmax, threshold: 200, sigma1: 150, sigma2: 40, delta: 1.0e-6, rho: 2}")
+            .unwrap();
+        assert_eq!(c.privacy.mechanism.name(), "confident-gnmax");
+        assert_eq!((c.privacy.delta, c.privacy.rho), (1e-6, Some(2.0)));
+        // The dump parses back to the same mechanism.
+        let dumped = serde_yaml::to_string(&c).unwrap();
+        assert_eq!(
+            RunConfig::parse(&dumped).unwrap().privacy.mechanism,
+            c.privacy.mechanism
+        );
+    }
+
+    /// Roles or a simulation, never both, never neither; the simulation's fractions sum to 1.
+    #[test]
+    fn roles_and_simulation_are_exclusive_and_complete() {
+        let file = "[{path: a.txt, format: csic, label: benign}]";
+        let roles = format!("private: {file}\npublic: {file}\nvalidation: {file}\ntest: {file}\n");
+        let c = RunConfig::parse(&roles).unwrap();
+        assert!(!c.is_simulation());
+        let e = RunConfig::parse(&format!("private: {file}\npublic: {file}\ntest: {file}\n"))
+            .unwrap_err();
+        assert!(e.contains("validation"), "{e}");
+        let e =
+            RunConfig::parse(&format!("{roles}split: {{simulate_from: {file}}}\n")).unwrap_err();
+        assert!(e.contains("exclusive"), "{e}");
+        let e = RunConfig::parse(&format!(
+            "split: {{simulate_from: {file}, private: 0.5, public: 0.5, validation: 0.1, test: 0.1}}\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains("sum to 1"), "{e}");
+        let c = RunConfig::parse(&format!("split: {{simulate_from: {file}}}\n")).unwrap();
+        assert!(c.is_simulation());
+        assert_eq!(c.split.unwrap().fractions(), SplitConfig::default());
+        let e = RunConfig::parse("datasets: [{path: a.txt, format: csic}]\n").unwrap_err();
+        assert!(e.contains("datasets"), "{e}");
+    }
+
     #[test]
     fn teacher_multiplicity_parses_and_keeps_distinct_working() {
-        let base = "datasets: [{path: a.txt, format: csic}]\n";
+        let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
         let weighting = |teachers: &str| {
             RunConfig::parse(&format!("{base}teachers: {teachers}\n"))
                 .map(|c| c.teachers.weighting())

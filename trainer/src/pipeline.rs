@@ -10,7 +10,7 @@ use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 use tch::Device;
 
-use crate::config::{DatasetSource, SplitConfig};
+use crate::config::{DatasetSource, RunConfig, SplitConfig};
 use crate::dense::DenseMatrix;
 use crate::ensemble::{self, count_votes, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 use crate::error::{Error, Result};
@@ -89,6 +89,15 @@ impl RunRng {
 /// and line; a request without a label is an error (every split needs labels somewhere: the
 /// private side for training, validation and test for evaluation).
 pub fn load_datasets(sources: &[DatasetSource]) -> Result<Vec<datasets::Record>> {
+    load_sources(sources, true)
+}
+
+/// [`load_datasets`], with unlabelled requests allowed when `require_labels` is false (the
+/// public role: its labels are never read for training).
+pub fn load_sources(
+    sources: &[DatasetSource],
+    require_labels: bool,
+) -> Result<Vec<datasets::Record>> {
     let mut all = Vec::new();
     for source in sources {
         let options = datasets::LoadOptions {
@@ -99,7 +108,7 @@ pub fn load_datasets(sources: &[DatasetSource]) -> Result<Vec<datasets::Record>>
         if let Some(limit) = source.limit {
             records.truncate(limit);
         }
-        if let Some(r) = records.iter().find(|r| r.label.is_none()) {
+        if let Some(r) = records.iter().find(|r| require_labels && r.label.is_none()) {
             return Err(Error::Invalid(format!(
                 "{}:{}: request has no label (give the dataset a `label:` in the config)",
                 source.path.display(),
@@ -172,18 +181,39 @@ pub struct Splits {
     pub test: Vec<usize>,
 }
 
-/// Assigns each request to a split by the first 8 bytes of [`request_hash`] read as a number in
-/// [0, 1), against the cumulative fractions: deterministic, and duplicates never straddle splits.
-pub fn split_by_hash(records: &[datasets::Record], config: &SplitConfig) -> Splits {
+/// The number in [0, 1) that places the `copy`-th record (k from 0, in load order) with content
+/// `key` ([`record_key`]: request and label) in a simulated split: the first 8 bytes of
+/// sha256("split" ‖ key ‖ k), little-endian, / 2⁶⁴.
+pub fn split_unit(key: &[u8; 32], copy: u64) -> f64 {
+    let digest = Sha256::new()
+        .chain_update(b"split\0")
+        .chain_update(key)
+        .chain_update(copy.to_le_bytes())
+        .finalize();
+    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes")) as f64 / 2f64.powi(64)
+}
+
+/// The SIMULATION split (`split: {simulate_from: ...}`), record by record: the k-th copy of a
+/// (request, label) goes to the split where [`split_unit`] falls against the cumulative
+/// fractions. Every record is in exactly one split (so the private role stays disjoint from the
+/// others, record by record), the assignment depends only on the data (deterministic, the same in
+/// every process), one record more or less moves no other record, and a recurring request — a
+/// static page — is spread over private, public, validation and test in proportion, as recurring
+/// requests are in real traffic (the earlier split by request text put all of a request's copies
+/// in one split, so the test split never held a request the public pool had).
+pub fn split_by_record(records: &[datasets::Record], config: &SplitConfig) -> Splits {
     let bounds = [
         config.private,
         config.private + config.public,
-        config.private + config.public + config.student_validation,
+        config.private + config.public + config.validation,
     ];
     let mut s = Splits::default();
+    let mut copies: std::collections::HashMap<[u8; 32], u64> = std::collections::HashMap::new();
     for (i, r) in records.iter().enumerate() {
-        let h = request_hash(r);
-        let u = u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as f64 / 2f64.powi(64);
+        let key = record_key(r);
+        let k = copies.entry(key).or_insert(0);
+        let u = split_unit(&key, *k);
+        *k += 1;
         let bucket = if u < bounds[0] {
             &mut s.private
         } else if u < bounds[1] {
@@ -196,6 +226,85 @@ pub fn split_by_hash(records: &[datasets::Record], config: &SplitConfig) -> Spli
         bucket.push(i);
     }
     s
+}
+
+/// The records of a run and the role of each.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    /// Every record of every file.
+    pub records: Vec<datasets::Record>,
+    /// The file of each record (same index as `records`).
+    pub files: Vec<std::path::PathBuf>,
+    /// Which records play which role.
+    pub splits: Splits,
+    /// True when the roles are simulated from one pool (`split.simulate_from`).
+    pub simulation: bool,
+}
+
+/// Loads the data of a run: the four roles as configured, or the simulation split of the
+/// `split.simulate_from` pool ([`split_by_record`]). Labels are required everywhere except in the
+/// public role. The same file (path, or bytes) under `private:` and `public:` is an error naming
+/// both entries and the first shared record's line: a record cannot be both protected and public.
+pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
+    let mut data = RunData {
+        records: Vec::new(),
+        files: Vec::new(),
+        splits: Splits::default(),
+        simulation: config.is_simulation(),
+    };
+    let mut add = |sources: &[DatasetSource], labelled: bool| -> Result<Vec<usize>> {
+        let mut rows = Vec::new();
+        for source in sources {
+            let records = load_sources(std::slice::from_ref(source), labelled)?;
+            rows.extend(data.records.len()..data.records.len() + records.len());
+            data.files
+                .extend(std::iter::repeat_n(source.path.clone(), records.len()));
+            data.records.extend(records);
+        }
+        Ok(rows)
+    };
+    match &config.split {
+        Some(simulation) => {
+            add(&simulation.simulate_from, true)?;
+            data.splits = split_by_record(&data.records, &simulation.fractions());
+        }
+        None => {
+            check_private_not_public(&config.private, &config.public)?;
+            data.splits.private = add(&config.private, true)?;
+            data.splits.public = add(&config.public, false)?;
+            data.splits.student_validation = add(&config.validation, true)?;
+            data.splits.test = add(&config.test, true)?;
+        }
+    }
+    Ok(data)
+}
+
+/// A file listed both as private and as public (by path, or by identical bytes under another
+/// name) would make its records both protected and published.
+fn check_private_not_public(private: &[DatasetSource], public: &[DatasetSource]) -> Result<()> {
+    let identity = |d: &DatasetSource| -> Result<(Option<std::path::PathBuf>, String)> {
+        Ok((std::fs::canonicalize(&d.path).ok(), file_sha256(&d.path)?))
+    };
+    for p in private {
+        let pid = identity(p)?;
+        for q in public {
+            let qid = identity(q)?;
+            let same = pid.1 == qid.1 || (pid.0.is_some() && pid.0 == qid.0);
+            if !same {
+                continue;
+            }
+            let first = load_sources(std::slice::from_ref(p), false)?
+                .first()
+                .map_or(1, |r| r.line);
+            return Err(Error::Config(format!(
+                "{}:{first} is a private record and also a public one ({}:{first}): the same file \
+                 is under private: and public:; a record cannot be both protected by ε and public",
+                p.path.display(),
+                q.path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The dense features of `records[indices]`.

@@ -104,12 +104,12 @@ fn empty_and_single_class_datasets_are_refused_before_anything_is_written() {
         tmp.path(),
         "empty",
         &format!(
-            "datasets: [{{path: {}, format: csic, label: benign}}]\n",
+            "split: {{simulate_from: [{{path: {}, format: csic, label: benign}}]}}\n",
             s(&empty)
         ),
     );
     assert!(
-        err.contains("datasets: no requests in") && err.contains("empty.txt"),
+        err.contains("split.simulate_from: no requests in") && err.contains("empty.txt"),
         "{err}"
     );
 
@@ -117,7 +117,7 @@ fn empty_and_single_class_datasets_are_refused_before_anything_is_written() {
     let err = run_refused(
         tmp.path(),
         "benign-only",
-        &format!("datasets: [{{path: {benign}, format: csic, label: benign}}]\nteachers: {{count: 3}}\nstudent: {{queries: 10}}\n"),
+        &format!("split: {{simulate_from: [{{path: {benign}, format: csic, label: benign}}]}}\nteachers: {{count: 3}}\nstudent: {{queries: 10}}\n"),
     );
     assert!(
         err.contains("both benign and malicious")
@@ -129,7 +129,7 @@ fn empty_and_single_class_datasets_are_refused_before_anything_is_written() {
     let err = run_refused(
         tmp.path(),
         "malicious-only",
-        &format!("datasets: [{{path: {attacks}, format: csic, label: malicious}}]\nteachers: {{count: 3}}\nstudent: {{queries: 10}}\n"),
+        &format!("split: {{simulate_from: [{{path: {attacks}, format: csic, label: malicious}}]}}\nteachers: {{count: 3}}\nstudent: {{queries: 10}}\n"),
     );
     assert!(err.contains("only malicious"), "{err}");
 }
@@ -309,10 +309,14 @@ fn nan_inf_and_truncated_feature_matrices_are_refused() {
 #[test]
 fn configs_with_unknown_keys_or_wrong_types_name_the_key_and_line() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = "datasets: [{path: x.txt, format: csic, label: benign}]\n";
+    let data = "split: {simulate_from: [{path: x.txt, format: csic, label: benign}]}\n";
     for (name, extra, want) in [
         ("unknown-top", "colour: blue\n", "unknown field `colour`"),
-        ("unknown-nested", "privacy: {gama: 0.1}\n", "gama"),
+        (
+            "unknown-nested",
+            "privacy: {mechanism: lnmax, gama: 0.1}\n",
+            "gama",
+        ),
         (
             "type-count",
             "teachers: {count: many}\n",
@@ -325,7 +329,11 @@ fn configs_with_unknown_keys_or_wrong_types_name_the_key_and_line() {
             "hidden",
         ),
         ("negative", "student: {queries: -5}\n", "student.queries"),
-        ("format", "datasets: [{path: x.txt, format: xml}]\n", "xml"),
+        (
+            "format",
+            "split: {simulate_from: [{path: x.txt, format: xml}]}\n",
+            "xml",
+        ),
     ] {
         let yaml = if name == "format" {
             extra.to_string()
@@ -338,7 +346,7 @@ fn configs_with_unknown_keys_or_wrong_types_name_the_key_and_line() {
             "{name}: {err}"
         );
     }
-    let err = run_refused(tmp.path(), "not-yaml", "datasets: [unclosed\n");
+    let err = run_refused(tmp.path(), "not-yaml", "split: [unclosed\n");
     assert!(err.contains("not-yaml.yaml"), "{err}");
 }
 
@@ -525,6 +533,7 @@ fn student_files(dir: &Path) -> (PathBuf, PathBuf) {
 fn export_args<'a>(fz: &'a Path, student: &'a Path, out: &'a Path) -> Vec<&'a str> {
     vec![
         "export",
+        "--not-private",
         "--student",
         s(student),
         "--featurizer",

@@ -120,6 +120,7 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
 
     let summary: serde_json::Value = serde_json::from_str(&ok(trainer(&[
         "export",
+        "--not-private",
         "--weights",
         weights_path.to_str().unwrap(),
         "--featurizer",
@@ -135,8 +136,14 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
     let bundle = Bundle::load(&bundle_dir).unwrap();
     assert_eq!(bundle.mlp().unwrap(), mlp);
     assert_eq!(bundle.manifest.metrics["roc_auc"], 0.98);
-    assert_eq!(bundle.manifest.privacy["data_independent_epsilon"], 8.03);
-    assert!(bundle.manifest.privacy.get("metrics").is_none());
+    // No typed privacy report: nothing is claimed, and nothing of the report but the metrics
+    // reaches bundle.yaml.
+    assert!(bundle.manifest.privacy.is_none());
+    let yaml = std::fs::read_to_string(bundle_dir.join("bundle.yaml")).unwrap();
+    assert!(
+        !yaml.contains("8.03") && !yaml.contains("data_dependent"),
+        "{yaml}"
+    );
     let threshold = bundle.manifest.threshold;
 
     // One request.
@@ -279,7 +286,18 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
     .unwrap();
     std::fs::write(run.path().join("report.json"), report_json().to_string()).unwrap();
 
-    ok(trainer(&["export", "--run", run.path().to_str().unwrap()]));
+    // The hand-made report has no typed privacy report: refused without --not-private.
+    let err = failure(trainer(&["export", "--run", run.path().to_str().unwrap()]));
+    assert!(
+        err.contains("no privacy report") && err.contains("--not-private"),
+        "{err}"
+    );
+    ok(trainer(&[
+        "export",
+        "--run",
+        run.path().to_str().unwrap(),
+        "--not-private",
+    ]));
     let bundle = Bundle::load(&run.path().join("bundle")).unwrap();
     // The student file's threshold wins over the report's.
     assert_eq!(bundle.manifest.threshold, 0.37);
@@ -298,6 +316,7 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
         run.path().to_str().unwrap(),
         "--threshold",
         "0.9",
+        "--not-private",
     ]));
     assert!(err.contains("was trained with featurizer 0000"), "{err}");
     assert_eq!(
@@ -366,7 +385,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
         &model.weights,
         &featurizer,
         0.5,
-        serde_json::Value::Null,
+        None,
         serde_json::Value::Null,
     )
     .unwrap();
@@ -409,6 +428,7 @@ fn bad_inputs_are_clear_errors() {
     let out = tmp.path().join("bundle");
     let err = failure(trainer(&[
         "export",
+        "--not-private",
         "--weights",
         weights_path.to_str().unwrap(),
         "--featurizer",
@@ -425,6 +445,7 @@ fn bad_inputs_are_clear_errors() {
     std::fs::write(&weights_path, serde_json::to_vec(&mlp).unwrap()).unwrap();
     let err = failure(trainer(&[
         "export",
+        "--not-private",
         "--weights",
         weights_path.to_str().unwrap(),
         "--featurizer",
@@ -445,6 +466,7 @@ fn bad_inputs_are_clear_errors() {
 
     ok(trainer(&[
         "export",
+        "--not-private",
         "--weights",
         weights_path.to_str().unwrap(),
         "--featurizer",

@@ -87,6 +87,100 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         "{eps_ind} {eps_dep}"
     );
     assert_eq!(report["rng"]["rng"], "os", "quick.yaml uses OS randomness");
+    assert_eq!(report["simulation"], true, "quick.yaml is a simulation");
+    assert_eq!(report["privacy"]["simulation"], true);
+
+    // bundle.yaml: only the whitelist. `grep -E 'data_dependent|private: *[0-9]|ensemble'` finds
+    // nothing, and the one published ε is the data-independent one.
+    let yaml = std::fs::read_to_string(run_dir.join("bundle/bundle.yaml")).unwrap();
+    let grep = std::process::Command::new("grep")
+        .args(["-E", "data_dependent|private: *[0-9]|ensemble"])
+        .arg(run_dir.join("bundle/bundle.yaml"))
+        .output()
+        .unwrap();
+    assert!(
+        grep.stdout.is_empty(),
+        "bundle.yaml leaks:\n{}",
+        String::from_utf8_lossy(&grep.stdout)
+    );
+    let manifest = bundle::Bundle::load(&run_dir.join("bundle"))
+        .unwrap()
+        .manifest;
+    let published = manifest.privacy.clone().expect("a privacy section");
+    let published_epsilon = published
+        .published_epsilon
+        .expect("a private run publishes ε");
+    assert!(
+        (published_epsilon - eps_ind).abs() < 1e-9 * eps_ind,
+        "{yaml}"
+    );
+    assert_eq!(published.published_epsilon_kind, "data-independent");
+    assert_eq!(
+        published.answered_queries as u64,
+        report["answered"].as_u64().unwrap()
+    );
+    assert_eq!(
+        manifest.privacy_labels().epsilon,
+        format!("{published_epsilon}")
+    );
+
+    // `export` refuses a run whose ε does not hold (seeded noise, a featurizer fitted on the
+    // private data) unless --not-private, and then the bundle claims no ε.
+    for (pointer, value, reason) in [
+        (
+            "/privacy/rng",
+            serde_json::json!({"rng": "seeded", "seed": 3}),
+            "seeded noise",
+        ),
+        (
+            "/privacy/featurizer/fit_on",
+            serde_json::json!("private"),
+            "featurizer fitted on private data",
+        ),
+    ] {
+        let mut altered = report.clone();
+        *altered.pointer_mut(pointer).unwrap() = value;
+        let altered_path = tmp.path().join("altered-report.json");
+        std::fs::write(&altered_path, altered.to_string()).unwrap();
+        let out_dir = tmp.path().join("not-private-bundle");
+        let args = |extra: &[&str]| {
+            let mut c = trainer();
+            c.arg("export")
+                .arg("--run")
+                .arg(&run_dir)
+                .arg("--report")
+                .arg(&altered_path)
+                .arg("--out")
+                .arg(&out_dir)
+                .args(extra);
+            c.output().unwrap()
+        };
+        let refused = args(&[]);
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            !refused.status.success() && err.contains(reason) && err.contains("--not-private"),
+            "{err}"
+        );
+        assert!(!out_dir.exists());
+        let accepted = args(&["--not-private"]);
+        assert!(
+            accepted.status.success(),
+            "{}",
+            String::from_utf8_lossy(&accepted.stderr)
+        );
+        let m = bundle::Bundle::load(&out_dir).unwrap().manifest;
+        let p = m.privacy.clone().unwrap();
+        assert_eq!(p.published_epsilon, None);
+        assert_eq!(
+            p.published_epsilon_kind,
+            format!("none (not private: {reason})")
+        );
+        assert_eq!(
+            m.privacy_labels().epsilon,
+            format!("none (not private: {reason})")
+        );
+        std::fs::remove_dir_all(&out_dir).unwrap();
+    }
     for who in ["metrics", "teacher_ensemble_metrics"] {
         let m = &report[who];
         for key in [
@@ -301,16 +395,23 @@ fn config_errors_name_the_key_and_write_nothing() {
             "teachers.training.learning_rate",
         ),
         (
-            "split: {private: 0.5, public: 0.5, student_validation: 0.1, test: 0.1}\n",
+            "split: {simulate_from: [{path: x.txt, format: csic}], private: 0.5, public: 0.5, validation: 0.1, test: 0.1}\n",
             "split",
         ),
-        ("privacy: {mechanism: laplace}\n", "mechanism"),
+        (
+            "privacy: {mechanism: laplace}\n",
+            "privacy: unknown variant `laplace`",
+        ),
     ];
     for (i, (extra, key)) in cases.iter().enumerate() {
         let config = tmp.path().join(format!("bad{i}.yaml"));
         std::fs::write(
             &config,
-            format!("datasets: [{{path: x.txt, format: csic}}]\n{extra}"),
+            if extra.starts_with("split:") {
+                extra.to_string()
+            } else {
+                format!("split: {{simulate_from: [{{path: x.txt, format: csic}}]}}\n{extra}")
+            },
         )
         .unwrap();
         let out = tmp.path().join(format!("run{i}"));

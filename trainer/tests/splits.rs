@@ -1,9 +1,8 @@
-//! The split by request hash: deterministic, duplicates never straddle splits, fractions roughly
-//! kept; the teacher partition is disjoint, roughly balanced, the same in every process, and
+//! The simulated split (record by record) and the roles; the teacher partition is disjoint, roughly balanced, the same in every process, and
 //! neighbouring data sets (one record more or less) differ in exactly one teacher's data.
 use datasets::{Label, Record};
 use trainer::config::SplitConfig;
-use trainer::pipeline::{distinct, hash_partition, split_by_hash};
+use trainer::pipeline::{distinct, hash_partition, split_by_record};
 
 fn record(i: usize, copy: usize) -> Record {
     Record {
@@ -24,9 +23,12 @@ fn record(i: usize, copy: usize) -> Record {
     }
 }
 
+/// The simulation splits record by record: every record in exactly one split, deterministic,
+/// fractions kept, and a recurring request spread over the splits (so the public pool and the
+/// test split share recurring requests, as real traffic does); removing one record moves no other.
 #[test]
-fn duplicates_never_straddle_splits_and_the_split_is_deterministic() {
-    // 2,000 distinct requests, request i repeated 1 + i % 4 times, interleaved.
+fn simulated_split_is_by_record_deterministic_and_spreads_recurring_requests() {
+    // 2,000 distinct requests, request i repeated 1 + i % 4 times, plus one request 400 times.
     let mut records = Vec::new();
     for copy in 0..4 {
         for i in 0..2000 {
@@ -35,51 +37,85 @@ fn duplicates_never_straddle_splits_and_the_split_is_deterministic() {
             }
         }
     }
+    for copy in 0..400 {
+        records.push(record(5000, copy));
+    }
     let config = SplitConfig {
         private: 0.6,
         public: 0.15,
-        student_validation: 0.05,
+        validation: 0.05,
         test: 0.2,
     };
-    let splits = split_by_hash(&records, &config);
-    assert_eq!(splits, split_by_hash(&records, &config), "deterministic");
-    let mut where_is = std::collections::HashMap::new();
-    for (name, idx) in [
-        ("private", &splits.private),
-        ("public", &splits.public),
-        ("validation", &splits.student_validation),
-        ("test", &splits.test),
-    ] {
-        for &i in idx {
-            let key = (
-                records[i].method.clone(),
-                records[i].target.clone(),
-                records[i].body.clone(),
-            );
-            let previous = where_is.insert(key, name);
-            assert!(
-                previous.is_none() || previous == Some(name),
-                "request {i} is in {name} and {previous:?}"
-            );
-        }
-    }
-    let total = records.len() as f64;
+    let splits = split_by_record(&records, &config);
+    assert_eq!(splits, split_by_record(&records, &config), "deterministic");
+    let mut all: Vec<usize> = [
+        &splits.private,
+        &splits.public,
+        &splits.student_validation,
+        &splits.test,
+    ]
+    .into_iter()
+    .flatten()
+    .copied()
+    .collect();
+    all.sort_unstable();
     assert_eq!(
-        splits.private.len()
-            + splits.public.len()
-            + splits.student_validation.len()
-            + splits.test.len(),
-        records.len()
+        all,
+        (0..records.len()).collect::<Vec<_>>(),
+        "each record once"
     );
+    let total = records.len() as f64;
     for (got, want) in [
         (splits.private.len(), 0.6),
         (splits.public.len(), 0.15),
         (splits.test.len(), 0.2),
     ] {
         assert!(
-            (got as f64 / total - want).abs() < 0.05,
+            (got as f64 / total - want).abs() < 0.03,
             "{got} of {total} for fraction {want}"
         );
+    }
+    // The 400-times request is in every split, roughly in proportion.
+    let target = record(5000, 0).target;
+    let copies_in = |rows: &[usize]| {
+        rows.iter()
+            .filter(|&&i| records[i].target == target)
+            .count()
+    };
+    let (p, q, v, t) = (
+        copies_in(&splits.private),
+        copies_in(&splits.public),
+        copies_in(&splits.student_validation),
+        copies_in(&splits.test),
+    );
+    assert!(p > 180 && q > 30 && v > 5 && t > 50, "{p} {q} {v} {t}");
+    // Removing one record (any copy) leaves every other record where it was, up to which of
+    // identical copies is which.
+    let content = |recs: &[Record], rows: &[usize]| {
+        let mut c: Vec<([u8; 32], Option<Label>)> = rows
+            .iter()
+            .map(|&i| (trainer::pipeline::request_hash(&recs[i]), recs[i].label))
+            .collect();
+        c.sort_unstable();
+        c
+    };
+    for removed in [0, 17, records.len() - 200] {
+        let mut fewer = records.clone();
+        fewer.remove(removed);
+        let other = split_by_record(&fewer, &config);
+        let moved = [
+            (&splits.private, &other.private),
+            (&splits.public, &other.public),
+            (&splits.student_validation, &other.student_validation),
+            (&splits.test, &other.test),
+        ]
+        .iter()
+        .map(|(a, b)| {
+            let (a, b) = (content(&records, a), content(&fewer, b));
+            a.len().abs_diff(b.len()) + usize::from(a.len() == b.len() && a != b)
+        })
+        .sum::<usize>();
+        assert_eq!(moved, 1, "removing record {removed}");
     }
     // A body or method difference is a different request.
     let a = record(3, 0);
@@ -91,8 +127,75 @@ fn duplicates_never_straddle_splits_and_the_split_is_deterministic() {
     );
     assert_eq!(
         distinct(&records, &(0..records.len()).collect::<Vec<_>>()).len(),
-        2000
+        2001
     );
+}
+
+fn write_csic(dir: &std::path::Path, name: &str, targets: &[&str]) -> std::path::PathBuf {
+    let mut text = String::new();
+    for t in targets {
+        text.push_str(&format!(
+            "GET http://localhost:8080{t} HTTP/1.1\nHost: localhost:8080\n\n"
+        ));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Roles: the files play the roles they are listed under; public data may be unlabelled; the
+/// same file under private: and public: is an error naming both files and a line.
+#[test]
+fn roles_load_as_listed_and_a_private_record_cannot_be_public() {
+    let tmp = tempfile::tempdir().unwrap();
+    let private = write_csic(tmp.path(), "private.txt", &["/a?x=1", "/b?y=2"]);
+    let public = write_csic(tmp.path(), "public.txt", &["/c", "/d", "/e"]);
+    let validation = write_csic(tmp.path(), "validation.txt", &["/f"]);
+    let test = write_csic(tmp.path(), "test.txt", &["/g", "/h"]);
+    let copy = tmp.path().join("private-copy.txt");
+    std::fs::copy(&private, &copy).unwrap();
+    let yaml = |public_file: &std::path::Path| {
+        format!(
+            "private: [{{path: {}, format: csic, label: malicious}}]\n\
+             public: [{{path: {}, format: csic}}]\n\
+             validation: [{{path: {}, format: csic, label: benign}}]\n\
+             test: [{{path: {}, format: csic, label: benign}}]\n",
+            private.display(),
+            public_file.display(),
+            validation.display(),
+            test.display()
+        )
+    };
+    let config = trainer::config::RunConfig::parse(&yaml(&public)).unwrap();
+    let data = trainer::pipeline::load_run_data(&config).unwrap();
+    assert!(!data.simulation);
+    let s = &data.splits;
+    assert_eq!(
+        (
+            s.private.len(),
+            s.public.len(),
+            s.student_validation.len(),
+            s.test.len()
+        ),
+        (2, 3, 1, 2)
+    );
+    assert!(
+        s.public.iter().all(|&i| data.records[i].label.is_none()),
+        "public unlabelled"
+    );
+    assert!(s.private.iter().all(|&i| data.files[i] == private));
+    for both in [&private, &copy] {
+        let config = trainer::config::RunConfig::parse(&yaml(both)).unwrap();
+        let e = trainer::pipeline::load_run_data(&config)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("private.txt:1")
+                && e.contains(&format!("{}:1", both.display()))
+                && e.contains("both"),
+            "{e}"
+        );
+    }
 }
 
 #[test]

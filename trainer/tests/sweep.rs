@@ -13,15 +13,16 @@ fn write_configs(dir: &Path) -> PathBuf {
     let shared = repo().join("../shared/datasets");
     let base = format!(
         "seed: 7\nthreads: 1\ndevice: cpu\n\
-datasets:\n\
-  - {{path: {s}/csic_normalTrafficTraining_sample.txt, format: csic, label: benign}}\n\
-  - {{path: {s}/csic_normalTrafficTest_A_sample.txt, format: csic, label: benign}}\n\
-  - {{path: {s}/csic_anomalousTrafficTest_A_sample.txt, format: csic, label: malicious}}\n\
-split: {{private: 0.55, public: 0.2, student_validation: 0.1, test: 0.15}}\n\
+split:\n\
+\x20 simulate_from:\n\
+\x20 - {{path: {s}/csic_normalTrafficTraining_sample.txt, format: csic, label: benign}}\n\
+\x20 - {{path: {s}/csic_normalTrafficTest_A_sample.txt, format: csic, label: benign}}\n\
+\x20 - {{path: {s}/csic_anomalousTrafficTest_A_sample.txt, format: csic, label: malicious}}\n\
+\x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
 featurizer: {{config: {{top_k: 200}}}}\n\
 teachers:\n  count: 5\n  training: {{hidden: [16], max_epochs: 5, batch_size: 64, learning_rate: 0.01, patience: 2, class_balance: pos_weight}}\n\
 student:\n  queries: 60\n  validation_max: 100\n  training: {{hidden: [16], max_epochs: 10, batch_size: 32, learning_rate: 0.01, patience: 3, class_balance: pos_weight}}\n\
-privacy: {{gamma: 0.3, delta: 1.0e-5}}\n\
+privacy: {{mechanism: lnmax, gamma: 0.3, delta: 1.0e-5}}\n\
 evaluation: {{ensemble_max: 300}}\n",
         s = sample.display()
     );

@@ -3,6 +3,14 @@
 //!
 //! The pipeline calls [`export_bundle`]; the command line reads the student from a run directory
 //! (`--run`) or from explicit files.
+//!
+//! What goes into `bundle.yaml` from the run report is a whitelist: the typed privacy section
+//! ([`privacy::PublishedPrivacy`], from the report's `privacy` object) and the student's test
+//! metrics (`metrics`). Everything else in `report.json` (data-dependent ε, private counts,
+//! teacher-ensemble metrics) stays in the run directory. A run whose ε does not hold (seeded
+//! noise, a featurizer fitted on the private data) or that has no privacy report is refused unless
+//! `--not-private` is given; the bundle then says `published_epsilon_kind: none (not private: ...)`
+//! (or has no privacy section).
 use std::path::{Path, PathBuf};
 
 use bundle::{Bundle, BundleContents, Manifest, Mlp, Scorer};
@@ -20,9 +28,11 @@ pub const RUN_REPORT_FILE: &str = "report.json";
 /// The bundle directory inside a run directory.
 pub const RUN_BUNDLE_DIR: &str = "bundle";
 
-/// Keys of the run report that hold test metrics (the first one present is used); everything
-/// else in the report goes into the bundle's privacy section.
+/// Keys of the run report that hold the student's test metrics (the first one present is used).
 const METRICS_KEYS: [&str; 3] = ["metrics", "test_metrics", "student_metrics"];
+
+/// The key of the typed privacy report ([`privacy::PrivacyReport`]) in `report.json`.
+pub const REPORT_PRIVACY_KEY: &str = "privacy";
 
 /// Arguments of `pate-trainer export`.
 #[derive(Debug, clap::Args)]
@@ -43,9 +53,15 @@ pub struct Args {
     /// report's `threshold`).
     #[arg(long)]
     pub threshold: Option<f32>,
-    /// Run report (JSON): its metrics (`metrics`/`test_metrics`) and the rest as privacy report.
+    /// Run report (JSON, `report.json`): its student metrics (`metrics`) and its typed privacy
+    /// report (`privacy`), from which only the whitelist goes into bundle.yaml.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Export a run whose ε does not hold (seeded noise, featurizer fitted on private data) or
+    /// that has no privacy report: the bundle then publishes no ε (`published_epsilon_kind:
+    /// none (not private: ...)`), and the dashboard shows that.
+    #[arg(long)]
+    pub not_private: bool,
     /// Bundle directory to write (replaced atomically if it exists).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -55,14 +71,14 @@ pub struct Args {
 }
 
 /// Writes the bundle into `out_dir` (e.g. `RUN_DIR/bundle`) atomically, loads it back (hashes,
-/// versions, dimensions) and returns its manifest. `privacy_report` and `metrics` are stored as
-/// given (`serde_json::Value::Null` when there are none).
+/// versions, dimensions) and returns its manifest. `privacy` is the whitelist (None: no privacy
+/// report); `metrics` the student's test metrics (`Null` when there are none).
 pub fn export_bundle(
     out_dir: &Path,
     mlp: &Mlp,
     featurizer: &Featurizer,
     threshold: f32,
-    privacy_report: serde_json::Value,
+    privacy_report: Option<privacy::PublishedPrivacy>,
     metrics: serde_json::Value,
 ) -> Result<Manifest> {
     export_bundle_versioned(
@@ -82,7 +98,7 @@ pub fn export_bundle_versioned(
     mlp: &Mlp,
     featurizer: &Featurizer,
     threshold: f32,
-    privacy_report: serde_json::Value,
+    privacy_report: Option<privacy::PublishedPrivacy>,
     metrics: serde_json::Value,
     model_version: Option<String>,
 ) -> Result<Manifest> {
@@ -139,19 +155,45 @@ fn read_json(path: &Path) -> Result<serde_json::Value> {
         .map_err(|e| Error::Invalid(format!("{}: not valid JSON: {e}", path.display())))
 }
 
-/// Splits a run report into (privacy report, metrics): the first of [`METRICS_KEYS`] present is
-/// the metrics, the rest of the object is the privacy report.
-pub fn split_report(report: serde_json::Value) -> (serde_json::Value, serde_json::Value) {
-    match report {
-        serde_json::Value::Object(mut map) => {
-            let metrics = METRICS_KEYS
-                .iter()
-                .find_map(|k| map.remove(*k))
-                .unwrap_or(serde_json::Value::Null);
-            (serde_json::Value::Object(map), metrics)
-        }
-        other => (other, serde_json::Value::Null),
-    }
+/// The student's test metrics of a run report (the first of [`METRICS_KEYS`] present).
+pub fn report_metrics(report: &serde_json::Value) -> serde_json::Value {
+    METRICS_KEYS
+        .iter()
+        .find_map(|k| report.get(*k).cloned())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// The bundle's privacy whitelist from a run report's typed `privacy` object. A run that is not
+/// private, or a report without a privacy object, is refused unless `allow_not_private`.
+/// `source` names the report in errors.
+pub fn published_privacy(
+    report: &serde_json::Value,
+    allow_not_private: bool,
+    source: &str,
+) -> Result<Option<privacy::PublishedPrivacy>> {
+    let Some(value) = report.get(REPORT_PRIVACY_KEY) else {
+        return if allow_not_private {
+            Ok(None)
+        } else {
+            Err(Error::Config(format!(
+                "export: {source} has no privacy report (`{REPORT_PRIVACY_KEY}`), so no ε can be claimed; \
+                 pass --not-private to export a bundle that claims none"
+            )))
+        };
+    };
+    let full: privacy::PrivacyReport = serde_json::from_value(value.clone()).map_err(|e| {
+        Error::Invalid(format!(
+            "{source}: `{REPORT_PRIVACY_KEY}` is not a privacy report: {e}"
+        ))
+    })?;
+    full.published(allow_not_private)
+        .map(Some)
+        .map_err(|reasons| {
+            Error::Config(format!(
+                "export: the run of {source} is not private ({reasons}): its ε does not hold; \
+                 pass --not-private to export it with no ε (the dashboard then says so)"
+            ))
+        })
 }
 
 /// The student and the threshold (and featurizer hash) its file records, if any.
@@ -230,6 +272,12 @@ pub fn run(args: Args) -> Result<()> {
         .map(read_json)
         .transpose()?
         .unwrap_or(serde_json::Value::Null);
+    let source = report_path
+        .as_ref()
+        .map_or("the export (no report)".to_string(), |p| {
+            p.display().to_string()
+        });
+    let privacy = published_privacy(&report, args.not_private, &source)?;
     let report_threshold = report
         .get("threshold")
         .or_else(|| {
@@ -249,7 +297,7 @@ pub fn run(args: Args) -> Result<()> {
                 student_path.display()
             ))
         })?;
-    let (privacy, metrics) = split_report(report);
+    let metrics = report_metrics(&report);
     let manifest = export_bundle_versioned(
         &out,
         &mlp,
@@ -269,6 +317,8 @@ pub fn run(args: Args) -> Result<()> {
         "widths": manifest.model.widths,
         "parameters": manifest.model.parameters,
         "onnxruntime_max_abs_difference": difference,
+        "published_epsilon": manifest.privacy.as_ref().and_then(|p| p.published_epsilon),
+        "published_epsilon_kind": manifest.privacy.as_ref().map(|p| p.published_epsilon_kind.clone()),
     });
     println!("{summary}");
     Ok(())

@@ -97,11 +97,11 @@ pub const MAX_CONSECUTIVE_FAILURES: usize = 20;
 /// drained so the server sees an orderly close).
 const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
-/// The number the trainer's split reads for a request: the first 8 bytes, little-endian, of
-/// [`crate::pipeline::request_hash`] (sha256 of method, target and body). `split_by_hash` puts a
-/// request in a split by `request_hash / 2^64` against the cumulative split fractions, so with the
-/// default fractions (private 0.6, public 0.15, student validation 0.05, test 0.2) a request is
-/// in the test split iff `request_hash / 2^64 >= 0.8` — whatever else is pooled with it.
+/// The first 8 bytes, little-endian, of [`crate::pipeline::request_hash`] (sha256 of method,
+/// target and body): identifies a request text. NOTE: the trainer's simulated split is now record
+/// by record ([`crate::pipeline::split_by_record`]: copy k of a (request, label) is placed by
+/// [`crate::pipeline::split_unit`]), so this number alone no longer tells the split; the old rule
+/// `request_hash / 2^64 >= 0.8` was the split by request text.
 pub fn request_hash(record: &Record) -> u64 {
     let h = crate::pipeline::request_hash(record);
     u64::from_le_bytes(h[..8].try_into().expect("sha256 has 32 bytes"))
@@ -394,7 +394,7 @@ pub struct Verdict {
     /// `status == 403`; `null` when there was no response.
     pub blocked: Option<bool>,
     /// [`request_hash`] as 16 hex digits (a JSON number would lose bits in many readers);
-    /// `int(request_hash, 16) / 2**64` is the number the trainer's split compares.
+    /// it identifies the request text (see [`request_hash`]).
     pub request_hash: String,
     /// Whether bytes of the target had to be percent-encoded to form a valid request line.
     pub reencoded: bool,
@@ -659,13 +659,13 @@ mod tests {
             request_hash(&record("GET", b"/a", Some(b""))),
             request_hash(&record("GET", b"/a", None))
         );
-        // The split's bucket for this hash is the one `split_by_hash` chooses.
+        // The simulated split places the first copy by `split_unit(record_key, 0)`.
         let config = crate::config::SplitConfig::default();
-        let splits = crate::pipeline::split_by_hash(std::slice::from_ref(&a), &config);
-        let u = request_hash(&a) as f64 / 2f64.powi(64);
+        let splits = crate::pipeline::split_by_record(std::slice::from_ref(&a), &config);
+        let u = crate::pipeline::split_unit(&crate::pipeline::record_key(&a), 0);
         assert_eq!(
             splits.test.len() == 1,
-            u >= config.private + config.public + config.student_validation
+            u >= config.private + config.public + config.validation
         );
     }
 

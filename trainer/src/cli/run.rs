@@ -7,8 +7,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use privacy::accountant::{AccountOptions, Mechanism as AccountedMechanism};
-use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};
+use privacy::accountant::AccountOptions;
 
 use crate::config::{FitOn, Mechanism, QuerySelection, RunConfig};
 use crate::device::{self, DeviceChoice};
@@ -102,14 +101,23 @@ pub fn run_pipeline(
     let device = device::resolve(config.device)?;
 
     // ---- data and splits
-    stage("load datasets and split by request hash", started);
-    let records = pipeline::load_datasets(&config.datasets)?;
+    stage(
+        if config.is_simulation() {
+            "load datasets and SIMULATE the roles (split record by record)"
+        } else {
+            "load the private, public, validation and test datasets"
+        },
+        started,
+    );
+    let data = pipeline::load_run_data(config)?;
+    let records = data.records;
+    let splits = data.splits;
     // A data set that cannot train a detector (one class only, e.g. a benign-only file) is
     // refused before anything is written, naming the files; the per-split check after
     // featurization still catches a split that the hash left without one class.
     let files = || -> String {
         let names: Vec<String> = config
-            .datasets
+            .sources()
             .iter()
             .map(|d| d.path.display().to_string())
             .collect();
@@ -117,14 +125,29 @@ pub fn run_pipeline(
     };
     if records.is_empty() {
         return Err(Error::Config(format!(
-            "datasets: no requests in {}",
+            "{}: no requests in {}",
+            if config.is_simulation() {
+                "split.simulate_from"
+            } else {
+                "datasets"
+            },
             files()
         )));
     }
-    let has = |label: datasets::Label| records.iter().any(|r| r.label == Some(label));
+    let has = |label: datasets::Label| {
+        splits
+            .private
+            .iter()
+            .any(|&i| records[i].label == Some(label))
+    };
     if !has(datasets::Label::Benign) || !has(datasets::Label::Malicious) {
         return Err(Error::Config(format!(
-            "datasets: the data needs both benign and malicious requests, {} has only {}",
+            "{}: the private data needs both benign and malicious requests, {} has only {}",
+            if config.is_simulation() {
+                "split.simulate_from"
+            } else {
+                "private"
+            },
             files(),
             if has(datasets::Label::Benign) {
                 "benign ones"
@@ -135,9 +158,13 @@ pub fn run_pipeline(
             }
         )));
     }
-    let splits = pipeline::split_by_hash(&records, &config.split);
     eprintln!(
-        "split: {} private, {} public, {} student validation, {} test",
+        "{}: {} private, {} public, {} student validation, {} test",
+        if config.is_simulation() {
+            "simulated split"
+        } else {
+            "roles"
+        },
         splits.private.len(),
         splits.public.len(),
         splits.student_validation.len(),
@@ -228,8 +255,13 @@ pub fn run_pipeline(
     pipeline::write_json(
         &run.path("splits.json"),
         &serde_json::json!({
-            "method": "sha256(method, target, body) → [0,1) against cumulative split fractions",
-            "fractions": config.split,
+            "method": if config.is_simulation() {
+                "SIMULATION: the k-th copy of a (request, label) → sha256(\"split\", record key, k) → [0,1) against the cumulative fractions"
+            } else {
+                "roles: the files under private:, public:, validation: and test:"
+            },
+            "simulation": config.is_simulation(),
+            "fractions": config.split.as_ref().map(|s| s.fractions()),
             "counts": {
                 "private": splits.private.len(), "public": splits.public.len(),
                 "student_validation": splits.student_validation.len(), "test": splits.test.len(),
@@ -288,9 +320,19 @@ pub fn run_pipeline(
     let private_rows =
         pipeline::teacher_rows(&records, &splits.private, config.teachers.weighting());
     let (private_x, private_y) = feature_set(sets::PRIVATE, &private_rows)?;
-    let (query_x, query_y) = feature_set(sets::QUERIES, &query_rows)?;
     let (validation_x, validation_y) = feature_set(sets::STUDENT_VALIDATION, &validation_rows)?;
     let (test_x, test_y) = feature_set(sets::TEST, &splits.test)?;
+    // The public role's labels are never read for training: the queries may be unlabelled. Where
+    // they are labelled, the labels only feed the report's agreement diagnostic.
+    let query_x = pipeline::featurize_rows(&featurizer, &records, &query_rows);
+    let query_y: Vec<Option<bool>> = query_rows
+        .iter()
+        .map(|&i| records[i].label.map(|l| l == datasets::Label::Malicious))
+        .collect();
+    pipeline::write_matrix(&run.features(sets::QUERIES), &query_x)?;
+    pipeline::write_labels(&run.labels(sets::QUERIES), &query_y)?;
+    written.push(run.features(sets::QUERIES));
+    written.push(run.labels(sets::QUERIES));
     let pool_x = if config.student.self_training.rounds > 0 {
         let x = pipeline::featurize_rows(&featurizer, &records, &pool_rows);
         pipeline::write_matrix(&run.features(PUBLIC_POOL_SET), &x)?;
@@ -382,24 +424,7 @@ pub fn run_pipeline(
 
     // ---- aggregate + account
     let p = &config.privacy;
-    let (aggregator, accounted): (Box<dyn Aggregator>, AccountedMechanism) = match p.mechanism {
-        Mechanism::Lnmax => (
-            Box::new(Lnmax { gamma: p.gamma }),
-            AccountedMechanism::Lnmax(Lnmax { gamma: p.gamma }),
-        ),
-        Mechanism::Gnmax => (
-            Box::new(Gnmax { sigma: p.sigma }),
-            AccountedMechanism::Gnmax(Gnmax { sigma: p.sigma }),
-        ),
-        Mechanism::ConfidentGnmax => {
-            let m = ConfidentGnmax {
-                threshold: p.threshold,
-                sigma1: p.sigma1,
-                sigma2: p.sigma2,
-            };
-            (Box::new(m), AccountedMechanism::ConfidentGnmax(m))
-        }
-    };
+    let mechanism = p.mechanism;
     // Calibrated aggregation: a constant, data-independent shift of the counts (see
     // `config::AggregationConfig`); the accountant below is given the same shifted counts.
     let share = config.aggregation.malicious_vote_share;
@@ -411,12 +436,12 @@ pub fn run_pipeline(
     stage(
         &format!(
             "aggregate with {} (malicious at a vote share of {share}: +{} on the malicious count)",
-            aggregator.name(),
+            mechanism.name(),
             pipeline::vote_share_shift(share, teacher_files.len())
         ),
         started,
     );
-    let noisy_labels = aggregator.aggregate(&votes, &mut noise)?;
+    let noisy_labels = mechanism.aggregate(&votes, &mut noise)?;
     let labels: Vec<Option<bool>> = noisy_labels.iter().map(|l| l.map(|c| c == 1)).collect();
     pipeline::write_labels(&run.aggregate_labels(), &labels)?;
     stage("account", started);
@@ -424,9 +449,10 @@ pub fn run_pipeline(
     let options = AccountOptions {
         delta: p.delta,
         orders: None,
-        answered: matches!(p.mechanism, Mechanism::ConfidentGnmax).then(|| answered_flags.clone()),
+        answered: matches!(p.mechanism, Mechanism::ConfidentGnmax(_))
+            .then(|| answered_flags.clone()),
     };
-    let epsilon = privacy::accountant::account(&votes, &accounted, &options)?;
+    let epsilon = privacy::accountant::account(&votes, &mechanism, &options)?;
     let delta_warning = privacy::accountant::delta_warning(p.delta, splits.private.len());
     if let Some(w) = &delta_warning {
         eprintln!("run: WARNING: {w}");
@@ -449,11 +475,18 @@ pub fn run_pipeline(
         .iter()
         .map(|&i| labels[i].expect("answered"))
         .collect();
-    let label_agreement = answered
+    let labelled_answered: Vec<usize> = answered
         .iter()
-        .filter(|&&i| labels[i] == Some(query_y[i]))
-        .count() as f64
-        / answered.len() as f64;
+        .copied()
+        .filter(|&i| query_y[i].is_some())
+        .collect();
+    let label_agreement = (!labelled_answered.is_empty()).then(|| {
+        labelled_answered
+            .iter()
+            .filter(|&&i| labels[i] == query_y[i])
+            .count() as f64
+            / labelled_answered.len() as f64
+    });
     stage(
         &format!(
             "student on {} answered queries (original features)",
@@ -590,13 +623,6 @@ pub fn run_pipeline(
     )?;
 
     // ---- report
-    let mechanism_parameters = match p.mechanism {
-        Mechanism::Lnmax => serde_json::json!({"gamma": p.gamma}),
-        Mechanism::Gnmax => serde_json::json!({"sigma": p.sigma}),
-        Mechanism::ConfidentGnmax => {
-            serde_json::json!({"threshold": p.threshold, "sigma1": p.sigma1, "sigma2": p.sigma2})
-        }
-    };
     let mut report = serde_json::json!({
         "teachers": teachers,
         "teacher_multiplicity": String::from(config.teachers.weighting()),
@@ -604,8 +630,9 @@ pub fn run_pipeline(
         "teacher_copies_on_one_teacher": config.teachers.copies_on_one_teacher,
         "queries": query_rows.len(),
         "answered": answered.len(),
-        "mechanism": aggregator.name(),
-        "mechanism_parameters": mechanism_parameters,
+        "mechanism": mechanism.name(),
+        "mechanism_parameters": mechanism,
+        "simulation": config.is_simulation(),
         "delta": p.delta,
         "data_independent_epsilon": epsilon.data_independent_epsilon,
         "data_independent_epsilon_label": epsilon.data_independent_label,
@@ -657,6 +684,27 @@ pub fn run_pipeline(
         },
         "privacy_report": epsilon,
     });
+    let privacy_report = privacy::PrivacyReport {
+        simulation: config.is_simulation(),
+        mechanism,
+        delta: p.delta,
+        queries: query_rows.len(),
+        answered_queries: answered.len(),
+        rng: noise.provenance(),
+        rho: p.rho,
+        student_local_epsilon: p.rho.map(privacy::privatize::local_epsilon),
+        featurizer: privacy::FeaturizerProvenance {
+            fit_on: match config.featurizer.fit_on {
+                FitOn::Public => privacy::FitSide::Public,
+                FitOn::Private => privacy::FitSide::Private,
+            },
+            content_hash: fhash.clone(),
+        },
+        accountant: epsilon.clone(),
+        delta_warning: delta_warning.clone(),
+    };
+    report[crate::cli::export::REPORT_PRIVACY_KEY] =
+        serde_json::to_value(&privacy_report).map_err(|e| Error::Invalid(e.to_string()))?;
     if let Some(w) = delta_warning {
         report["delta_warning"] = serde_json::Value::String(w);
     }
@@ -666,14 +714,25 @@ pub fn run_pipeline(
 
     // ---- export
     stage("export the ONNX bundle", started);
-    let (privacy_part, metrics_part) = crate::cli::export::split_report(report.clone());
+    // The run's own bundle: a run whose ε does not hold is exported as not private (the
+    // `export` command refuses such a run unless --not-private).
+    let published = privacy_report
+        .published(true)
+        .map_err(|e| Error::Invalid(format!("privacy whitelist: {e}")))?;
+    if published.published_epsilon.is_none() {
+        eprintln!(
+            "run: the bundle claims no ε: {}",
+            published.published_epsilon_kind
+        );
+    }
+    let metrics_part = crate::cli::export::report_metrics(&report);
     let bundle_dir = run.path(crate::cli::export::RUN_BUNDLE_DIR);
     crate::cli::export::export_bundle(
         &bundle_dir,
         &student.weights,
         &featurizer,
         student.info.threshold,
-        privacy_part,
+        Some(published),
         metrics_part,
     )?;
     report["bundle"] = serde_json::Value::String(bundle_dir.display().to_string());

@@ -152,8 +152,8 @@ pub fn run(args: Args) -> Result<()> {
                 config.teachers.count
             )));
         }
-        let records = pipeline::load_datasets(&config.datasets)?;
-        let splits = pipeline::split_by_hash(&records, &config.split);
+        let data = pipeline::load_run_data(&config)?;
+        let (records, splits) = (data.records, data.splits);
         let featurizer = if featurizer_path.exists() {
             featurizer::Featurizer::load(&featurizer_path)?
         } else {

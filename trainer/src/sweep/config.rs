@@ -97,7 +97,7 @@ pub struct SweepDataset {
     pub splits: Option<Vec<SplitName>>,
 }
 
-/// The splits of `pipeline::split_by_hash`.
+/// The splits of `pipeline::split_by_record` (the simulation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SplitName {
@@ -112,7 +112,7 @@ pub enum SplitName {
 }
 
 impl SplitName {
-    /// All splits, in `split_by_hash` order.
+    /// All splits, in `split_by_record` order.
     pub const ALL: [SplitName; 4] = [
         SplitName::Private,
         SplitName::Public,
@@ -425,7 +425,7 @@ impl SweepConfig {
     /// students ≤ 30.
     pub fn quick(&mut self, base: &mut RunConfig) {
         let cap = |l: Option<usize>| Some(l.map_or(3000, |l| l.min(3000)));
-        for d in &mut base.datasets {
+        for d in base.sources_mut() {
             d.limit = cap(d.limit);
         }
         base.teachers.training.max_epochs = base.teachers.training.max_epochs.min(15);

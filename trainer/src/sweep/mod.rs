@@ -380,14 +380,15 @@ pub fn run_sweep_with(
     let mut units: Vec<Unit> = Vec::new();
     for e in &config.experiments {
         let datasets = e.datasets.clone().unwrap_or_else(|| {
-            base.datasets
+            base.split
                 .iter()
+                .flat_map(|s| s.simulate_from.iter())
                 .map(SweepDataset::from_source)
                 .collect()
         });
         let key = short_hash(&(
             &datasets,
-            &base.split,
+            &base.split.as_ref().map(|s| s.fractions()),
             &base.featurizer,
             &base.teachers,
             e.datasets.is_none(),
@@ -676,7 +677,12 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         allowed.extend(std::iter::repeat_n(d.splits.clone(), r.len()));
         records.extend(r);
     }
-    let s = pipeline::split_by_hash(&records, &base.split);
+    let fractions = base.split.as_ref().map(|s| s.fractions()).ok_or_else(|| {
+        Error::Config(
+            "the sweep's base config must be a simulation (split: {simulate_from: [...]})".into(),
+        )
+    })?;
+    let s = pipeline::split_by_record(&records, &fractions);
     let keep = |rows: Vec<usize>, split: SplitName| -> Vec<usize> {
         rows.into_iter()
             .filter(|&i| allowed[i].as_ref().is_none_or(|a| a.contains(&split)))
@@ -712,7 +718,7 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         .collect();
     write_json_in(
         &out.join("splits").join(format!("{}.json", spec.label)),
-        &serde_json::json!({"data": spec.label, "fractions": base.split, "files": files, "splits": table}),
+        &serde_json::json!({"data": spec.label, "fractions": fractions, "files": files, "splits": table}),
     )?;
     let [private, public, validation, test] = splits;
     if private.is_empty() || public.is_empty() || validation.is_empty() || test.is_empty() {

@@ -20,11 +20,12 @@ pub fn sample_config(dir: &Path, teachers: &str, student: &str) -> PathBuf {
     let sample = repo().join("data/sample");
     let s = |f: &str| sample.join(f).display().to_string();
     let text = format!(
-        "seed: 7\ndevice: cpu\nthreads: 1\ndatasets:\n\
-         \x20 - {{path: {}, format: csic, label: benign}}\n\
-         \x20 - {{path: {}, format: csic, label: benign}}\n\
-         \x20 - {{path: {}, format: csic, label: malicious}}\n\
-         split: {{private: 0.55, public: 0.2, student_validation: 0.1, test: 0.15}}\n\
+        "seed: 7\ndevice: cpu\nthreads: 1\nsplit:\n\
+         \x20 simulate_from:\n\
+         \x20   - {{path: {}, format: csic, label: benign}}\n\
+         \x20   - {{path: {}, format: csic, label: benign}}\n\
+         \x20   - {{path: {}, format: csic, label: malicious}}\n\
+         \x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
          featurizer: {{fit_on: public, config: {{top_k: 300, value_shapes: true}}}}\n\
          teachers: {teachers}\n\
          student: {student}\n\
