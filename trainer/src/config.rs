@@ -802,7 +802,7 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("aggregation.malicious_vote_share"), "{e}");
         let e = RunConfig::parse(&format!(
-            "{base}privacy: {{rho: 1.0}}\nfeaturizer: {{config: {{norm: l2}}}}\n"
+            "{base}privacy: {{mechanism: lnmax, gamma: 0.05, rho: 1.0}}\nfeaturizer: {{config: {{norm: l2}}}}\n"
         ))
         .unwrap_err();
         assert!(e.contains("featurizer.config.norm"), "{e}");
