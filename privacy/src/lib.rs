@@ -9,6 +9,8 @@
 //! * [`accountant`]: the 2017 moments accountant (LNMax) and the 2018 RDP accountant (GNMax,
 //!   Confident-GNMax), data-independent and data-dependent, and the smooth-sensitivity sanitization
 //!   of the data-dependent value ([`smooth`]).
+//! * [`shares`]: distributed GNMax noise (each organization adds its own share).
+//! * [`ledger`]: the privacy ledger of a teacher set and the ε composed over it.
 //! * [`report`]: the typed privacy report of a run and the whitelist that may leave it.
 //! * [`votes`] and [`matrix`]: the vote file and the little-endian f32 feature-matrix file.
 #![warn(missing_docs)]
@@ -16,11 +18,13 @@
 
 pub mod accountant;
 pub mod aggregate;
+pub mod ledger;
 pub mod matrix;
 pub mod noise;
 pub mod privatize;
 pub mod report;
 pub mod rng;
+pub mod shares;
 pub mod smooth;
 pub mod special;
 pub mod votes;

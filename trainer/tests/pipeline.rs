@@ -89,6 +89,16 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     assert_eq!(report["rng"]["rng"], "os", "quick.yaml uses OS randomness");
     assert_eq!(report["simulation"], true, "quick.yaml is a simulation");
     assert_eq!(report["privacy"]["simulation"], true);
+    // The privacy ledger beside the teachers records this run's aggregation.
+    assert_eq!(report["ledger"]["aggregations"], 1);
+    let ledger = privacy::ledger::read(&run_dir.join("ledger.jsonl")).unwrap();
+    assert_eq!(ledger.len(), 1);
+    assert!(
+        report["ledger"]["composed_data_independent_epsilon"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 
     // bundle.yaml: only the whitelist. `grep -E 'data_dependent|private: *[0-9]|ensemble'` finds
     // nothing, and the one published ε is the data-independent one.

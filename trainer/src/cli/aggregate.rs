@@ -1,17 +1,26 @@
-//! `pate-trainer aggregate`: noisy aggregation of a vote file into labels.
+//! `pate-trainer aggregate`: noisy aggregation of one or several vote files into labels.
 //!
 //! ```text
 //! pate-trainer aggregate --votes votes.csv --mechanism gnmax --sigma 40 --out labels.csv
+//! pate-trainer aggregate --votes org1.csv --votes org2.csv --votes org3.csv --mechanism gnmax \
+//!     --sigma 40 --out labels.csv [--ledger teachers/ledger.jsonl]
 //! ```
+//! Several `--votes` files (one per organization, from `vote --teacher`) are merged: they must
+//! have the same number of queries and classes, and their counts are summed. Noisy share files
+//! (`vote --noise-share-sigma S --organizations N`) are summed as they are and labelled by their
+//! argmax without further noise: the aggregator never sees a clean count; they need
+//! `--mechanism gnmax --sigma S` and exactly N files. Clean and noisy files cannot be mixed.
+//!
 //! `--out` gets one line per query: the class index, or `-` when Confident-GNMax declined to
 //! answer (no header, the format `account --answered` reads). A JSON summary (mechanism,
 //! parameters, counts, rng provenance) is printed on stdout and written beside the labels as
 //! `<out>.json`. Noise comes from the OS-seeded ChaCha20 CSPRNG; `--seed` is for experiments
-//! only and is recorded as `{"rng":"seeded","seed":N}`.
+//! only and is recorded as `{"rng":"seeded","seed":N}`. `--ledger` appends the aggregation to the
+//! teachers' privacy ledger.
 use std::path::PathBuf;
 
-use privacy::accountant::Mechanism;
-use privacy::aggregate::{format_labels, Aggregator};
+use privacy::aggregate::format_labels;
+use privacy::Mechanism;
 
 use super::account::MechanismArgs;
 use crate::error::{Error, Result};
@@ -19,9 +28,10 @@ use crate::error::{Error, Result};
 /// Arguments of `pate-trainer aggregate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Vote file: one line per query, per-class counts separated by commas.
-    #[arg(long)]
-    pub votes: PathBuf,
+    /// Vote file(s): one line per query, per-class counts separated by commas. Repeat for one file
+    /// per organization (summed), or give the organizations' noisy share files.
+    #[arg(long, required = true, num_args = 1..)]
+    pub votes: Vec<PathBuf>,
     /// Mechanism and its parameters.
     #[command(flatten)]
     pub mechanism: MechanismArgs,
@@ -31,41 +41,113 @@ pub struct Args {
     /// Labels file to write (one line per query: class index or `-`).
     #[arg(long)]
     pub out: PathBuf,
+    /// The teachers' privacy ledger (JSON lines) to append this aggregation to.
+    #[arg(long, value_name = "FILE")]
+    pub ledger: Option<PathBuf>,
+}
+
+fn read_text(path: &PathBuf) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })
+}
+
+/// Sums clean vote files: same queries and classes (errors name both files).
+fn merged_votes(files: &[(PathBuf, String)]) -> Result<privacy::VoteMatrix> {
+    let mut sum: Option<(PathBuf, Vec<Vec<u64>>)> = None;
+    for (path, text) in files {
+        let v = privacy::votes::parse_votes(text, path)?;
+        match &mut sum {
+            None => sum = Some((path.clone(), v.rows().map(<[u64]>::to_vec).collect())),
+            Some((first, rows)) => {
+                if v.queries() != rows.len() || v.classes() != rows[0].len() {
+                    return Err(Error::Invalid(format!(
+                        "{} has {} queries × {} classes but {} has {} × {}: every organization must vote on the same queries with the same classes",
+                        path.display(), v.queries(), v.classes(), first.display(), rows.len(), rows[0].len()
+                    )));
+                }
+                for (acc, r) in rows.iter_mut().zip(v.rows()) {
+                    for (a, c) in acc.iter_mut().zip(r) {
+                        *a = a.saturating_add(*c);
+                    }
+                }
+            }
+        }
+    }
+    let (_, rows) = sum.ok_or_else(|| Error::Config("aggregate: no --votes file".into()))?;
+    Ok(privacy::VoteMatrix::from_rows(&rows)?)
 }
 
 /// Runs `pate-trainer aggregate`.
 pub fn run(args: Args) -> Result<()> {
-    let votes = privacy::votes::read_vote_file(&args.votes)?;
     let mechanism = args.mechanism.mechanism()?;
+    let files: Vec<(PathBuf, String)> = args
+        .votes
+        .iter()
+        .map(|p| Ok((p.clone(), read_text(p)?)))
+        .collect::<Result<_>>()?;
+    let shares = files
+        .iter()
+        .filter(|(_, t)| privacy::shares::is_share(t))
+        .count();
     let mut rng = privacy::NoiseRng::from_option(args.seed)?;
-    let (labels, parameters) = match &mechanism {
-        Mechanism::Lnmax(m) => (m.aggregate(&votes, &mut rng)?, serde_json::to_value(m)),
-        Mechanism::Gnmax(m) => (m.aggregate(&votes, &mut rng)?, serde_json::to_value(m)),
-        Mechanism::ConfidentGnmax(m) => (m.aggregate(&votes, &mut rng)?, serde_json::to_value(m)),
+    let (labels, queries, classes, distributed) = if shares == 0 {
+        let votes = merged_votes(&files)?;
+        (
+            mechanism.aggregate(&votes, &mut rng)?,
+            votes.queries(),
+            votes.classes(),
+            false,
+        )
+    } else if shares == files.len() {
+        let parsed: Vec<(PathBuf, privacy::shares::NoisyShare)> = files
+            .iter()
+            .map(|(p, t)| Ok((p.clone(), privacy::shares::parse_share(t, p)?)))
+            .collect::<Result<_>>()?;
+        let sigma = parsed[0].1.sigma;
+        match mechanism {
+            Mechanism::Gnmax(m) if m.sigma == sigma => {}
+            _ => {
+                return Err(Error::Config(format!(
+                    "aggregate: the vote shares carry distributed GNMax noise with sigma {sigma}; \
+                     pass --mechanism gnmax --sigma {sigma} (got {} {:?})",
+                    mechanism.name(),
+                    mechanism
+                )))
+            }
+        }
+        let sum = privacy::shares::sum_shares(&parsed)?;
+        let classes = sum[0].len();
+        (
+            privacy::shares::argmax_labels(&sum),
+            sum.len(),
+            classes,
+            true,
+        )
+    } else {
+        return Err(Error::Config(format!(
+            "aggregate: {shares} of the {} --votes files are noisy shares and the others clean vote files; give all of one kind",
+            files.len()
+        )));
     };
-    let parameters =
-        parameters.map_err(|e| Error::Invalid(format!("cannot serialize parameters: {e}")))?;
-    let name = match &mechanism {
-        Mechanism::Lnmax(_) => "lnmax",
-        Mechanism::Gnmax(_) => "gnmax",
-        Mechanism::ConfidentGnmax(_) => "confident-gnmax",
-    };
-    let mut per_class = vec![0usize; votes.classes()];
+    let mut per_class = vec![0usize; classes];
     for l in labels.iter().flatten() {
         per_class[*l] += 1;
     }
     let answered = labels.iter().filter(|l| l.is_some()).count();
     let summary = serde_json::json!({
-        "mechanism": name,
-        "parameters": parameters,
-        "queries": votes.queries(),
+        "mechanism": mechanism.name(),
+        "parameters": mechanism,
+        "queries": queries,
         "answered": answered,
-        "unanswered": votes.queries() - answered,
+        "unanswered": queries - answered,
         "labels_per_class": per_class,
         "labels_file": args.out,
         "label_format": "one line per query: the class index, or '-' for no answer",
-        "rng": rng.provenance(),
-        "votes_file": args.votes,
+        "rng": if distributed { serde_json::json!("distributed: each organization's own CSPRNG (see their vote summaries)") } else { serde_json::json!(rng.provenance()) },
+        "votes_files": args.votes,
+        "distributed_noise": distributed,
     });
     privacy::write_atomic(&args.out, format_labels(&labels).as_bytes())?;
     let mut sidecar = args.out.clone().into_os_string();
@@ -73,6 +155,18 @@ pub fn run(args: Args) -> Result<()> {
     let text = serde_json::to_string_pretty(&summary)
         .map_err(|e| Error::Invalid(format!("cannot serialize the summary: {e}")))?;
     privacy::write_atomic(&PathBuf::from(sidecar), format!("{text}\n").as_bytes())?;
+    if let Some(ledger) = &args.ledger {
+        privacy::ledger::append(
+            ledger,
+            &privacy::ledger::LedgerEntry {
+                time: bundle::rfc3339_utc(std::time::SystemTime::now()),
+                by: format!("aggregate --out {}", args.out.display()),
+                mechanism,
+                queries,
+                answered,
+            },
+        )?;
+    }
     println!(
         "{}",
         serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?

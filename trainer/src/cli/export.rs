@@ -309,6 +309,19 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     let loaded = Bundle::load(&out)?;
     let difference = verify_with_onnxruntime(&loaded, &mlp)?;
+    // The ε composed over every aggregation that used this run's teachers (the ledger beside them).
+    let ledger = match (&args.run, manifest.privacy.as_ref()) {
+        (Some(dir), Some(p)) => {
+            let entries = privacy::ledger::read(&dir.join(crate::cli::run::LEDGER_FILE))?;
+            if entries.is_empty() {
+                serde_json::Value::Null
+            } else {
+                let (e, order) = privacy::ledger::composed_epsilon(&entries, p.delta)?;
+                serde_json::json!({"aggregations": entries.len(), "composed_data_independent_epsilon": e, "rdp_order": order, "delta": p.delta})
+            }
+        }
+        _ => serde_json::Value::Null,
+    };
     let summary = serde_json::json!({
         "bundle": out.display().to_string(),
         "model_version": manifest.model_version,
@@ -319,6 +332,7 @@ pub fn run(args: Args) -> Result<()> {
         "onnxruntime_max_abs_difference": difference,
         "published_epsilon": manifest.privacy.as_ref().and_then(|p| p.published_epsilon),
         "published_epsilon_kind": manifest.privacy.as_ref().map(|p| p.published_epsilon_kind.clone()),
+        "ledger": ledger,
     });
     println!("{summary}");
     Ok(())

@@ -454,6 +454,21 @@ pub fn run_pipeline(
     };
     let epsilon = privacy::accountant::account(&votes, &mechanism, &options)?;
     let delta_warning = privacy::accountant::delta_warning(p.delta, splits.private.len());
+    // The privacy ledger beside the teachers: teachers kept across runs into this directory spend
+    // privacy of the same records every time.
+    let ledger_path = run.path(LEDGER_FILE);
+    privacy::ledger::append(
+        &ledger_path,
+        &privacy::ledger::LedgerEntry {
+            time: bundle::rfc3339_utc(std::time::SystemTime::now()),
+            by: "run".into(),
+            mechanism,
+            queries: votes.queries(),
+            answered: answered_flags.iter().filter(|a| **a).count(),
+        },
+    )?;
+    let ledger = privacy::ledger::read(&ledger_path)?;
+    let (ledger_epsilon, ledger_order) = privacy::ledger::composed_epsilon(&ledger, p.delta)?;
     if let Some(w) = &delta_warning {
         eprintln!("run: WARNING: {w}");
     }
@@ -708,6 +723,13 @@ pub fn run_pipeline(
     if let Some(w) = delta_warning {
         report["delta_warning"] = serde_json::Value::String(w);
     }
+    report["ledger"] = serde_json::json!({
+        "file": LEDGER_FILE,
+        "aggregations": ledger.len(),
+        "composed_data_independent_epsilon": ledger_epsilon,
+        "rdp_order": ledger_order,
+        "delta": p.delta,
+    });
     if matches!(config.featurizer.fit_on, FitOn::Private) {
         report["WARNING"] = serde_json::Value::String(PRIVATE_FEATURIZER_WARNING.into());
     }
@@ -762,6 +784,9 @@ pub struct Evaluation {
     /// The same for the teacher ensemble's vote share (null without teachers).
     pub ensemble_tpr_at_fpr: serde_json::Value,
 }
+
+/// The privacy ledger of the run's teacher set, beside `teachers/` (`privacy::ledger`).
+pub const LEDGER_FILE: &str = "ledger.jsonl";
 
 /// Name of the feature set of the unlabelled public pool (self-training), `features/public_pool.f32`.
 pub const PUBLIC_POOL_SET: &str = "public_pool";

@@ -1,12 +1,20 @@
-//! `pate-trainer vote --teachers DIR --queries FILE`: every teacher votes on every query (its
-//! malicious probability against its own threshold); writes the privacy core's vote file, one line
-//! per query with the counts `benign,malicious`.
+//! `pate-trainer vote`: teachers vote on every query (each its malicious probability against its
+//! own threshold); writes the privacy core's vote file, one line per query with the counts
+//! `benign,malicious`.
+//!
+//! * `--teachers DIR`: every `teacher-*.safetensors` of a directory (one party holds them all).
+//! * `--teacher FILE`: ONE teacher, the multi-organization flow: each organization runs this on
+//!   its own machine with its own teacher and sends only the vote file; `aggregate` merges them.
+//! * `--noise-share-sigma S --organizations N` (with `--teacher`): distributed noise: the
+//!   organization adds its own share N_ℤ(0, S²/N) to its counts (OS-seeded CSPRNG) and writes a
+//!   noisy share file instead, so that the aggregator never sees its clean votes
+//!   (`privacy::shares`; docs/privacy.md, "Several organizations").
 use std::path::PathBuf;
 
 use crate::cli::run::parse_device;
 use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
-use crate::model_file::load_teachers;
+use crate::model_file::{load_teachers, ModelFile};
 use crate::pipeline;
 use crate::rundir::{resolve_path, sets, RunDir};
 
@@ -18,14 +26,32 @@ pub struct Args {
     #[arg(long, value_name = "RUN_DIR")]
     pub run: Option<PathBuf>,
     /// Directory of teacher-*.safetensors files.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "teacher")]
     pub teachers: Option<PathBuf>,
+    /// One teacher file (one organization's teacher): its votes alone.
+    #[arg(long, value_name = "FILE")]
+    pub teacher: Option<PathBuf>,
     /// The (optionally privatized) query features: an f32 matrix file (`pate-trainer privatize`).
     #[arg(long, value_name = "FILE")]
     pub queries: Option<PathBuf>,
     /// The vote file to write.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Distributed GNMax noise: σ of the WHOLE noise; this organization adds its share
+    /// N_ℤ(0, σ²/N). Needs --teacher and --organizations.
+    #[arg(
+        long,
+        value_name = "SIGMA",
+        requires = "organizations",
+        requires = "teacher"
+    )]
+    pub noise_share_sigma: Option<f64>,
+    /// Distributed noise: N, the number of organizations whose shares sum to the noise.
+    #[arg(long, value_name = "N", requires = "noise_share_sigma")]
+    pub organizations: Option<usize>,
+    /// EXPERIMENTS ONLY: fixed seed for the noise share (recorded; then NOT private).
+    #[arg(long, requires = "noise_share_sigma")]
+    pub seed: Option<u64>,
     /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
     #[arg(long, value_parser = parse_device, default_value = "auto")]
     pub device: DeviceChoice,
@@ -40,14 +66,19 @@ pub fn run(args: Args) -> Result<()> {
     let pick = |given: &Option<PathBuf>, default: fn(&RunDir) -> PathBuf, flag: &str| {
         resolve_path(given, run.as_ref(), default, "vote", flag)
     };
-    let teachers_dir = pick(&args.teachers, |r| r.teachers(), "teachers")?;
     let queries_path = pick(&args.queries, |r| r.features(sets::QUERIES_SENT), "queries")?;
     let out = pick(&args.out, |r| r.votes(), "out")?;
     if let Some(t) = args.threads {
         tch::set_num_threads(t as i32);
     }
     let device = device::resolve(args.device)?;
-    let teachers = load_teachers(&teachers_dir)?;
+    let (teachers, source) = match &args.teacher {
+        Some(file) => (vec![ModelFile::load(file)?], file.clone()),
+        None => {
+            let dir = pick(&args.teachers, |r| r.teachers(), "teachers")?;
+            (load_teachers(&dir)?, dir)
+        }
+    };
     let queries = pipeline::read_matrix(&queries_path)?;
     let input = teachers[0].weights.dims()[0];
     if queries.cols != input {
@@ -55,14 +86,26 @@ pub fn run(args: Args) -> Result<()> {
             "{}: {} features per query, the teachers in {} take {input}",
             queries_path.display(),
             queries.cols,
-            teachers_dir.display()
+            source.display()
         )));
     }
     let votes = pipeline::vote(&teachers, &queries, device)?;
-    privacy::votes::write_vote_file(&out, &votes)?;
-    println!(
-        "{}",
-        serde_json::json!({"teachers": teachers.len(), "queries": votes.queries(), "votes": out.display().to_string()})
-    );
+    let summary = match (args.noise_share_sigma, args.organizations) {
+        (Some(sigma), Some(organizations)) => {
+            let mut rng = privacy::NoiseRng::from_option(args.seed)?;
+            let share = privacy::shares::noisy_share(&votes, sigma, organizations, &mut rng)?;
+            privacy::write_atomic(&out, privacy::shares::format_share(&share).as_bytes())?;
+            serde_json::json!({
+                "teachers": teachers.len(), "queries": votes.queries(),
+                "noise_share": {"mechanism": "gnmax", "sigma": sigma, "organizations": organizations, "share_sigma": sigma / (organizations as f64).sqrt()},
+                "rng": rng.provenance(), "votes": out.display().to_string(),
+            })
+        }
+        _ => {
+            privacy::votes::write_vote_file(&out, &votes)?;
+            serde_json::json!({"teachers": teachers.len(), "queries": votes.queries(), "votes": out.display().to_string()})
+        }
+    };
+    println!("{summary}");
     Ok(())
 }
