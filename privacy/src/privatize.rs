@@ -83,7 +83,7 @@ pub fn laplace(x: &mut [f32], rho: f64, rng: &mut NoiseRng) -> Result<()> {
 /// [`laplace`] on every row of a row-major matrix with `cols` columns (each row one record).
 pub fn laplace_rows(values: &mut [f32], cols: usize, rho: f64, rng: &mut NoiseRng) -> Result<()> {
     check_rho(rho)?;
-    if cols == 0 || values.len() % cols != 0 {
+    if cols == 0 || !values.len().is_multiple_of(cols) {
         return Err(PrivacyError::InvalidInput(format!(
             "{} values are not rows of {cols} columns",
             values.len()

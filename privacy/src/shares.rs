@@ -53,7 +53,7 @@ fn share_distribution(sigma: f64, organizations: usize) -> Result<DiscreteGaussi
         ));
     }
     let share = sigma / (organizations as f64).sqrt();
-    if !(share >= MIN_SHARE_SIGMA) {
+    if share.is_nan() || share < MIN_SHARE_SIGMA {
         return Err(PrivacyError::InvalidParameter(format!(
             "sigma / sqrt(organizations) = {share} is below {MIN_SHARE_SIGMA}: the shares would \
              not sum to a discrete Gaussian closely enough; use a larger sigma"
