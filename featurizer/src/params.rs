@@ -184,7 +184,6 @@ pub fn for_each_param_feature(
             emit(&[UNSEEN_PATH], feature);
         }
     }
-    drop(emit);
     count
 }
 
