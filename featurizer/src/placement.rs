@@ -258,6 +258,9 @@ struct Collector<'c> {
     decode_rounds: usize,
     split: Split,
     bytes: usize,
+    /// (placement, name, value) of the parts so far: a repeated identical part is read once
+    /// and does not count against `max_parts` (padding by repetition).
+    seen: std::collections::HashSet<(Placement, String, String)>,
 }
 
 impl Collector<'_> {
@@ -282,7 +285,7 @@ impl Collector<'_> {
     /// Adds a part (raw bytes, decoded here) and, when its value is Base64 of printable text,
     /// the decoded form as a second part.
     fn push(&mut self, placement: Placement, name: &[u8], value: &[u8], form: bool) {
-        if self.full() {
+        if self.split.over_parts {
             return;
         }
         let name = decode_value(name, self.decode_rounds, form);
@@ -291,6 +294,12 @@ impl Collector<'_> {
             .ok()
             .and_then(|v| base64_text(v.trim()));
         let value = lowercase(&value);
+        if !self.seen.insert((placement, name.clone(), value.clone())) {
+            return;
+        }
+        if self.full() {
+            return;
+        }
         self.split.parts.push(Part {
             placement,
             name: name.clone(),
@@ -338,6 +347,7 @@ pub fn split_request(
         decode_rounds,
         split: Split::default(),
         bytes: 0,
+        seen: Default::default(),
     };
     // Request line.
     c.push(Placement::Method, b"", req.method.as_bytes(), false);
@@ -349,6 +359,25 @@ pub fn split_request(
             None => (target, None),
         };
         c.push(Placement::Path, b"", path, false);
+        // The path is one part; a segment that is Base64 of text also gives its decoded form.
+        for segment in path.split(|&b| b == b'/').filter(|s| !s.is_empty()) {
+            let bytes = decode_bytes(segment, decode_rounds, false);
+            let decoded = std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|v| base64_text(v.trim()));
+            if let Some(text) = decoded {
+                if c.full() {
+                    break;
+                }
+                let value = decode_value(text.as_bytes(), decode_rounds, false);
+                c.split.parts.push(Part {
+                    placement: Placement::Path,
+                    name: String::new(),
+                    value,
+                    encoded: true,
+                });
+            }
+        }
         if let Some(q) = query {
             c.pairs(Placement::Query, q, b'&', true);
         }
@@ -367,6 +396,12 @@ pub fn split_request(
             c.pairs(placement, value, b';', false);
         } else {
             c.push(placement, lower.as_bytes(), value, false);
+            if placement == Placement::HdrReferer {
+                // A URL: its query pairs too (each decoded, Base64 included).
+                if let Some(q) = value.iter().position(|&b| b == b'?') {
+                    c.pairs(placement, &value[q + 1..], b'&', true);
+                }
+            }
         }
     }
     // Body, by Content-Type.
@@ -401,7 +436,7 @@ pub fn split_request(
         if !json(&mut c, body) {
             c.push(Placement::Text, b"", body, false);
         }
-    } else if mime.contains("xml") || body.first() == Some(&b'<') {
+    } else if mime.contains("xml") {
         xml(&mut c, body);
     } else {
         c.push(Placement::Text, b"", body, false);
@@ -1043,11 +1078,15 @@ pub(crate) struct Segment {
     pub marks: Vec<String>,
 }
 
-/// The segments of a split request.
+/// The segments of a split request. A part repeated with the same placement and text counts
+/// once: repeating a benign pair (`a=1&a=1&…`) would otherwise dilute the weight of an attack
+/// in the same window (padding).
 pub(crate) fn segments(split: &Split) -> Vec<Segment> {
+    let mut seen = std::collections::HashSet::new();
     split
         .parts
         .iter()
+        .filter(|p| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
         .map(|p| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
             let text = if pair {

@@ -163,7 +163,10 @@ fn limits_bound_parts_depth_and_bytes() {
         max_bytes: 2000,
         window_overlap_bytes: 16,
     };
-    let many = format!("/a?{}", "x=1&".repeat(100));
+    let many = format!(
+        "/a?{}",
+        (0..100).map(|i| format!("x{i}=1&")).collect::<String>()
+    );
     let s = split_request(&parts_of("GET", &many, &[], None), &config, 3, true);
     assert!(s.over_parts && s.parts.len() == 10);
 
@@ -277,4 +280,28 @@ fn windows_cover_the_tail_of_a_long_body() {
     let req = parts_of("POST", "/a", text, Some(&body));
     f.transform_windows(&req, &mut windows);
     assert!(windows.iter().any(|w| w.indices.contains(&quote)));
+}
+
+#[test]
+fn a_base64_path_segment_is_decoded_too() {
+    let req = parts_of("GET", "/shop/JyB1bmlvbiBzZWxlY3QgMS0t/item", &[], None);
+    let p = split(&req);
+    assert!(has(&p, "path", "' union select 1--"), "{p:?}");
+    assert!(has(&p, "path", "/shop/jyb1bmlvbibzzwxly3qgms0t/item"));
+}
+
+#[test]
+fn repeated_parts_do_not_use_up_the_parts_bound() {
+    let config = PlacementConfig {
+        max_parts: 10,
+        ..PlacementConfig::default()
+    };
+    let target = format!("/a?{}q=%27+or+1%3D1", "x=1&".repeat(1000));
+    let s = split_request(&parts_of("GET", &target, &[], None), &config, 3, true);
+    assert!(!s.over_parts, "{:?}", s.parts);
+    assert!(s.parts.iter().any(|p| p.value == "' or 1=1"));
+    // A Referer's query pairs are parts too (Base64 decoded).
+    let h: &[(&str, &[u8])] = &[("Referer", b"http://x/p?a=JyBvciAxPTEtLQ%3D%3D")];
+    let p = split(&parts_of("GET", "/", h, None));
+    assert!(has(&p, "hdr:referer", "' or 1=1--"), "{p:?}");
 }

@@ -93,6 +93,58 @@ pub fn token_mlp(
     }
 }
 
+/// Headers sent with every fixture request fitted into [`placement_fixture_featurizer`].
+pub const FIXTURE_HEADERS: &[(&str, &[u8])] = &[
+    ("Host", b"localhost:8080"),
+    (
+        "User-Agent",
+        b"Mozilla/5.0 (compatible; Konqueror/3.5; Linux)",
+    ),
+    ("Connection", b"close"),
+];
+
+/// The fixture featurizer with the whole request read by placement
+/// ([`featurizer::FeaturizerConfig::placements`]): fitted on the fixture's requests, with
+/// [`FIXTURE_HEADERS`] and a form Content-Type for those with a body.
+pub fn placement_fixture_featurizer() -> Result<Featurizer, ProxyError> {
+    const FORM_HEADERS: &[(&str, &[u8])] = &[
+        ("Host", b"localhost:8080"),
+        (
+            "User-Agent",
+            b"Mozilla/5.0 (compatible; Konqueror/3.5; Linux)",
+        ),
+        ("Content-Type", b"application/x-www-form-urlencoded"),
+        ("Connection", b"close"),
+    ];
+    let docs = NORMAL_REQUESTS.iter().chain(ATTACK_REQUESTS).map(|r| {
+        let mut p = parts(r);
+        p.headers = featurizer::Headers::Pairs(if r.2.is_some() {
+            FORM_HEADERS
+        } else {
+            FIXTURE_HEADERS
+        });
+        p
+    });
+    let config = FeaturizerConfig {
+        placements: Some(featurizer::PlacementConfig::default()),
+        ..FeaturizerConfig::default()
+    };
+    Featurizer::fit(config, docs).map_err(|e| ProxyError::Scoring(e.to_string()))
+}
+
+/// [`write_fixture_bundle`] with [`placement_fixture_featurizer`] (the same hand-set model on
+/// [`ATTACK_TOKENS`]).
+pub fn write_placement_fixture_bundle(dir: &Path, threshold: f32) -> Result<Manifest, ProxyError> {
+    let featurizer = placement_fixture_featurizer()?;
+    write_fixture_with(
+        dir,
+        &featurizer,
+        ATTACK_TOKENS,
+        threshold,
+        "placements-fixture",
+    )
+}
+
 /// Writes a fixture bundle into `dir` (atomically, with the bundle crate's writer): the fixture
 /// featurizer and [`token_mlp`] with weight 12 and bias −3 on [`ATTACK_TOKENS`], so a request
 /// whose attack tokens carry more than a quarter of its TF-IDF mass scores above 0.5.
@@ -104,17 +156,29 @@ pub fn write_fixture_bundle(
     model_version: &str,
 ) -> Result<Manifest, ProxyError> {
     let featurizer = fixture_featurizer()?;
-    let mlp = token_mlp(
+    write_fixture_with(
+        dir,
         &featurizer,
         attack_tokens.unwrap_or(ATTACK_TOKENS),
-        12.0,
-        -3.0,
-    );
+        threshold,
+        model_version,
+    )
+}
+
+/// Writes `featurizer` with [`token_mlp`] (weight 12, bias −3 on `attack_tokens`) as a bundle.
+fn write_fixture_with(
+    dir: &Path,
+    featurizer: &Featurizer,
+    attack_tokens: &[&str],
+    threshold: f32,
+    model_version: &str,
+) -> Result<Manifest, ProxyError> {
+    let mlp = token_mlp(featurizer, attack_tokens, 12.0, -3.0);
     write_bundle(
         dir,
         &BundleContents {
             mlp: &mlp,
-            featurizer: &featurizer,
+            featurizer,
             threshold,
             // A fixture (weights set by code, not trained) with a typed privacy section, so the
             // dashboard labels can be checked end to end.

@@ -395,6 +395,26 @@ pub struct StudentConfig {
     /// With `query_selection: head`: the share of the queries spent on the most frequent
     /// distinct public requests (the rest drawn uniformly among the others).
     pub head_share: f64,
+    /// Public labelled examples (attack corpora such as Fwaf and HttpParamsDataset) placed into
+    /// the site's own request shapes (`trainer::public_examples`) and added to the student's
+    /// training rows beside the PATE-labelled queries. Public data: no privacy cost. Off when
+    /// absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_examples: Option<PublicExamplesConfig>,
+}
+
+/// The student's public labelled examples ([`StudentConfig::public_examples`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublicExamplesConfig {
+    /// Public labelled files (`fwaf`, `httpparams`, `csv`: labels from the file or `label:`);
+    /// each malicious record's value (an HttpParams payload, a Fwaf path + query) is placed;
+    /// benign records are not used (see `trainer::public_examples::synthesize`).
+    pub files: Vec<DatasetSource>,
+    /// How many examples are made: half public attacks placed into public requests of the site,
+    /// half requests the teachers labelled benign re-shaped with their own values; each at a
+    /// random placement, one in five encoded.
+    pub count: usize,
 }
 
 impl Default for StudentConfig {
@@ -409,6 +429,7 @@ impl Default for StudentConfig {
             multiplicity_cap: None,
             self_training: SelfTrainingConfig::default(),
             head_share: 0.25,
+            public_examples: None,
         }
     }
 }
@@ -536,6 +557,13 @@ impl RunConfig {
         for d in config.sources_mut() {
             if d.path.is_relative() {
                 d.path = base.join(&d.path);
+            }
+        }
+        if let Some(pe) = &mut config.student.public_examples {
+            for d in &mut pe.files {
+                if d.path.is_relative() {
+                    d.path = base.join(&d.path);
+                }
             }
         }
         Ok(config)

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod model;
 pub mod model_file;
 pub mod pipeline;
+pub mod public_examples;
 pub mod rundir;
 pub mod sweep;
 

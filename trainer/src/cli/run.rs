@@ -10,6 +10,7 @@ use std::time::Instant;
 use privacy::accountant::AccountOptions;
 
 use crate::config::{FitOn, Mechanism, QuerySelection, RunConfig};
+use crate::dense::DenseMatrix;
 use crate::device::{self, DeviceChoice};
 use crate::ensemble::{LabeledRows, Mode};
 use crate::error::{Error, Result};
@@ -521,10 +522,71 @@ pub fn run_pipeline(
         .iter()
         .map(|&i| public_multiplicity[query_order[i]])
         .collect();
+    // Public labelled examples placed into the site's request shapes: public data, no ε.
+    let mut student_x = query_x.select_rows(&answered);
+    let mut student_y = student_labels;
+    let mut public_examples_made = 0usize;
+    if let Some(pe) = &config.student.public_examples {
+        let mut malicious = Vec::new();
+        for source in &pe.files {
+            let options = datasets::LoadOptions {
+                label: source.label,
+                label_file: None,
+            };
+            let mut public = datasets::load_with(source.format, &source.path, &options)?;
+            if let Some(limit) = source.limit {
+                public.truncate(limit);
+            }
+            for r in &public {
+                match r.label {
+                    Some(datasets::Label::Malicious) => {
+                        malicious.push(crate::public_examples::public_value(r))
+                    }
+                    // Public benign values are not placed (see public_examples::synthesize).
+                    Some(datasets::Label::Benign) | None => {}
+                }
+            }
+        }
+        let templates: Vec<&datasets::Record> =
+            distinct_public.iter().map(|&i| &records[i]).collect();
+        // The queries the teachers labelled benign (post-processing of the private labels).
+        let benign_templates: Vec<&datasets::Record> = benign_answered
+            .iter()
+            .map(|&i| &records[query_rows[i]])
+            .collect();
+        let mut stream = rng.stream("public-examples");
+        let examples = crate::public_examples::synthesize(
+            &templates,
+            &benign_templates,
+            &malicious,
+            pe.count,
+            &mut stream,
+        );
+        let rows: Vec<usize> = (0..examples.len()).collect();
+        let x = pipeline::featurize_rows(&featurizer, &examples, &rows);
+        student_x = DenseMatrix::new(
+            student_x.rows + x.rows,
+            student_x.cols,
+            [student_x.values, x.values].concat(),
+        )?;
+        student_y.extend(
+            examples
+                .iter()
+                .map(|r| r.label == Some(datasets::Label::Malicious)),
+        );
+        public_examples_made = examples.len();
+        eprintln!(
+            "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests the teachers labelled benign re-shaped with their own values (no privacy cost)",
+            examples.len(),
+            malicious.len(),
+            templates.len(),
+            benign_templates.len()
+        );
+    }
     let (student, student_extras) = pipeline::train_student_full(
         LabeledRows {
-            x: query_x.select_rows(&answered),
-            y: student_labels,
+            x: student_x,
+            y: student_y,
         },
         LabeledRows {
             x: validation_x,
@@ -538,6 +600,7 @@ pub fn run_pipeline(
                     answered
                         .iter()
                         .map(|&i| query_copies[i])
+                        .chain(std::iter::repeat_n(1, public_examples_made))
                         .collect::<Vec<_>>(),
                     validation_copies.clone(),
                 )
@@ -645,6 +708,7 @@ pub fn run_pipeline(
         "teacher_copies_on_one_teacher": config.teachers.copies_on_one_teacher,
         "queries": query_rows.len(),
         "answered": answered.len(),
+        "public_examples": public_examples_made,
         "mechanism": mechanism.name(),
         "mechanism_parameters": mechanism,
         "simulation": config.is_simulation(),

@@ -1,0 +1,443 @@
+//! Public labelled examples placed into the protected site's own request shapes (the student's
+//! `public_examples` option).
+//!
+//! Public attack corpora (Fwaf, HttpParamsDataset, ...) are public data: training the student on
+//! them costs no privacy budget (only the private data, seen through the teachers' noisy votes,
+//! is under ε). They know what SQL injection or XSS looks like, which one site's logs do not;
+//! but their requests do not look like the site's. So each public value (an attack, or a benign
+//! value of the same corpora, so that where a value rides does not decide its label) is put into
+//! a request of the site's own public split — its paths, its parameter names, its headers — in
+//! one of the placements the featurizer reads ([`PLACEMENTS`]: a query or form parameter, a path
+//! segment, User-Agent, Referer, a cookie, X-Forwarded-For, a custom header, a JSON value, an
+//! XML element, a multipart field or file name), sometimes encoded as attackers do (Base64,
+//! `\uXXXX`, XML entities). The result is a labelled [`datasets::Record`] featurized like any
+//! other and added to the student's training rows beside the PATE-labelled queries.
+
+use rand::{Rng, RngExt};
+
+use datasets::{Label, Record};
+
+/// Where a public value is put ([`place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spot {
+    /// Replaces (or adds) a query parameter value.
+    Query,
+    /// Replaces (or adds) a form-body parameter value (a POST).
+    Form,
+    /// Appended as a path segment.
+    Path,
+    /// The `User-Agent` header.
+    UserAgent,
+    /// The `Referer` header (as a query value of a URL).
+    Referer,
+    /// A cookie value.
+    Cookie,
+    /// `X-Forwarded-For`.
+    Forwarded,
+    /// A custom header.
+    CustomHeader,
+    /// A JSON body string value (sometimes `\uXXXX`-escaped).
+    Json,
+    /// An XML / SOAP element's text (entity-escaped).
+    Xml,
+    /// A multipart field value.
+    MultipartField,
+    /// A multipart file name.
+    MultipartFilename,
+}
+
+/// Every spot, each drawn with the same probability.
+pub const PLACEMENTS: [Spot; 12] = [
+    Spot::Query,
+    Spot::Form,
+    Spot::Path,
+    Spot::UserAgent,
+    Spot::Referer,
+    Spot::Cookie,
+    Spot::Forwarded,
+    Spot::CustomHeader,
+    Spot::Json,
+    Spot::Xml,
+    Spot::MultipartField,
+    Spot::MultipartFilename,
+];
+
+/// Percent-encodes everything but unreserved characters.
+pub fn url_encode(value: &[u8]) -> String {
+    let mut out = String::with_capacity(value.len() * 3);
+    for &b in value {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Standard Base64 with padding.
+pub fn base64(value: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in value.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * k)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn json_string(value: &str, unicode_escape: bool) -> String {
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || (unicode_escape && !c.is_ascii_alphanumeric()) => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn xml_escape(value: &str) -> String {
+    value
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// The `name=value` pairs of a query string or form body (raw, still encoded).
+fn pairs(s: &[u8]) -> Vec<(String, String)> {
+    s.split(|&b| b == b'&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let p = String::from_utf8_lossy(p);
+            match p.split_once('=') {
+                Some((n, v)) => (n.to_string(), v.to_string()),
+                None => (p.to_string(), String::new()),
+            }
+        })
+        .collect()
+}
+
+fn join(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Puts `value` (decoded bytes) into a copy of the site request `template` at `spot`, encoded
+/// the way the spot carries it; with `encode`, the value is first Base64-encoded (or, in JSON,
+/// `\uXXXX`-escaped), as attackers hide payloads. The label is `label`.
+pub fn place(
+    template: &Record,
+    value: &[u8],
+    spot: Spot,
+    encode: bool,
+    label: Label,
+    rng: &mut impl Rng,
+) -> Record {
+    let text = String::from_utf8_lossy(value).into_owned();
+    let shown: String = if encode && spot != Spot::Json {
+        base64(value)
+    } else {
+        text.clone()
+    };
+    let target = String::from_utf8_lossy(&template.target).into_owned();
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_string(), Some(q.to_string())),
+        None => (target.clone(), None),
+    };
+    let mut params = pairs(query.as_deref().unwrap_or("").as_bytes());
+    params.extend(pairs(template.body.as_deref().unwrap_or_default()));
+    if params.is_empty() {
+        params.push(("id".to_string(), "1".to_string()));
+    }
+    let pick = rng.random_range(0..params.len());
+    let mut headers: Vec<(String, Vec<u8>)> = template
+        .headers
+        .iter()
+        .filter(|(n, _)| {
+            !n.eq_ignore_ascii_case("content-type") && !n.eq_ignore_ascii_case("content-length")
+        })
+        .cloned()
+        .collect();
+    let set_header = |headers: &mut Vec<(String, Vec<u8>)>, name: &str, v: String| {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        headers.push((name.to_string(), v.into_bytes()));
+    };
+    let mut method = template.method.clone();
+    let mut new_target = target.clone();
+    let mut body: Option<Vec<u8>> = template.body.clone();
+    let mut content_type: Option<String> = template
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+    // Header values cannot carry raw line breaks.
+    let header_safe = shown.replace(['\r', '\n'], " ");
+    match spot {
+        Spot::Query => {
+            let mut q = pairs(query.as_deref().unwrap_or("").as_bytes());
+            if q.is_empty() {
+                q.push((params[pick].0.clone(), String::new()));
+            }
+            let k = rng.random_range(0..q.len());
+            q[k].1 = url_encode(shown.as_bytes());
+            new_target = format!("{path}?{}", join(&q));
+        }
+        Spot::Form => {
+            let mut f = params.clone();
+            f[pick].1 = url_encode(shown.as_bytes());
+            method = "POST".into();
+            new_target = path.clone();
+            body = Some(join(&f).into_bytes());
+            content_type = Some("application/x-www-form-urlencoded".into());
+        }
+        Spot::Path => {
+            new_target = format!(
+                "{}/{}{}",
+                path.trim_end_matches('/'),
+                url_encode(shown.as_bytes()),
+                query.map(|q| format!("?{q}")).unwrap_or_default()
+            );
+        }
+        Spot::UserAgent => set_header(&mut headers, "User-Agent", header_safe),
+        Spot::Referer => set_header(
+            &mut headers,
+            "Referer",
+            format!(
+                "http://localhost:8080{path}?{}={}",
+                params[pick].0,
+                url_encode(shown.as_bytes())
+            ),
+        ),
+        Spot::Cookie => set_header(
+            &mut headers,
+            "Cookie",
+            format!(
+                "JSESSIONID=1A2B3C4D; {}={}",
+                params[pick].0,
+                url_encode(shown.as_bytes())
+            ),
+        ),
+        Spot::Forwarded => set_header(&mut headers, "X-Forwarded-For", header_safe),
+        Spot::CustomHeader => set_header(&mut headers, "X-Api-Filter", header_safe),
+        Spot::Json => {
+            let fields: Vec<String> = params
+                .iter()
+                .enumerate()
+                .map(|(k, (n, v))| {
+                    let v = if k == pick {
+                        json_string(&text, encode)
+                    } else {
+                        json_string(
+                            &String::from_utf8_lossy(&percent_decode(v.as_bytes())),
+                            false,
+                        )
+                    };
+                    format!("{}: {v}", json_string(n, false))
+                })
+                .collect();
+            method = "POST".into();
+            new_target = path.clone();
+            body = Some(format!("{{{}}}", fields.join(", ")).into_bytes());
+            content_type = Some("application/json".into());
+        }
+        Spot::Xml => {
+            let fields: String = params
+                .iter()
+                .enumerate()
+                .map(|(k, (n, v))| {
+                    let name: String = n.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+                    let name = if name.is_empty() {
+                        "v".to_string()
+                    } else {
+                        name
+                    };
+                    let v = if k == pick {
+                        xml_escape(&shown)
+                    } else {
+                        xml_escape(&String::from_utf8_lossy(&percent_decode(v.as_bytes())))
+                    };
+                    format!("<{name}>{v}</{name}>")
+                })
+                .collect();
+            method = "POST".into();
+            new_target = path.clone();
+            body = Some(
+                format!(
+                    "<?xml version=\"1.0\"?><soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><request>{fields}</request></soap:Body></soap:Envelope>"
+                )
+                .into_bytes(),
+            );
+            content_type = Some("text/xml; charset=utf-8".into());
+        }
+        Spot::MultipartField | Spot::MultipartFilename => {
+            let boundary = "----pateWafBoundary7MA4YWxk";
+            let mut b = String::new();
+            for (k, (n, v)) in params.iter().enumerate() {
+                let v = String::from_utf8_lossy(&percent_decode(v.as_bytes())).into_owned();
+                if k == pick && spot == Spot::MultipartField {
+                    b.push_str(&format!(
+                        "--{boundary}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{shown}\r\n"
+                    ));
+                } else {
+                    b.push_str(&format!(
+                        "--{boundary}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n"
+                    ));
+                }
+            }
+            if spot == Spot::MultipartFilename {
+                let name = header_safe.replace('"', "%22");
+                b.push_str(&format!(
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\nfile\r\n"
+                ));
+            }
+            b.push_str(&format!("--{boundary}--\r\n"));
+            method = "POST".into();
+            new_target = path.clone();
+            body = Some(b.into_bytes());
+            content_type = Some(format!("multipart/form-data; boundary={boundary}"));
+        }
+    }
+    if let Some(ct) = &content_type {
+        if body.is_some() {
+            headers.push(("Content-Type".into(), ct.clone().into_bytes()));
+        }
+    }
+    if let Some(b) = &body {
+        headers.push(("Content-Length".into(), b.len().to_string().into_bytes()));
+    }
+    Record {
+        method,
+        target: new_target.into_bytes(),
+        body,
+        headers,
+        label: Some(label),
+        line: template.line,
+    }
+}
+
+/// One round of percent-decoding (`+` is a space).
+pub fn percent_decode(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b'%' if i + 2 < s.len() => {
+                let hex = std::str::from_utf8(&s[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The value a public record carries: an HttpParams payload as it is; a Fwaf line (a path and
+/// query) percent-decoded once.
+pub fn public_value(record: &Record) -> Vec<u8> {
+    percent_decode(&record.target)
+}
+
+/// A value the site itself sent in `record`: one of its query or form parameter values
+/// (percent-decoded), or its last path segment when it has none.
+pub fn own_value(record: &Record, rng: &mut impl Rng) -> Vec<u8> {
+    let target = &record.target;
+    let query = target
+        .iter()
+        .position(|&b| b == b'?')
+        .map(|q| &target[q + 1..])
+        .unwrap_or_default();
+    let mut values: Vec<String> = pairs(query).into_iter().map(|(_, v)| v).collect();
+    values.extend(
+        pairs(record.body.as_deref().unwrap_or_default())
+            .into_iter()
+            .map(|(_, v)| v),
+    );
+    values.retain(|v| !v.is_empty());
+    if values.is_empty() {
+        let path = String::from_utf8_lossy(target);
+        let path = path.split('?').next().unwrap_or_default();
+        return percent_decode(path.rsplit('/').next().unwrap_or_default().as_bytes());
+    }
+    percent_decode(values[rng.random_range(0..values.len())].as_bytes())
+}
+
+/// `count` labelled examples, half of each class, each at a spot drawn uniformly from
+/// [`PLACEMENTS`] and encoded one time in five:
+/// - malicious: a public attack value (drawn uniformly from `malicious`) placed into a site
+///   request drawn from `templates`;
+/// - benign: a request the teachers labelled benign (drawn from `benign_templates`), re-shaped
+///   with one of its own values at the spot ([`own_value`]). Benign values of public corpora are
+///   not used: placed into the site's parameters they look exactly like what the site's own
+///   data calls anomalous (a value of the wrong kind), and would teach the opposite of the
+///   teachers' labels. The site's own values keep the class boundary where the site's data puts
+///   it, while every placement carries both classes, so where a value rides does not decide its
+///   label.
+pub fn synthesize(
+    templates: &[&Record],
+    benign_templates: &[&Record],
+    malicious: &[Vec<u8>],
+    count: usize,
+    rng: &mut impl Rng,
+) -> Vec<Record> {
+    let mut out = Vec::with_capacity(count);
+    if templates.is_empty() || malicious.is_empty() {
+        return out;
+    }
+    for k in 0..count {
+        let spot = PLACEMENTS[rng.random_range(0..PLACEMENTS.len())];
+        let encode = rng.random_range(0..5) == 0;
+        if k % 2 == 1 && !benign_templates.is_empty() {
+            let template = benign_templates[rng.random_range(0..benign_templates.len())];
+            let value = own_value(template, rng);
+            out.push(place(template, &value, spot, encode, Label::Benign, rng));
+        } else {
+            let value = &malicious[rng.random_range(0..malicious.len())];
+            let template = templates[rng.random_range(0..templates.len())];
+            out.push(place(template, value, spot, encode, Label::Malicious, rng));
+        }
+    }
+    out
+}

@@ -1,0 +1,85 @@
+//! Public examples placed into the site's request shapes: every spot puts the value where the
+//! featurizer's placement split finds it, decoded, under the expected placement.
+use datasets::{Label, Record};
+use featurizer::placement::split_request;
+use featurizer::{Placement, PlacementConfig};
+use rand::SeedableRng;
+use trainer::public_examples::{place, synthesize, Spot, PLACEMENTS};
+
+fn template() -> Record {
+    Record {
+        method: "POST".into(),
+        target: b"/tienda1/publico/anadir.jsp?id=3".to_vec(),
+        body: Some(b"nombre=Queso+Manchego&precio=39".to_vec()),
+        headers: vec![
+            (
+                "User-Agent".into(),
+                b"Mozilla/5.0 (compatible; Konqueror/3.5; Linux)".to_vec(),
+            ),
+            (
+                "Content-Type".into(),
+                b"application/x-www-form-urlencoded".to_vec(),
+            ),
+            ("Host".into(), b"localhost:8080".to_vec()),
+        ],
+        label: None,
+        line: 1,
+    }
+}
+
+fn expected(spot: Spot) -> &'static [Placement] {
+    match spot {
+        Spot::Query => &[Placement::Query],
+        Spot::Form => &[Placement::Form],
+        Spot::Path => &[Placement::Path],
+        Spot::UserAgent => &[Placement::HdrUserAgent],
+        Spot::Referer => &[Placement::HdrReferer],
+        Spot::Cookie => &[Placement::HdrCookie],
+        Spot::Forwarded => &[Placement::HdrForwarded],
+        Spot::CustomHeader => &[Placement::HdrOther],
+        Spot::Json => &[Placement::JsonValue],
+        Spot::Xml => &[Placement::XmlText],
+        Spot::MultipartField => &[Placement::MpField],
+        Spot::MultipartFilename => &[Placement::MpFilename],
+    }
+}
+
+#[test]
+fn every_spot_puts_the_value_where_the_featurizer_reads_it_plain_and_encoded() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+    let value = b"' union select password from users--";
+    for spot in PLACEMENTS {
+        for encode in [false, true] {
+            let r = place(&template(), value, spot, encode, Label::Malicious, &mut rng);
+            assert_eq!(r.label, Some(Label::Malicious));
+            let split = split_request(&r.parts(), &PlacementConfig::default(), 3, true);
+            let found = split.parts.iter().any(|p| {
+                expected(spot).contains(&p.placement)
+                    && p.value.contains("' union select password from users--")
+            });
+            assert!(
+                found,
+                "{spot:?} encode {encode}: {:?}\n{:?}",
+                split.parts, r
+            );
+        }
+    }
+}
+
+#[test]
+fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+    let t = template();
+    let attacks = vec![b"<script>alert(1)</script>".to_vec()];
+    let out = synthesize(&[&t], &[&t], &attacks, 100, &mut rng);
+    assert_eq!(out.len(), 100);
+    let malicious = out
+        .iter()
+        .filter(|r| r.label == Some(Label::Malicious))
+        .count();
+    assert_eq!(malicious, 50);
+    for r in out.iter().filter(|r| r.label == Some(Label::Benign)) {
+        let all = format!("{:?}", r);
+        assert!(!all.contains("script"), "{all}");
+    }
+}
