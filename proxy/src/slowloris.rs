@@ -69,7 +69,7 @@ pub struct HeadDeadlineStream {
 }
 
 /// The counters a strict-parsing refusal moves: `patewaf_malformed_requests_total{reason}` and
-/// `patewaf_requests_total{verdict="block"}` (the proxy refused the request).
+/// `patewaf_requests_total{verdict="refused"}` (refused on a protocol rule before scoring).
 #[derive(Clone)]
 pub struct StrictCounters {
     /// `patewaf_malformed_requests_total`, by reason.
@@ -107,7 +107,7 @@ impl HeadDeadlineStream {
     fn refuse(&mut self, why: Malformed) {
         if let Some(c) = &self.counters {
             c.malformed.with_label_values(&[why.as_str()]).inc();
-            c.requests.with_label_values(&["block"]).inc();
+            c.requests.with_label_values(&["refused"]).inc();
         }
         tracing::warn!(
             reason = why.as_str(),
