@@ -1432,7 +1432,7 @@ impl Featurizer {
                     add(i);
                 }
             });
-            tokens += self.for_each_param_feature(req.method, text, params, |i| add(i));
+            tokens += self.for_each_param_feature(req.method, text, params, add);
             tokens
         });
     }

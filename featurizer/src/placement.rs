@@ -28,6 +28,9 @@
 //! beyond a limit is not read, and [`Split`] says which limit was reached.
 use serde::{Deserialize, Serialize};
 
+/// Borrowed header name/value pairs.
+type BorrowedPairs<'a> = &'a [(&'a str, &'a [u8])];
+
 /// The request headers the featurizer reads: a small borrowed view, whichever way the caller
 /// holds them (a parsed request's `(&str, &[u8])` pairs, or a dataset record's owned pairs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,7 +47,7 @@ pub enum Headers<'a> {
 impl<'a> Headers<'a> {
     /// The pairs, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + 'a {
-        let (pairs, owned): (&'a [(&'a str, &'a [u8])], &'a [(String, Vec<u8>)]) = match *self {
+        let (pairs, owned): (BorrowedPairs<'a>, &'a [(String, Vec<u8>)]) = match *self {
             Headers::None => (&[], &[]),
             Headers::Pairs(p) => (p, &[]),
             Headers::Owned(o) => (&[], o),
@@ -1023,7 +1026,7 @@ pub fn base64_text(value: &str) -> Option<String> {
     if body.contains(&b'=') {
         return None;
     }
-    if v.len() != body.len() && v.len() % 4 != 0 {
+    if v.len() != body.len() && !v.len().is_multiple_of(4) {
         return None;
     }
     if body.len() % 4 == 1 {
