@@ -137,7 +137,7 @@ impl HeadDeadlineStream {
                 Poll::Pending => return Poll::Pending,
             }
         }
-        if let Poll::Pending = Pin::new(&mut self.inner).poll_flush(cx) {
+        if Pin::new(&mut self.inner).poll_flush(cx).is_pending() {
             return Poll::Pending;
         }
         Poll::Ready(Err(std::io::Error::new(
