@@ -745,10 +745,15 @@ impl Trainer {
             // λ/2 · Σ‖W_l‖² per member (weights [N, in, out]; biases are not penalized).
             let mut total = losses.shallow_clone();
             for wl in &self.ensemble.weights {
-                total = total
-                    + wl.square()
-                        .sum_dim_intlist(&[1i64, 2][..], false, Kind::Float)
-                        * (0.5 * self.weight_decay);
+                // Not `+=`: tch's AddAssign is in place, and `total` shares storage with
+                // `losses`, which must stay the unpenalized loss.
+                #[allow(clippy::assign_op_pattern)]
+                {
+                    total = total
+                        + wl.square()
+                            .sum_dim_intlist(&[1i64, 2][..], false, Kind::Float)
+                            * (0.5 * self.weight_decay);
+                }
             }
             total
         } else {
