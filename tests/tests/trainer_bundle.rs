@@ -26,6 +26,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         String::from_utf8_lossy(&out.stderr)
     );
     let bundle = run.join("bundle");
+    let threshold = f64::from(bundle::Bundle::load(&bundle).unwrap().manifest.threshold);
 
     let apache = Apache::start(&tmp.path().join("apache"));
     let audit = tmp.path().join("audit.jsonl");
@@ -59,6 +60,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
     let mut expected_blocks = 0usize;
     let mut sent = 0usize;
     let mut skipped = 0usize;
+    let mut at_threshold = 0usize;
     let mut trainer_scores: HashMap<String, f32> = HashMap::new();
     for file in [
         "csic_anomalousTrafficTest_A_sample.txt",
@@ -103,14 +105,19 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             .unwrap();
             let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
             let verdict = line["verdict"].as_str().unwrap();
-            assert_eq!(
-                blocked,
-                verdict == "block",
+            let score = line["score"].as_f64().unwrap();
+            // The threshold is the score of one validation request, and that request is among
+            // those replayed here: the proxy's sparse scorer and `score`'s dense graph agree to
+            // float rounding (checked below), which can put it on either side of the threshold.
+            let on_the_threshold = (score - threshold).abs() <= 1e-6;
+            assert!(
+                on_the_threshold || blocked == (verdict == "block"),
                 "{file} line {}: proxy answered {} but pate-trainer score says {verdict} ({})",
                 record.line,
                 r.status,
                 line["score"]
             );
+            at_threshold += usize::from(on_the_threshold);
             if blocked {
                 expected_blocks += 1;
                 let id = r.header("x-request-id").unwrap().to_string();
@@ -119,6 +126,10 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             sent += 1;
         }
     }
+    assert!(
+        at_threshold <= 3,
+        "{at_threshold} requests scored at the threshold"
+    );
     assert!(
         skipped * 20 < sent,
         "too many requests skipped: {skipped} of {}",
