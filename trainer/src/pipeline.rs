@@ -142,14 +142,24 @@ pub fn request_hash(r: &datasets::Record) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// sha256 of a private RECORD's content: [`request_hash`] and the label. The teacher partition
-/// keys on this, not on the request alone: two copies of one request with different labels are
-/// different records, and keying them together let the removal of one copy renumber the other
-/// label's copies and move several teachers' data (issue 13, point 3).
+/// sha256 of a private RECORD's whole content: [`request_hash`], every header in order (the
+/// featurizer reads them with `placements`) and the label. The teacher partition and the
+/// simulated split key on this: the k-th copy of a record goes where `(record_key, k)` says, so
+/// only records identical in everything a teacher can see may share a key. Keying copies that
+/// differ in their label (issue 13, point 3) or only in a header (a per-session `Cookie`) together
+/// let the removal of one copy renumber the others and move several teachers' data.
 pub fn record_key(r: &datasets::Record) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"record\0");
     h.update(request_hash(r));
+    // Length-prefixed, so that no two header lists hash alike by shifting bytes between fields.
+    h.update((r.headers.len() as u64).to_le_bytes());
+    for (name, value) in &r.headers {
+        h.update((name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update((value.len() as u64).to_le_bytes());
+        h.update(value);
+    }
     h.update([match r.label {
         None => 0u8,
         Some(datasets::Label::Benign) => 1,

@@ -228,20 +228,25 @@ fn teacher_partition_is_disjoint_balanced_and_process_independent() {
 }
 
 /// Each teacher's data as a sorted list of (request hash, label) records: what it trains on.
-fn teacher_contents(
-    records: &[Record],
-    private: &[usize],
-    count: usize,
-) -> Vec<Vec<([u8; 32], Option<Label>)>> {
+/// Everything a teacher sees of a record: the request, its headers and its label — compared
+/// independently of the key the partition hashes, so that a key that leaves something out shows.
+type Content = ([u8; 32], Vec<(String, Vec<u8>)>, Option<Label>);
+
+fn content(r: &Record) -> Content {
+    (
+        trainer::pipeline::request_hash(r),
+        r.headers.clone(),
+        r.label,
+    )
+}
+
+fn teacher_contents(records: &[Record], private: &[usize], count: usize) -> Vec<Vec<Content>> {
     hash_partition(records, private, count)
         .into_iter()
         .map(|shard| {
-            let mut c: Vec<([u8; 32], Option<Label>)> = shard
+            let mut c: Vec<Content> = shard
                 .into_iter()
-                .map(|j| {
-                    let r = &records[private[j]];
-                    (trainer::pipeline::request_hash(r), r.label)
-                })
+                .map(|j| content(&records[private[j]]))
                 .collect();
             c.sort_unstable();
             c
@@ -271,7 +276,7 @@ fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
         .iter()
         .filter(|c| {
             let last = &records[records.len() - 1];
-            c.contains(&(trainer::pipeline::request_hash(last), last.label))
+            c.contains(&content(last))
         })
         .count();
     assert!(spread >= 2, "7 copies on {spread} teacher(s)");
@@ -355,4 +360,44 @@ fn conflicting_labels_of_one_request_still_move_one_teacher() {
         .filter(|&&i| records[i].target == record(7, 0).target)
         .count();
     assert_eq!(copies_of_7, 6, "3 benign + 3 malicious copies");
+}
+
+/// Copies of one request that differ only in a header (CSIC's per-session `Cookie`) are different
+/// records to a featurizer that reads headers: removing or adding any one of them still changes
+/// exactly one teacher's data (they were numbered as copies of one key, so removing the first
+/// moved the others to other teachers).
+#[test]
+fn copies_differing_only_in_a_header_still_move_one_teacher() {
+    let mut records = Vec::new();
+    for copy in 0..30 {
+        let mut r = record(8, copy);
+        r.headers = vec![(
+            "Cookie".into(),
+            format!("JSESSIONID={:032X}", copy % 7).into_bytes(),
+        )];
+        records.push(r);
+        for i in 0..4 {
+            records.push(record(2000 + 4 * copy + i, 0));
+        }
+    }
+    let private: Vec<usize> = (0..records.len()).collect();
+    let count = 20;
+    let base = teacher_contents(&records, &private, count);
+    for removed in 0..records.len() {
+        let without: Vec<usize> = private.iter().copied().filter(|&i| i != removed).collect();
+        let other = teacher_contents(&records, &without, count);
+        let changed: Vec<usize> = (0..count).filter(|&t| base[t] != other[t]).collect();
+        assert_eq!(
+            changed.len(),
+            1,
+            "removing record {removed} changed teachers {changed:?}"
+        );
+    }
+    let mut added = records.clone();
+    let mut r = record(8, 99);
+    r.headers = vec![("Cookie".into(), b"JSESSIONID=NEW".to_vec())];
+    added.insert(0, r);
+    let all: Vec<usize> = (0..added.len()).collect();
+    let other = teacher_contents(&added, &all, count);
+    assert_eq!((0..count).filter(|&t| base[t] != other[t]).count(), 1);
 }
