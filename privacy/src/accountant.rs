@@ -100,9 +100,14 @@ pub struct SanitizedEpsilon {
     pub beta: f64,
     /// σ_s: the Gaussian noise added is SS_β·σ_s·N(0, 1).
     pub noise_multiplier: f64,
-    /// The β-smooth sensitivity SS_β of the data-dependent RDP total at `rdp_order`.
+    /// The β-smooth sensitivity SS_β of the data-dependent RDP total at `rdp_order`: a noiseless
+    /// function of the vote margins, so never serialized (Theorem 23 covers releasing only the
+    /// noisy value); in memory for tests and diagnostics.
+    #[serde(skip)]
     pub smooth_sensitivity: f64,
-    /// Standard deviation of the noise added to the RDP value: SS_β·σ_s.
+    /// Standard deviation of the noise added to the RDP value: SS_β·σ_s (as private as SS_β:
+    /// never serialized).
+    #[serde(skip)]
     pub noise_std: f64,
     /// k = 1 + z·σ_s·(e^β − 1): the shifted value's smooth sensitivity is k·SS_β, so the release
     /// is charged at noise multiplier σ_s/k.

@@ -283,3 +283,41 @@ fn sanitization_order_does_not_depend_on_the_votes() {
     let split = order_for(vec![[126, 124]; 300]);
     assert_eq!(unanimous, split);
 }
+
+/// The sanitized block is meant to be published: it carries the noisy bound and the release's
+/// parameters, never the smooth sensitivity SS_β or the noise scale SS_β·σ_s, which are noiseless
+/// functions of the vote margins.
+#[test]
+fn the_serialized_sanitized_release_carries_no_smooth_sensitivity() {
+    use privacy::smooth::{sanitize, SanitizeOptions};
+    use privacy::NoiseRng;
+    let rows: Vec<[u64; 2]> = (0..50).map(|i| [200 - i, 50 + i]).collect();
+    let v = VoteMatrix::from_rows(&rows).unwrap();
+    let m = Mechanism::Gnmax(Gnmax { sigma: 40.0 });
+    let opts = AccountOptions {
+        delta: DELTA,
+        orders: None,
+        answered: None,
+    };
+    let mut report = account(&v, &m, &opts).unwrap();
+    let mut rng = NoiseRng::seeded_for_experiments(3);
+    sanitize(
+        &v,
+        &m,
+        &opts,
+        &mut report,
+        &SanitizeOptions::default(),
+        &mut rng,
+    )
+    .unwrap();
+    let s = report.sanitized.as_ref().unwrap();
+    assert!(s.smooth_sensitivity > 0.0);
+    let json = serde_json::to_value(s).unwrap();
+    for private in ["smooth_sensitivity", "noise_std"] {
+        assert!(
+            json.get(private).is_none(),
+            "{private} is serialized: {json}"
+        );
+    }
+    assert!(json.get("epsilon").is_some() && json.get("released_rdp_upper_bound").is_some());
+}
