@@ -748,11 +748,10 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         source,
     })?;
     featurizer.save(&work.join("featurizer.json"))?;
-    let private_rows = if base.teachers.distinct {
-        pipeline::distinct(&records, &private)
-    } else {
-        private
-    };
+    // `teacher_rows` keeps one copy per RECORD (request, headers, label), as `run` does:
+    // `pipeline::distinct` keys on the request alone, so removing one labelled copy could let
+    // another label's copy in on another teacher (two teachers changed; independent review).
+    let private_rows = pipeline::teacher_rows(&records, &private, base.teachers.weighting());
     let pool = pipeline::distinct(&records, &public);
     let validation = pipeline::distinct(&records, &validation);
     let set = |rows: &[usize]| -> Result<(DenseMatrix, Vec<bool>)> {
