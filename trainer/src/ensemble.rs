@@ -951,10 +951,15 @@ pub fn train_with_layout<R: Rng>(
             }
         }
     }
-    let layout = layout.resolve(
-        max_nonzeros(data.iter().flat_map(|d| [&d.train.x, &d.holdout.x])),
-        ensemble.dims[0],
-    );
+    // `Auto` is resolved WITHOUT looking at the rows: the teachers' rows are private, and one
+    // record could flip a data-dependent choice and so change every teacher's float rounding
+    // (more than one teacher's output for one record; independent review). The sparse layout
+    // computes the same sums as the dense one (padding adds exact zeros) and is the cheaper one
+    // for the featurizer's sparse rows.
+    let layout = match layout {
+        InputLayout::Auto => InputLayout::Sparse,
+        chosen => chosen,
+    };
     match mode {
         Mode::Batched => train_batched(ensemble, data, config, rngs, label, layout),
         Mode::Sequential => {
