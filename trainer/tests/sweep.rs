@@ -84,6 +84,25 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
 
     let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(results.lines().count(), 1 + expected, "{results}");
+    // Every noisy aggregation is in the ledger beside the teachers it used: the 14 PATE students
+    // (baselines aggregate without noise and spend nothing private).
+    let mut ledgers = Vec::new();
+    let mut stack = vec![out.join("work")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "ledger.jsonl") {
+                ledgers.push(p);
+            }
+        }
+    }
+    let entries: usize = ledgers
+        .iter()
+        .map(|l| privacy::ledger::read(l).unwrap().len())
+        .sum();
+    assert_eq!(entries, 8 + 3 + 2 + 1, "{ledgers:?}");
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     // grid 4 cells, mechanisms 3, curve 2, baselines 3, cross 1.
     assert_eq!(summary.lines().count(), 1 + 13, "{summary}");

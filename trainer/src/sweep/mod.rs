@@ -289,6 +289,9 @@ struct TeacherSet {
     model: Mutex<Ensemble>,
     thresholds: Vec<f32>,
     pool_votes: OnceLock<Vec<[u64; 2]>>,
+    /// The privacy ledger beside the teachers: every cell's noisy aggregation spends privacy of
+    /// the same private records (the teachers are shared by every cell and kept across reruns).
+    ledger: PathBuf,
 }
 
 impl TeacherSet {
@@ -682,6 +685,7 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
             "the sweep's base config must be a simulation (split: {simulate_from: [...]})".into(),
         )
     })?;
+    pipeline::drop_unread_headers(&mut records, &base.featurizer.config);
     let s = pipeline::split_by_record(&records, &fractions);
     let keep = |rows: Vec<usize>, split: SplitName| -> Vec<usize> {
         rows.into_iter()
@@ -864,6 +868,7 @@ fn teacher_set(
         model: Mutex::new(Ensemble::from_members(&weights, device)?),
         thresholds,
         pool_votes: OnceLock::new(),
+        ledger: dir.join(crate::cli::run::LEDGER_FILE),
     })
 }
 
@@ -1079,6 +1084,16 @@ fn compute(
                 .map(|l| l.map(|c| c == 1))
                 .collect();
             let answered_flags: Vec<bool> = labels.iter().map(Option::is_some).collect();
+            privacy::ledger::append(
+                &set.ledger,
+                &privacy::ledger::LedgerEntry {
+                    time: bundle::rfc3339_utc(std::time::SystemTime::now()),
+                    by: format!("sweep cell {} repeat {}", u.cell, u.repeat),
+                    mechanism: mechanism.mechanism.clone(),
+                    queries: votes.queries(),
+                    answered: answered_flags.iter().filter(|&&a| a).count(),
+                },
+            )?;
             let report = account(
                 &votes,
                 &mechanism.mechanism,
