@@ -251,6 +251,22 @@ pub struct RunData {
     pub simulation: bool,
 }
 
+/// Clears the headers of every record when the featurizer does not read them (no
+/// `placements`): the teachers then see exactly (request, label), and [`record_key`] — which keys
+/// the partition, the copy numbering and the simulated split on everything a record carries —
+/// treats copies that differ only in an unread header (CSIC's per-session `Cookie`) as the copies
+/// they are to the teachers. With `placements` the headers are read, kept, and keyed.
+pub fn drop_unread_headers(
+    records: &mut [datasets::Record],
+    featurizer: &featurizer::FeaturizerConfig,
+) {
+    if featurizer.placements.is_none() {
+        for r in records {
+            r.headers = Vec::new();
+        }
+    }
+}
+
 /// Loads the data of a run: the four roles as configured, or the simulation split of the
 /// `split.simulate_from` pool ([`split_by_record`]). Labels are required everywhere except in the
 /// public role. The same file (path, or bytes) under `private:` and `public:` is an error naming
@@ -276,6 +292,7 @@ pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
     match &config.split {
         Some(simulation) => {
             add(&simulation.simulate_from, true)?;
+            drop_unread_headers(&mut data.records, &config.featurizer.config);
             data.splits = split_by_record(&data.records, &simulation.fractions());
         }
         None => {
@@ -284,6 +301,7 @@ pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
             data.splits.public = add(&config.public, false)?;
             data.splits.student_validation = add(&config.validation, true)?;
             data.splits.test = add(&config.test, true)?;
+            drop_unread_headers(&mut data.records, &config.featurizer.config);
         }
     }
     Ok(data)
