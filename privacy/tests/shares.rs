@@ -50,8 +50,8 @@ fn shares_sum_to_the_gnmax_noise_and_no_share_is_clean() {
 
 #[test]
 fn shares_that_do_not_belong_together_are_refused_naming_the_files() {
-    let clean = VoteMatrix::from_rows(&vec![[1u64, 0]; 10]).unwrap();
-    let other = VoteMatrix::from_rows(&vec![[1u64, 0]; 11]).unwrap();
+    let clean = VoteMatrix::from_rows(&[[1u64, 0]; 10]).unwrap();
+    let other = VoteMatrix::from_rows(&[[1u64, 0]; 11]).unwrap();
     let mut rng = NoiseRng::seeded_for_experiments(1);
     let a = noisy_share(&clean, 40.0, 2, &mut rng).unwrap();
     let b = noisy_share(&other, 40.0, 2, &mut rng).unwrap();

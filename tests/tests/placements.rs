@@ -85,8 +85,11 @@ fn request(
     r.into_bytes()
 }
 
+/// Builds the raw request that carries a value in one placement.
+type RequestBuilder = Box<dyn Fn(&str) -> Vec<u8>>;
+
 /// (placement the proxy should name, request builder for a value).
-fn cases() -> Vec<(&'static str, Box<dyn Fn(&str) -> Vec<u8>>)> {
+fn cases() -> Vec<(&'static str, RequestBuilder)> {
     const P: &str = "/tienda1/publico/anadir.jsp";
     let form = "application/x-www-form-urlencoded";
     vec![

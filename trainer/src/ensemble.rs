@@ -1215,7 +1215,7 @@ fn train_batched<R: Rng>(
             let global = Tensor::from_slice(&global).to_device(device);
             for (b, p) in best.iter_mut().zip(trainer.params()) {
                 if improved_local.len() == n_all {
-                    let _ = b.f_copy_(&p)?;
+                    b.f_copy_(&p)?;
                 } else {
                     let _ = b.f_index_copy_(0, &global, &p.index_select(0, &local))?;
                 }

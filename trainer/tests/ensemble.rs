@@ -467,13 +467,12 @@ fn ensemble_scores_match_score_row() {
     dense.values.iter_mut().for_each(|v| *v += 0.01);
     for x in [&sparse, &dense] {
         let scores = model.scores(x).unwrap();
-        for (k, m) in members.iter().enumerate() {
-            for r in 0..x.rows {
+        for (k, (m, member_scores)) in members.iter().zip(&scores).enumerate() {
+            for (r, score) in member_scores.iter().enumerate().take(x.rows) {
                 let expected = m.forward(x.row(r)).unwrap();
                 assert!(
-                    (scores[k][r] - expected).abs() < 1e-5,
-                    "member {k}, row {r}: {} vs forward {expected}",
-                    scores[k][r]
+                    (score - expected).abs() < 1e-5,
+                    "member {k}, row {r}: {score} vs forward {expected}"
                 );
             }
         }

@@ -6,15 +6,15 @@ use trainer::pipeline::{distinct, hash_partition, split_by_record};
 
 fn record(i: usize, copy: usize) -> Record {
     Record {
-        method: if i % 3 == 0 {
+        method: if i.is_multiple_of(3) {
             "POST".into()
         } else {
             "GET".into()
         },
         target: format!("/tienda1/item.jsp?id={i}").into_bytes(),
-        body: (i % 3 == 0).then(|| format!("a={i}").into_bytes()),
+        body: i.is_multiple_of(3).then(|| format!("a={i}").into_bytes()),
         headers: Vec::new(),
-        label: Some(if i % 5 == 0 {
+        label: Some(if i.is_multiple_of(5) {
             Label::Malicious
         } else {
             Label::Benign

@@ -554,7 +554,7 @@ pub fn replay(
                 };
                 *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(verdict);
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if options.progress && (n % progress_every == 0 || n == selected.len()) {
+                if options.progress && (n.is_multiple_of(progress_every) || n == selected.len()) {
                     let secs = started.elapsed().as_secs_f64();
                     eprintln!(
                         "replay: {n}/{} requests, {:.0}/s",

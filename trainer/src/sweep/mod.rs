@@ -542,7 +542,9 @@ pub fn run_sweep_with(
             .unwrap_or(0)
     };
     order.sort_by_key(|u| (u.repeat, experiment_index(u)));
-    let mut groups: Vec<((usize, Option<usize>), Vec<&Unit>)> = Vec::new();
+    // (data set, teacher count) → the units that share that teacher set, in order.
+    type TeacherSetKey = (usize, Option<usize>);
+    let mut groups: Vec<(TeacherSetKey, Vec<&Unit>)> = Vec::new();
     for u in order {
         let key = (u.data, u.kind.teachers());
         match groups.last_mut() {
@@ -572,9 +574,9 @@ pub fn run_sweep_with(
         }
         let ctx = &contexts[&data];
         if let Some(n) = teachers {
-            if !teacher_sets.contains_key(&(data, n)) {
+            if let std::collections::hash_map::Entry::Vacant(e) = teacher_sets.entry((data, n)) {
                 let set = teacher_set(&specs[data], ctx, base, n, config.seed, out, device)?;
-                teacher_sets.insert((data, n), set);
+                e.insert(set);
             }
         }
         let set = teachers.map(|n| &teacher_sets[&(data, n)]);
@@ -1089,7 +1091,7 @@ fn compute(
                 &privacy::ledger::LedgerEntry {
                     time: bundle::rfc3339_utc(std::time::SystemTime::now()),
                     by: format!("sweep cell {} repeat {}", u.cell, u.repeat),
-                    mechanism: mechanism.mechanism.clone(),
+                    mechanism: mechanism.mechanism,
                     queries: votes.queries(),
                     answered: answered_flags.iter().filter(|&&a| a).count(),
                 },
