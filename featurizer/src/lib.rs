@@ -460,7 +460,9 @@ fn percent_decode_from(input: &[u8], plus_from: Option<usize>, out: &mut Vec<u8>
     changed
 }
 
-fn hex_value(b: u8) -> Option<u8> {
+/// The value of one hexadecimal digit (percent-decoding here, `\xHH` escapes in
+/// [`placement`]).
+pub(crate) fn hex_value(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
         b'a'..=b'f' => Some(b - b'a' + 10),

@@ -26,6 +26,7 @@
 //! Bounded everywhere ([`PlacementConfig`]): at most `max_parts` parts, `max_depth` levels of
 //! JSON/XML nesting and `max_bytes` bytes of input (target + header values + body) read; what is
 //! beyond a limit is not read, and [`Split`] says which limit was reached.
+use crate::hex_value;
 use serde::{Deserialize, Serialize};
 
 /// Borrowed header name/value pairs.
@@ -996,15 +997,6 @@ fn js_escapes(input: &[u8], out: &mut Vec<u8>) -> bool {
         i += 1;
     }
     changed
-}
-
-fn hex_value(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Shortest value tried as Base64 (shorter ones are words as often as encodings).
