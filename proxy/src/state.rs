@@ -227,17 +227,9 @@ impl Shared {
                 model.version
             )));
         }
-        let model = Arc::new(model);
-        self.metrics.set_model_info(
-            &model.version,
-            &model.epsilon,
-            &model.delta,
-            &model.mechanism,
-        );
-        let previous = self.model.swap(model.clone()).map(|m| m.version.clone());
+        let (model, previous) = self.activate(model);
         self.shadow.take();
         self.metrics.set_shadow_model_info(None);
-        self.metrics.ready.set(1);
         {
             let mut dirs = self
                 .dirs
@@ -299,6 +291,21 @@ impl Shared {
     }
 
     /// Swaps a loaded model in; `count` is false for the start-up load, which is not a reload.
+    /// Makes `model` the active one (reload and promote alike): its `patewaf_model_info`, one
+    /// atomic swap, ready. Returns it and the version it replaced.
+    fn activate(&self, model: ServingModel) -> (Arc<ServingModel>, Option<String>) {
+        let model = Arc::new(model);
+        self.metrics.set_model_info(
+            &model.version,
+            &model.epsilon,
+            &model.delta,
+            &model.mechanism,
+        );
+        let previous = self.model.swap(model.clone()).map(|m| m.version.clone());
+        self.metrics.ready.set(1);
+        (model, previous)
+    }
+
     fn install(
         &self,
         result: Result<ServingModel, ProxyError>,
@@ -306,18 +313,10 @@ impl Shared {
     ) -> Result<Reloaded, ProxyError> {
         match result {
             Ok(model) => {
-                let model = Arc::new(model);
-                self.metrics.set_model_info(
-                    &model.version,
-                    &model.epsilon,
-                    &model.delta,
-                    &model.mechanism,
-                );
-                let previous = self.model.swap(model.clone()).map(|m| m.version.clone());
+                let (model, previous) = self.activate(model);
                 if count {
                     self.metrics.reloads.with_label_values(&["ok"]).inc();
                 }
-                self.metrics.ready.set(1);
                 tracing::info!(
                     version = %model.version,
                     previous = previous.as_deref().unwrap_or("none"),
