@@ -126,9 +126,11 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             sent += 1;
         }
     }
+    // Copies of the threshold's own request recur in the sample (same text, same score), so
+    // several may sit on it; still, almost every verdict must be compared.
     assert!(
-        at_threshold <= 3,
-        "{at_threshold} requests scored at the threshold"
+        at_threshold * 20 < sent,
+        "{at_threshold} of {sent} requests scored at the threshold"
     );
     assert!(
         skipped * 20 < sent,
