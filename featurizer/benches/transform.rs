@@ -1,7 +1,9 @@
 //! Cost of featurizing one request on the proxy's hot path (`transform_into` with reused
 //! buffers), for real CSIC 2010 requests: a typical GET, a typical POST, and a long, double-encoded
 //! anomalous POST. The featurizer is fitted (top-500) on the in-repo CSIC sample; the same cases
-//! also with the opt-in `value_shapes` and with character 3-5-grams + shapes + sublinear tf.
+//! also with configs/train.yaml's featurizer (character 1-3-grams, parameter-aware tokens, the
+//! rarity table, sublinear tf, l2, top-3000), with the opt-in `value_shapes`, and with character
+//! 3-5-grams + shapes + sublinear tf.
 //!
 //! `cargo bench --release -p featurizer --bench transform`
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -100,7 +102,18 @@ fn bench(c: &mut Criterion) {
         sublinear_tf: true,
         ..Default::default()
     });
+    // configs/train.yaml's featurizer.config (the detector's feature set, issue 16).
+    let train_yaml = fit_with(FeaturizerConfig {
+        top_k: 3000,
+        char_ngrams: Some([1, 3]),
+        sublinear_tf: true,
+        params: true,
+        rarity_min_count: Some(3),
+        norm: featurizer::Norm::L2,
+        ..Default::default()
+    });
     for (group_name, featurizer) in [
+        ("transform_into_train_yaml", &train_yaml),
         ("transform_into_value_shapes", &shapes),
         ("transform_into_char3to5_shapes_top2000", &chars),
     ] {

@@ -1,14 +1,21 @@
 //! In-process scoring time per request: featurize + score (exactly what the proxy does in
 //! `request_filter`, `ServingModel::score`), for each proxy scorer: `onnxruntime` (the default:
 //! ONNX Runtime on the sparse-input graph, `bundle::Scorer::score_sparse`, from the session pool)
-//! and `native` (the opt-in native sparse forward pass, `bundle::SparseMlp`), with a bundle of
-//! production size: a
-//! featurizer fitted (K = 500) on CSIC 2010 requests and a 500→512→128→1 MLP (weights set by a
-//! deterministic generator; timing does not depend on their values). Two requests: a typical
-//! CSIC request (median length of those with a query or body) and a long one (the longest).
+//! and `native` (the opt-in native sparse forward pass, `bundle::SparseMlp`).
+//!
+//! The featurizer is the detector's: the `featurizer.config` of `configs/train.yaml` (character
+//! 1–3-grams, parameter-aware tokens, the rarity table, l2, top_k 3000), fitted like the trainer
+//! fits it (`Featurizer::fit` on a public corpus): every other CSIC 2010 request (the full files
+//! under `shared/datasets` when present, `data/sample` otherwise); the requests timed come from
+//! the other half, so they are live traffic to the featurizer. Two networks (weights from a
+//! deterministic generator; timing does not depend on their values): the student shape of
+//! `configs/train.yaml` (`student.training.hidden`, today `[]`: K→1, logistic regression), and a
+//! K→512→128→1 MLP (the older production-size shape). Two requests: a typical CSIC request
+//! (median length of those with a query or body) and a long one (the longest).
 //!
 //! Run: `cargo bench -p proxy --bench score`. Besides criterion's estimates it prints p50/p99 of
-//! 20 000 timed calls per request.
+//! 20 000 timed calls per case, in 3 rounds interleaved across the scorers (median round, and
+//! the spread over rounds), then the parts (featurize alone, each scorer alone, ORT's floor).
 
 use std::path::Path;
 use std::time::Instant;
@@ -16,7 +23,7 @@ use std::time::Instant;
 use bundle::{write_bundle, BundleContents, Dense, Mlp};
 use criterion::{criterion_group, criterion_main, Criterion};
 use datasets::{Format, Record};
-use featurizer::{Featurizer, FeaturizerConfig, RequestParts};
+use featurizer::{Featurizer, FeaturizerConfig, Scratch, SparseVector};
 use proxy::config::ScorerKind;
 use proxy::model::ServingModel;
 
@@ -45,6 +52,18 @@ fn csic_records() -> Vec<Record> {
     records
 }
 
+/// `featurizer.config` and `student.training.hidden` of configs/train.yaml.
+fn train_yaml() -> (FeaturizerConfig, Vec<usize>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/train.yaml");
+    let text = std::fs::read_to_string(&path).expect("configs/train.yaml");
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("train.yaml is YAML");
+    let config: FeaturizerConfig =
+        serde_yaml::from_value(yaml["featurizer"]["config"].clone()).expect("featurizer.config");
+    let hidden: Vec<usize> =
+        serde_yaml::from_value(yaml["student"]["training"]["hidden"].clone()).unwrap_or_default();
+    (config, hidden)
+}
+
 /// Deterministic weights in [-scale, scale] (a 64-bit LCG, Knuth's MMIX constants).
 fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
     (0..n)
@@ -55,10 +74,6 @@ fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
             ((*state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
         })
         .collect()
-}
-
-fn production_sized_mlp(input: usize) -> Mlp {
-    mlp_with_widths(&[input, 512, 128, 1])
 }
 
 fn mlp_with_widths(widths: &[usize]) -> Mlp {
@@ -74,12 +89,6 @@ fn mlp_with_widths(widths: &[usize]) -> Mlp {
         });
     }
     Mlp { layers }
-}
-
-fn percentiles(model: &ServingModel, req: &RequestParts) -> (f64, f64) {
-    percentiles_of(|| {
-        let _ = std::hint::black_box(model.score(req));
-    })
 }
 
 /// p50 and p99 in µs of 20 000 timed calls.
@@ -98,167 +107,164 @@ fn percentiles_of(mut call: impl FnMut()) -> (f64, f64) {
     )
 }
 
+/// "p50 X / p99 Y µs (rounds: p50 a–b, p99 c–d)": the median round by p50 and the spread.
+fn summarize(mut rounds: Vec<(f64, f64)>) -> String {
+    rounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (p50, p99) = rounds[rounds.len() / 2];
+    let min = |f: fn(&(f64, f64)) -> f64| rounds.iter().map(f).fold(f64::INFINITY, f64::min);
+    let max = |f: fn(&(f64, f64)) -> f64| rounds.iter().map(f).fold(0.0, f64::max);
+    format!(
+        "p50 {p50:.1} µs, p99 {p99:.1} µs (rounds: p50 {:.1}–{:.1}, p99 {:.1}–{:.1})",
+        min(|r| r.0),
+        max(|r| r.0),
+        min(|r| r.1),
+        max(|r| r.1)
+    )
+}
+
 fn bench(c: &mut Criterion) {
     bundle::init_onnxruntime(None).expect("ONNX Runtime (ORT_DYLIB_PATH)");
     let records = csic_records();
-    let featurizer = Featurizer::fit(
-        FeaturizerConfig::default(),
-        records.iter().map(Record::parts),
-    )
-    .expect("fit");
-    let mlp = production_sized_mlp(featurizer.dim());
+    let (config, hidden) = train_yaml();
+    // The trainer fits on its public split; here every other request (the timed requests come
+    // from the rest).
+    let featurizer =
+        Featurizer::fit(config.clone(), records.iter().step_by(2).map(Record::parts)).expect("fit");
+    let live: Vec<&Record> = records.iter().skip(1).step_by(2).collect();
+    let k = featurizer.dim();
+    let shape_name = |widths: &[usize]| {
+        widths
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let student: Vec<usize> = std::iter::once(k)
+        .chain(hidden.iter().copied())
+        .chain([1])
+        .collect();
+    let shapes = [student, vec![k, 512, 128, 1]];
     let dir = tempfile::tempdir().expect("temp dir");
-    let bundle_dir = dir.path().join("bundle");
-    write_bundle(
-        &bundle_dir,
-        &BundleContents {
-            mlp: &mlp,
-            featurizer: &featurizer,
-            threshold: 0.5,
-            privacy: None,
-            metrics: serde_json::Value::Null,
-            model_version: Some("bench".into()),
-        },
-    )
-    .expect("write bundle");
-    let models = [ScorerKind::Onnxruntime, ScorerKind::Native].map(|kind| {
-        let model =
-            ServingModel::load_with_scorer(&bundle_dir, None, 1, kind).expect("load bundle");
-        assert_eq!(model.scorer(), kind);
-        model
-    });
-
-    // configs/quick.yaml's student shape through the proxy path too (percentiles only).
-    let quick_bundle_dir = dir.path().join("bundle-quick");
-    write_bundle(
-        &quick_bundle_dir,
-        &BundleContents {
-            mlp: &mlp_with_widths(&[featurizer.dim(), 64, 16, 1]),
-            featurizer: &featurizer,
-            threshold: 0.5,
-            privacy: None,
-            metrics: serde_json::Value::Null,
-            model_version: Some("bench-quick".into()),
-        },
-    )
-    .expect("write bundle");
-    let quick_models = [ScorerKind::Onnxruntime, ScorerKind::Native].map(|kind| {
-        ServingModel::load_with_scorer(&quick_bundle_dir, None, 1, kind).expect("load bundle")
-    });
-
-    let mut with_args: Vec<&Record> = records
+    // models[shape][scorer]
+    let models: Vec<(String, Mlp, [ServingModel; 2])> = shapes
         .iter()
+        .enumerate()
+        .map(|(s, widths)| {
+            let mlp = mlp_with_widths(widths);
+            let bundle_dir = dir.path().join(format!("bundle-{s}"));
+            write_bundle(
+                &bundle_dir,
+                &BundleContents {
+                    mlp: &mlp,
+                    featurizer: &featurizer,
+                    threshold: 0.5,
+                    privacy: None,
+                    metrics: serde_json::Value::Null,
+                    model_version: Some("bench".into()),
+                },
+            )
+            .expect("write bundle");
+            let models = [ScorerKind::Onnxruntime, ScorerKind::Native].map(|kind| {
+                let model = ServingModel::load_with_scorer(&bundle_dir, None, 1, kind)
+                    .expect("load bundle");
+                assert_eq!(model.scorer(), kind);
+                model
+            });
+            (shape_name(widths), mlp, models)
+        })
+        .collect();
+
+    let mut with_args: Vec<&Record> = live
+        .iter()
+        .copied()
         .filter(|r| r.target.contains(&b'?') || r.body.is_some())
         .collect();
     with_args.sort_by_key(|r| r.target.len() + r.body.as_ref().map_or(0, Vec::len));
     let typical = with_args[with_args.len() / 2];
     let long = with_args[with_args.len() - 1];
-    let mut summary = Vec::new();
+    let mut summary = vec![format!(
+        "featurizer: configs/train.yaml's ({config:?}), K = {k}, fitted on {} CSIC requests",
+        records.len().div_ceil(2)
+    )];
     for (name, record) in [("typical", typical), ("long", long)] {
         let req = record.parts();
         let bytes = req.target.len() + req.body.map_or(0, <[u8]>::len);
-        for model in &models {
-            let scorer = model.scorer().as_str();
-            c.bench_function(
-                &format!(
-                    "featurize+score scorer={scorer} {name} CSIC request ({bytes} bytes, 500-512-128-1)"
-                ),
-                |b| b.iter(|| model.score(std::hint::black_box(&req))),
-            );
-        }
-        // Percentiles of both scorers interleaved in rounds, so that load changes on the shared
-        // machine hit both alike.
-        let mut rounds: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
-        for _ in 0..3 {
-            for (model, out) in models.iter().zip(rounds.iter_mut()) {
-                out.push(percentiles(model, &req));
+        let nnz = featurizer.transform(&req).indices.len();
+        for (shape, _, pair) in &models {
+            for model in pair {
+                let scorer = model.scorer().as_str();
+                c.bench_function(
+                    &format!(
+                        "featurize+score scorer={scorer} {name} CSIC request ({bytes} bytes), {shape}"
+                    ),
+                    |b| b.iter(|| model.score(std::hint::black_box(&req))),
+                );
+            }
+            // Percentiles of both scorers interleaved in rounds, so that load changes on the
+            // shared machine hit both alike.
+            let mut rounds: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+            for _ in 0..3 {
+                for (model, out) in pair.iter().zip(rounds.iter_mut()) {
+                    out.push(percentiles_of(|| {
+                        let _ = std::hint::black_box(model.score(std::hint::black_box(&req)));
+                    }));
+                }
+            }
+            for (model, out) in pair.iter().zip(rounds) {
+                summary.push(format!(
+                    "scorer={} {name} ({} {bytes} bytes, {nnz} non-zeros), {shape}: {}",
+                    model.scorer().as_str(),
+                    req.method,
+                    summarize(out)
+                ));
             }
         }
-        for model in &quick_models {
-            let (p50, p99) = percentiles(model, &req);
-            summary.push(format!(
-                "scorer={} {name} ({} {bytes} bytes), 500-64-16-1 network: p50 {p50:.1} µs, p99 {p99:.1} µs",
-                model.scorer().as_str(),
-                req.method,
-            ));
-        }
-        for (model, out) in models.iter().zip(rounds.iter_mut()) {
-            out.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let (p50, p99) = out[out.len() / 2];
-            let p50s: Vec<String> = out.iter().map(|r| format!("{:.1}", r.0)).collect();
-            summary.push(format!(
-                "scorer={} {name} ({} {bytes} bytes): p50 {p50:.1} µs, p99 {p99:.1} µs \
-                 (median round of 3; round p50s {})",
-                model.scorer().as_str(),
-                req.method,
-                p50s.join("/")
-            ));
-        }
     }
-    // Where the time goes (same process, same requests, p50/p99 of 20 000 calls): featurize
-    // alone; the native sparse forward pass alone (`scorer: native`); ONNX Runtime on the
-    // sparse-input graph (`scorer: onnxruntime`, the default) and on the bundle's dense graph
-    // (the proxy's first path); ORT's per-call floor, a 500→1 network.
-    let native = bundle::SparseMlp::new(&mlp).expect("native");
-    // configs/quick.yaml's student shape, for comparison.
-    let native_small =
-        bundle::SparseMlp::new(&mlp_with_widths(&[featurizer.dim(), 64, 16, 1])).expect("native");
-    let encoded = bundle::encode_onnx(&mlp).expect("encode");
-    let mut scorer = bundle::Scorer::from_onnx(&encoded, featurizer.dim()).expect("scorer");
-    let tiny = bundle::encode_onnx(&mlp_with_widths(&[featurizer.dim(), 1])).expect("encode");
-    let mut tiny_scorer = bundle::Scorer::from_onnx(&tiny, featurizer.dim()).expect("scorer");
+    // Where the time goes (same process, same requests): featurize alone (`transform_into`
+    // with reused buffers, and `transform`, what `ServingModel::score` calls); each scorer
+    // alone; ORT's per-call floor (a K→1 network is the train.yaml student itself).
     for (name, record) in [("typical", typical), ("long", long)] {
         let req = record.parts();
         let features = featurizer.transform(&req);
-        let dense = featurizer.transform_dense(&req);
-        let nnz = features.indices.len();
         let mut line = |what: &str, (p50, p99): (f64, f64)| {
             summary.push(format!("{name}, {what}: p50 {p50:.1} µs, p99 {p99:.1} µs"))
         };
+        let mut scratch = Scratch::default();
+        let mut out = SparseVector::default();
         line(
-            "featurize only",
+            "featurize only (transform_into, reused buffers)",
+            percentiles_of(|| {
+                featurizer.transform_into(std::hint::black_box(&req), &mut scratch, &mut out);
+                std::hint::black_box(&out);
+            }),
+        );
+        line(
+            "featurize only (transform)",
             percentiles_of(|| {
                 std::hint::black_box(featurizer.transform(std::hint::black_box(&req)));
             }),
         );
-        line(
-            &format!("native SparseMlp only ({nnz} non-zeros)"),
-            percentiles_of(|| {
-                std::hint::black_box(native.score(&features.indices, &features.values).ok());
-            }),
-        );
-        line(
-            "native SparseMlp only, 500-64-16-1 network",
-            percentiles_of(|| {
-                std::hint::black_box(native_small.score(&features.indices, &features.values).ok());
-            }),
-        );
-        line(
-            "ORT sparse graph only",
-            percentiles_of(|| {
-                std::hint::black_box(
-                    scorer
-                        .score_sparse(&features.indices, &features.values)
-                        .ok(),
-                );
-            }),
-        );
-        line(
-            "ORT dense graph only",
-            percentiles_of(|| {
-                std::hint::black_box(scorer.score(&dense).ok());
-            }),
-        );
-        line(
-            "ORT 500-1 sparse graph (per-call floor)",
-            percentiles_of(|| {
-                std::hint::black_box(
-                    tiny_scorer
-                        .score_sparse(&features.indices, &features.values)
-                        .ok(),
-                );
-            }),
-        );
+        for (shape, mlp, _) in &models {
+            let native = bundle::SparseMlp::new(mlp).expect("native");
+            let encoded = bundle::encode_onnx(mlp).expect("encode");
+            let mut scorer = bundle::Scorer::from_onnx(&encoded, k).expect("scorer");
+            line(
+                &format!("native SparseMlp only, {shape}"),
+                percentiles_of(|| {
+                    std::hint::black_box(native.score(&features.indices, &features.values).ok());
+                }),
+            );
+            line(
+                &format!("ORT sparse graph only, {shape}"),
+                percentiles_of(|| {
+                    std::hint::black_box(
+                        scorer
+                            .score_sparse(&features.indices, &features.values)
+                            .ok(),
+                    );
+                }),
+            );
+        }
     }
     for line in summary {
         println!("featurize+score {line}");
