@@ -10,6 +10,7 @@ use std::path::PathBuf;
 mod manifest;
 pub mod onnx;
 pub mod proto;
+pub mod request;
 pub mod runtime;
 pub mod sparse;
 
@@ -19,6 +20,7 @@ pub use manifest::{
     MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
+pub use request::{score_request, RequestScore};
 pub use runtime::{init_onnxruntime, Scorer};
 pub use sparse::SparseMlp;
 

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use bundle::{is_block, Bundle, Scorer, SparseMlp};
+use bundle::{is_block, score_request, Bundle, Scorer, SparseMlp};
 use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
 
 use crate::audit::TokenWeight;
@@ -289,39 +289,18 @@ impl ServingModel {
         }
     }
 
-    /// Featurizes and scores one request. With the featurizer's `placements`, every window of
-    /// the request is scored and the highest score is the request's (no tail bypass).
+    /// Featurizes and scores one request through [`bundle::score_request`], the function
+    /// `pate-trainer score` calls too: with the featurizer's `placements`, every window of the
+    /// request is scored and the highest score is the request's (no tail bypass).
     pub fn score(&self, req: &RequestParts) -> Result<Scored, ProxyError> {
         let started = Instant::now();
-        if self.featurizer.config().placements.is_none() {
-            let features = self.featurizer.transform(req);
-            let score = self.score_vector(&features)?;
-            return Ok(Scored {
-                score,
-                malicious: is_block(score, self.threshold),
-                seconds: started.elapsed().as_secs_f64(),
-                truncated: features.truncated,
-                features,
-            });
-        }
-        let mut windows = Vec::new();
-        self.featurizer.transform_windows(req, &mut windows);
-        // The last window is flagged exactly when a bound of `placements` cut the input.
-        let truncated = windows.last().is_some_and(|w| w.truncated);
-        let mut best: Option<(f32, SparseVector)> = None;
-        for window in windows {
-            let score = self.score_vector(&window)?;
-            if best.as_ref().is_none_or(|(b, _)| score > *b) {
-                best = Some((score, window));
-            }
-        }
-        let (score, features) = best.unwrap_or_default();
+        let scored = score_request(&self.featurizer, req, |v| self.score_vector(v))?;
         Ok(Scored {
-            score,
-            malicious: is_block(score, self.threshold),
+            score: scored.score,
+            malicious: is_block(scored.score, self.threshold),
             seconds: started.elapsed().as_secs_f64(),
-            truncated,
-            features,
+            truncated: scored.truncated,
+            features: scored.features,
         })
     }
 

@@ -307,3 +307,126 @@ fn padding_and_encodings_do_not_hide_an_attack() {
     let r = raw_request(proxy.listen, &benign).unwrap();
     assert_ne!(r.status, 403, "padded benign form");
 }
+
+/// `pate-trainer score --target` with the headers, body and method of a request as the proxy
+/// sees them; returns (score, verdict).
+fn trainer_score(
+    bundle: &std::path::Path,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (f32, String) {
+    let trainer = e2e::release_binary("pate-trainer", "PATE_TRAINER_BIN");
+    let mut cmd = std::process::Command::new(&trainer);
+    cmd.args(["score", "--bundle"])
+        .arg(bundle)
+        .args(["--method", method, "--target", target, "--body", body]);
+    for (n, v) in headers {
+        cmd.arg("--header").arg(format!("{n}: {v}"));
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "pate-trainer score failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["score"].as_f64().unwrap() as f32,
+        v["verdict"].as_str().unwrap().to_string(),
+    )
+}
+
+/// Padding that no copy-collapsing undoes: every word distinct and benign-looking (products and
+/// quantities), `bytes` of it; `+` between words for a form value, spaces for a text body.
+fn distinct_padding(sep: char, bytes: usize) -> String {
+    const WORDS: [&str; 8] = [
+        "queso", "jamon", "vino", "aceite", "pan", "miel", "cafe", "arroz",
+    ];
+    let mut out = String::new();
+    let mut i = 0usize;
+    while out.len() < bytes {
+        out.push_str(&format!(
+            "{}{i}{sep}unidad{}{sep}",
+            WORDS[i % WORDS.len()],
+            i * 7 + 3
+        ));
+        i += 1;
+    }
+    out
+}
+
+/// `pate-trainer score` scores a request the way the proxy does (every window, the highest score
+/// kept, through the one function `bundle::score_request`): an attack after more than
+/// `max_input_bytes` of distinct benign padding is an attack for both, with the same score, and
+/// the same padding with a benign tail passes both.
+#[test]
+fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
+    let (proxy, _apache, audit, tmp) = start();
+    let bundle = tmp.path().join("bundle");
+    let max_input = bundle::Bundle::load(&bundle)
+        .unwrap()
+        .featurizer
+        .config()
+        .max_input_bytes;
+    const P: &str = "/tienda1/publico/anadir.jsp";
+    let form = "application/x-www-form-urlencoded";
+    // A form with a long comment field of distinct words before the attack's field, and a text
+    // body of distinct words with the attack at its end: more than a window of padding either way.
+    let cases = [
+        (
+            form,
+            format!(
+                "id=2&comentario={}&",
+                distinct_padding('+', max_input + 1024)
+            ),
+            true,
+        ),
+        ("text/plain", distinct_padding(' ', max_input + 1024), false),
+    ];
+    let mut blocked = 0usize;
+    for (content_type, padding, is_form) in cases {
+        assert!(padding.len() > max_input);
+        for (tail, attack) in [(SQLI, true), (BENIGN, false)] {
+            let body = if is_form {
+                format!("{padding}nombre={}", enc(tail))
+            } else {
+                format!("{padding}{tail}")
+            };
+            let what = format!("{content_type} padded, attack {attack}");
+            let sum_before = proxy.metric("patewaf_score_sum");
+            let r = raw_request(
+                proxy.listen,
+                &request("POST", P, &[], Some((content_type, body.clone()))),
+            )
+            .unwrap();
+            let proxy_score = proxy.metric("patewaf_score_sum") - sum_before;
+            // The headers the proxy passes to the featurizer (framing headers are not read).
+            let headers = [
+                ("Host", "localhost:8080"),
+                ("Connection", "close"),
+                ("Content-Type", content_type),
+                ("Content-Length", &body.len().to_string()),
+            ];
+            let (score, verdict) = trainer_score(&bundle, "POST", P, &headers, &body);
+            assert_eq!(verdict == "block", attack, "{what}: trainer {score}");
+            assert_eq!(r.status == 403, attack, "{what}: proxy {}", r.status);
+            assert!(
+                (proxy_score - f64::from(score)).abs() <= 1e-6,
+                "{what}: proxy {proxy_score} vs trainer {score}"
+            );
+            if attack {
+                blocked += 1;
+                // The audit line holds the proxy's f32 score: the same number.
+                assert!(e2e::eventually(std::time::Duration::from_secs(5), || {
+                    json_lines(&audit).len() >= blocked
+                }));
+                let lines = json_lines(&audit);
+                let last = lines.last().unwrap();
+                assert_eq!(last["score"].as_f64().unwrap() as f32, score, "{what}");
+            }
+        }
+    }
+    assert_eq!(blocked, 2);
+}

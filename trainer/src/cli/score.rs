@@ -1,16 +1,16 @@
 //! `pate-trainer score`: scores requests with an exported bundle through ONNX Runtime, exactly as
-//! `pate-proxy` does (same featurizer artifact, same model, same threshold rule
-//! [`bundle::is_block`]).
+//! `pate-proxy` does: the same function ([`bundle::score_request`]: with the featurizer's
+//! `placements`, every window of the request scored and the highest score kept), the same
+//! sparse-input graph as the proxy's default `scorer: onnxruntime`
+//! ([`bundle::Scorer::score_request`]), the same threshold rule ([`bundle::is_block`]) — so the
+//! same score and verdict for every request.
 use std::io::Write;
 use std::path::PathBuf;
 
 use bundle::{Bundle, Scorer};
-use featurizer::RequestParts;
+use featurizer::{Headers, RequestParts};
 
 use crate::error::{Error, Result};
-
-/// Requests scored per ONNX Runtime run with `--input`.
-const BATCH_ROWS: usize = 256;
 
 /// Arguments of `pate-trainer score`.
 #[derive(Debug, clap::Args)]
@@ -25,9 +25,18 @@ pub struct Args {
     /// Method of the `--target` request.
     #[arg(long, default_value = "GET", requires = "target")]
     pub method: String,
-    /// Form body of the `--target` request.
-    #[arg(long, requires = "target")]
+    /// Body of the `--target` request (read as a form body unless the featurizer reads
+    /// placements, which read it by its `Content-Type` header).
+    #[arg(long, requires = "target", conflicts_with = "body_file")]
     pub body: Option<String>,
+    /// Body of the `--target` request, the bytes of FILE (e.g. a multipart body with CRLFs).
+    #[arg(long, value_name = "FILE", requires = "target")]
+    pub body_file: Option<PathBuf>,
+    /// A header of the `--target` request, `Name: value` (repeatable, in request order). Read
+    /// only by a featurizer with placements; give the headers the proxy would see (e.g.
+    /// `Host`, `Content-Type`, `User-Agent`) to get its score.
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "target")]
+    pub headers: Vec<String>,
     /// A dataset file; prints one JSON line per request
     /// `{"index", "line", "label", "score", "verdict"}`.
     #[arg(long, value_name = "FILE", requires = "format")]
@@ -90,13 +99,26 @@ pub fn run(args: Args) -> Result<()> {
     let mut scorer = Scorer::new(&bundle)?;
 
     if let Some(target) = &args.target {
+        let body = match (&args.body, &args.body_file) {
+            (Some(b), _) => Some(b.as_bytes().to_vec()),
+            (None, Some(path)) => Some(std::fs::read(path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?),
+            (None, None) => None,
+        };
+        let headers = args
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>>>()?;
         let parts = RequestParts {
             method: &args.method,
             target: target.as_bytes(),
-            body: args.body.as_deref().map(str::as_bytes),
-            headers: Default::default(),
+            body: body.as_deref(),
+            headers: Headers::Owned(&headers),
         };
-        let score = scorer.score(&bundle.featurizer.transform_dense(&parts))?;
+        let score = scorer.score_request(&bundle.featurizer, &parts)?.score;
         let out = OneScore {
             score,
             threshold,
@@ -122,31 +144,25 @@ pub fn run(args: Args) -> Result<()> {
     let records = datasets::load_with(format, input, &options)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let dim = bundle.featurizer.dim();
-    let mut flat = Vec::with_capacity(BATCH_ROWS * dim);
-    for (chunk_index, chunk) in records.chunks(BATCH_ROWS).enumerate() {
-        flat.clear();
-        for record in chunk {
-            flat.extend(bundle.featurizer.transform_dense(&record.parts()));
-        }
-        let scores = scorer.score_flat(&flat)?;
-        for (offset, (record, score)) in chunk.iter().zip(scores).enumerate() {
-            let line = RecordScore {
-                index: chunk_index * BATCH_ROWS + offset,
-                line: record.line,
-                label: record.label,
-                score,
-                verdict: verdict(score, threshold),
+    for (index, record) in records.iter().enumerate() {
+        let score = scorer
+            .score_request(&bundle.featurizer, &record.parts())?
+            .score;
+        let line = RecordScore {
+            index,
+            line: record.line,
+            label: record.label,
+            score,
+            verdict: verdict(score, threshold),
+        };
+        let line = serde_json::to_string(&line).map_err(|e| Error::Invalid(e.to_string()))?;
+        if let Err(e) = writeln!(out, "{line}") {
+            // A closed pipe (`| head`) ends the listing quietly.
+            return if e.kind() == std::io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                Err(stdout_error(e))
             };
-            let line = serde_json::to_string(&line).map_err(|e| Error::Invalid(e.to_string()))?;
-            if let Err(e) = writeln!(out, "{line}") {
-                // A closed pipe (`| head`) ends the listing quietly.
-                return if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    Ok(())
-                } else {
-                    Err(stdout_error(e))
-                };
-            }
         }
     }
     match out.flush() {
@@ -159,5 +175,47 @@ fn stdout_error(source: std::io::Error) -> Error {
     Error::Io {
         path: PathBuf::from("<stdout>"),
         source,
+    }
+}
+
+/// `Name: value` of `--header` as the proxy passes a header to the featurizer: the name
+/// lowercased (HTTP names are case-insensitive; the proxy's parser lowercases them), the value
+/// with surrounding whitespace trimmed.
+fn parse_header(header: &str) -> Result<(String, Vec<u8>)> {
+    match header.split_once(':') {
+        Some((name, value))
+            if !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b)) =>
+        {
+            Ok((
+                name.to_ascii_lowercase(),
+                value.trim_matches([' ', '\t']).as_bytes().to_vec(),
+            ))
+        }
+        _ => Err(Error::Config(format!(
+            "--header {header:?} is not `Name: value` with a valid header name"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_header;
+
+    #[test]
+    fn headers_parse_like_the_proxy_sees_them() {
+        assert_eq!(
+            parse_header("User-Agent:  sqlmap/1.0 ").unwrap(),
+            ("user-agent".to_string(), b"sqlmap/1.0".to_vec())
+        );
+        assert_eq!(
+            parse_header("X-A:").unwrap(),
+            ("x-a".to_string(), Vec::new())
+        );
+        for bad in ["no colon", ": v", "bad name: v", "a/b: v"] {
+            assert!(parse_header(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -1,0 +1,88 @@
+//! Scoring one whole request: the one function that `pate-proxy` and `pate-trainer score` both
+//! call, so that a request gets the same score (and verdict) from either.
+//!
+//! Without the featurizer's `placements` a request is one vector ([`Featurizer::transform`]:
+//! the seeds' view, the first `max_input_bytes` of target and form body). With `placements`
+//! every window of the request is scored ([`Featurizer::transform_windows`]: windows of
+//! `max_input_bytes` of decoded text covering everything read, up to the placement bound) and
+//! the highest score is the request's: an attack after any amount of padding is in some window.
+use featurizer::{Featurizer, RequestParts, SparseVector};
+
+use crate::{BundleError, Scorer};
+
+/// What scoring a whole request gave.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestScore {
+    /// The request's score: the highest of its windows' scores.
+    pub score: f32,
+    /// The feature vector that scored highest (the first of equal scores).
+    pub features: SparseVector,
+    /// The featurizer could not read all of the request: a `placements` bound cut it, or (without
+    /// `placements`) the input was longer than `max_input_bytes`.
+    pub truncated: bool,
+    /// Number of vectors scored (1 without `placements`).
+    pub windows: usize,
+}
+
+/// Scores `req` with `featurizer` and `score` (the network on one sparse vector): one vector
+/// without `placements`, else the maximum over every window (see the module documentation).
+/// An error of `score` is returned as is.
+pub fn score_request<E>(
+    featurizer: &Featurizer,
+    req: &RequestParts,
+    mut score: impl FnMut(&SparseVector) -> Result<f32, E>,
+) -> Result<RequestScore, E> {
+    if featurizer.config().placements.is_none() {
+        // The proxy's hot path: `transform` reuses a per-thread scratch.
+        let features = featurizer.transform(req);
+        let s = score(&features)?;
+        return Ok(RequestScore {
+            score: s,
+            truncated: features.truncated,
+            features,
+            windows: 1,
+        });
+    }
+    let mut windows = Vec::new();
+    featurizer.transform_windows(req, &mut windows);
+    // The last window is flagged exactly when a bound of `placements` cut the input.
+    let truncated = windows.last().is_some_and(|w| w.truncated);
+    let count = windows.len();
+    let mut best: Option<(f32, SparseVector)> = None;
+    for window in windows {
+        let s = score(&window)?;
+        // `>` keeps the first of equal scores; a NaN never replaces a number (the caller's
+        // `score` is expected to refuse NaN).
+        if best.as_ref().is_none_or(|(b, _)| s > *b) {
+            best = Some((s, window));
+        }
+    }
+    let (score, features) = best.unwrap_or_default();
+    Ok(RequestScore {
+        score,
+        features,
+        truncated,
+        windows: count,
+    })
+}
+
+impl Scorer {
+    /// [`score_request`] through this ONNX Runtime session's sparse-input graph
+    /// ([`Scorer::score_sparse`]), as `pate-proxy` scores with `scorer: onnxruntime` (its
+    /// default): the same featurizer, the same windows, the same graph and inputs, so the same
+    /// score. A score that is not a finite number is an error, as in the proxy.
+    pub fn score_request(
+        &mut self,
+        featurizer: &Featurizer,
+        req: &RequestParts,
+    ) -> Result<RequestScore, BundleError> {
+        score_request(featurizer, req, |v| {
+            let s = self.score_sparse(&v.indices, &v.values)?;
+            if s.is_finite() {
+                Ok(s)
+            } else {
+                Err(BundleError::Ort(format!("the model returned {s}")))
+            }
+        })
+    }
+}
