@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Replays held-out public payloads in every placement through a running pate-proxy (block mode).
+"""Replays held-out public payloads in every placement through a running WAF (pate-proxy in block
+mode, or Apache + ModSecurity CRS: bench/placements/run.sh runs both).
 
     bench/placements/replay.py --proxy 127.0.0.1:PORT [--per-class N] [--seed S] [--out FILE]
+                               [--detector TEXT]
 
 Held-out data: HttpParamsDataset's payload_test.csv (never used for training: the
 `student.public_examples` of configs/whole-request.yaml read payload_train.csv and Fwaf's bad
@@ -9,9 +11,10 @@ queries only). `anom` rows are attacks (sqli, xss, path-traversal, cmdi), `norm`
 parameter values. Each value is put into each placement the way a client sends it (the same
 shapes as tests/tests/placements.rs) and sent as raw HTTP/1.1; blocked = HTTP 403. The upstream
 may be down (allowed requests then get 502): only the proxy's verdict is measured.
-Prints one markdown table: per placement, attacks blocked and benign blocked.
+Prints one markdown table: per placement, attacks blocked and benign blocked. `--out` writes the
+counts and every status code seen (per placement and class) as JSON.
 """
-import argparse, csv, json, random, socket, sys, urllib.parse
+import argparse, csv, json, os, random, socket, sys, time, urllib.parse
 
 P = "/tienda1/publico/anadir.jsp"
 
@@ -85,6 +88,10 @@ def main():
     ap.add_argument("--per-class", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out")
+    ap.add_argument("--detector", default="", help="what was replayed through (written to --out)")
+    ap.add_argument("--audit", help="pate-proxy's audit log: read each request's score from it (run "
+                    "the proxy in detect mode with threshold: 0.0 so that every scored request is "
+                    "audited); --out then holds every score (bench/placements/calibrate.sh)")
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.data, newline="", encoding="utf-8")))
     rng = random.Random(a.seed)
@@ -93,11 +100,43 @@ def main():
     attacks = rng.sample(attacks, min(a.per_class, len(attacks)))
     benign = rng.sample(benign, min(a.per_class, len(benign)))
     results = {}
+    statuses = {}
+    scores = {}
+    audit = {"file": None, "partial": ""}
+
+    def send(build, v):
+        code = status(a.proxy, build(v))
+        if not a.audit:
+            return code, None
+        # The request's audit line (requests are sent one at a time); a refused request has none.
+        for _ in range(100):
+            if audit["file"] is None and os.path.exists(a.audit):
+                audit["file"] = open(a.audit, encoding="utf-8")
+            if audit["file"] is not None:
+                audit["partial"] += audit["file"].read()
+                if "\n" in audit["partial"]:
+                    line, audit["partial"] = audit["partial"].split("\n", 1)
+                    return code, json.loads(line).get("score")
+            time.sleep(0.01)
+        return code, None
+        # The request's audit line (requests are sent one at a time); a refused request has none.
+        for _ in range(100):
+            lines = open(a.audit, encoding="utf-8").read().splitlines() if os.path.exists(a.audit) else []
+            if len(lines) > audit_seen[0]:
+                audit_seen[0] = len(lines)
+                return code, json.loads(lines[-1]).get("score")
+            time.sleep(0.01)
+        return code, None
+
     total = {"attack": [0, 0], "benign": [0, 0]}
     for name, build in CASES.items():
         res = {}
         for cls, values in (("attack", attacks), ("benign", benign)):
-            blocked = sum(1 for v in values if status(a.proxy, build(v)) == 403)
+            sent = [send(build, v) for v in values]
+            codes = [c for c, _ in sent]
+            scores.setdefault(name, {})[cls] = [sc for _, sc in sent]
+            blocked = sum(1 for c in codes if c == 403)
+            statuses.setdefault(name, {})[cls] = {str(c): codes.count(c) for c in sorted(set(codes))}
             res[cls] = (blocked, len(values))
             total[cls][0] += blocked
             total[cls][1] += len(values)
@@ -111,7 +150,14 @@ def main():
     text = "\n".join(lines)
     print(text)
     if a.out:
-        json.dump({"per_class": a.per_class, "seed": a.seed, "results": results}, open(a.out, "w"), indent=1)
+        out = {"detector": a.detector, "data": a.data, "per_class": a.per_class, "seed": a.seed,
+               "results": results, "status_counts": statuses}
+        if a.audit:
+            out["scores"] = scores
+        with open(a.out + ".tmp", "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+        os.replace(a.out + ".tmp", a.out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The generic evaluation of issue 17: the held-out public set (HttpParamsDataset's payload_test.csv,
+# never trained or tuned on) put into 13 placements by bench/placements/replay.py and replayed
+# through Apache + ModSecurity 2 + OWASP CRS at each paranoia level, and through pate-proxy in
+# block mode with a bundle; one table of attacks / benign blocked per placement and detector.
+#
+#   bench/placements/run.sh [--levels "1 2"] [--proxy-bundle RUN/bundle] [--per-class N]
+#                           [--seed S] [--out DIR] [--keep] [--proxy-threshold T] [--calibrate]
+#
+#   --levels        CRS paranoia levels to run (default "1 2"; "" runs no CRS level), inbound
+#                   anomaly threshold 5 (bench/crs/crs-conf.sh)
+#   --proxy-bundle  also start a plain Apache + pate-proxy (mode: block) with this bundle
+#                   (needs target/release/pate-proxy)
+#   --per-class N   attack and benign values sampled from the held-out file (default 200)
+#   --seed S        sampling seed (default 1; the same values for every detector)
+#   --proxy-name N  the proxy row's name (default pate-proxy; DIR/N.json)
+#   --proxy-threshold T  the proxy's `threshold:` override (default: the bundle's); the row is
+#                   named N-tT
+#   --data FILE     the values replayed (HttpParamsDataset CSV; default payload_test.csv, with
+#                   --calibrate payload_train.csv)
+#   --calibrate     instead of the held-out evaluation: the VALIDATION split (payload_train.csv's
+#                   values, whose benign ones no training reads), through the proxy in detect mode
+#                   with threshold 0.0 (every score audited); writes DIR/calibrate-<version>.json
+#                   with every score and prints the lowest threshold that blocks at most 5 % of
+#                   benign values in every placement (bench/placements/calibrate.py)
+#
+# Output (default results/placements/): <detector>.json (replay.py's counts and status codes per
+# placement and class) and table.md (bench/placements/table.py over every <detector>.json there).
+# Every detector gets the same request bytes (Host and Connection headers, no Accept-Charset, so
+# CRS rule 920450 does not fire on it as it does on CSIC's); blocked = HTTP 403.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+LEVELS="1 2"; PROXY_BUNDLE=""; PER_CLASS=200; SEED=1; OUT=results/placements; KEEP=0
+PROXY_THRESHOLD=""; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --levels) LEVELS=$2; shift 2;;
+    --proxy-bundle) PROXY_BUNDLE=$2; shift 2;;
+    --per-class) PER_CLASS=$2; shift 2;;
+    --seed) SEED=$2; shift 2;;
+    --out) OUT=$2; shift 2;;
+    --keep) KEEP=1; shift;;
+    --proxy-threshold) PROXY_THRESHOLD=$2; shift 2;;
+    --proxy-name) PROXY_NAME=$2; shift 2;;
+    --calibrate) CALIBRATE=1; LEVELS=""; shift;;
+    --data) DATA=$2; shift 2;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0;;
+    *) echo "$0: unknown argument '$1' (see --help)" >&2; exit 2;;
+  esac
+done
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/placements-bench.XXXXXX)
+chmod 755 "$WORK"
+APACHE_CONF=""; PROXY_PID=""
+stop_apache() {
+  if [ -n "$APACHE_CONF" ]; then
+    local pidfile; pidfile=$(dirname "$APACHE_CONF")/logs/httpd.pid
+    apache2 -f "$APACHE_CONF" -k stop 2>/dev/null || true
+    for _ in $(seq 1 50); do [ -f "$pidfile" ] || break; sleep 0.1; done
+    APACHE_CONF=""
+  fi
+}
+cleanup() {
+  if [ -n "$PROXY_PID" ]; then kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; fi
+  stop_apache
+  if [ "$KEEP" = 1 ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() {
+  for _ in $(seq 1 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "$0: nothing answers at $1" >&2; return 1
+}
+replay() { # NAME ADDR DETECTOR
+  echo "== $1: replaying to $2" >&2
+  python3 bench/placements/replay.py --proxy "$2" --per-class "$PER_CLASS" --seed "$SEED" \
+    --data "${DATA:-../shared/datasets/httpparams/payload_test.csv}" --detector "$3" --out "$OUT/$1.json"
+}
+
+for PL in $LEVELS; do
+  PORT=$(free_port)
+  APACHE_CONF=$(bench/crs/crs-conf.sh "$WORK/crs-pl$PL" "$PORT" "$PL" 5)
+  apache2 -f "$APACHE_CONF" -k start
+  wait_http "http://127.0.0.1:$PORT/"
+  replay "crs-pl$PL" "127.0.0.1:$PORT" "ModSecurity 2.9 + CRS 3.3 (PL$PL, anomaly threshold 5)"
+  stop_apache
+done
+
+if [ -n "$PROXY_BUNDLE" ]; then
+  PROXY=$ROOT/target/release/pate-proxy
+  [ -x "$PROXY" ] || { echo "$0: $PROXY not found: cargo build --release -p proxy" >&2; exit 1; }
+  [ -f "$PROXY_BUNDLE/bundle.yaml" ] || { echo "$0: $PROXY_BUNDLE/bundle.yaml not found" >&2; exit 1; }
+  BUNDLE_ABS=$(cd "$PROXY_BUNDLE" && pwd)
+  UP_PORT=$(free_port); PX_PORT=$(free_port); ADMIN_PORT=$(free_port)
+  APACHE_CONF=$(scripts/apache-conf.sh "$WORK/upstream" "$UP_PORT")
+  chmod 755 "$WORK/upstream" "$WORK/upstream/htdocs"
+  apache2 -f "$APACHE_CONF" -k start
+  cat > "$WORK/proxy.yaml" <<YAML
+listen: "127.0.0.1:$PX_PORT"
+upstream: "127.0.0.1:$UP_PORT"
+admin_listen: "127.0.0.1:$ADMIN_PORT"
+bundle: "$BUNDLE_ABS"
+mode: block
+audit_log: "$WORK/proxy-audit.jsonl"
+grace_period_seconds: 1
+YAML
+  if [ "$CALIBRATE" = 1 ]; then
+    printf 'threshold: 0.0\n' >> "$WORK/proxy.yaml"; sed -i 's/^mode: block$/mode: detect/' "$WORK/proxy.yaml"
+  elif [ -n "$PROXY_THRESHOLD" ]; then
+    printf 'threshold: %s\n' "$PROXY_THRESHOLD" >> "$WORK/proxy.yaml"
+  fi
+  "$PROXY" --config "$WORK/proxy.yaml" > "$WORK/proxy.log" 2>&1 &
+  PROXY_PID=$!
+  for _ in $(seq 1 150); do
+    curl -fs "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null 2>&1 && break
+    kill -0 "$PROXY_PID" 2>/dev/null || { cat "$WORK/proxy.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  VERSION=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["model_version"])' "$BUNDLE_ABS/bundle.yaml")
+  if [ "$CALIBRATE" = 1 ]; then
+    python3 bench/placements/replay.py --proxy "127.0.0.1:$PX_PORT" --per-class "$PER_CLASS" --seed "$SEED" \
+      --data "${DATA:-../shared/datasets/httpparams/payload_train.csv}" --audit "$WORK/proxy-audit.jsonl" \
+      --detector "pate-proxy (detect, threshold 0.0, bundle $VERSION): validation split" \
+      --out "$OUT/calibrate-$VERSION.json" > /dev/null
+    kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""
+    python3 bench/placements/calibrate.py "$OUT/calibrate-$VERSION.json"
+    exit 0
+  fi
+  NAME=$PROXY_NAME${PROXY_THRESHOLD:+-t$PROXY_THRESHOLD}
+  replay "$NAME" "127.0.0.1:$PX_PORT" "pate-proxy (block, bundle $VERSION${PROXY_THRESHOLD:+, threshold $PROXY_THRESHOLD})"
+  kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""
+  stop_apache
+fi
+
+python3 bench/placements/table.py "$OUT" | tee "$OUT/table.md"
