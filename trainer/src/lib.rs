@@ -3,7 +3,10 @@
 //! * [`model`], [`ensemble`]: the seeds' MLP and N of them trained at once (`[N, in, out]`, `bmm`,
 //!   masked elementwise Adam, per-member early stopping, Youden thresholds).
 //! * [`device`]: `auto|cpu|cuda[:i]`, loading libtorch_cuda at runtime.
-//! * [`pipeline`], [`rundir`], [`config`]: the stages, the run directory and the YAML config.
+//! * [`stages`]: the PATE stages (split → featurize → teach → vote → aggregate → student →
+//!   evaluate → export), one module each, called by `run`, the stage subcommands and the sweep.
+//! * [`pipeline`], [`rundir`], [`config`]: the stages' building blocks, the run directory and the
+//!   YAML config.
 //! * [`metrics`]: ROC, AUC, Youden's J, confusion metrics, the SVG plot.
 #![warn(missing_docs)]
 // The one exception is loading libtorch_cuda.so in `device` (documented there).
@@ -21,6 +24,7 @@ pub mod model_file;
 pub mod pipeline;
 pub mod public_examples;
 pub mod rundir;
+pub mod stages;
 pub mod sweep;
 
 pub use error::{Error, Result};

@@ -16,6 +16,7 @@
 //!   aggregate.labels       noisy labels (class index or `-` for no answer)
 //!   privacy.json           the accountant's EpsilonReport
 //!   student.safetensors    the student
+//!   ledger.jsonl           the privacy ledger of the teachers (every aggregation they answered)
 //!   evaluation.json, roc.svg, report.json, bundle/
 //! ```
 use std::collections::BTreeMap;
@@ -26,7 +27,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::pipeline::{file_sha256, write_json};
 
-/// Paths inside a run directory.
+/// The privacy ledger of the run's teacher set, beside `teachers/` (`privacy::ledger`).
+pub const LEDGER_FILE: &str = "ledger.jsonl";
+
+/// Name of the feature set of the unlabelled public pool (self-training), `features/public_pool.f32`.
+pub const PUBLIC_POOL_SET: &str = "public_pool";
+
+/// Paths inside a run directory: every file name a stage reads or writes is here.
 #[derive(Debug, Clone)]
 pub struct RunDir {
     /// The run directory.
@@ -138,6 +145,36 @@ impl RunDir {
     /// `manifest.json`.
     pub fn manifest(&self) -> PathBuf {
         self.root.join("manifest.json")
+    }
+
+    /// `splits.json`.
+    pub fn splits(&self) -> PathBuf {
+        self.root.join("splits.json")
+    }
+
+    /// `ledger.jsonl`, the privacy ledger of the teachers in `teachers/`.
+    pub fn ledger(&self) -> PathBuf {
+        self.root.join(LEDGER_FILE)
+    }
+
+    /// `evaluation.json`.
+    pub fn evaluation(&self) -> PathBuf {
+        self.root.join("evaluation.json")
+    }
+
+    /// `roc.svg`.
+    pub fn roc(&self) -> PathBuf {
+        self.root.join("roc.svg")
+    }
+
+    /// `report.json`.
+    pub fn report(&self) -> PathBuf {
+        self.root.join(crate::cli::export::RUN_REPORT_FILE)
+    }
+
+    /// `bundle/`.
+    pub fn bundle(&self) -> PathBuf {
+        self.root.join(crate::cli::export::RUN_BUNDLE_DIR)
     }
 }
 

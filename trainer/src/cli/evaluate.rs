@@ -87,19 +87,15 @@ pub fn run(args: Args) -> Result<()> {
         Some(d) => load_teachers(d)?,
         None => Vec::new(),
     };
-    let evaluation = crate::cli::run::evaluate(&model, &teachers, &x, &y, None, device)?;
+    let evaluation = crate::stages::evaluate::evaluate(&model, &teachers, &x, &y, None, device)?;
     if let Some(out) = args
         .out
         .clone()
-        .or_else(|| run.as_ref().map(|r| r.path("evaluation.json")))
+        .or_else(|| run.as_ref().map(|r| r.evaluation()))
     {
         pipeline::write_json(&out, &evaluation.json)?;
     }
-    if let Some(roc) = args
-        .roc
-        .clone()
-        .or_else(|| run.as_ref().map(|r| r.path("roc.svg")))
-    {
+    if let Some(roc) = args.roc.clone().or_else(|| run.as_ref().map(|r| r.roc())) {
         pipeline::write_file(&roc, evaluation.svg.as_bytes())?;
     }
     println!("{}", evaluation.json);

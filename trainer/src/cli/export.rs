@@ -312,7 +312,7 @@ pub fn run(args: Args) -> Result<()> {
     // The ε composed over every aggregation that used this run's teachers (the ledger beside them).
     let ledger = match (&args.run, manifest.privacy.as_ref()) {
         (Some(dir), Some(p)) => {
-            let entries = privacy::ledger::read(&dir.join(crate::cli::run::LEDGER_FILE))?;
+            let entries = privacy::ledger::read(&dir.join(crate::rundir::LEDGER_FILE))?;
             if entries.is_empty() {
                 serde_json::Value::Null
             } else {

@@ -5,12 +5,13 @@
 //! `--pool`).
 use std::path::PathBuf;
 
-use crate::cli::run::{parse_device, PUBLIC_POOL_SET};
+use crate::cli::run::parse_device;
 use crate::config::RunConfig;
 use crate::device::{self, DeviceChoice};
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, RunRng};
+use crate::rundir::PUBLIC_POOL_SET;
 use crate::rundir::{resolve_path, sets, RunDir};
 
 /// Arguments of `pate-trainer student`.

@@ -15,12 +15,13 @@
 use std::path::PathBuf;
 
 use crate::cli::run::parse_device;
-use crate::config::{FitOn, RunConfig};
+use crate::config::RunConfig;
 use crate::device::{self, DeviceChoice};
 use crate::ensemble::Mode;
 use crate::error::{Error, Result};
-use crate::pipeline::{self, RunRng, TeachJob};
+use crate::pipeline::{self, RunRng};
 use crate::rundir::RunDir;
+use crate::stages;
 
 /// Arguments of `pate-trainer teach`.
 #[derive(Debug, clap::Args)]
@@ -157,33 +158,19 @@ pub fn run(args: Args) -> Result<()> {
         let featurizer = if featurizer_path.exists() {
             featurizer::Featurizer::load(&featurizer_path)?
         } else {
-            let fit_rows = match config.featurizer.fit_on {
-                FitOn::Public => &splits.public,
-                FitOn::Private => {
-                    eprintln!("\n{}\n", crate::cli::run::PRIVATE_FEATURIZER_WARNING);
-                    &splits.private
-                }
-            };
+            let fit_rows = stages::featurize::fit_rows(&config, &splits);
             eprintln!(
                 "teach: fitting the featurizer on {} requests into {}",
                 fit_rows.len(),
                 featurizer_path.display()
             );
-            let f = featurizer::Featurizer::fit(
-                config.featurizer.config.clone(),
-                fit_rows.iter().map(|&i| records[i].parts()),
-            )?;
+            let f = stages::featurize::fit(&config, &records, fit_rows)?;
             f.save(&featurizer_path)?;
             f
         };
         let private_rows =
             pipeline::teacher_rows(&records, &splits.private, config.teachers.weighting());
-        let partition = pipeline::teacher_shards(
-            &records,
-            &private_rows,
-            count,
-            config.teachers.copies_on_one_teacher,
-        );
+        let partition = stages::teach::shards(&config, &records, &private_rows)?;
         let shards = partition
             .iter()
             .enumerate()
@@ -219,17 +206,18 @@ fn train(
     rng: &RunRng,
     device: tch::Device,
 ) -> Result<()> {
-    let job = TeachJob {
+    let mut config = config.clone();
+    if let Some(mode) = args.mode {
+        config.teachers.mode = mode;
+    }
+    let (trained, reused) = stages::teach::train(
+        &config,
         shards,
-        holdout_fraction: config.teachers.holdout_fraction,
-        holdout_max: config.teachers.holdout_max,
-        training: &config.teachers.training,
-        mode: args.mode.unwrap_or(config.teachers.mode),
-        featurizer_hash: featurizer_hash.to_string(),
-        out_dir: &run.teachers(),
+        featurizer_hash,
+        &run.teachers(),
+        rng,
         device,
-    };
-    let (trained, reused) = pipeline::teach(&job, rng)?;
+    )?;
     println!(
         "{}",
         serde_json::json!({"trained": trained, "reused": reused, "teachers_dir": run.teachers().display().to_string()})

@@ -89,7 +89,7 @@ pub fn run(args: Args) -> Result<()> {
             source.display()
         )));
     }
-    let votes = pipeline::vote(&teachers, &queries, device)?;
+    let votes = crate::stages::vote::vote(&teachers, &queries, device)?;
     let summary = match (args.noise_share_sigma, args.organizations) {
         (Some(sigma), Some(organizations)) => {
             let mut rng = privacy::NoiseRng::from_option(args.seed)?;

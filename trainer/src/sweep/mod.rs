@@ -740,7 +740,7 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
     let fit_rows = match base.featurizer.fit_on {
         FitOn::Public => &public,
         FitOn::Private => {
-            eprintln!("\n{}\n", crate::cli::run::PRIVATE_FEATURIZER_WARNING);
+            eprintln!("\n{}\n", crate::stages::featurize::PRIVATE_FEATURIZER_WARNING);
             &private
         }
     };
@@ -870,7 +870,7 @@ fn teacher_set(
         model: Mutex::new(Ensemble::from_members(&weights, device)?),
         thresholds,
         pool_votes: OnceLock::new(),
-        ledger: dir.join(crate::cli::run::LEDGER_FILE),
+        ledger: dir.join(crate::rundir::LEDGER_FILE),
     })
 }
 

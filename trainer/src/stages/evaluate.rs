@@ -1,0 +1,220 @@
+//! Stage 7, `evaluate`: the student (and the noiseless teacher ensemble) on the test split —
+//! traffic-weighted, on each distinct test request once, and on the "novel" test requests that
+//! never occur in the public split.
+use std::collections::{HashMap, HashSet};
+
+use crate::config::RunConfig;
+use crate::dense::DenseMatrix;
+use crate::error::Result;
+use crate::metrics::{roc_svg, Metrics, RocPoint};
+use crate::model_file::ModelFile;
+use crate::pipeline::{self, RunData};
+use crate::rundir::RunDir;
+
+use super::featurize::Features;
+use super::Env;
+
+/// What [`evaluate`] produces.
+pub struct Evaluation {
+    /// Student metrics at its threshold.
+    pub student: Metrics,
+    /// Teacher-ensemble metrics (score = share of teachers voting malicious, threshold 0.5).
+    pub ensemble: Option<Metrics>,
+    /// evaluation.json.
+    pub json: serde_json::Value,
+    /// roc.svg.
+    pub svg: String,
+    /// Best student TPR on the ROC at FPR ≤ 0, 0.5 %, 1 %, 2 % (operating points read off the
+    /// test ROC, not the student's threshold): `{"0": .., "0.005": .., "0.01": .., "0.02": ..}`.
+    pub student_tpr_at_fpr: serde_json::Value,
+    /// The same for the teacher ensemble's vote share (null without teachers).
+    pub ensemble_tpr_at_fpr: serde_json::Value,
+}
+
+/// The evaluation of a run: [`Evaluation`] plus the distinct and novel test views.
+pub struct Evaluated {
+    /// The traffic-weighted test split (student and teacher ensemble).
+    pub evaluation: Evaluation,
+    /// The student on each distinct test request once.
+    pub distinct_metrics: Metrics,
+    /// The same as `{"metrics", "tpr_at_fpr"}`.
+    pub distinct: serde_json::Value,
+    /// The student on the test requests absent from the public split (null when none).
+    pub novel: serde_json::Value,
+}
+
+/// FPR levels at which the report reads TPR off the ROC.
+const REPORTED_FPRS: [(&str, f64); 4] =
+    [("0", 0.0), ("0.005", 0.005), ("0.01", 0.01), ("0.02", 0.02)];
+
+/// The best TPR at each of the reported FPR levels (null for an empty ROC).
+pub fn tpr_at_fprs(roc: &[RocPoint]) -> serde_json::Value {
+    if roc.is_empty() {
+        return serde_json::Value::Null;
+    }
+    REPORTED_FPRS
+        .iter()
+        .map(|&(k, f)| {
+            (
+                k.to_string(),
+                serde_json::json!(pipeline::tpr_at_fpr(roc, f)),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Evaluates the student (and the teacher ensemble when given) on labelled rows.
+pub fn evaluate(
+    student: &ModelFile,
+    teachers: &[ModelFile],
+    x: &DenseMatrix,
+    y: &[bool],
+    ensemble_rows: Option<&[usize]>,
+    device: tch::Device,
+) -> Result<Evaluation> {
+    let scores = pipeline::model_scores(student, x, device)?;
+    let (student_metrics, student_roc) =
+        pipeline::evaluate_scores(&scores, y, student.info.threshold);
+    let (ensemble_metrics, ensemble_roc) = if teachers.is_empty() {
+        (None, Vec::new())
+    } else {
+        let (fraction, labels) = match ensemble_rows {
+            Some(rows) => (
+                pipeline::ensemble_vote_fraction(teachers, &x.select_rows(rows), device)?,
+                rows.iter().map(|&r| y[r]).collect::<Vec<bool>>(),
+            ),
+            None => (
+                pipeline::ensemble_vote_fraction(teachers, x, device)?,
+                y.to_vec(),
+            ),
+        };
+        let (m, roc) = pipeline::evaluate_scores(&fraction, &labels, 0.5);
+        (Some(m), roc)
+    };
+    let mut curves: Vec<(&str, &[RocPoint])> = Vec::new();
+    let ensemble_name = format!("{} teachers (noiseless vote share)", teachers.len());
+    if !ensemble_roc.is_empty() {
+        curves.push((&ensemble_name, &ensemble_roc));
+    }
+    curves.push(("student", &student_roc));
+    let svg = roc_svg(&curves);
+    let student_tpr_at_fpr = tpr_at_fprs(&student_roc);
+    let ensemble_tpr_at_fpr = tpr_at_fprs(&ensemble_roc);
+    let json = serde_json::json!({
+        "samples": y.len(),
+        "student": student_metrics,
+        "student_tpr_at_fpr": student_tpr_at_fpr,
+        "teacher_ensemble_tpr_at_fpr": ensemble_tpr_at_fpr,
+        "teacher_ensemble": ensemble_metrics,
+        "teacher_ensemble_score": "share of teachers voting malicious; malicious when >= 0.5",
+        "teacher_ensemble_samples": ensemble_rows.map_or(y.len(), |r| r.len()),
+    });
+    Ok(Evaluation {
+        student: student_metrics,
+        ensemble: ensemble_metrics,
+        json,
+        svg,
+        student_tpr_at_fpr,
+        ensemble_tpr_at_fpr,
+    })
+}
+
+/// The test rows the teacher ensemble is evaluated on (`evaluation.ensemble_max`, drawn from the
+/// stream `ensemble-evaluation`); `None` for all of them.
+pub fn ensemble_rows(config: &RunConfig, test_rows: usize, env: &Env) -> Option<Vec<usize>> {
+    config
+        .evaluation
+        .ensemble_max
+        .filter(|&m| m < test_rows)
+        .map(|m| {
+            let mut rows: Vec<usize> =
+                pipeline::shuffled(test_rows, &mut env.rng.stream("ensemble-evaluation"))
+                    .into_iter()
+                    .take(m)
+                    .collect();
+            rows.sort_unstable();
+            rows
+        })
+}
+
+/// The student on a subset of the test rows: `{"metrics", "tpr_at_fpr"}`.
+fn subset_view(
+    student: &ModelFile,
+    features: &Features,
+    rows: &[usize],
+    env: &Env,
+) -> Result<(Metrics, serde_json::Value)> {
+    let test = &features.test;
+    let scores = pipeline::model_scores(student, &test.x.select_rows(rows), env.device)?;
+    let y: Vec<bool> = rows.iter().map(|&k| test.y[k]).collect();
+    let (m, roc) = pipeline::evaluate_scores(&scores, &y, student.info.threshold);
+    Ok((m, tpr_at_fprs(&roc)))
+}
+
+/// The stage in a run.
+pub fn run(
+    config: &RunConfig,
+    student: &ModelFile,
+    teachers: &[ModelFile],
+    features: &Features,
+    data: &RunData,
+    env: &Env,
+) -> Result<Evaluated> {
+    let (records, splits) = (&data.records, &data.splits);
+    let test = &features.test;
+    let ensemble_rows = ensemble_rows(config, test.x.rows, env);
+    let evaluation = evaluate(
+        student,
+        teachers,
+        &test.x,
+        &test.y,
+        ensemble_rows.as_deref(),
+        env.device,
+    )?;
+    // The same student on each DISTINCT test request once: the traffic-weighted test split is
+    // dominated by a few requests repeated thousands of times (CSIC: 8 static pages are most of
+    // the benign test traffic), so its rates move in large steps; this view does not.
+    let position: HashMap<usize, usize> = splits
+        .test
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| (r, k))
+        .collect();
+    let distinct_test: Vec<usize> = pipeline::distinct(records, &splits.test)
+        .iter()
+        .filter_map(|r| position.get(r).copied())
+        .collect();
+    let (m, tpr) = subset_view(student, features, &distinct_test, env)?;
+    let distinct = serde_json::json!({"metrics": m, "tpr_at_fpr": tpr});
+    let distinct_metrics = m;
+    // "Novel" test requests: those whose request never occurs in the public split (traffic-
+    // weighted among themselves). Recurring requests can be learnt from the public pool; these
+    // cannot, so they show how the detector generalizes.
+    let public_hashes: HashSet<[u8; 32]> = splits
+        .public
+        .iter()
+        .map(|&i| pipeline::request_hash(&records[i]))
+        .collect();
+    let novel_test: Vec<usize> = (0..splits.test.len())
+        .filter(|&k| !public_hashes.contains(&pipeline::request_hash(&records[splits.test[k]])))
+        .collect();
+    let novel = if novel_test.is_empty() {
+        serde_json::Value::Null
+    } else {
+        let (m, tpr) = subset_view(student, features, &novel_test, env)?;
+        serde_json::json!({"samples": novel_test.len(), "metrics": m, "tpr_at_fpr": tpr})
+    };
+    Ok(Evaluated {
+        evaluation,
+        distinct_metrics,
+        distinct,
+        novel,
+    })
+}
+
+/// Writes `roc.svg` and `evaluation.json`.
+pub fn write(run: &RunDir, e: &Evaluated) -> Result<()> {
+    pipeline::write_file(&run.roc(), e.evaluation.svg.as_bytes())?;
+    pipeline::write_json(&run.evaluation(), &e.evaluation.json)
+}

@@ -1,0 +1,173 @@
+//! The PATE stages as a library, one module per stage, in the order the data flows:
+//!
+//! ```text
+//! split → featurize → teach → vote → aggregate (+ account) → student → evaluate → export
+//! ```
+//!
+//! Each stage is a function that takes typed inputs and returns a typed artifact
+//! ([`split::QueryPlan`], [`featurize::Features`], [`teach::Teachers`], [`aggregate::Aggregation`],
+//! [`student::Student`], [`evaluate::Evaluated`], the report); writing an artifact into the run
+//! directory is a separate function of the same module, and [`RunDir`] owns every file name.
+//! [`run`] (`pate-trainer run`) calls the stages in order; the stage subcommands (`cli/`) and the
+//! sweep (`crate::sweep`) call the same functions.
+pub mod aggregate;
+pub mod evaluate;
+pub mod export;
+pub mod featurize;
+pub mod split;
+pub mod student;
+pub mod teach;
+pub mod vote;
+
+use std::time::Instant;
+
+use tch::Device;
+
+use crate::config::RunConfig;
+use crate::device;
+use crate::error::{Error, Result};
+use crate::pipeline::{self, RunRng};
+use crate::rundir::{RunDir, RunManifest};
+
+/// Prints a stage banner with the time since the run started.
+pub fn banner(name: &str, started: Instant) {
+    eprintln!("[{:>7.1} s] == {name}", started.elapsed().as_secs_f64());
+}
+
+/// Where a run's randomness and compute come from, with the run's start time for the banners.
+pub struct Env {
+    /// Every random choice of the run (streams by purpose, and the privacy noise).
+    pub rng: RunRng,
+    /// The libtorch device.
+    pub device: Device,
+    /// When the run started.
+    pub started: Instant,
+}
+
+impl Env {
+    /// The run's randomness (seeded only when the config says so), threads and device.
+    pub fn new(config: &RunConfig, started: Instant) -> Result<Env> {
+        let rng = RunRng::new(config.seed)?;
+        if config.seed.is_some() {
+            eprintln!(
+                "run: SEEDED randomness (seed: {:?}) — reproducible, not private; for experiments only",
+                config.seed
+            );
+        }
+        if let Some(t) = config.threads {
+            tch::set_num_threads(t as i32);
+        }
+        let device = device::resolve(config.device)?;
+        Ok(Env {
+            rng,
+            device,
+            started,
+        })
+    }
+}
+
+/// Runs every stage of `config` into `run` and returns the report (also written to
+/// `report.json`). The run directory appears only once the config and the data are valid.
+pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<serde_json::Value> {
+    let env = Env::new(config, started)?;
+    let data = split::load(config, started)?;
+    let plan = split::plan(config, &data, &env.rng)?;
+    // Only now, with the config and the data valid and the device usable, does the run
+    // directory appear (a bad data file leaves no half-written run directory behind).
+    run.create()?;
+    let config_yaml = serde_yaml::to_string(config).map_err(|e| Error::Config(e.to_string()))?;
+    pipeline::write_file(&run.config(), config_yaml.as_bytes())?;
+    let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
+    let mut manifest =
+        RunManifest::new(env.rng.provenance(), device::name(env.device), config_json);
+    manifest.record(run, "config", &[run.config()])?;
+    split::write(run, config, &data, &plan)?;
+    manifest.record(run, "split", &[run.splits()])?;
+
+    let fit_rows = featurize::fit_rows(config, &data.splits);
+    banner(&featurize::fit_banner(config, fit_rows.len()), started);
+    let featurizer = featurize::fit(config, &data.records, fit_rows)?;
+    featurizer.save(&run.featurizer())?;
+    banner("featurize", started);
+    let features = featurize::featurize(config, featurizer, &data, &plan)?;
+    let written = featurize::write(run, &features)?;
+    features.check_evaluation_classes()?;
+    manifest.record(run, "featurize", &written)?;
+
+    let teachers = teach::run(config, &data.records, &features, run, &env)?;
+    manifest.record(run, "teach", &[run.shards(), run.teachers()])?;
+
+    let mut noise = env.rng.noise()?;
+    let votes = vote::run(
+        config,
+        &teachers.files,
+        &features.queries_x,
+        &mut noise,
+        &env,
+    )?;
+    vote::write(run, &votes)?;
+    manifest.record(
+        run,
+        "vote",
+        &[run.features(crate::rundir::sets::QUERIES_SENT), run.votes()],
+    )?;
+
+    let aggregation = aggregate::run(
+        config,
+        votes.votes,
+        teachers.files.len(),
+        data.splits.private.len(),
+        &mut noise,
+        started,
+    )?;
+    let ledger = aggregate::record_in_ledger(&run.ledger(), "run", config, &aggregation)?;
+    aggregate::write(run, &aggregation)?;
+    manifest.record(
+        run,
+        "aggregate+account",
+        &[run.aggregate_labels(), run.privacy()],
+    )?;
+
+    let student = student::run(config, &data, &plan, &features, &aggregation.labels, &env)?;
+    student.model.save(&run.student())?;
+    manifest.record(run, "student", &[run.student()])?;
+
+    banner(
+        &format!("evaluate on {} test requests", features.test.x.rows),
+        started,
+    );
+    let evaluated = evaluate::run(
+        config,
+        &student.model,
+        &teachers.files,
+        &features,
+        &data,
+        &env,
+    )?;
+    evaluate::write(run, &evaluated)?;
+    manifest.record(run, "evaluate", &[run.evaluation(), run.roc()])?;
+
+    let parts = export::Parts {
+        config,
+        data: &data,
+        plan: &plan,
+        features: &features,
+        teachers: &teachers,
+        aggregation: &aggregation,
+        ledger: &ledger,
+        noise: &noise,
+        student: &student,
+        evaluated: &evaluated,
+        env: &env,
+    };
+    let (report, privacy_report) = export::report(&parts)?;
+    export::run(
+        run,
+        report,
+        &privacy_report,
+        &student,
+        &features,
+        &mut manifest,
+        &env,
+    )
+}
