@@ -155,31 +155,15 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         None
     };
-    // The answered queries labelled benign, each once (no multiplicities here), for
-    // `threshold_rule: answered_benign`.
-    let benign_rows: Vec<usize> = answered
-        .iter()
-        .copied()
-        .filter(|&i| labels[i] == Some(false))
-        .collect();
-    let benign_x = queries.select_rows(&benign_rows);
-    let benign_weights = vec![1usize; benign_rows.len()];
-    let (student, extras) = pipeline::train_student_full(
-        LabeledRows {
-            x: queries.select_rows(&answered),
-            y: answered
-                .iter()
-                .map(|&i| labels[i].expect("answered"))
-                .collect(),
-        },
+    let (student, extras) = crate::stages::student::from_labels(
+        &config,
+        &queries,
+        &labels,
         LabeledRows {
             x: validation,
             y: validation_labels,
         },
-        None,
         pool.as_ref(),
-        Some((&benign_x, &benign_weights)),
-        &config.student,
         featurizer.content_hash(),
         &rng,
         device,

@@ -187,3 +187,41 @@ pub fn run(
         public_examples,
     })
 }
+
+/// The student from the queries' features and their noisy labels alone (the `student`
+/// subcommand: no split, so no traffic weights, and each answered query labelled benign counts
+/// once for `threshold_rule: answered_benign`).
+#[allow(clippy::too_many_arguments)]
+pub fn from_labels(
+    config: &RunConfig,
+    queries: &DenseMatrix,
+    labels: &[Option<bool>],
+    validation: LabeledRows,
+    pool: Option<&DenseMatrix>,
+    featurizer_hash: &str,
+    rng: &RunRng,
+    device: tch::Device,
+) -> Result<(ModelFile, StudentExtras)> {
+    let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
+    let benign_rows: Vec<usize> = answered
+        .iter()
+        .copied()
+        .filter(|&i| labels[i] == Some(false))
+        .collect();
+    let benign_x = queries.select_rows(&benign_rows);
+    let benign_weights = vec![1usize; benign_rows.len()];
+    pipeline::train_student_full(
+        LabeledRows {
+            x: queries.select_rows(&answered),
+            y: answered.iter().filter_map(|&i| labels[i]).collect(),
+        },
+        validation,
+        None,
+        pool,
+        Some((&benign_x, &benign_weights)),
+        &config.student,
+        featurizer_hash,
+        rng,
+        device,
+    )
+}
