@@ -14,7 +14,8 @@ pub struct SweepConfig {
     /// The `pate-trainer run` config the settings come from (datasets, split, featurizer, teacher
     /// and student training, δ); relative to the sweep file's directory.
     pub base: PathBuf,
-    /// Experiment seed (null: fresh OS randomness for every teacher set and every student).
+    /// Experiment seed (null: fresh OS randomness for every teacher set and every student): the
+    /// teachers and repeat 0 of every cell use it, repeat r > 0 a seed derived from it and r.
     #[serde(default)]
     pub seed: Option<u64>,
     /// libtorch CPU threads (null: the base config's `threads`, else libtorch's default).
@@ -201,65 +202,6 @@ impl MechanismSpec {
     }
 }
 
-/// The `teachers.*` and `student.*` keys the sweep reads from its base config; every other key
-/// of those sections is one the sweep's own copy of the pipeline does not implement.
-const SWEEP_READS: &[&str] = &[
-    "teachers.count",
-    "teachers.mode",
-    "teachers.distinct",
-    "teachers.holdout_fraction",
-    "teachers.holdout_max",
-    "teachers.training",
-    "student.queries",
-    "student.validation_max",
-    "student.training",
-];
-
-/// The keys of the base config's `teachers` and `student` sections that differ from their
-/// defaults but that the sweep does not read, e.g. `student.query_selection` (until the sweep
-/// calls the same stages as `run`, such a setting would be silently ignored). Compared as data,
-/// so a key added to either section later is caught without touching this function.
-pub fn settings_the_sweep_does_not_implement(base: &RunConfig) -> Vec<String> {
-    use crate::config::TeacherMultiplicity;
-    // `multiplicity: traffic | distinct` is what the sweep does through `distinct`.
-    let mut teachers = base.teachers.clone();
-    let weighting = teachers.weighting();
-    if matches!(
-        weighting,
-        TeacherMultiplicity::Traffic | TeacherMultiplicity::Distinct
-    ) {
-        teachers.multiplicity = None;
-        teachers.distinct = weighting == TeacherMultiplicity::Distinct;
-    }
-    let sections = [
-        (
-            "teachers",
-            serde_json::to_value(&teachers),
-            serde_json::to_value(crate::config::TeachersConfig::default()),
-        ),
-        (
-            "student",
-            serde_json::to_value(&base.student),
-            serde_json::to_value(crate::config::StudentConfig::default()),
-        ),
-    ];
-    let mut ignored = Vec::new();
-    for (section, actual, default) in sections {
-        let (Ok(serde_json::Value::Object(actual)), Ok(serde_json::Value::Object(default))) =
-            (actual, default)
-        else {
-            continue;
-        };
-        for (key, value) in &actual {
-            let name = format!("{section}.{key}");
-            if !SWEEP_READS.contains(&name.as_str()) && default.get(key) != Some(value) {
-                ignored.push(name);
-            }
-        }
-    }
-    ignored
-}
-
 impl SweepConfig {
     /// Reads, resolves (relative paths against the file's directory) and validates a sweep file,
     /// and loads its base config.
@@ -291,17 +233,6 @@ impl SweepConfig {
         config
             .validate()
             .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-        let ignored = settings_the_sweep_does_not_implement(&base);
-        if !ignored.is_empty() {
-            return Err(Error::Config(format!(
-                "{} (base of {}): the sweep implements its own copy of the pipeline, which does not \
-                 implement {}; it would measure a different pipeline than `pate-trainer run`. Run \
-                 `pate-trainer run` per setting instead, or leave these at their defaults",
-                config.base.display(),
-                path.display(),
-                ignored.join(", ")
-            )));
-        }
         Ok((config, base))
     }
 

@@ -1,36 +1,37 @@
 //! `pate-trainer sweep`: the evaluation grids of issue 6 (the seeds' Table 4.2 grid of teachers ×
 //! student noise ρ, mechanisms at matched ε, baselines, learning curve, cross-dataset), resumable.
 //!
-//! Efficiency: each distinct dataset list is loaded, split and featurized once; each teacher count
-//! is trained once per dataset list (teachers saved under `DIR/work/`, reused by `pipeline::teach`
-//! on a rerun); the teachers' noiseless votes on the whole distinct public pool are computed once
-//! per teacher set, so a student without student-side noise only selects its queries' rows. Per
-//! student: draw the queries, privatize them (Lap(1/ρ), fresh noise), vote (only when privatized),
-//! aggregate (fresh noise), account, train the student on the original features, evaluate on the
-//! test split. Each student's result is one small JSON file written atomically under
-//! `DIR/cells/`; a rerun skips the files that exist and rebuilds the tables from all of them.
+//! A cell is a `RunConfig` — the base config with the cell's teacher count, query count, ρ and
+//! mechanism — computed by the stages of `pate-trainer run` (`crate::stages`), so every `run`
+//! option applies. Efficiency: each distinct dataset list is loaded, split and featurized once
+//! (`stages::featurize::shared`); each teacher count is trained once per dataset list with the
+//! `teach` stage (teachers saved under `DIR/work/`, reused on a rerun). Per student: the `split`
+//! plan (queries, validation samples), the student side's features, privatize + vote,
+//! aggregate + account (appended to the teachers' ledger), the student, the evaluation on the
+//! test split. Repeat 0 uses the sweep's seed, as the teachers do, so it is `run` of the cell's
+//! config with that seed; repeat r > 0 a seed derived from (seed, r). Each student's result is
+//! one small JSON file written atomically under `DIR/cells/`; a rerun skips the files that exist
+//! and rebuilds the tables from all of them.
 pub mod config;
 pub mod report;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use privacy::accountant::{AccountOptions, Mechanism as Accounted};
-use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};
+use privacy::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
 use privacy::VoteMatrix;
 use sha2::{Digest, Sha256};
 use tch::Device;
 
-use crate::config::{FitOn, RunConfig};
-use crate::dense::DenseMatrix;
-use crate::ensemble::{count_votes, Ensemble, LabeledRows};
+use crate::config::RunConfig;
 use crate::error::{Error, Result};
 use crate::metrics::{roc_curve, Metrics};
-use crate::model_file::load_teachers;
-use crate::pipeline::{self, RunRng, TeachJob};
+use crate::pipeline::{self, RunData, RunRng};
+use crate::stages;
 use config::{ExperimentKind, MechanismSpec, SplitName, SweepConfig, SweepDataset};
 use report::{EpsilonPoint, ResultRow};
 
@@ -54,17 +55,6 @@ struct ResolvedMechanism {
 }
 
 impl ResolvedMechanism {
-    fn aggregate(
-        &self,
-        votes: &VoteMatrix,
-        rng: &mut privacy::NoiseRng,
-    ) -> Result<Vec<Option<usize>>> {
-        Ok(match self.mechanism {
-            Accounted::Lnmax(m) => m.aggregate(votes, rng)?,
-            Accounted::Gnmax(m) => m.aggregate(votes, rng)?,
-            Accounted::ConfidentGnmax(m) => m.aggregate(votes, rng)?,
-        })
-    }
     fn name(&self) -> &'static str {
         match self.mechanism {
             Accounted::Lnmax(_) => "lnmax",
@@ -266,57 +256,24 @@ struct DataSpec {
     datasets: Vec<SweepDataset>,
 }
 
-/// A featurized dataset list.
+/// A loaded, split and featurized dataset list.
 struct Context {
-    records: Vec<datasets::Record>,
-    featurizer_hash: String,
-    private_rows: Vec<usize>,
-    private_x: DenseMatrix,
-    private_y: Vec<bool>,
-    pool_x: DenseMatrix,
-    pool_y: Vec<bool>,
-    validation_x: DenseMatrix,
-    validation_y: Vec<bool>,
-    test_x: DenseMatrix,
-    test_y: Vec<bool>,
-    /// Rows of `test_x` holding each distinct test request once.
+    /// The records and their roles.
+    data: RunData,
+    /// The featurizer, the teachers' private data and the test split.
+    shared: Arc<stages::featurize::Shared>,
+    /// How many distinct public requests there are (the most queries a cell can ask).
+    distinct_public: usize,
+    /// Rows of the test split holding each distinct test request once.
     test_distinct: Vec<usize>,
 }
 
-/// A trained teacher set in memory.
+/// A trained teacher set: the `teach` stage's teachers, with the privacy ledger beside them
+/// (every cell's noisy aggregation spends privacy of the same private records: the teachers are
+/// shared by every cell and kept across reruns).
 struct TeacherSet {
-    count: usize,
-    model: Mutex<Ensemble>,
-    thresholds: Vec<f32>,
-    pool_votes: OnceLock<Vec<[u64; 2]>>,
-    /// The privacy ledger beside the teachers: every cell's noisy aggregation spends privacy of
-    /// the same private records (the teachers are shared by every cell and kept across reruns).
+    files: Vec<crate::model_file::ModelFile>,
     ledger: PathBuf,
-}
-
-impl TeacherSet {
-    fn votes(&self, x: &DenseMatrix) -> Result<Vec<[u64; 2]>> {
-        let scores = self
-            .model
-            .lock()
-            .map_err(|_| Error::Invalid("a sweep worker panicked".into()))?
-            .scores(x)?;
-        Ok(count_votes(&scores, &self.thresholds)
-            .iter()
-            .map(|v| [v[0] as u64, v[1] as u64])
-            .collect())
-    }
-    fn pool_votes(&self, pool: &DenseMatrix) -> Result<&[[u64; 2]]> {
-        if let Some(v) = self.pool_votes.get() {
-            return Ok(v);
-        }
-        eprintln!(
-            "sweep: {} teachers vote on the {} distinct public requests (once)",
-            self.count, pool.rows
-        );
-        let v = self.votes(pool)?;
-        Ok(self.pool_votes.get_or_init(|| v))
-    }
 }
 
 fn derive_seed(seed: Option<u64>, purpose: &str) -> Option<u64> {
@@ -562,10 +519,10 @@ pub fn run_sweep_with(
             let ctx = build_context(&specs[data], base, out)?;
             for u in pending.iter().filter(|u| u.data == data) {
                 if let Some(q) = u.kind.queries() {
-                    if q > ctx.pool_x.rows {
+                    if q > ctx.distinct_public {
                         return Err(Error::Config(format!(
                             "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
-                            u.experiment, specs[data].label, ctx.pool_x.rows
+                            u.experiment, specs[data].label, ctx.distinct_public
                         )));
                     }
                 }
@@ -671,15 +628,16 @@ fn read_result(path: &Path) -> Option<ResultRow> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// Loads, splits (with each file's split restriction) and featurizes a dataset list; writes its
-/// split table to `out/splits/<label>.json`.
-fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Context> {
-    eprintln!("sweep: data `{}`: load, split, featurize", spec.label);
+/// Loads and splits a dataset list (with each file's split restriction); writes its split table
+/// to `out/splits/<label>.json`.
+fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
     let mut records = Vec::new();
     let mut allowed: Vec<Option<Vec<SplitName>>> = Vec::new();
+    let mut files = Vec::new();
     for d in &spec.datasets {
         let r = pipeline::load_datasets(std::slice::from_ref(&d.source()))?;
         allowed.extend(std::iter::repeat_n(d.splits.clone(), r.len()));
+        files.extend(std::iter::repeat_n(d.path.clone(), r.len()));
         records.extend(r);
     }
     let fractions = base.split.as_ref().map(|s| s.fractions()).ok_or_else(|| {
@@ -694,15 +652,21 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
             .filter(|&i| allowed[i].as_ref().is_none_or(|a| a.contains(&split)))
             .collect()
     };
-    let splits = [
-        keep(s.private, SplitName::Private),
-        keep(s.public, SplitName::Public),
-        keep(s.student_validation, SplitName::StudentValidation),
-        keep(s.test, SplitName::Test),
-    ];
+    let splits = pipeline::Splits {
+        private: keep(s.private, SplitName::Private),
+        public: keep(s.public, SplitName::Public),
+        student_validation: keep(s.student_validation, SplitName::StudentValidation),
+        test: keep(s.test, SplitName::Test),
+    };
     // The split table: requests and distinct requests of each label per split.
     let mut table = Vec::new();
-    for (split, rows) in SplitName::ALL.iter().zip(&splits) {
+    let roles = [
+        &splits.private,
+        &splits.public,
+        &splits.student_validation,
+        &splits.test,
+    ];
+    for (split, rows) in SplitName::ALL.iter().zip(roles) {
         let distinct = pipeline::distinct(&records, rows);
         let count = |rows: &[usize], l: datasets::Label| {
             rows.iter()
@@ -717,36 +681,42 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
             "distinct_malicious": count(&distinct, datasets::Label::Malicious),
         }));
     }
-    let files: Vec<serde_json::Value> = spec
+    let file_list: Vec<serde_json::Value> = spec
         .datasets
         .iter()
         .map(|d| serde_json::json!({"path": d.path.display().to_string(), "format": d.format.name(), "label": d.label, "limit": d.limit, "splits": d.splits}))
         .collect();
     write_json_in(
         &out.join("splits").join(format!("{}.json", spec.label)),
-        &serde_json::json!({"data": spec.label, "fractions": fractions, "files": files, "splits": table}),
+        &serde_json::json!({"data": spec.label, "fractions": fractions, "files": file_list, "splits": table}),
     )?;
-    let [private, public, validation, test] = splits;
-    if private.is_empty() || public.is_empty() || validation.is_empty() || test.is_empty() {
+    if roles.iter().any(|r| r.is_empty()) {
         return Err(Error::Config(format!(
             "data `{}`: a split is empty ({} private, {} public, {} student validation, {} test)",
             spec.label,
-            private.len(),
-            public.len(),
-            validation.len(),
-            test.len()
+            splits.private.len(),
+            splits.public.len(),
+            splits.student_validation.len(),
+            splits.test.len()
         )));
     }
-    let fit_rows = match base.featurizer.fit_on {
-        FitOn::Public => &public,
-        FitOn::Private => {
-            eprintln!("\n{}\n", crate::stages::featurize::PRIVATE_FEATURIZER_WARNING);
-            &private
-        }
-    };
-    let featurizer = featurizer::Featurizer::fit(
-        base.featurizer.config.clone(),
-        fit_rows.iter().map(|&i| records[i].parts()),
+    Ok(RunData {
+        records,
+        files,
+        splits,
+        simulation: true,
+    })
+}
+
+/// Loads, splits and featurizes a dataset list with the `split` and `featurize` stages (the
+/// featurizer is saved under `out/work/<key>/`).
+fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Context> {
+    eprintln!("sweep: data `{}`: load, split, featurize", spec.label);
+    let data = load_data(spec, base, out)?;
+    let featurizer = stages::featurize::fit(
+        base,
+        &data.records,
+        stages::featurize::fit_rows(base, &data.splits),
     )?;
     let work = out.join("work").join(&spec.key);
     std::fs::create_dir_all(&work).map_err(|source| Error::Io {
@@ -754,34 +724,16 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         source,
     })?;
     featurizer.save(&work.join("featurizer.json"))?;
-    // `teacher_rows` keeps one copy per RECORD (request, headers, label), as `run` does:
-    // `pipeline::distinct` keys on the request alone, so removing one labelled copy could let
-    // another label's copy in on another teacher (two teachers changed; independent review).
-    let private_rows = pipeline::teacher_rows(&records, &private, base.teachers.weighting());
-    let pool = pipeline::distinct(&records, &public);
-    let validation = pipeline::distinct(&records, &validation);
-    let set = |rows: &[usize]| -> Result<(DenseMatrix, Vec<bool>)> {
-        Ok((
-            pipeline::featurize_rows(&featurizer, &records, rows),
-            pipeline::labels_of(&records, rows)?,
-        ))
-    };
-    let (private_x, private_y) = set(&private_rows)?;
-    let (pool_x, pool_y) = set(&pool)?;
-    let (validation_x, validation_y) = set(&validation)?;
-    let (test_x, test_y) = set(&test)?;
-    let first_of: std::collections::HashSet<usize> =
-        pipeline::distinct(&records, &test).into_iter().collect();
-    let test_distinct: Vec<usize> = test
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| first_of.contains(i))
-        .map(|(r, _)| r)
-        .collect();
+    let shared = stages::featurize::shared(base, featurizer, &data)?;
+    let records = &data.records;
+    let validation_y = pipeline::labels_of(
+        records,
+        &pipeline::distinct(records, &data.splits.student_validation),
+    )?;
     for (what, y) in [
         ("student validation", &validation_y),
-        ("test", &test_y),
-        ("private", &private_y),
+        ("test", &shared.test.y),
+        ("private", &shared.private.y),
     ] {
         if !y.contains(&true) || !y.contains(&false) {
             return Err(Error::Config(format!(
@@ -790,27 +742,28 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
             )));
         }
     }
+    let distinct_public = pipeline::distinct(records, &data.splits.public).len();
+    let first_of: std::collections::HashSet<usize> = pipeline::distinct(records, &data.splits.test)
+        .into_iter()
+        .collect();
+    let test_distinct: Vec<usize> = (data.splits.test.iter().enumerate())
+        .filter(|(_, i)| first_of.contains(i))
+        .map(|(r, _)| r)
+        .collect();
     eprintln!(
-        "sweep: data `{}`: {} private, {} distinct public (query pool), {} distinct validation, {} test requests",
-        spec.label, private_x.rows, pool_x.rows, validation_x.rows, test_x.rows
+        "sweep: data `{}`: {} private, {distinct_public} distinct public (query pool), {} distinct validation, {} test requests",
+        spec.label, shared.private.x.rows, validation_y.len(), shared.test.x.rows
     );
     Ok(Context {
-        records,
-        featurizer_hash: featurizer.content_hash().to_string(),
-        private_rows,
-        private_x,
-        private_y,
-        pool_x,
-        pool_y,
-        validation_x,
-        validation_y,
-        test_x,
-        test_y,
+        data,
+        shared: Arc::new(shared),
+        distinct_public,
         test_distinct,
     })
 }
 
-/// Trains (or reuses from `out/work/`) the `count` teachers of a dataset list and loads them.
+/// Trains (or reuses from `out/work/`) the `count` teachers of a dataset list with the `teach`
+/// stage and loads them. Their randomness is the sweep seed's, as in `run` with that seed.
 fn teacher_set(
     spec: &DataSpec,
     ctx: &Context,
@@ -820,72 +773,64 @@ fn teacher_set(
     out: &Path,
     device: Device,
 ) -> Result<TeacherSet> {
-    if ctx.private_rows.len() < 2 * count {
+    let private_rows = &ctx.shared.private_rows;
+    if private_rows.len() < 2 * count {
         return Err(Error::Config(format!(
             "{count} teachers need at least {} private requests, data `{}` has {}",
             2 * count,
             spec.label,
-            ctx.private_rows.len()
+            private_rows.len()
         )));
     }
-    let shards = pipeline::hash_partition(&ctx.records, &ctx.private_rows, count);
+    let mut config = base.clone();
+    config.teachers.count = count;
+    let shards = stages::teach::shards(&config, &ctx.data.records, private_rows)?;
     let dir = out
         .join("work")
         .join(&spec.key)
         .join(format!("teachers-{count}"));
-    let job = TeachJob {
-        shards: shards
-            .iter()
-            .map(|s| {
-                Some((
-                    ctx.private_x.select_rows(s),
-                    s.iter().map(|&i| ctx.private_y[i]).collect(),
-                ))
-            })
-            .collect(),
-        holdout_fraction: base.teachers.holdout_fraction,
-        holdout_max: base.teachers.holdout_max,
-        training: &base.teachers.training,
-        mode: base.teachers.mode,
-        featurizer_hash: ctx.featurizer_hash.clone(),
-        out_dir: &dir,
-        device,
-    };
-    let rng = RunRng::new(derive_seed(seed, &format!("teachers/{}/{count}", spec.key)))?;
+    let rng = RunRng::new(seed)?;
     eprintln!("sweep: data `{}`: {count} teachers", spec.label);
-    pipeline::teach(&job, &rng)?;
-    drop(job);
-    let files = load_teachers(&dir)?;
-    if files.len() != count {
-        return Err(Error::Invalid(format!(
-            "{}: {} teacher files, expected {count}",
-            dir.display(),
-            files.len()
-        )));
-    }
-    let thresholds = files.iter().map(|f| f.info.threshold).collect();
-    let weights: Vec<_> = files.into_iter().map(|f| f.weights).collect();
+    let data = stages::teach::shard_data(&ctx.shared.private, &shards)
+        .into_iter()
+        .map(Some)
+        .collect();
+    stages::teach::train(&config, data, &ctx.shared.hash, &dir, &rng, device)?;
     Ok(TeacherSet {
-        count,
-        model: Mutex::new(Ensemble::from_members(&weights, device)?),
-        thresholds,
-        pool_votes: OnceLock::new(),
+        files: stages::teach::load(&dir, count)?,
         ledger: dir.join(crate::rundir::LEDGER_FILE),
     })
 }
 
-/// Trains and evaluates the model of one unit.
-fn compute(
-    u: &Unit,
-    data: &str,
-    ctx: &Context,
-    set: Option<&TeacherSet>,
-    base: &RunConfig,
-    seed: Option<u64>,
-    device: Device,
-) -> Result<ResultRow> {
-    let rng = RunRng::new(derive_seed(seed, &format!("{}/{}", u.cell, u.repeat)))?;
-    let mut row = ResultRow {
+/// The seed of repeat `repeat`: the sweep's seed itself for the first (so the first repeat of a
+/// cell is `pate-trainer run` of the cell's config with that seed), one derived from it for the
+/// others.
+fn repeat_seed(seed: Option<u64>, repeat: usize) -> Option<u64> {
+    if repeat == 0 {
+        seed
+    } else {
+        derive_seed(seed, &format!("repeat/{repeat}"))
+    }
+}
+
+/// The run configuration of a unit: the base config with the cell's settings.
+fn cell_config(base: &RunConfig, kind: &UnitKind) -> RunConfig {
+    let mut config = base.clone();
+    if let Some(t) = kind.teachers() {
+        config.teachers.count = t;
+    }
+    if let Some(q) = kind.queries() {
+        config.student.queries = q;
+    }
+    if let UnitKind::Pate { rho, mechanism, .. } = kind {
+        config.privacy.rho = *rho;
+        config.privacy.mechanism = mechanism.mechanism;
+    }
+    config
+}
+
+fn empty_row(u: &Unit, data: &str, ctx: &Context, rng: &RunRng) -> ResultRow {
+    ResultRow {
         experiment: u.experiment.clone(),
         cell: u.cell.clone(),
         data: data.to_string(),
@@ -909,47 +854,59 @@ fn compute(
         tpr_distinct: None,
         tnr_distinct: None,
         threshold: None,
-        test_samples: ctx.test_y.len(),
+        test_samples: ctx.shared.test.y.len(),
         seconds: 0.0,
         rng: rng.provenance(),
         epsilon_curve: Vec::new(),
+    }
+}
+
+/// Evaluates `student` with the `evaluate` stage (without the teacher ensemble) into `row`.
+fn score_student(
+    row: &mut ResultRow,
+    config: &RunConfig,
+    student: &crate::model_file::ModelFile,
+    features: &stages::featurize::Features,
+    ctx: &Context,
+    env: &stages::Env,
+) -> Result<()> {
+    let e = stages::evaluate::run(config, student, &[], features, &ctx.data, env)?;
+    let m = &e.evaluation.student;
+    row.tpr = m.tpr;
+    row.tnr = m.tnr;
+    row.fpr = m.fpr;
+    row.auc = m.roc_auc;
+    row.threshold = Some(student.info.threshold);
+    row.tpr_at_1pct_fpr = e.evaluation.student_tpr_at_fpr["0.01"].as_f64();
+    row.tpr_distinct = e.distinct_metrics.tpr;
+    row.tnr_distinct = e.distinct_metrics.tnr;
+    Ok(())
+}
+
+/// Trains and evaluates the model of one unit through the stages of `run`: a PATE cell is `run`
+/// of the base config with the cell's teachers, queries, ρ and mechanism.
+fn compute(
+    u: &Unit,
+    data: &str,
+    ctx: &Context,
+    set: Option<&TeacherSet>,
+    base: &RunConfig,
+    seed: Option<u64>,
+    device: Device,
+) -> Result<ResultRow> {
+    let config = cell_config(base, &u.kind);
+    let env = stages::Env {
+        rng: RunRng::new(repeat_seed(seed, u.repeat))?,
+        device,
+        started: Instant::now(),
     };
+    let mut row = empty_row(u, data, ctx, &env.rng);
+    let plan = stages::split::plan(&config, &ctx.data, &env.rng)?;
+    let features = stages::featurize::student_side(&config, ctx.shared.clone(), &ctx.data, &plan)?;
     let set_of = || {
         set.ok_or_else(|| {
             Error::Invalid("internal: a teacher-based result without teachers".into())
         })
-    };
-    // The student's validation samples: at most validation_max distinct ones, drawn per student.
-    let validation = || {
-        let rows: Vec<usize> =
-            pipeline::shuffled(ctx.validation_x.rows, &mut rng.stream("student-validation"))
-                .into_iter()
-                .take(base.student.validation_max)
-                .collect();
-        LabeledRows {
-            x: ctx.validation_x.select_rows(&rows),
-            y: rows.iter().map(|&i| ctx.validation_y[i]).collect(),
-        }
-    };
-    let query_rows = |q: usize| -> Vec<usize> {
-        pipeline::shuffled(ctx.pool_x.rows, &mut rng.stream("queries"))
-            .into_iter()
-            .take(q)
-            .collect()
-    };
-    let train_and_score = |row: &mut ResultRow, train: LabeledRows| -> Result<()> {
-        let student = pipeline::train_student(
-            train,
-            validation(),
-            &base.student.training,
-            &ctx.featurizer_hash,
-            &rng,
-            device,
-        )?;
-        let scores = pipeline::model_scores(&student, &ctx.test_x, device)?;
-        set_metrics(row, &scores, &ctx.test_y, student.info.threshold);
-        set_distinct(row, &scores, ctx, student.info.threshold);
-        Ok(())
     };
     match &u.kind {
         UnitKind::NonPrivate { training } => {
@@ -957,216 +914,165 @@ fn compute(
             row.mechanism = "none (labels known)".into();
             row.mechanism_parameters = format!(
                 "{} private requests, batch {}",
-                ctx.private_y.len(),
+                ctx.shared.private.y.len(),
                 training.batch_size
             );
-            let train = LabeledRows {
-                x: ctx.private_x.clone(),
-                y: ctx.private_y.clone(),
-            };
             let student = pipeline::train_student(
-                train,
-                validation(),
+                ctx.shared.private.clone(),
+                features.validation.clone(),
                 training,
-                &ctx.featurizer_hash,
-                &rng,
+                &ctx.shared.hash,
+                &env.rng,
                 device,
             )?;
-            let scores = pipeline::model_scores(&student, &ctx.test_x, device)?;
-            set_metrics(&mut row, &scores, &ctx.test_y, student.info.threshold);
-            set_distinct(&mut row, &scores, ctx, student.info.threshold);
+            score_student(&mut row, &config, &student, &features, ctx, &env)?;
         }
         UnitKind::Ensemble { teachers } => {
-            row.model = "teacher-ensemble".into();
-            row.mechanism = "noiseless vote share ≥ 0.5".into();
-            let set = set_of()?;
-            let rows: Vec<usize> = match base.evaluation.ensemble_max {
-                Some(m) if m < ctx.test_x.rows => {
-                    let mut r: Vec<usize> =
-                        pipeline::shuffled(ctx.test_x.rows, &mut rng.stream("ensemble-evaluation"))
-                            .into_iter()
-                            .take(m)
-                            .collect();
-                    r.sort_unstable();
-                    r
-                }
-                _ => (0..ctx.test_x.rows).collect(),
-            };
-            let votes = set.votes(&ctx.test_x.select_rows(&rows))?;
-            let share: Vec<f32> = votes
-                .iter()
-                .map(|v| v[1] as f32 / (v[0] + v[1]).max(1) as f32)
-                .collect();
-            let y: Vec<bool> = rows.iter().map(|&r| ctx.test_y[r]).collect();
-            set_metrics(&mut row, &share, &y, 0.5);
-            row.test_samples = y.len();
-            // The distinct test requests (also at most ensemble_max of them).
-            let distinct: Vec<usize> = ctx
-                .test_distinct
-                .iter()
-                .copied()
-                .take(base.evaluation.ensemble_max.unwrap_or(usize::MAX))
-                .collect();
-            let votes = set.votes(&ctx.test_x.select_rows(&distinct))?;
-            let share: Vec<f32> = votes
-                .iter()
-                .map(|v| v[1] as f32 / (v[0] + v[1]).max(1) as f32)
-                .collect();
-            let m = Metrics::compute(
-                &share,
-                &distinct.iter().map(|&r| ctx.test_y[r]).collect::<Vec<_>>(),
-                0.5,
-            );
-            row.tpr_distinct = m.tpr;
-            row.tnr_distinct = m.tnr;
+            ensemble_row(&mut row, &config, ctx, set_of()?, &env)?;
             row.mechanism_parameters = format!("{teachers} teachers");
         }
-        UnitKind::Majority { queries, .. } => {
+        UnitKind::Majority { .. } => {
             row.model = "majority-vote-student".into();
             row.mechanism = "plain majority vote (no noise)".into();
-            let pool_votes = set_of()?.pool_votes(&ctx.pool_x)?;
-            let q = query_rows(*queries);
+            let votes = stages::vote::vote(&set_of()?.files, &features.queries_x, device)?;
             // Ties go to benign, as the noisy argmax breaks ties to the lowest class.
-            let labels: Vec<bool> = q
-                .iter()
-                .map(|&i| pool_votes[i][1] > pool_votes[i][0])
-                .collect();
-            row.answered = Some(q.len());
-            row.label_agreement = Some(agreement(
-                &q,
-                &labels.iter().map(|&l| Some(l)).collect::<Vec<_>>(),
-                &ctx.pool_y,
-            ));
-            train_and_score(
-                &mut row,
-                LabeledRows {
-                    x: ctx.pool_x.select_rows(&q),
-                    y: labels,
-                },
-            )?;
+            let labels: Vec<Option<bool>> = votes.rows().map(|v| Some(v[1] > v[0])).collect();
+            row.answered = Some(labels.len());
+            row.label_agreement = stages::student::label_agreement(&labels, &features.queries_y);
+            let student =
+                stages::student::run(&config, &ctx.data, &plan, &features, &labels, &env)?;
+            score_student(&mut row, &config, &student.model, &features, ctx, &env)?;
         }
-        UnitKind::Pate {
-            queries,
-            rho,
-            mechanism,
-            epsilon_curve,
-            ..
-        } => {
-            row.model = "pate-student".into();
-            row.mechanism = mechanism.name().into();
-            row.mechanism_parameters = mechanism.parameters.clone();
-            row.rho = *rho;
-            row.local_epsilon = rho.map(privacy::privatize::local_epsilon);
-            let set = set_of()?;
-            let q = query_rows(*queries);
-            let x = ctx.pool_x.select_rows(&q);
-            let mut noise = rng.noise()?;
-            let vote_rows: Vec<[u64; 2]> = match rho {
-                None => {
-                    let pool_votes = set.pool_votes(&ctx.pool_x)?;
-                    q.iter().map(|&i| pool_votes[i]).collect()
-                }
-                Some(rho) => {
-                    // Local DP on the student side: the teachers see x + Lap(1/ρ), the student
-                    // trains on x (Yovine et al. 2021, "Trusted Curator B").
-                    let mut sent = x.clone();
-                    privacy::privatize::laplace_rows(
-                        &mut sent.values,
-                        sent.cols,
-                        *rho,
-                        &mut noise,
-                    )?;
-                    set.votes(&sent)?
-                }
-            };
-            let votes = VoteMatrix::from_rows(&vote_rows)?;
-            let labels: Vec<Option<bool>> = mechanism
-                .aggregate(&votes, &mut noise)?
-                .into_iter()
-                .map(|l| l.map(|c| c == 1))
-                .collect();
-            let answered_flags: Vec<bool> = labels.iter().map(Option::is_some).collect();
-            privacy::ledger::append(
-                &set.ledger,
-                &privacy::ledger::LedgerEntry {
-                    time: bundle::rfc3339_utc(std::time::SystemTime::now()),
-                    by: format!("sweep cell {} repeat {}", u.cell, u.repeat),
-                    mechanism: mechanism.mechanism,
-                    queries: votes.queries(),
-                    answered: answered_flags.iter().filter(|&&a| a).count(),
-                },
-            )?;
-            let report = account(
-                &votes,
-                &mechanism.mechanism,
-                Some(&answered_flags),
-                base.privacy.delta,
-            )?;
-            row.data_independent_epsilon = Some(report.data_independent_epsilon);
-            row.data_dependent_epsilon = Some(report.data_dependent_epsilon);
-            for &n in epsilon_curve {
-                let prefix = VoteMatrix::from_rows(&vote_rows[..n])?;
-                let r = account(
-                    &prefix,
-                    &mechanism.mechanism,
-                    Some(&answered_flags[..n]),
-                    base.privacy.delta,
-                )?;
-                row.epsilon_curve.push(EpsilonPoint {
-                    queries: n,
-                    answered: answered_flags[..n].iter().filter(|&&a| a).count(),
-                    data_independent: r.data_independent_epsilon,
-                    data_dependent: r.data_dependent_epsilon,
-                });
-            }
-            let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
-            row.answered = Some(answered.len());
-            let student_labels: Vec<bool> = answered
-                .iter()
-                .map(|&i| labels[i].expect("answered"))
-                .collect();
-            if answered.is_empty() {
-                eprintln!(
-                    "sweep: {} r{}: no query answered; no student",
-                    u.cell, u.repeat
-                );
-            } else if !student_labels.contains(&true) || !student_labels.contains(&false) {
-                // One class only: a student would predict a constant. Record it as such (every
-                // request malicious or every request benign), which is what it would do.
-                row.label_agreement = Some(agreement(&q, &labels, &ctx.pool_y));
-                let constant = if student_labels[0] { 1.0 } else { 0.0 };
-                let scores = vec![constant; ctx.test_y.len()];
-                set_metrics(&mut row, &scores, &ctx.test_y, 0.5);
-                set_distinct(&mut row, &scores, ctx, 0.5);
-            } else {
-                row.label_agreement = Some(agreement(&q, &labels, &ctx.pool_y));
-                train_and_score(
-                    &mut row,
-                    LabeledRows {
-                        x: x.select_rows(&answered),
-                        y: student_labels,
-                    },
-                )?;
-            }
+        UnitKind::Pate { .. } => {
+            pate_row(&mut row, u, &config, ctx, set_of()?, &plan, &features, &env)?;
         }
     }
     Ok(row)
 }
 
-/// Share of answered queries whose label equals the query's true label.
-fn agreement(rows: &[usize], labels: &[Option<bool>], truth: &[bool]) -> f64 {
-    let answered: Vec<(usize, bool)> = rows
+/// The noiseless teacher ensemble (vote share ≥ 0.5) on the test split.
+fn ensemble_row(
+    row: &mut ResultRow,
+    config: &RunConfig,
+    ctx: &Context,
+    set: &TeacherSet,
+    env: &stages::Env,
+) -> Result<()> {
+    row.model = "teacher-ensemble".into();
+    row.mechanism = "noiseless vote share ≥ 0.5".into();
+    let test = &ctx.shared.test;
+    let rows: Vec<usize> = stages::evaluate::ensemble_rows(config, test.x.rows, env)
+        .unwrap_or_else(|| (0..test.x.rows).collect());
+    let share =
+        pipeline::ensemble_vote_fraction(&set.files, &test.x.select_rows(&rows), env.device)?;
+    let y: Vec<bool> = rows.iter().map(|&r| test.y[r]).collect();
+    set_metrics(row, &share, &y, 0.5);
+    row.test_samples = y.len();
+    // The distinct test requests (also at most ensemble_max of them).
+    let distinct: Vec<usize> = ctx
+        .test_distinct
         .iter()
-        .zip(labels)
-        .filter_map(|(&r, l)| l.map(|l| (r, l)))
+        .copied()
+        .take(config.evaluation.ensemble_max.unwrap_or(usize::MAX))
         .collect();
-    answered.iter().filter(|(r, l)| truth[*r] == *l).count() as f64 / answered.len().max(1) as f64
+    let share =
+        pipeline::ensemble_vote_fraction(&set.files, &test.x.select_rows(&distinct), env.device)?;
+    let y: Vec<bool> = distinct.iter().map(|&r| test.y[r]).collect();
+    let m = Metrics::compute(&share, &y, 0.5);
+    row.tpr_distinct = m.tpr;
+    row.tnr_distinct = m.tnr;
+    Ok(())
+}
+
+/// A PATE cell: the `vote`, `aggregate`, `student` and `evaluate` stages of `run`, with the ε
+/// curve over query prefixes and the aggregation appended to the teachers' ledger.
+#[allow(clippy::too_many_arguments)]
+fn pate_row(
+    row: &mut ResultRow,
+    u: &Unit,
+    config: &RunConfig,
+    ctx: &Context,
+    set: &TeacherSet,
+    plan: &stages::split::QueryPlan,
+    features: &stages::featurize::Features,
+    env: &stages::Env,
+) -> Result<()> {
+    let UnitKind::Pate {
+        mechanism,
+        epsilon_curve,
+        ..
+    } = &u.kind
+    else {
+        return Err(Error::Invalid("internal: not a PATE cell".into()));
+    };
+    row.model = "pate-student".into();
+    row.mechanism = mechanism.name().into();
+    row.mechanism_parameters = mechanism.parameters.clone();
+    row.rho = config.privacy.rho;
+    row.local_epsilon = config.privacy.rho.map(privacy::privatize::local_epsilon);
+    let mut noise = env.rng.noise()?;
+    let votes = stages::vote::run(config, &set.files, &features.queries_x, &mut noise, env)?;
+    let aggregation = stages::aggregate::run(
+        config,
+        votes.votes,
+        set.files.len(),
+        ctx.data.splits.private.len(),
+        &mut noise,
+        env.started,
+    )?;
+    let by = format!("sweep cell {} repeat {}", u.cell, u.repeat);
+    stages::aggregate::record_in_ledger(&set.ledger, &by, config, &aggregation)?;
+    row.data_independent_epsilon = Some(aggregation.epsilon.data_independent_epsilon);
+    row.data_dependent_epsilon = Some(aggregation.epsilon.data_dependent_epsilon);
+    let labels = &aggregation.labels;
+    for &n in epsilon_curve {
+        let prefix: Vec<[u64; 2]> = (aggregation.votes.rows().take(n))
+            .map(|r| [r[0], r[1]])
+            .collect();
+        let prefix = VoteMatrix::from_rows(&prefix)?;
+        let r = stages::aggregate::account(
+            &prefix,
+            &labels[..n],
+            &config.privacy.mechanism,
+            config.privacy.delta,
+        )?;
+        row.epsilon_curve.push(EpsilonPoint {
+            queries: n,
+            answered: labels[..n].iter().filter(|l| l.is_some()).count(),
+            data_independent: r.data_independent_epsilon,
+            data_dependent: r.data_dependent_epsilon,
+        });
+    }
+    let answered = aggregation.answered();
+    row.answered = Some(answered.len());
+    let student_labels: Vec<bool> = answered.iter().filter_map(|&i| labels[i]).collect();
+    if answered.is_empty() {
+        eprintln!(
+            "sweep: {} r{}: no query answered; no student",
+            u.cell, u.repeat
+        );
+        return Ok(());
+    }
+    row.label_agreement = stages::student::label_agreement(labels, &features.queries_y);
+    if !student_labels.contains(&true) || !student_labels.contains(&false) {
+        // One class only: a student would predict a constant. Record it as such (every
+        // request malicious or every request benign), which is what it would do.
+        let constant = if student_labels[0] { 1.0 } else { 0.0 };
+        let scores = vec![constant; ctx.shared.test.y.len()];
+        set_metrics(row, &scores, &ctx.shared.test.y, 0.5);
+        set_distinct(row, &scores, ctx, 0.5);
+        return Ok(());
+    }
+    let student = stages::student::run(config, &ctx.data, plan, features, labels, env)?;
+    score_student(row, config, &student.model, features, ctx, env)
 }
 
 /// TPR and TNR over the distinct test requests, from the scores of every test row.
 fn set_distinct(row: &mut ResultRow, scores: &[f32], ctx: &Context, threshold: f32) {
     let s: Vec<f32> = ctx.test_distinct.iter().map(|&r| scores[r]).collect();
-    let y: Vec<bool> = ctx.test_distinct.iter().map(|&r| ctx.test_y[r]).collect();
+    let y: Vec<bool> = (ctx.test_distinct.iter())
+        .map(|&r| ctx.shared.test.y[r])
+        .collect();
     let m = Metrics::compute(&s, &y, threshold);
     row.tpr_distinct = m.tpr;
     row.tnr_distinct = m.tnr;
