@@ -92,6 +92,10 @@ pub fn length_bucket(value: &str) -> u32 {
 
 /// The first `max` characters of `s`.
 fn clip(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        // At most `max` bytes, so at most `max` characters.
+        return s;
+    }
     match s.char_indices().nth(max) {
         Some((i, _)) => &s[..i],
         None => s,
@@ -160,9 +164,20 @@ pub fn for_each_param_feature(
             let bucket = length_bucket(value);
             let mut digits = [0u8; 10];
             emit(&["l:", name, "=", u32_str(bucket, &mut digits)], feature);
-            // Each distinct special character once, in order of first appearance.
+            // Each distinct special character once, in order of first appearance (ASCII ones
+            // remembered in a bit set, others by searching the value before them).
+            let mut ascii_seen = 0u128;
             for (i, c) in value.char_indices() {
-                if c.is_alphanumeric() || value[..i].contains(c) {
+                if c.is_alphanumeric() {
+                    continue;
+                }
+                if c.is_ascii() {
+                    let bit = 1u128 << (c as u32);
+                    if ascii_seen & bit != 0 {
+                        continue;
+                    }
+                    ascii_seen |= bit;
+                } else if value[..i].contains(c) {
                     continue;
                 }
                 let mut buf = [0u8; 4];
@@ -372,6 +387,13 @@ mod tests {
                 "c:email=.",
             ]
         );
+    }
+
+    #[test]
+    fn special_characters_count_once_each_in_order_of_first_appearance() {
+        let f = features("GET", "/p?v='a'';b€c€' ;~\u{7f}\u{7f}€", None);
+        let specials: Vec<&str> = f.iter().filter_map(|f| f.strip_prefix("c:v=")).collect();
+        assert_eq!(specials, ["'", ";", "€", " ", "~", "\u{7f}"]);
     }
 
     #[test]
