@@ -335,7 +335,211 @@ pub fn run_sweep_with(
         )?;
     }
 
-    // ---- the data specs and the units
+    let (specs, units) = plan_units(config, base, out, delta)?;
+
+    if report_only {
+        let rows: Vec<ResultRow> = units.iter().filter_map(|u| read_result(&u.path)).collect();
+        eprintln!(
+            "sweep: report only: {} of {} results present",
+            rows.len(),
+            units.len()
+        );
+        write_outputs(out, &rows, config)?;
+        return Ok(SweepOutcome {
+            computed: 0,
+            reused: rows.len(),
+        });
+    }
+
+    // ---- what is left to do
+    let pending: Vec<&Unit> = units
+        .iter()
+        .filter(|u| read_result(&u.path).is_none())
+        .collect();
+    let reused = units.len() - pending.len();
+    eprintln!("sweep: {} results in {} experiments; {reused} already done, {} to compute ({jobs} at a time)", units.len(), config.experiments.len(), pending.len());
+
+    let groups = batches(&pending, config);
+    let mut contexts: HashMap<usize, Context> = HashMap::new();
+    let mut teacher_sets: HashMap<(usize, usize), TeacherSet> = HashMap::new();
+    let total = pending.len();
+    let progress = Progress {
+        done: AtomicUsize::new(0),
+        total,
+        started: Instant::now(),
+    };
+    for ((data, teachers), group) in groups {
+        if let std::collections::hash_map::Entry::Vacant(v) = contexts.entry(data) {
+            let ctx = build_context(&specs[data], base, out)?;
+            for u in pending.iter().filter(|u| u.data == data) {
+                if let Some(q) = u.kind.queries() {
+                    if q > ctx.distinct_public {
+                        return Err(Error::Config(format!(
+                            "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
+                            u.experiment, specs[data].label, ctx.distinct_public
+                        )));
+                    }
+                }
+            }
+            v.insert(ctx);
+        }
+        let ctx = &contexts[&data];
+        if let Some(n) = teachers {
+            if let std::collections::hash_map::Entry::Vacant(e) = teacher_sets.entry((data, n)) {
+                let set = teacher_set(&specs[data], ctx, base, n, config.seed, out, device)?;
+                e.insert(set);
+            }
+        }
+        let set = teachers.map(|n| &teacher_sets[&(data, n)]);
+        compute_group(
+            &group,
+            &specs,
+            ctx,
+            set,
+            base,
+            config.seed,
+            device,
+            jobs,
+            &progress,
+        )?;
+    }
+
+    // ---- tables and plots from every result of this config
+    let rows: Vec<ResultRow> = units
+        .iter()
+        .map(|u| {
+            read_result(&u.path).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{}: missing or unreadable result",
+                    u.path.display()
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    write_outputs(out, &rows, config)?;
+    eprintln!(
+        "sweep: done in {:.0} s; {} computed, {reused} reused; tables in {}",
+        started.elapsed().as_secs_f64(),
+        total,
+        out.display()
+    );
+    Ok(SweepOutcome {
+        computed: total,
+        reused,
+    })
+}
+
+/// (data set, teacher count) of a batch of units.
+type TeacherSetKey = (usize, Option<usize>);
+
+/// The pending units in the order they are computed, in batches sharing data and teachers.
+fn batches<'a>(pending: &[&'a Unit], config: &SweepConfig) -> Vec<(TeacherSetKey, Vec<&'a Unit>)> {
+    // Round-robin over repeats (every cell of every experiment gets its first model, then its
+    // second, ...), so an interrupted sweep has every cell with a few models rather than some
+    // cells complete and others empty. Consecutive units sharing data and teachers form a batch
+    // the workers share.
+    let mut order: Vec<&Unit> = pending.to_vec();
+    let experiment_index = |u: &Unit| {
+        config
+            .experiments
+            .iter()
+            .position(|e| e.name == u.experiment)
+            .unwrap_or(0)
+    };
+    order.sort_by_key(|u| (u.repeat, experiment_index(u)));
+    // (data set, teacher count) → the units that share that teacher set, in order.
+    let mut groups: Vec<(TeacherSetKey, Vec<&Unit>)> = Vec::new();
+    for u in order {
+        let key = (u.data, u.kind.teachers());
+        match groups.last_mut() {
+            Some((k, g)) if *k == key => g.push(u),
+            _ => groups.push((key, vec![u])),
+        }
+    }
+    groups
+}
+
+/// How far the computation is, shared by the workers.
+struct Progress {
+    done: AtomicUsize,
+    total: usize,
+    started: Instant,
+}
+
+/// Computes the units of `group` (one data list and teacher set), `jobs` at a time, writing each
+/// result as soon as it is done; the first failure stops the group.
+#[allow(clippy::too_many_arguments)]
+fn compute_group(
+    group: &[&Unit],
+    specs: &[DataSpec],
+    ctx: &Context,
+    set: Option<&TeacherSet>,
+    base: &RunConfig,
+    seed: Option<u64>,
+    device: Device,
+    jobs: usize,
+    progress: &Progress,
+) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let worker = || loop {
+        if failure.lock().map(|f| f.is_some()).unwrap_or(true) {
+            return;
+        }
+        let i = next.fetch_add(1, Ordering::SeqCst);
+        let Some(u) = group.get(i) else { return };
+        let t0 = Instant::now();
+        let result =
+            compute(u, &specs[u.data].label, ctx, set, base, seed, device).and_then(|mut row| {
+                row.seconds = t0.elapsed().as_secs_f64();
+                write_json_in(&u.path, &row)?;
+                Ok(row)
+            });
+        match result {
+            Ok(row) => {
+                let n = progress.done.fetch_add(1, Ordering::SeqCst) + 1;
+                let elapsed = progress.started.elapsed().as_secs_f64();
+                let (total, eta) = (
+                    progress.total,
+                    elapsed / n as f64 * (progress.total - n) as f64,
+                );
+                let pct = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.1}%", 100.0 * v));
+                eprintln!(
+                    "sweep: [{n}/{total}] {} r{}: TPR {} TNR {} ε(dd) {} ({:.1} s; elapsed {:.0} s, ETA {:.0} s)",
+                    u.cell, u.repeat, pct(row.tpr), pct(row.tnr),
+                    row.data_dependent_epsilon.map_or("–".into(), |e| format!("{e:.2}")),
+                    row.seconds, elapsed, eta
+                );
+            }
+            Err(e) => {
+                if let Ok(mut f) = failure.lock() {
+                    f.get_or_insert(Error::Invalid(format!(
+                        "{} repeat {}: {e}",
+                        u.cell, u.repeat
+                    )));
+                }
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..jobs.min(group.len()) {
+            s.spawn(worker);
+        }
+        worker();
+    });
+    match failure.into_inner().ok().flatten() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The data lists and the results (units) of every experiment of `config`.
+fn plan_units(
+    config: &SweepConfig,
+    base: &RunConfig,
+    out: &Path,
+    delta: f64,
+) -> Result<(Vec<DataSpec>, Vec<Unit>)> {
     let mut specs: Vec<DataSpec> = Vec::new();
     let mut units: Vec<Unit> = Vec::new();
     for e in &config.experiments {
@@ -373,7 +577,7 @@ pub fn run_sweep_with(
             .queries
             .clone()
             .unwrap_or_else(|| vec![base.student.queries]);
-        let mut push = |cell: String, repeats: usize, kind: UnitKind| {
+        for (cell, repeats, kind) in experiment_cells(e, &queries, base, delta)? {
             for repeat in 0..repeats {
                 units.push(Unit {
                     experiment: e.name.clone(),
@@ -387,229 +591,95 @@ pub fn run_sweep_with(
                     kind: kind.clone(),
                 });
             }
-        };
-        match e.kind {
-            ExperimentKind::Pate => {
-                let rhos = e.rho.clone().unwrap_or_else(|| vec![None]);
-                for &t in &e.teachers {
-                    for &q in &queries {
-                        let reference = resolve_mechanism(&e.mechanisms[0], None, t, q, delta)?;
-                        for &rho in &rhos {
-                            for spec in &e.mechanisms {
-                                let mechanism =
-                                    resolve_mechanism(spec, Some(&reference), t, q, delta)
-                                        .map_err(|err| {
-                                            Error::Config(format!(
+        }
+    }
+    Ok((specs, units))
+}
+
+/// The cells of experiment `e` with their repeat counts: PATE cells (teachers × queries × ρ ×
+/// mechanisms, `matched` parameters solved against the first mechanism) or the baselines.
+fn experiment_cells(
+    e: &config::Experiment,
+    queries: &[usize],
+    base: &RunConfig,
+    delta: f64,
+) -> Result<Vec<(String, usize, UnitKind)>> {
+    let mut cells: Vec<(String, usize, UnitKind)> = Vec::new();
+    let mut push = |cell: String, repeats: usize, kind: UnitKind| cells.push((cell, repeats, kind));
+    match e.kind {
+        ExperimentKind::Pate => {
+            let rhos = e.rho.clone().unwrap_or_else(|| vec![None]);
+            for &t in &e.teachers {
+                for &q in queries {
+                    let reference = resolve_mechanism(&e.mechanisms[0], None, t, q, delta)?;
+                    for &rho in &rhos {
+                        for spec in &e.mechanisms {
+                            let mechanism = resolve_mechanism(spec, Some(&reference), t, q, delta)
+                                .map_err(|err| {
+                                    Error::Config(format!(
                                         "experiments {}: {} with {t} teachers, {q} queries: {err}",
                                         e.name,
                                         spec.label()
                                     ))
-                                        })?;
-                                let cell = format!(
-                                    "{}/t{t}-q{q}-rho{}-{}",
-                                    e.name,
-                                    fmt_rho(rho),
-                                    mechanism.label
-                                );
-                                let epsilon_curve = e
-                                    .epsilon_curve
-                                    .iter()
-                                    .copied()
-                                    .filter(|&n| n <= q)
-                                    .collect();
-                                push(
-                                    cell,
-                                    e.repeats,
-                                    UnitKind::Pate {
-                                        teachers: t,
-                                        queries: q,
-                                        rho,
-                                        mechanism,
-                                        epsilon_curve,
-                                    },
-                                );
-                            }
+                                })?;
+                            let cell = format!(
+                                "{}/t{t}-q{q}-rho{}-{}",
+                                e.name,
+                                fmt_rho(rho),
+                                mechanism.label
+                            );
+                            let epsilon_curve = e
+                                .epsilon_curve
+                                .iter()
+                                .copied()
+                                .filter(|&n| n <= q)
+                                .collect();
+                            push(
+                                cell,
+                                e.repeats,
+                                UnitKind::Pate {
+                                    teachers: t,
+                                    queries: q,
+                                    rho,
+                                    mechanism,
+                                    epsilon_curve,
+                                },
+                            );
                         }
                     }
                 }
             }
-            ExperimentKind::Baselines => {
-                let training = e
-                    .non_private_training
-                    .clone()
-                    .unwrap_or_else(|| base.student.training.clone());
+        }
+        ExperimentKind::Baselines => {
+            let training = e
+                .non_private_training
+                .clone()
+                .unwrap_or_else(|| base.student.training.clone());
+            push(
+                format!("{}/non-private", e.name),
+                e.repeats,
+                UnitKind::NonPrivate { training },
+            );
+            for &t in &e.teachers {
                 push(
-                    format!("{}/non-private", e.name),
-                    e.repeats,
-                    UnitKind::NonPrivate { training },
+                    format!("{}/t{t}-ensemble", e.name),
+                    1,
+                    UnitKind::Ensemble { teachers: t },
                 );
-                for &t in &e.teachers {
+                for &q in queries {
                     push(
-                        format!("{}/t{t}-ensemble", e.name),
-                        1,
-                        UnitKind::Ensemble { teachers: t },
-                    );
-                    for &q in &queries {
-                        push(
-                            format!("{}/t{t}-q{q}-majority", e.name),
-                            e.repeats,
-                            UnitKind::Majority {
-                                teachers: t,
-                                queries: q,
-                            },
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    if report_only {
-        let rows: Vec<ResultRow> = units.iter().filter_map(|u| read_result(&u.path)).collect();
-        eprintln!(
-            "sweep: report only: {} of {} results present",
-            rows.len(),
-            units.len()
-        );
-        write_outputs(out, &rows, config)?;
-        return Ok(SweepOutcome {
-            computed: 0,
-            reused: rows.len(),
-        });
-    }
-
-    // ---- what is left to do
-    let pending: Vec<&Unit> = units
-        .iter()
-        .filter(|u| read_result(&u.path).is_none())
-        .collect();
-    let reused = units.len() - pending.len();
-    eprintln!("sweep: {} results in {} experiments; {reused} already done, {} to compute ({jobs} at a time)", units.len(), config.experiments.len(), pending.len());
-
-    // Round-robin over repeats (every cell of every experiment gets its first model, then its
-    // second, ...), so an interrupted sweep has every cell with a few models rather than some
-    // cells complete and others empty. Consecutive units sharing data and teachers form a batch
-    // the workers share.
-    let mut order: Vec<&Unit> = pending.clone();
-    let experiment_index = |u: &Unit| {
-        config
-            .experiments
-            .iter()
-            .position(|e| e.name == u.experiment)
-            .unwrap_or(0)
-    };
-    order.sort_by_key(|u| (u.repeat, experiment_index(u)));
-    // (data set, teacher count) → the units that share that teacher set, in order.
-    type TeacherSetKey = (usize, Option<usize>);
-    let mut groups: Vec<(TeacherSetKey, Vec<&Unit>)> = Vec::new();
-    for u in order {
-        let key = (u.data, u.kind.teachers());
-        match groups.last_mut() {
-            Some((k, g)) if *k == key => g.push(u),
-            _ => groups.push((key, vec![u])),
-        }
-    }
-    let mut contexts: HashMap<usize, Context> = HashMap::new();
-    let mut teacher_sets: HashMap<(usize, usize), TeacherSet> = HashMap::new();
-    let done = AtomicUsize::new(0);
-    let compute_started = Instant::now();
-    let total = pending.len();
-    for ((data, teachers), group) in groups {
-        if let std::collections::hash_map::Entry::Vacant(v) = contexts.entry(data) {
-            let ctx = build_context(&specs[data], base, out)?;
-            for u in pending.iter().filter(|u| u.data == data) {
-                if let Some(q) = u.kind.queries() {
-                    if q > ctx.distinct_public {
-                        return Err(Error::Config(format!(
-                            "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
-                            u.experiment, specs[data].label, ctx.distinct_public
-                        )));
-                    }
-                }
-            }
-            v.insert(ctx);
-        }
-        let ctx = &contexts[&data];
-        if let Some(n) = teachers {
-            if let std::collections::hash_map::Entry::Vacant(e) = teacher_sets.entry((data, n)) {
-                let set = teacher_set(&specs[data], ctx, base, n, config.seed, out, device)?;
-                e.insert(set);
-            }
-        }
-        let set = teachers.map(|n| &teacher_sets[&(data, n)]);
-        let next = AtomicUsize::new(0);
-        let failure: Mutex<Option<Error>> = Mutex::new(None);
-        let worker = || loop {
-            if failure.lock().map(|f| f.is_some()).unwrap_or(true) {
-                return;
-            }
-            let i = next.fetch_add(1, Ordering::SeqCst);
-            let Some(u) = group.get(i) else { return };
-            let t0 = Instant::now();
-            let result = compute(u, &specs[u.data].label, ctx, set, base, config.seed, device)
-                .and_then(|mut row| {
-                    row.seconds = t0.elapsed().as_secs_f64();
-                    write_json_in(&u.path, &row)?;
-                    Ok(row)
-                });
-            match result {
-                Ok(row) => {
-                    let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    let elapsed = compute_started.elapsed().as_secs_f64();
-                    let eta = elapsed / n as f64 * (total - n) as f64;
-                    let pct =
-                        |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.1}%", 100.0 * v));
-                    eprintln!(
-                        "sweep: [{n}/{total}] {} r{}: TPR {} TNR {} ε(dd) {} ({:.1} s; elapsed {:.0} s, ETA {:.0} s)",
-                        u.cell, u.repeat, pct(row.tpr), pct(row.tnr),
-                        row.data_dependent_epsilon.map_or("–".into(), |e| format!("{e:.2}")),
-                        row.seconds, elapsed, eta
+                        format!("{}/t{t}-q{q}-majority", e.name),
+                        e.repeats,
+                        UnitKind::Majority {
+                            teachers: t,
+                            queries: q,
+                        },
                     );
                 }
-                Err(e) => {
-                    if let Ok(mut f) = failure.lock() {
-                        f.get_or_insert(Error::Invalid(format!(
-                            "{} repeat {}: {e}",
-                            u.cell, u.repeat
-                        )));
-                    }
-                }
             }
-        };
-        std::thread::scope(|s| {
-            for _ in 1..jobs.min(group.len()) {
-                s.spawn(worker);
-            }
-            worker();
-        });
-        if let Some(e) = failure.into_inner().ok().flatten() {
-            return Err(e);
         }
     }
-
-    // ---- tables and plots from every result of this config
-    let rows: Vec<ResultRow> = units
-        .iter()
-        .map(|u| {
-            read_result(&u.path).ok_or_else(|| {
-                Error::Invalid(format!(
-                    "{}: missing or unreadable result",
-                    u.path.display()
-                ))
-            })
-        })
-        .collect::<Result<_>>()?;
-    write_outputs(out, &rows, config)?;
-    eprintln!(
-        "sweep: done in {:.0} s; {} computed, {reused} reused; tables in {}",
-        started.elapsed().as_secs_f64(),
-        total,
-        out.display()
-    );
-    Ok(SweepOutcome {
-        computed: total,
-        reused,
-    })
+    Ok(cells)
 }
 
 /// Writes pretty JSON atomically, creating the parent directory.
@@ -1182,12 +1252,6 @@ fn write_plots(
         path: dir.clone(),
         source,
     })?;
-    let values = |cell: &str, f: &dyn Fn(&ResultRow) -> Option<f64>| -> Vec<f64> {
-        rows.iter()
-            .filter(|r| r.cell == cell)
-            .filter_map(f)
-            .collect()
-    };
     for e in &config.experiments {
         let ecells: Vec<&report::CellSummary> = cells
             .iter()
@@ -1207,213 +1271,253 @@ fn write_plots(
                 .iter()
                 .filter(|c| baselines || c.first.teachers == t)
                 .collect();
-            let varies = |f: &dyn Fn(&ResultRow) -> String| {
-                tcells
-                    .iter()
-                    .map(|c| f(c.first))
-                    .collect::<std::collections::HashSet<_>>()
-                    .len()
-                    > 1
-            };
-            let (vq, vr, vm) = (
-                varies(&|r| format!("{:?}", r.queries)),
-                varies(&|r| format!("{:?}", r.rho)),
-                varies(&|r| r.mechanism_parameters.clone() + &r.model),
-            );
-            let label = |r: &ResultRow| {
-                let mut parts = Vec::new();
-                if baselines {
-                    parts.push(match r.teachers {
-                        Some(t) if r.model != "non-private" => format!("{} ({t})", r.model),
-                        _ => r.model.clone(),
-                    });
-                } else if vm || (!vq && !vr) {
-                    parts.push(short_mechanism(r));
-                }
-                if vq {
-                    parts.push(format!(
-                        "q={}",
-                        r.queries.map_or("–".into(), |q| q.to_string())
-                    ));
-                }
-                if vr {
-                    parts.push(format!("ρ={}", fmt_rho(r.rho)));
-                }
-                parts.join(" ")
-            };
-            let tname = t.map_or("all".into(), |t| t.to_string());
-            let suffix = t.map_or(String::new(), |t| format!(", {t} teachers"));
-            let group = |f: &dyn Fn(&ResultRow) -> Option<f64>| -> Vec<(String, Vec<f64>)> {
-                tcells
-                    .iter()
-                    .map(|c| (label(c.first), values(&c.first.cell, f)))
-                    .collect()
-            };
-            for (measure, title, f, y_max) in [
-                (
-                    "tpr",
-                    "TPR",
-                    &(|r: &ResultRow| r.tpr) as &dyn Fn(&ResultRow) -> Option<f64>,
-                    Some(1.0),
-                ),
-                ("tnr", "TNR", &|r: &ResultRow| r.tnr, Some(1.0)),
-                (
-                    "epsilon",
-                    "data-dependent ε",
-                    &|r: &ResultRow| r.data_dependent_epsilon,
-                    None,
-                ),
-            ] {
-                let g = group(f);
-                if g.iter().all(|(_, v)| v.is_empty()) {
-                    continue;
-                }
-                let svg =
-                    report::box_plot(&format!("{}: {title}{suffix}", e.name), title, &g, y_max);
-                pipeline::write_file(
-                    &dir.join(format!("{}-t{tname}-{measure}.svg", e.name)),
-                    svg.as_bytes(),
-                )?;
+            plot_cells(&dir, e, t, &tcells, rows, baselines)?;
+        }
+        plot_epsilon_curve(&dir, e, &ecells, rows)?;
+    }
+    Ok(())
+}
+
+/// The box plots (TPR, TNR, ε) of the cells of one teacher count of experiment `e` (every
+/// cell for baselines), and the accuracy-vs-queries plot where the query count varies.
+fn plot_cells(
+    dir: &Path,
+    e: &config::Experiment,
+    t: Option<usize>,
+    tcells: &[&&report::CellSummary],
+    rows: &[ResultRow],
+    baselines: bool,
+) -> Result<()> {
+    let values = |cell: &str, f: &dyn Fn(&ResultRow) -> Option<f64>| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.cell == cell)
+            .filter_map(f)
+            .collect()
+    };
+    let varies = |f: &dyn Fn(&ResultRow) -> String| {
+        tcells
+            .iter()
+            .map(|c| f(c.first))
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+            > 1
+    };
+    let (vq, vr, vm) = (
+        varies(&|r| format!("{:?}", r.queries)),
+        varies(&|r| format!("{:?}", r.rho)),
+        varies(&|r| r.mechanism_parameters.clone() + &r.model),
+    );
+    let label = |r: &ResultRow| {
+        let mut parts = Vec::new();
+        if baselines {
+            parts.push(match r.teachers {
+                Some(t) if r.model != "non-private" => format!("{} ({t})", r.model),
+                _ => r.model.clone(),
+            });
+        } else if vm || (!vq && !vr) {
+            parts.push(short_mechanism(r));
+        }
+        if vq {
+            parts.push(format!(
+                "q={}",
+                r.queries.map_or("–".into(), |q| q.to_string())
+            ));
+        }
+        if vr {
+            parts.push(format!("ρ={}", fmt_rho(r.rho)));
+        }
+        parts.join(" ")
+    };
+    let tname = t.map_or("all".into(), |t| t.to_string());
+    let suffix = t.map_or(String::new(), |t| format!(", {t} teachers"));
+    let group = |f: &dyn Fn(&ResultRow) -> Option<f64>| -> Vec<(String, Vec<f64>)> {
+        tcells
+            .iter()
+            .map(|c| (label(c.first), values(&c.first.cell, f)))
+            .collect()
+    };
+    for (measure, title, f, y_max) in [
+        (
+            "tpr",
+            "TPR",
+            &(|r: &ResultRow| r.tpr) as &dyn Fn(&ResultRow) -> Option<f64>,
+            Some(1.0),
+        ),
+        ("tnr", "TNR", &|r: &ResultRow| r.tnr, Some(1.0)),
+        (
+            "epsilon",
+            "data-dependent ε",
+            &|r: &ResultRow| r.data_dependent_epsilon,
+            None,
+        ),
+    ] {
+        let g = group(f);
+        if g.iter().all(|(_, v)| v.is_empty()) {
+            continue;
+        }
+        let svg = report::box_plot(&format!("{}: {title}{suffix}", e.name), title, &g, y_max);
+        pipeline::write_file(
+            &dir.join(format!("{}-t{tname}-{measure}.svg", e.name)),
+            svg.as_bytes(),
+        )?;
+    }
+    if vq && !baselines {
+        plot_accuracy_vs_queries(dir, e, &tname, &suffix, tcells)?;
+    }
+    Ok(())
+}
+
+/// Accuracy against answered queries (median per cell), with the ε each point costs in the table.
+fn plot_accuracy_vs_queries(
+    dir: &Path,
+    e: &config::Experiment,
+    tname: &str,
+    suffix: &str,
+    tcells: &[&&report::CellSummary],
+) -> Result<()> {
+    let mut series: Vec<report::Series> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    for c in tcells {
+        let k = format!(
+            "{} ρ={} {}",
+            c.first.mechanism,
+            fmt_rho(c.first.rho),
+            c.first.model
+        );
+        if !keys.contains(&k) {
+            keys.push(k.clone());
+        }
+    }
+    for k in keys {
+        let mut pts: Vec<(f64, f64)> = tcells
+            .iter()
+            .filter(|c| {
+                format!(
+                    "{} ρ={} {}",
+                    c.first.mechanism,
+                    fmt_rho(c.first.rho),
+                    c.first.model
+                ) == k
+            })
+            .filter_map(|c| Some((c.answered?.median, c.tpr?.median)))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push(report::Series {
+            name: format!("TPR, {k}"),
+            points: pts.clone(),
+            dashed: false,
+        });
+        let tnr: Vec<(f64, f64)> = tcells
+            .iter()
+            .filter(|c| {
+                format!(
+                    "{} ρ={} {}",
+                    c.first.mechanism,
+                    fmt_rho(c.first.rho),
+                    c.first.model
+                ) == k
+            })
+            .filter_map(|c| Some((c.answered?.median, c.tnr?.median)))
+            .collect();
+        series.push(report::Series {
+            name: format!("TNR, {k}"),
+            points: tnr,
+            dashed: true,
+        });
+    }
+    let svg = report::line_plot(
+        &format!("{}: student accuracy vs answered queries{suffix}", e.name),
+        "answered queries (median)",
+        "median rate",
+        &series,
+    );
+    pipeline::write_file(
+        &dir.join(format!("{}-t{tname}-accuracy-vs-queries.svg", e.name)),
+        svg.as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// ε against answered queries (the accountant after each prefix of the queries).
+fn plot_epsilon_curve(
+    dir: &Path,
+    e: &config::Experiment,
+    ecells: &[&report::CellSummary],
+    rows: &[ResultRow],
+) -> Result<()> {
+    if !e.epsilon_curve.is_empty() {
+        let mut series = Vec::new();
+        let mut independent_done: Vec<String> = Vec::new();
+        for c in ecells {
+            let r = c.first;
+            if r.rho.is_some() && ecells.iter().any(|o| o.first.rho.is_none()) {
+                continue;
             }
-            // Accuracy against answered queries, with the ε each point costs in the table.
-            if vq && !baselines {
-                let mut series: Vec<report::Series> = Vec::new();
-                let mut keys: Vec<String> = Vec::new();
-                for c in &tcells {
-                    let k = format!(
-                        "{} ρ={} {}",
-                        c.first.mechanism,
-                        fmt_rho(c.first.rho),
-                        c.first.model
-                    );
-                    if !keys.contains(&k) {
-                        keys.push(k.clone());
-                    }
+            let curves: Vec<&Vec<EpsilonPoint>> = rows
+                .iter()
+                .filter(|x| x.cell == r.cell)
+                .map(|x| &x.epsilon_curve)
+                .collect();
+            let Some(first) = curves.first() else {
+                continue;
+            };
+            let mut dd = Vec::new();
+            let mut di = Vec::new();
+            for (i, p) in first.iter().enumerate() {
+                let at = |f: &dyn Fn(&EpsilonPoint) -> f64| {
+                    report::quantile(
+                        &curves
+                            .iter()
+                            .filter_map(|c| c.get(i))
+                            .map(f)
+                            .collect::<Vec<_>>(),
+                        0.5,
+                    )
+                };
+                if let (Some(a), Some(d), Some(n)) = (
+                    at(&|p| p.answered as f64),
+                    at(&|p| p.data_dependent),
+                    at(&|p| p.data_independent),
+                ) {
+                    dd.push((a, d));
+                    di.push((a, n));
                 }
-                for k in keys {
-                    let mut pts: Vec<(f64, f64)> = tcells
-                        .iter()
-                        .filter(|c| {
-                            format!(
-                                "{} ρ={} {}",
-                                c.first.mechanism,
-                                fmt_rho(c.first.rho),
-                                c.first.model
-                            ) == k
-                        })
-                        .filter_map(|c| Some((c.answered?.median, c.tpr?.median)))
-                        .collect();
-                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    series.push(report::Series {
-                        name: format!("TPR, {k}"),
-                        points: pts.clone(),
-                        dashed: false,
-                    });
-                    let tnr: Vec<(f64, f64)> = tcells
-                        .iter()
-                        .filter(|c| {
-                            format!(
-                                "{} ρ={} {}",
-                                c.first.mechanism,
-                                fmt_rho(c.first.rho),
-                                c.first.model
-                            ) == k
-                        })
-                        .filter_map(|c| Some((c.answered?.median, c.tnr?.median)))
-                        .collect();
-                    series.push(report::Series {
-                        name: format!("TNR, {k}"),
-                        points: tnr,
-                        dashed: true,
-                    });
-                }
-                let svg = report::line_plot(
-                    &format!("{}: student accuracy vs answered queries{suffix}", e.name),
-                    "answered queries (median)",
-                    "median rate",
-                    &series,
-                );
-                pipeline::write_file(
-                    &dir.join(format!("{}-t{tname}-accuracy-vs-queries.svg", e.name)),
-                    svg.as_bytes(),
-                )?;
+                let _ = p;
+            }
+            series.push(report::Series {
+                name: format!(
+                    "data-dependent, {} teachers, {}, ρ={}",
+                    r.teachers.unwrap_or(0),
+                    r.mechanism,
+                    fmt_rho(r.rho)
+                ),
+                points: dd,
+                dashed: false,
+            });
+            let k = format!("{} {}", r.mechanism, r.mechanism_parameters);
+            if !independent_done.contains(&k) {
+                independent_done.push(k.clone());
+                series.push(report::Series {
+                    name: format!("data-independent, {k}"),
+                    points: di,
+                    dashed: true,
+                });
             }
         }
-        // ε against answered queries (the accountant after each prefix of the queries).
-        if !e.epsilon_curve.is_empty() {
-            let mut series = Vec::new();
-            let mut independent_done: Vec<String> = Vec::new();
-            for c in &ecells {
-                let r = c.first;
-                if r.rho.is_some() && ecells.iter().any(|o| o.first.rho.is_none()) {
-                    continue;
-                }
-                let curves: Vec<&Vec<EpsilonPoint>> = rows
-                    .iter()
-                    .filter(|x| x.cell == r.cell)
-                    .map(|x| &x.epsilon_curve)
-                    .collect();
-                let Some(first) = curves.first() else {
-                    continue;
-                };
-                let mut dd = Vec::new();
-                let mut di = Vec::new();
-                for (i, p) in first.iter().enumerate() {
-                    let at = |f: &dyn Fn(&EpsilonPoint) -> f64| {
-                        report::quantile(
-                            &curves
-                                .iter()
-                                .filter_map(|c| c.get(i))
-                                .map(f)
-                                .collect::<Vec<_>>(),
-                            0.5,
-                        )
-                    };
-                    if let (Some(a), Some(d), Some(n)) = (
-                        at(&|p| p.answered as f64),
-                        at(&|p| p.data_dependent),
-                        at(&|p| p.data_independent),
-                    ) {
-                        dd.push((a, d));
-                        di.push((a, n));
-                    }
-                    let _ = p;
-                }
-                series.push(report::Series {
-                    name: format!(
-                        "data-dependent, {} teachers, {}, ρ={}",
-                        r.teachers.unwrap_or(0),
-                        r.mechanism,
-                        fmt_rho(r.rho)
-                    ),
-                    points: dd,
-                    dashed: false,
-                });
-                let k = format!("{} {}", r.mechanism, r.mechanism_parameters);
-                if !independent_done.contains(&k) {
-                    independent_done.push(k.clone());
-                    series.push(report::Series {
-                        name: format!("data-independent, {k}"),
-                        points: di,
-                        dashed: true,
-                    });
-                }
-            }
-            if !series.is_empty() {
-                let svg = report::line_plot(
-                    &format!(
-                        "{}: ε (δ = base δ) vs answered queries, median over students",
-                        e.name
-                    ),
-                    "answered queries",
-                    "ε",
-                    &series,
-                );
-                pipeline::write_file(
-                    &dir.join(format!("{}-epsilon-vs-queries.svg", e.name)),
-                    svg.as_bytes(),
-                )?;
-            }
+        if !series.is_empty() {
+            let svg = report::line_plot(
+                &format!(
+                    "{}: ε (δ = base δ) vs answered queries, median over students",
+                    e.name
+                ),
+                "answered queries",
+                "ε",
+                &series,
+            );
+            pipeline::write_file(
+                &dir.join(format!("{}-epsilon-vs-queries.svg", e.name)),
+                svg.as_bytes(),
+            )?;
         }
     }
     Ok(())
