@@ -22,7 +22,7 @@ def main():
     placements = list(runs[0][1]["results"])
     def label(n):
         base, _, t = n.partition("-t")
-        return f"{base}, threshold {float(t):.3f}" if t else n
+        return f"{base}, threshold {float(t):.6g}" if t else n
 
     head = ("| placement (attacks / benign blocked) | "
             + " | ".join(label(n) for n, _ in runs) + " |")

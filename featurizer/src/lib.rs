@@ -1689,7 +1689,8 @@ impl Featurizer {
     /// window; score each and take the highest. Without [`FeaturizerConfig::placements`], the
     /// one vector of [`Featurizer::transform`]. The first vector is always `transform`'s (flagged
     /// `truncated` when more windows follow); the others are flagged only when a limit of
-    /// [`PlacementConfig`] cut the input.
+    /// [`PlacementConfig`] cut the input. With [`PlacementConfig::parts_alone`], one more vector
+    /// per part of every window of several parts: that part alone.
     pub fn transform_windows(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
         out.clear();
         let mut scratch = Scratch::default();
@@ -1707,6 +1708,16 @@ impl Featurizer {
             // windows read everything but what a limit cut.
             v.truncated = limited || (k == 0 && windows.len() > 1);
             out.push(v);
+        }
+        if pc.parts_alone {
+            // Each part of a window of several parts, alone (a part longer than a window is
+            // already alone in its windows).
+            for piece in windows.iter().filter(|w| w.len() > 1).flatten() {
+                let mut v = SparseVector::default();
+                self.vectorize_window(&segments, std::slice::from_ref(piece), &mut scratch, &mut v);
+                v.truncated = limited;
+                out.push(v);
+            }
         }
     }
 

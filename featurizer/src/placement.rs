@@ -206,6 +206,17 @@ pub struct PlacementConfig {
     /// attack string cut by one window boundary is whole in the next window
     /// ([`crate::Featurizer::transform_windows`]).
     pub window_overlap_bytes: usize,
+    /// Also score every part that shares a window with other parts on its own
+    /// ([`crate::Featurizer::transform_windows`] adds one vector per such part), so that many
+    /// distinct benign parts around an attack cannot dilute its weight in the window's vector.
+    /// Off by default (and then not written into the artifact, so older artifacts keep their
+    /// hash): one more network call per part.
+    #[serde(skip_serializing_if = "is_false")]
+    pub parts_alone: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for PlacementConfig {
@@ -215,6 +226,7 @@ impl Default for PlacementConfig {
             max_depth: 32,
             max_bytes: 256 * 1024,
             window_overlap_bytes: 512,
+            parts_alone: false,
         }
     }
 }

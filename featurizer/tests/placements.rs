@@ -162,6 +162,7 @@ fn limits_bound_parts_depth_and_bytes() {
         max_depth: 4,
         max_bytes: 2000,
         window_overlap_bytes: 16,
+        parts_alone: false,
     };
     let many = format!(
         "/a?{}",
@@ -280,6 +281,57 @@ fn windows_cover_the_tail_of_a_long_body() {
     let req = parts_of("POST", "/a", text, Some(&body));
     f.transform_windows(&req, &mut windows);
     assert!(windows.iter().any(|w| w.indices.contains(&quote)));
+}
+
+#[test]
+fn parts_alone_scores_an_attack_among_many_distinct_pairs_on_its_own() {
+    let fit = |parts_alone: bool| {
+        let config = FeaturizerConfig {
+            top_k: 200,
+            placements: Some(PlacementConfig {
+                parts_alone,
+                ..PlacementConfig::default()
+            }),
+            ..Default::default()
+        };
+        let docs = [
+            parts_of("GET", "/a?x=1&y=' or 1=1--", &[], None),
+            parts_of("GET", "/a?x=2&z=3", &[], None),
+        ];
+        Featurizer::fit(config, docs).unwrap()
+    };
+    // 40 distinct benign pairs and the attack, all in one window.
+    let pad: String = (0..40).map(|i| format!("k{i}=v{i}&")).collect();
+    let target = format!("/a?{pad}y=%27+or+1%3D1--");
+    let req = parts_of("GET", &target, &[], None);
+    let (off, on) = (fit(false), fit(true));
+    // The off artifact is written without the field (older artifacts keep their hash); the on
+    // one round-trips with it.
+    assert!(!String::from_utf8(off.to_json())
+        .unwrap()
+        .contains("parts_alone"));
+    let back = Featurizer::from_json(&on.to_json()).unwrap();
+    assert!(back.config().placements.as_ref().unwrap().parts_alone);
+    let quote = on.vocabulary().iter().position(|t| t == "'").unwrap() as u32;
+    let weight = |v: &featurizer::SparseVector| {
+        v.indices
+            .iter()
+            .position(|&i| i == quote)
+            .map_or(0.0, |k| v.values[k])
+    };
+    let mut windows = Vec::new();
+    off.transform_windows(&req, &mut windows);
+    assert_eq!(windows.len(), 1);
+    let diluted = weight(&windows[0]);
+    on.transform_windows(&req, &mut windows);
+    // The window, then each of its 43 parts (method, path, 41 pairs) alone.
+    assert_eq!(windows.len(), 1 + 43, "{}", windows.len());
+    assert_eq!(weight(&windows[0]), diluted);
+    let alone = windows.iter().map(weight).fold(0.0f32, f32::max);
+    assert!(
+        alone > 5.0 * diluted,
+        "alone {alone} vs in the window {diluted}"
+    );
 }
 
 #[test]

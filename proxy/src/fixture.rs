@@ -126,7 +126,12 @@ pub fn placement_fixture_featurizer() -> Result<Featurizer, ProxyError> {
         p
     });
     let config = FeaturizerConfig {
-        placements: Some(featurizer::PlacementConfig::default()),
+        // Every part of a shared window also scored alone: distinct padding pairs cannot
+        // dilute an attack (tests/tests/placements.rs).
+        placements: Some(featurizer::PlacementConfig {
+            parts_alone: true,
+            ..featurizer::PlacementConfig::default()
+        }),
         ..FeaturizerConfig::default()
     };
     Featurizer::fit(config, docs).map_err(|e| ProxyError::Scoring(e.to_string()))

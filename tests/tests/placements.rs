@@ -357,10 +357,26 @@ fn distinct_padding(sep: char, bytes: usize) -> String {
     out
 }
 
+/// Distinct benign form pairs (`queso0=unidad3&jamon1=unidad10&…`), `bytes` of them.
+fn distinct_pairs(bytes: usize) -> String {
+    let padding = distinct_padding(' ', bytes);
+    let words: Vec<&str> = padding.split(' ').collect();
+    let mut out = String::new();
+    for pair in words.chunks(2) {
+        if let [name, value] = pair {
+            if !name.is_empty() {
+                out.push_str(&format!("{name}={value}&"));
+            }
+        }
+    }
+    out
+}
+
 /// `pate-trainer score` scores a request the way the proxy does (every window, the highest score
 /// kept, through the one function `bundle::score_request`): an attack after more than
-/// `max_input_bytes` of distinct benign padding is an attack for both, with the same score, and
-/// the same padding with a benign tail passes both.
+/// `max_input_bytes` of distinct benign padding (one long field, a text body, or hundreds of
+/// distinct pairs) is an attack for both, with the same score, and the same padding with a
+/// benign tail passes both.
 #[test]
 fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
     let (proxy, _apache, audit, tmp) = start();
@@ -384,6 +400,9 @@ fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
             true,
         ),
         ("text/plain", distinct_padding(' ', max_input + 1024), false),
+        // Hundreds of distinct pairs: the attack's window is full of them, but the fixture's
+        // featurizer scores every part of a shared window alone too (`parts_alone`).
+        (form, distinct_pairs(max_input + 512), true),
     ];
     let mut blocked = 0usize;
     for (content_type, padding, is_form) in cases {
@@ -428,5 +447,5 @@ fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
             }
         }
     }
-    assert_eq!(blocked, 2);
+    assert_eq!(blocked, 3);
 }
