@@ -110,12 +110,13 @@ fn weights(n: usize, scale: f32, state: &mut u64) -> Vec<f32> {
 }
 
 /// The proxy scores through ONNX Runtime's sparse-input graph (default, `scorer: onnxruntime`)
-/// or a native sparse forward pass (`scorer: native`, `bundle::SparseMlp`); `pate-trainer score`
-/// runs the bundle's dense `model.onnx` through ONNX Runtime (`Scorer::score` of
-/// `transform_dense`). On every request of the CSIC 2010 sample, with a multi-layer network of
-/// the quick config's shape, both scorers give `pate-trainer score`'s score to 1e-6 and the same
-/// verdicts, from several threads at once (more threads than ORT sessions, so sessions are
-/// shared and contended).
+/// or a native sparse forward pass (`scorer: native`, `bundle::SparseMlp`); the reference here
+/// is the bundle's dense `model.onnx` through ONNX Runtime (`Scorer::score` of `transform_dense`,
+/// what Python onnxruntime runs; `pate-trainer score` runs the proxy's own function,
+/// `bundle::score_request`, on the sparse graph). On every request of the CSIC 2010 sample, with
+/// a multi-layer network of the quick config's shape, both scorers give the dense score to 1e-6
+/// and the same verdicts, from several threads at once (more threads than ORT sessions, so
+/// sessions are shared and contended).
 #[test]
 fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
     let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/sample");
