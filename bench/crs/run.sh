@@ -57,9 +57,9 @@ FILES=("$DATA/normalTrafficTest_A.txt" "$DATA/anomalousTrafficTest_A.txt")
 for f in "${FILES[@]}"; do [ -f "$f" ] || { echo "$0: $f not found (see ../shared/datasets)" >&2; exit 1; }; done
 mkdir -p "$OUT/raw" "$OUT/verdicts"
 
-cargo build --release -p trainer 2>&1 | grep -E '^(error|warning: unused)|Finished' || true
-TRAINER=$ROOT/target/release/pate-trainer
-[ -x "$TRAINER" ] || { echo "$0: $TRAINER was not built" >&2; exit 1; }
+cargo build --release -p experiments 2>&1 | grep -E '^(error|warning: unused)|Finished' || true
+EXPERIMENTS=$ROOT/target/release/pate-experiments
+[ -x "$EXPERIMENTS" ] || { echo "$0: $EXPERIMENTS was not built" >&2; exit 1; }
 
 WORK=$(mktemp -d /tmp/crs-bench.XXXXXX)
 chmod 755 "$WORK"
@@ -93,7 +93,7 @@ SUBSET=(--every "$EVERY"); [ -n "$LIMIT" ] && SUBSET+=(--limit "$LIMIT")
 replay() {
   local name=$1 url=$2 meta=$3
   echo "== $name: replaying to $url" >&2
-  "$TRAINER" replay --url "$url" --format csic --drop-header Accept-Charset "${SUBSET[@]}" \
+  "$EXPERIMENTS" replay --url "$url" --format csic --drop-header Accept-Charset "${SUBSET[@]}" \
     --concurrency "$CONCURRENCY" --out "$OUT/verdicts/$name.jsonl" --summary "$WORK/$name.summary.json" \
     "${FILES[@]}" > /dev/null
   python3 - "$WORK/$name.summary.json" "$OUT/raw/$name.json" "$meta" "$OUT/verdicts/$name.jsonl" "$TEST_FROM" <<'PY'

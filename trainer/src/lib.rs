@@ -25,6 +25,5 @@ pub mod pipeline;
 pub mod public_examples;
 pub mod rundir;
 pub mod stages;
-pub mod sweep;
 
 pub use error::{Error, Result};

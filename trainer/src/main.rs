@@ -31,10 +31,6 @@ enum Cli {
     Score(cli::score::Args),
     /// Run the whole pipeline from a YAML config.
     Run(cli::run::Args),
-    /// Replay labelled requests against a running WAF (Apache + CRS, pate-proxy); TPR/FPR.
-    Replay(cli::replay::Args),
-    /// The evaluation grids (teachers × ρ, mechanisms, baselines, learning curve), resumable.
-    Sweep(cli::sweep::Args),
 }
 
 fn main() {
@@ -51,8 +47,6 @@ fn main() {
         Cli::Export(a) => cli::export::run(a),
         Cli::Score(a) => cli::score::run(a),
         Cli::Run(a) => cli::run::run(a),
-        Cli::Replay(a) => cli::replay::run(a),
-        Cli::Sweep(a) => cli::sweep::run(a),
     };
     if let Err(e) = result {
         eprintln!("pate-trainer: error: {e}");

@@ -9,7 +9,7 @@
 //! [`student::Student`], [`evaluate::Evaluated`], the report); writing an artifact into the run
 //! directory is a separate function of the same module, and [`RunDir`] owns every file name.
 //! [`run`] (`pate-trainer run`) calls the stages in order; the stage subcommands (`cli/`) and the
-//! sweep (`crate::sweep`) call the same functions.
+//! sweep (`experiments::sweep`, `pate-experiments sweep`) call the same functions.
 pub mod aggregate;
 pub mod evaluate;
 pub mod export;

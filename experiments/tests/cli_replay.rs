@@ -1,4 +1,4 @@
-//! `pate-trainer replay` against a real Apache + ModSecurity 2 + OWASP CRS (paranoia level 1,
+//! `pate-experiments replay` against a real Apache + ModSecurity 2 + OWASP CRS (paranoia level 1,
 //! anomaly threshold 5) configured by `bench/crs/crs-conf.sh`, on CSIC 2010 test part A.
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ fn replay(port: u16, out: &Path, extra: &[&str]) -> (serde_json::Value, Vec<serd
     let url = format!("http://127.0.0.1:{port}");
     let normal = csic().join("normalTrafficTest_A.txt");
     let anomalous = csic().join("anomalousTrafficTest_A.txt");
-    let run = Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+    let run = Command::new(env!("CARGO_BIN_EXE_pate-experiments"))
         .args([
             "replay", "--url", &url, "--format", "csic", "--limit", "3", "--out",
         ])
@@ -96,7 +96,7 @@ fn replay(port: u16, out: &Path, extra: &[&str]) -> (serde_json::Value, Vec<serd
         .arg(&normal)
         .arg(&anomalous)
         .output()
-        .expect("run pate-trainer replay");
+        .expect("run pate-experiments replay");
     assert!(
         run.status.success(),
         "replay failed: {}",
@@ -180,7 +180,7 @@ fn replay_refuses_non_loopback_targets_and_missing_files() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("v.jsonl");
     let normal = csic().join("normalTrafficTest_A.txt");
-    let run = Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+    let run = Command::new(env!("CARGO_BIN_EXE_pate-experiments"))
         .args([
             "replay",
             "--url",
@@ -200,7 +200,7 @@ fn replay_refuses_non_loopback_targets_and_missing_files() {
         String::from_utf8_lossy(&run.stderr)
     );
     let missing = tmp.path().join("nope.txt");
-    let run = Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+    let run = Command::new(env!("CARGO_BIN_EXE_pate-experiments"))
         .args([
             "replay",
             "--url",

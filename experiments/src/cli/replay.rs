@@ -1,4 +1,4 @@
-//! `pate-trainer replay`: send labelled dataset requests to a running WAF (Apache + ModSecurity
+//! `pate-experiments replay`: send labelled dataset requests to a running WAF (Apache + ModSecurity
 //! CRS, or pate-proxy in block mode) on loopback and record its verdicts.
 //!
 //! Every request is written by hand as raw HTTP/1.1 on a plain [`TcpStream`] (one connection per
@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 use datasets::{Format, Label, Record};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use trainer::error::{Error, Result};
 
-/// Arguments of `pate-trainer replay`.
+/// Arguments of `pate-experiments replay`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Loopback URL of the WAF, `http://127.0.0.1:PORT` (also `localhost`, `[::1]`).
@@ -97,13 +97,13 @@ pub const MAX_CONSECUTIVE_FAILURES: usize = 20;
 /// drained so the server sees an orderly close).
 const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
-/// The first 8 bytes, little-endian, of [`crate::pipeline::request_hash`] (sha256 of method,
+/// The first 8 bytes, little-endian, of [`trainer::pipeline::request_hash`] (sha256 of method,
 /// target and body): identifies a request text. NOTE: the trainer's simulated split is now record
-/// by record ([`crate::pipeline::split_by_record`]: copy k of a (request, label) is placed by
-/// [`crate::pipeline::split_unit`]), so this number alone no longer tells the split; the old rule
+/// by record ([`trainer::pipeline::split_by_record`]: copy k of a (request, label) is placed by
+/// [`trainer::pipeline::split_unit`]), so this number alone no longer tells the split; the old rule
 /// `request_hash / 2^64 >= 0.8` was the split by request text.
 pub fn request_hash(record: &Record) -> u64 {
-    let h = crate::pipeline::request_hash(record);
+    let h = trainer::pipeline::request_hash(record);
     u64::from_le_bytes(h[..8].try_into().expect("sha256 has 32 bytes"))
 }
 
@@ -584,13 +584,13 @@ pub fn replay(
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    featurizer::write_atomic(path, bytes).map_err(|source| Error::Io {
+    atomic_write::write_atomic(path, bytes).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
     })
 }
 
-/// Runs `pate-trainer replay`.
+/// Runs `pate-experiments replay`.
 pub fn run(args: Args) -> Result<()> {
     let addr = parse_loopback_url(&args.url)?;
     let headers = header_set(&args.drop_headers, &args.headers)?;
@@ -648,7 +648,7 @@ mod tests {
     #[test]
     fn request_hash_is_the_number_the_split_reads() {
         let a = record("GET", b"/a?x=1", None);
-        let full = crate::pipeline::request_hash(&a);
+        let full = trainer::pipeline::request_hash(&a);
         assert_eq!(request_hash(&a).to_le_bytes(), full[..8]);
         assert_eq!(request_hash(&a), request_hash(&a.clone()));
         assert_ne!(
@@ -660,9 +660,9 @@ mod tests {
             request_hash(&record("GET", b"/a", None))
         );
         // The simulated split places the first copy by `split_unit(record_key, 0)`.
-        let config = crate::config::SplitConfig::default();
-        let splits = crate::pipeline::split_by_record(std::slice::from_ref(&a), &config);
-        let u = crate::pipeline::split_unit(&crate::pipeline::record_key(&a), 0);
+        let config = trainer::config::SplitConfig::default();
+        let splits = trainer::pipeline::split_by_record(std::slice::from_ref(&a), &config);
+        let u = trainer::pipeline::split_unit(&trainer::pipeline::record_key(&a), 0);
         assert_eq!(
             splits.test.len() == 1,
             u >= config.private + config.public + config.validation

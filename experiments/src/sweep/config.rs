@@ -1,11 +1,11 @@
-//! The YAML configuration of `pate-trainer sweep` (see `configs/sweep.yaml`, which documents every
+//! The YAML configuration of `pate-experiments sweep` (see `configs/sweep.yaml`, which documents every
 //! key). Unknown keys are errors (`deny_unknown_fields`) and every check names its key.
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{DatasetSource, RunConfig};
-use crate::error::{Error, Result};
+use trainer::config::{DatasetSource, RunConfig};
+use trainer::error::{Error, Result};
 
 /// The whole sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ pub struct Experiment {
     /// training). All the private data is far more rows than the student's queries, so a larger
     /// batch keeps its cost sane.
     #[serde(default)]
-    pub non_private_training: Option<crate::ensemble::TrainConfig>,
+    pub non_private_training: Option<trainer::ensemble::TrainConfig>,
     /// Also account ε after this many queries (≤ the cell's queries): the ε-vs-queries curve.
     #[serde(default)]
     pub epsilon_curve: Vec<usize>,

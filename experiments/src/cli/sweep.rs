@@ -1,11 +1,11 @@
-//! `pate-trainer sweep --config configs/sweep.yaml --out DIR [--quick] [--jobs N]`: the evaluation
-//! grids of issue 6 (see `trainer::sweep` and `configs/sweep.yaml`).
+//! `pate-experiments sweep --config configs/sweep.yaml --out DIR [--quick] [--jobs N]`: the evaluation
+//! grids of issue 6 (see `experiments::sweep` and `configs/sweep.yaml`).
 use std::path::PathBuf;
 
-use crate::error::Result;
 use crate::sweep::{self, config::SweepConfig};
+use trainer::error::Result;
 
-/// Arguments of `pate-trainer sweep`.
+/// Arguments of `pate-experiments sweep`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The sweep file (see configs/sweep.yaml); its `base:` run config gives the data and training.
@@ -31,7 +31,7 @@ pub struct Args {
     pub threads: Option<usize>,
 }
 
-/// Runs `pate-trainer sweep`.
+/// Runs `pate-experiments sweep`.
 pub fn run(args: Args) -> Result<()> {
     let (mut config, mut base) = SweepConfig::load(&args.config)?;
     if args.quick {

@@ -1,8 +1,8 @@
-//! `pate-trainer sweep` on the in-repo sample (data/sample) with a tiny grid: it writes its
+//! `pate-experiments sweep` on the in-repo sample (data/sample) with a tiny grid: it writes its
 //! tables and plots, and a rerun recomputes nothing (one deleted result is recomputed alone).
 use std::path::{Path, PathBuf};
 
-use trainer::sweep::{config::SweepConfig, run_sweep, run_sweep_with};
+use experiments::sweep::{config::SweepConfig, run_sweep, run_sweep_with};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -253,15 +253,15 @@ fn a_sweep_cell_is_a_run_with_the_same_config_and_seed() {
     let cell: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&cell[0]).unwrap()).unwrap();
 
+    // `pate-trainer run` of the base config: the stages it calls, in the library.
     let run_dir = dir.path().join("run");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
-        .args(["run", "--config"])
-        .arg(&base)
-        .arg("--out")
-        .arg(&run_dir)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let run_config = trainer::config::RunConfig::load(&base).unwrap();
+    trainer::stages::run(
+        &run_config,
+        &trainer::rundir::RunDir::new(&run_dir),
+        std::time::Instant::now(),
+    )
+    .unwrap();
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
     let pairs = [

@@ -1,8 +1,8 @@
-//! `pate-trainer sweep`: the evaluation grids of issue 6 (the seeds' Table 4.2 grid of teachers ×
+//! `pate-experiments sweep`: the evaluation grids of issue 6 (the seeds' Table 4.2 grid of teachers ×
 //! student noise ρ, mechanisms at matched ε, baselines, learning curve, cross-dataset), resumable.
 //!
 //! A cell is a `RunConfig` — the base config with the cell's teacher count, query count, ρ and
-//! mechanism — computed by the stages of `pate-trainer run` (`crate::stages`), so every `run`
+//! mechanism — computed by the stages of `pate-trainer run` (`trainer::stages`), so every `run`
 //! option applies. Efficiency: each distinct dataset list is loaded, split and featurized once
 //! (`stages::featurize::shared`); each teacher count is trained once per dataset list with the
 //! `teach` stage (teachers saved under `DIR/work/`, reused on a rerun). Per student: the `split`
@@ -27,13 +27,13 @@ use privacy::VoteMatrix;
 use sha2::{Digest, Sha256};
 use tch::Device;
 
-use crate::config::RunConfig;
-use crate::error::{Error, Result};
-use crate::metrics::{roc_curve, Metrics};
-use crate::pipeline::{self, RunData, RunRng};
-use crate::stages;
 use config::{ExperimentKind, MechanismSpec, SplitName, SweepConfig, SweepDataset};
 use report::{EpsilonPoint, ResultRow};
+use trainer::config::RunConfig;
+use trainer::error::{Error, Result};
+use trainer::metrics::{roc_curve, Metrics};
+use trainer::pipeline::{self, RunData, RunRng};
+use trainer::stages;
 
 /// What a sweep did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,7 +217,7 @@ enum UnitKind {
         queries: usize,
     },
     NonPrivate {
-        training: crate::ensemble::TrainConfig,
+        training: trainer::ensemble::TrainConfig,
     },
 }
 
@@ -272,7 +272,7 @@ struct Context {
 /// (every cell's noisy aggregation spends privacy of the same private records: the teachers are
 /// shared by every cell and kept across reruns).
 struct TeacherSet {
-    files: Vec<crate::model_file::ModelFile>,
+    files: Vec<trainer::model_file::ModelFile>,
     ledger: PathBuf,
 }
 
@@ -318,7 +318,7 @@ pub fn run_sweep_with(
     if let Some(t) = config.threads.or(base.threads) {
         tch::set_num_threads(t as i32);
     }
-    let device = crate::device::resolve(base.device)?;
+    let device = trainer::device::resolve(base.device)?;
     let delta = base.privacy.delta;
     std::fs::create_dir_all(out).map_err(|source| Error::Io {
         path: out.to_owned(),
@@ -868,7 +868,7 @@ fn teacher_set(
     stages::teach::train(&config, data, &ctx.shared.hash, &dir, &rng, device)?;
     Ok(TeacherSet {
         files: stages::teach::load(&dir, count)?,
-        ledger: dir.join(crate::rundir::LEDGER_FILE),
+        ledger: dir.join(trainer::rundir::LEDGER_FILE),
     })
 }
 
@@ -935,7 +935,7 @@ fn empty_row(u: &Unit, data: &str, ctx: &Context, rng: &RunRng) -> ResultRow {
 fn score_student(
     row: &mut ResultRow,
     config: &RunConfig,
-    student: &crate::model_file::ModelFile,
+    student: &trainer::model_file::ModelFile,
     features: &stages::featurize::Features,
     ctx: &Context,
     env: &stages::Env,
@@ -1173,7 +1173,7 @@ fn write_outputs(out: &Path, rows: &[ResultRow], config: &SweepConfig) -> Result
         &out.join("summary.csv"),
         report::summary_csv(&cells).as_bytes(),
     )?;
-    let header = "## Sweep summary\n\nPer cell: median [first–third quartile] over its students, on the test split. ε: δ of the base config; the data-dependent ε is a function of the private votes (not private to publish); the local ε = 2ρ is the per-query guarantee of the student-side Laplace noise (`privacy::privatize`). Written by `pate-trainer sweep`.";
+    let header = "## Sweep summary\n\nPer cell: median [first–third quartile] over its students, on the test split. ε: δ of the base config; the data-dependent ε is a function of the private votes (not private to publish); the local ε = 2ρ is the per-query guarantee of the student-side Laplace noise (`privacy::privatize`). Written by `pate-experiments sweep`.";
     pipeline::write_file(
         &out.join("summary.md"),
         report::summary_md(&cells, header).as_bytes(),

@@ -1,0 +1,9 @@
+//! Experiments and benchmarks of pate-waf, kept out of the product binaries: the evaluation
+//! grids ([`sweep`], `pate-experiments sweep`) and the raw-TCP replay client against a running WAF
+//! ([`cli::replay`], `pate-experiments replay`). The sweep computes its cells with the trainer's
+//! stages (`trainer::stages`), the same functions `pate-trainer run` calls.
+#![warn(missing_docs)]
+#![deny(unsafe_code)]
+
+pub mod cli;
+pub mod sweep;
