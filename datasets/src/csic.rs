@@ -1,0 +1,101 @@
+//! `csic`: CSIC 2010 raw HTTP requests (see the crate documentation).
+use std::path::Path;
+
+use crate::{lines, origin_form, parse_error, DatasetError, Label, Record};
+
+pub(crate) const CSIC_METHODS: [&[u8]; 3] = [b"GET ", b"POST ", b"PUT "];
+
+pub(crate) fn parse_csic(
+    path: &Path,
+    bytes: &[u8],
+    label: Option<Label>,
+) -> Result<Vec<Record>, DatasetError> {
+    enum State {
+        BeforeFirst,
+        Headers,
+        Body,
+    }
+    let mut records: Vec<Record> = Vec::new();
+    let mut body: Vec<u8> = Vec::new();
+    let mut state = State::BeforeFirst;
+    let finish = |records: &mut Vec<Record>, body: &mut Vec<u8>| {
+        if let Some(r) = records.last_mut() {
+            if !body.is_empty() {
+                r.body = Some(std::mem::take(body));
+            }
+        }
+    };
+    for (no, line) in lines(bytes) {
+        if CSIC_METHODS.iter().any(|m| line.starts_with(m)) {
+            finish(&mut records, &mut body);
+            let sp1 = line.iter().position(|&b| b == b' ').unwrap_or(0);
+            let sp2 = line.iter().rposition(|&b| b == b' ').unwrap_or(0);
+            let version = &line[sp2 + 1..];
+            if sp2 <= sp1 || !version.starts_with(b"HTTP/") {
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a request line `METHOD URL HTTP/1.x`",
+                    line,
+                ));
+            }
+            let target = origin_form(&line[sp1 + 1..sp2]);
+            if target.is_empty() {
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a request target after the method",
+                    line,
+                ));
+            }
+            records.push(Record {
+                method: String::from_utf8_lossy(&line[..sp1]).into_owned(),
+                target: target.to_vec(),
+                body: None,
+                headers: Vec::new(),
+                label,
+                line: no,
+            });
+            state = State::Headers;
+            continue;
+        }
+        match state {
+            State::BeforeFirst if line.iter().all(u8::is_ascii_whitespace) => {}
+            State::BeforeFirst => {
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a request line starting with GET, POST or PUT",
+                    line,
+                ))
+            }
+            State::Headers if line.is_empty() => state = State::Body,
+            State::Headers if line.contains(&b':') => {
+                if let (Some(r), Some(colon)) =
+                    (records.last_mut(), line.iter().position(|&b| b == b':'))
+                {
+                    let name = String::from_utf8_lossy(&line[..colon]).trim().to_string();
+                    let value = line[colon + 1..].trim_ascii().to_vec();
+                    r.headers.push((name, value));
+                }
+            }
+            State::Headers => {
+                return Err(parse_error(
+                    path,
+                    no,
+                    "a header line `Name: value` or a blank line",
+                    line,
+                ))
+            }
+            State::Body if line.is_empty() => {}
+            State::Body => {
+                if !body.is_empty() {
+                    body.push(b'\n');
+                }
+                body.extend_from_slice(line);
+            }
+        }
+    }
+    finish(&mut records, &mut body);
+    Ok(records)
+}

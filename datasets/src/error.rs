@@ -1,0 +1,35 @@
+//! Every error of the loaders: [`DatasetError`] (file, line, what was expected).
+use std::path::PathBuf;
+
+/// Errors of the datasets crate.
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A line is not what the format says it should be.
+    #[error("{path}:{line}: expected {expected}, found {found}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What the format expects there.
+        expected: String,
+        /// What is there (shortened, escaped).
+        found: String,
+    },
+    /// A label file does not match its data file.
+    #[error("{label_file}: {message}")]
+    LabelFile {
+        /// The label file.
+        label_file: PathBuf,
+        /// What does not match.
+        message: String,
+    },
+}

@@ -1,0 +1,61 @@
+//! The dataset formats: [`Format`].
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A dataset format (names as on the command line: `csic|fwaf|httpparams|csv|apache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// CSIC 2010 raw HTTP requests.
+    Csic,
+    /// Fwaf query lists, one path + query per line.
+    Fwaf,
+    /// HttpParamsDataset CSV (`payload,length,attack_type,label`).
+    Httpparams,
+    /// Generic `target,label` CSV or TSV.
+    Csv,
+    /// Apache access log, common or combined format.
+    Apache,
+}
+
+impl Format {
+    /// All formats.
+    pub const ALL: [Format; 5] = [
+        Format::Csic,
+        Format::Fwaf,
+        Format::Httpparams,
+        Format::Csv,
+        Format::Apache,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csic => "csic",
+            Format::Fwaf => "fwaf",
+            Format::Httpparams => "httpparams",
+            Format::Csv => "csv",
+            Format::Apache => "apache",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown dataset format {s:?} (expected csic|fwaf|httpparams|csv|apache)")
+            })
+    }
+}

@@ -1,0 +1,36 @@
+//! One request of a dataset: [`Record`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::Label;
+
+/// One request of a dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Request method (`GET` where the format has none).
+    pub method: String,
+    /// Origin-form target (path + optional query), as in the file (still encoded).
+    pub target: Vec<u8>,
+    /// Request body, when the request has a non-empty one.
+    pub body: Option<Vec<u8>>,
+    /// Request headers (name, value) in order, where the format has them (CSIC); empty
+    /// otherwise. The featurizer reads them only with its `placements` setting.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The label, when the file gives one.
+    pub label: Option<Label>,
+    /// 1-based line of the file where the request starts.
+    pub line: usize,
+}
+
+impl Record {
+    /// The view the featurizer reads.
+    pub fn parts(&self) -> featurizer::RequestParts<'_> {
+        featurizer::RequestParts {
+            method: &self.method,
+            target: &self.target,
+            body: self.body.as_deref(),
+            headers: featurizer::Headers::Owned(&self.headers),
+        }
+    }
+}
