@@ -86,3 +86,67 @@ impl Scorer {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use featurizer::{FeaturizerConfig, Headers, PlacementConfig};
+
+    fn fit(placements: bool) -> Featurizer {
+        let config = FeaturizerConfig {
+            top_k: 100,
+            max_input_bytes: 64,
+            placements: placements.then(PlacementConfig::default),
+            ..FeaturizerConfig::default()
+        };
+        let docs = [
+            RequestParts::get("/a?q=' or 1=1--"),
+            RequestParts::get("/a?q=hello+world"),
+        ];
+        Featurizer::fit(config, docs).unwrap()
+    }
+
+    /// The weight of the `'` token: a stand-in network that only sees the attack.
+    fn quote_weight(f: &Featurizer) -> impl Fn(&SparseVector) -> Result<f32, String> + '_ {
+        let quote = f.vocabulary().iter().position(|t| t == "'").unwrap() as u32;
+        move |v: &SparseVector| {
+            Ok(v.indices
+                .iter()
+                .position(|&i| i == quote)
+                .map_or(0.0, |k| v.values[k]))
+        }
+    }
+
+    #[test]
+    fn the_attack_after_the_first_window_scores_with_placements_only() {
+        let text: &[(&str, &[u8])] = &[("Content-Type", b"text/plain")];
+        let mut body = "hello world ".repeat(20).into_bytes();
+        body.extend_from_slice(b"' or 1=1--");
+        let req = RequestParts {
+            method: "POST",
+            target: b"/a",
+            body: Some(&body),
+            headers: Headers::Pairs(text),
+        };
+        let whole = fit(true);
+        let scored = score_request(&whole, &req, quote_weight(&whole)).unwrap();
+        assert!(scored.windows > 1, "{}", scored.windows);
+        assert!(scored.score > 0.0);
+        assert!(!scored.truncated, "windows cut nothing");
+        // The first window alone (what `transform` reads) misses it.
+        assert_eq!(quote_weight(&whole)(&whole.transform(&req)).unwrap(), 0.0);
+        let prefix = fit(false);
+        let scored = score_request(&prefix, &req, quote_weight(&prefix)).unwrap();
+        assert_eq!((scored.windows, scored.score), (1, 0.0));
+        assert!(scored.truncated);
+    }
+
+    #[test]
+    fn a_scoring_error_is_returned() {
+        let f = fit(true);
+        let err = score_request(&f, &RequestParts::get("/a?q=1"), |_| {
+            Err::<f32, _>("no model".to_string())
+        });
+        assert_eq!(err.unwrap_err(), "no model");
+    }
+}
