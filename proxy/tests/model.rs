@@ -212,3 +212,39 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
         });
     }
 }
+
+#[test]
+fn top_tokens_are_the_heaviest_with_ties_by_token_for_every_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    write_fixture_bundle(&dir, None, 0.5, "fixture-top").unwrap();
+    let model = load(&dir, None);
+    let vocabulary = model.featurizer.vocabulary();
+    let dim = vocabulary.len();
+    assert!(dim > 10, "{dim}");
+    // Every index, with few distinct weights (many ties, broken by the token), out of order.
+    let features = featurizer::SparseVector {
+        indices: (0..dim as u32).collect(),
+        values: (0..dim).map(|i| ((i * 7) % 4) as f32 * 0.25).collect(),
+        truncated: false,
+    };
+    let mut reference: Vec<(&str, f32)> = features
+        .indices
+        .iter()
+        .map(|&i| (vocabulary[i as usize].as_str(), features.values[i as usize]))
+        .collect();
+    reference.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    for n in [0, 1, 2, 3, 5, dim / 2, dim - 1, dim, dim + 3] {
+        let top: Vec<(String, f32)> = model
+            .top_tokens(&features, n)
+            .into_iter()
+            .map(|t| (t.token, t.weight))
+            .collect();
+        let want: Vec<(String, f32)> = reference
+            .iter()
+            .take(n)
+            .map(|&(t, w)| (t.to_owned(), w))
+            .collect();
+        assert_eq!(top, want, "n = {n}");
+    }
+}
