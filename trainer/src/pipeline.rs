@@ -1,4 +1,7 @@
-//! The stages of the PATE pipeline as library functions; the subcommands and `run` call them.
+//! Building blocks the stages (`crate::stages`) share: the run's randomness, the teacher
+//! partition and the teaching job, votes, the student's training, scores and thresholds, and the
+//! artifact files. The data and split functions live in `stages::split`, the featurization of
+//! rows in `stages::featurize`; they are re-exported here.
 //!
 //! PATE (Papernot et al. 2017, "Semi-supervised Knowledge Transfer for Deep Learning from Private
 //! Training Data", §2): teachers trained on disjoint partitions of the private data label public
@@ -10,12 +13,17 @@ use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 use tch::Device;
 
-use crate::config::{DatasetSource, RunConfig, SplitConfig};
 use crate::dense::DenseMatrix;
 use crate::ensemble::{self, count_votes, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 use crate::error::{Error, Result};
 use crate::metrics::{roc_curve, Metrics, RocPoint};
 use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
+pub use crate::stages::featurize::{featurize_rows, labels_of};
+pub use crate::stages::split::{
+    distinct, drop_unread_headers, head_then_uniform, load_datasets, load_run_data, load_sources,
+    multiplicities, record_key, request_hash, shuffled, split_by_record, split_unit,
+    weighted_sample, RunData, Splits,
+};
 
 /// Where every random choice of a run comes from: 256 bits from the OS (the default) or, for
 /// experiments only, a recorded seed. Each purpose (shards, teacher k, student, ...) gets its own
@@ -83,299 +91,6 @@ impl RunRng {
             None => serde_json::json!({"rng": "os"}),
         }
     }
-}
-
-/// Loads every dataset of the config (label override and limit applied). Errors name the file
-/// and line; a request without a label is an error (every split needs labels somewhere: the
-/// private side for training, validation and test for evaluation).
-pub fn load_datasets(sources: &[DatasetSource]) -> Result<Vec<datasets::Record>> {
-    load_sources(sources, true)
-}
-
-/// [`load_datasets`], with unlabelled requests allowed when `require_labels` is false (the
-/// public role: its labels are never read for training).
-pub fn load_sources(
-    sources: &[DatasetSource],
-    require_labels: bool,
-) -> Result<Vec<datasets::Record>> {
-    let mut all = Vec::new();
-    for source in sources {
-        let options = datasets::LoadOptions {
-            label: source.label,
-            label_file: None,
-        };
-        let mut records = datasets::load_with(source.format, &source.path, &options)?;
-        if let Some(limit) = source.limit {
-            records.truncate(limit);
-        }
-        if let Some(r) = records.iter().find(|r| require_labels && r.label.is_none()) {
-            return Err(Error::Invalid(format!(
-                "{}:{}: request has no label (give the dataset a `label:` in the config)",
-                source.path.display(),
-                r.line
-            )));
-        }
-        eprintln!(
-            "data: {} requests from {} ({})",
-            records.len(),
-            source.path.display(),
-            source.format.name()
-        );
-        all.extend(records);
-    }
-    Ok(all)
-}
-
-/// sha256 of a request's method, target and body: identical requests hash identically.
-pub fn request_hash(r: &datasets::Record) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(r.method.as_bytes());
-    h.update([0]);
-    h.update(&r.target);
-    match &r.body {
-        Some(b) => {
-            h.update([1]);
-            h.update(b);
-        }
-        None => h.update([0]),
-    }
-    h.finalize().into()
-}
-
-/// sha256 of a private RECORD's whole content: [`request_hash`], every header in order (the
-/// featurizer reads them with `placements`) and the label. The teacher partition and the
-/// simulated split key on this: the k-th copy of a record goes where `(record_key, k)` says, so
-/// only records identical in everything a teacher can see may share a key. Keying copies that
-/// differ in their label (issue 13, point 3) or only in a header (a per-session `Cookie`) together
-/// let the removal of one copy renumber the others and move several teachers' data.
-pub fn record_key(r: &datasets::Record) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(b"record\0");
-    h.update(request_hash(r));
-    // Length-prefixed, so that no two header lists hash alike by shifting bytes between fields.
-    h.update((r.headers.len() as u64).to_le_bytes());
-    for (name, value) in &r.headers {
-        h.update((name.len() as u64).to_le_bytes());
-        h.update(name.as_bytes());
-        h.update((value.len() as u64).to_le_bytes());
-        h.update(value);
-    }
-    h.update([match r.label {
-        None => 0u8,
-        Some(datasets::Label::Benign) => 1,
-        Some(datasets::Label::Malicious) => 2,
-    }]);
-    h.finalize().into()
-}
-
-/// The first occurrence of each distinct request (by [`request_hash`]) among `indices`, in order.
-pub fn distinct(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
-    let mut seen = std::collections::HashSet::new();
-    indices
-        .iter()
-        .copied()
-        .filter(|&i| seen.insert(request_hash(&records[i])))
-        .collect()
-}
-
-/// Indices of the records in each split.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Splits {
-    /// Teachers' private data.
-    pub private: Vec<usize>,
-    /// Public side (featurizer corpus, student query pool).
-    pub public: Vec<usize>,
-    /// Labelled public samples for the student's early stopping and threshold.
-    pub student_validation: Vec<usize>,
-    /// Test samples.
-    pub test: Vec<usize>,
-}
-
-/// The number in [0, 1) that places the `copy`-th record (k from 0, in load order) with content
-/// `key` ([`record_key`]: request and label) in a simulated split: the first 8 bytes of
-/// sha256("split" ‖ key ‖ k), little-endian, / 2⁶⁴.
-pub fn split_unit(key: &[u8; 32], copy: u64) -> f64 {
-    let digest = Sha256::new()
-        .chain_update(b"split\0")
-        .chain_update(key)
-        .chain_update(copy.to_le_bytes())
-        .finalize();
-    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes")) as f64 / 2f64.powi(64)
-}
-
-/// The SIMULATION split (`split: {simulate_from: ...}`), record by record: the k-th copy of a
-/// (request, label) goes to the split where [`split_unit`] falls against the cumulative
-/// fractions. Every record is in exactly one split (so the private role stays disjoint from the
-/// others, record by record), the assignment depends only on the data (deterministic, the same in
-/// every process), one record more or less moves no other record, and a recurring request — a
-/// static page — is spread over private, public, validation and test in proportion, as recurring
-/// requests are in real traffic (the earlier split by request text put all of a request's copies
-/// in one split, so the test split never held a request the public pool had).
-pub fn split_by_record(records: &[datasets::Record], config: &SplitConfig) -> Splits {
-    let bounds = [
-        config.private,
-        config.private + config.public,
-        config.private + config.public + config.validation,
-    ];
-    let mut s = Splits::default();
-    let mut copies: std::collections::HashMap<[u8; 32], u64> = std::collections::HashMap::new();
-    for (i, r) in records.iter().enumerate() {
-        let key = record_key(r);
-        let k = copies.entry(key).or_insert(0);
-        let u = split_unit(&key, *k);
-        *k += 1;
-        let bucket = if u < bounds[0] {
-            &mut s.private
-        } else if u < bounds[1] {
-            &mut s.public
-        } else if u < bounds[2] {
-            &mut s.student_validation
-        } else {
-            &mut s.test
-        };
-        bucket.push(i);
-    }
-    s
-}
-
-/// The records of a run and the role of each.
-#[derive(Debug, Clone)]
-pub struct RunData {
-    /// Every record of every file.
-    pub records: Vec<datasets::Record>,
-    /// The file of each record (same index as `records`).
-    pub files: Vec<std::path::PathBuf>,
-    /// Which records play which role.
-    pub splits: Splits,
-    /// True when the roles are simulated from one pool (`split.simulate_from`).
-    pub simulation: bool,
-}
-
-/// Clears the headers of every record when the featurizer does not read them (no
-/// `placements`): the teachers then see exactly (request, label), and [`record_key`] — which keys
-/// the partition, the copy numbering and the simulated split on everything a record carries —
-/// treats copies that differ only in an unread header (CSIC's per-session `Cookie`) as the copies
-/// they are to the teachers. With `placements` the headers are read, kept, and keyed.
-pub fn drop_unread_headers(
-    records: &mut [datasets::Record],
-    featurizer: &featurizer::FeaturizerConfig,
-) {
-    if featurizer.placements.is_none() {
-        for r in records {
-            r.headers = Vec::new();
-        }
-    }
-}
-
-/// Loads the data of a run: the four roles as configured, or the simulation split of the
-/// `split.simulate_from` pool ([`split_by_record`]). Labels are required everywhere except in the
-/// public role. The same file (path, or bytes) under `private:` and `public:` is an error naming
-/// both entries and the first shared record's line: a record cannot be both protected and public.
-pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
-    let mut data = RunData {
-        records: Vec::new(),
-        files: Vec::new(),
-        splits: Splits::default(),
-        simulation: config.is_simulation(),
-    };
-    let mut add = |sources: &[DatasetSource], labelled: bool| -> Result<Vec<usize>> {
-        let mut rows = Vec::new();
-        for source in sources {
-            let records = load_sources(std::slice::from_ref(source), labelled)?;
-            rows.extend(data.records.len()..data.records.len() + records.len());
-            data.files
-                .extend(std::iter::repeat_n(source.path.clone(), records.len()));
-            data.records.extend(records);
-        }
-        Ok(rows)
-    };
-    match &config.split {
-        Some(simulation) => {
-            add(&simulation.simulate_from, true)?;
-            drop_unread_headers(&mut data.records, &config.featurizer.config);
-            data.splits = split_by_record(&data.records, &simulation.fractions());
-        }
-        None => {
-            check_private_not_public(&config.private, &config.public)?;
-            data.splits.private = add(&config.private, true)?;
-            data.splits.public = add(&config.public, false)?;
-            data.splits.student_validation = add(&config.validation, true)?;
-            data.splits.test = add(&config.test, true)?;
-            drop_unread_headers(&mut data.records, &config.featurizer.config);
-        }
-    }
-    Ok(data)
-}
-
-/// A file listed both as private and as public (by path, or by identical bytes under another
-/// name) would make its records both protected and published.
-fn check_private_not_public(private: &[DatasetSource], public: &[DatasetSource]) -> Result<()> {
-    let identity = |d: &DatasetSource| -> Result<(Option<std::path::PathBuf>, String)> {
-        Ok((std::fs::canonicalize(&d.path).ok(), file_sha256(&d.path)?))
-    };
-    for p in private {
-        let pid = identity(p)?;
-        for q in public {
-            let qid = identity(q)?;
-            let same = pid.1 == qid.1 || (pid.0.is_some() && pid.0 == qid.0);
-            if !same {
-                continue;
-            }
-            let first = load_sources(std::slice::from_ref(p), false)?
-                .first()
-                .map_or(1, |r| r.line);
-            return Err(Error::Config(format!(
-                "{}:{first} is a private record and also a public one ({}:{first}): the same file \
-                 is under private: and public:; a record cannot be both protected by ε and public",
-                p.path.display(),
-                q.path.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The dense features of `records[indices]`.
-pub fn featurize_rows(
-    f: &featurizer::Featurizer,
-    records: &[datasets::Record],
-    indices: &[usize],
-) -> DenseMatrix {
-    let dim = f.dim();
-    let mut values = vec![0f32; indices.len() * dim];
-    for (row, &i) in indices.iter().enumerate() {
-        f.transform(&records[i].parts())
-            .write_dense(&mut values[row * dim..(row + 1) * dim]);
-    }
-    DenseMatrix {
-        rows: indices.len(),
-        cols: dim,
-        values,
-    }
-}
-
-/// Labels of `records[indices]` (true = malicious); an unlabelled record is an error.
-pub fn labels_of(records: &[datasets::Record], indices: &[usize]) -> Result<Vec<bool>> {
-    indices
-        .iter()
-        .map(|&i| match records[i].label {
-            Some(l) => Ok(l == datasets::Label::Malicious),
-            None => Err(Error::Invalid(format!(
-                "request at line {} has no label",
-                records[i].line
-            ))),
-        })
-        .collect()
-}
-
-/// Fisher–Yates shuffle of 0..n.
-pub fn shuffled(n: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
-    use rand::RngExt;
-    let mut p: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        p.swap(i, rng.random_range(0..=i));
-    }
-    p
 }
 
 /// Partitions the private rows (`private[j]` indexes `records`) into `count` disjoint shards: the
@@ -818,43 +533,6 @@ pub fn file_sha256(path: &Path) -> Result<String> {
     Ok(hex::encode(Sha256::digest(&bytes)))
 }
 
-/// How many times each distinct request (by [`request_hash`]) occurs among `indices`, in the
-/// order of [`distinct`]`(records, indices)`.
-pub fn multiplicities(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
-    let mut position: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
-    let mut counts: Vec<usize> = Vec::new();
-    for &i in indices {
-        let h = request_hash(&records[i]);
-        match position.get(&h) {
-            Some(&k) => counts[k] += 1,
-            None => {
-                position.insert(h, counts.len());
-                counts.push(1);
-            }
-        }
-    }
-    counts
-}
-
-/// Draws `k` of `weights.len()` items without replacement, each draw proportional to the weight
-/// among the items not drawn yet (successive sampling, Efraimidis & Spirakis 2006, "Weighted
-/// random sampling with a reservoir": key `u^(1/w)`, keep the `k` largest keys). Returns item
-/// indices in draw order (largest key first).
-pub fn weighted_sample(weights: &[usize], k: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
-    use rand::RngExt;
-    let mut keyed: Vec<(f64, usize)> = weights
-        .iter()
-        .enumerate()
-        .map(|(i, &w)| {
-            // ln(u)/w orders like u^(1/w) and does not underflow; u in (0, 1].
-            let u: f64 = 1.0 - rng.random_range(0.0..1.0);
-            (u.ln() / w.max(1) as f64, i)
-        })
-        .collect();
-    keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    keyed.into_iter().take(k).map(|(_, i)| i).collect()
-}
-
 /// The threshold of the highest-TPR point of the ROC of `scores` whose FPR is at most
 /// `target_fpr` (ties: the highest threshold). `None` when a class is absent.
 pub fn target_fpr_threshold(scores: &[f32], labels: &[bool], target_fpr: f64) -> Option<f32> {
@@ -885,26 +563,6 @@ pub fn tpr_at_fpr(roc: &[RocPoint], max_fpr: f64) -> Option<f64> {
         .filter(|p| p.fpr <= max_fpr)
         .map(|p| p.tpr)
         .reduce(f64::max)
-}
-
-/// A query order (a permutation of the distinct public requests) for `query_selection: head`:
-/// the `head` requests with the highest public multiplicity first (ties in random order), then
-/// every other request in uniformly random order. The multiplicities are public.
-pub fn head_then_uniform(
-    multiplicities: &[usize],
-    head: usize,
-    rng: &mut impl rand::Rng,
-) -> Vec<usize> {
-    let mut order = shuffled(multiplicities.len(), rng);
-    // Stable sort of a random permutation: ties stay in random order.
-    order.sort_by(|&a, &b| multiplicities[b].cmp(&multiplicities[a]));
-    let head = head.min(order.len());
-    let mut tail = order.split_off(head);
-    let perm = shuffled(tail.len(), rng);
-    let shuffled_tail: Vec<usize> = perm.iter().map(|&k| tail[k]).collect();
-    tail.clear();
-    order.extend(shuffled_tail);
-    order
 }
 
 /// The constant added to the malicious count by calibrated aggregation

@@ -189,3 +189,36 @@ pub fn write(run: &RunDir, f: &Features) -> Result<Vec<PathBuf>> {
     }
     Ok(written)
 }
+
+/// The dense features of `records[indices]`.
+pub fn featurize_rows(
+    f: &featurizer::Featurizer,
+    records: &[datasets::Record],
+    indices: &[usize],
+) -> DenseMatrix {
+    let dim = f.dim();
+    let mut values = vec![0f32; indices.len() * dim];
+    for (row, &i) in indices.iter().enumerate() {
+        f.transform(&records[i].parts())
+            .write_dense(&mut values[row * dim..(row + 1) * dim]);
+    }
+    DenseMatrix {
+        rows: indices.len(),
+        cols: dim,
+        values,
+    }
+}
+
+/// Labels of `records[indices]` (true = malicious); an unlabelled record is an error.
+pub fn labels_of(records: &[datasets::Record], indices: &[usize]) -> Result<Vec<bool>> {
+    indices
+        .iter()
+        .map(|&i| match records[i].label {
+            Some(l) => Ok(l == datasets::Label::Malicious),
+            None => Err(Error::Invalid(format!(
+                "request at line {} has no label",
+                records[i].line
+            ))),
+        })
+        .collect()
+}
