@@ -147,6 +147,90 @@ fn join(pairs: &[(String, String)]) -> String {
         .join("&")
 }
 
+/// A JSON object body of `params` with parameter `pick` set to `text` (`\uXXXX`-escaped with
+/// `encode`).
+fn json_body(params: &[(String, String)], pick: usize, text: &str, encode: bool) -> Vec<u8> {
+    let fields: Vec<String> = params
+        .iter()
+        .enumerate()
+        .map(|(k, (n, v))| {
+            let v = if k == pick {
+                json_string(text, encode)
+            } else {
+                json_string(
+                    &String::from_utf8_lossy(&percent_decode(v.as_bytes())),
+                    false,
+                )
+            };
+            format!("{}: {v}", json_string(n, false))
+        })
+        .collect();
+    format!("{{{}}}", fields.join(", ")).into_bytes()
+}
+
+/// A SOAP envelope body of `params` with parameter `pick` set to `shown`.
+fn xml_body(params: &[(String, String)], pick: usize, shown: &str) -> Vec<u8> {
+    let fields: String = params
+        .iter()
+        .enumerate()
+        .map(|(k, (n, v))| {
+            let name: String = n.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+            let name = if name.is_empty() {
+                "v".to_string()
+            } else {
+                name
+            };
+            let v = if k == pick {
+                xml_escape(shown)
+            } else {
+                xml_escape(&String::from_utf8_lossy(&percent_decode(v.as_bytes())))
+            };
+            format!("<{name}>{v}</{name}>")
+        })
+        .collect();
+    format!(
+        "<?xml version=\"1.0\"?><soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><request>{fields}</request></soap:Body></soap:Envelope>"
+    )
+    .into_bytes()
+}
+
+/// A multipart/form-data body of `params` with `shown` in field `pick`
+/// (`Spot::MultipartField`) or as an extra file part's file name (`Spot::MultipartFilename`);
+/// returns the body and its content type.
+fn multipart_body(
+    params: &[(String, String)],
+    pick: usize,
+    shown: &str,
+    header_safe: &str,
+    spot: Spot,
+) -> (Vec<u8>, String) {
+    let boundary = "----pateWafBoundary7MA4YWxk";
+    let mut b = String::new();
+    for (k, (n, v)) in params.iter().enumerate() {
+        let v = String::from_utf8_lossy(&percent_decode(v.as_bytes())).into_owned();
+        if k == pick && spot == Spot::MultipartField {
+            b.push_str(&format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{shown}\r\n"
+            ));
+        } else {
+            b.push_str(&format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n"
+            ));
+        }
+    }
+    if spot == Spot::MultipartFilename {
+        let name = header_safe.replace('"', "%22");
+        b.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\nfile\r\n"
+        ));
+    }
+    b.push_str(&format!("--{boundary}--\r\n"));
+    (
+        b.into_bytes(),
+        format!("multipart/form-data; boundary={boundary}"),
+    )
+}
+
 /// Puts `value` (decoded bytes) into a copy of the site request `template` at `spot`, encoded
 /// the way the spot carries it; with `encode`, the value is first Base64-encoded (or, in JSON,
 /// `\uXXXX`-escaped), as attackers hide payloads. The label is `label`.
@@ -244,90 +328,28 @@ pub fn place(
         ),
         Spot::Forwarded => set_header(&mut headers, "X-Forwarded-For", header_safe),
         Spot::CustomHeader => set_header(&mut headers, "X-Api-Filter", header_safe),
-        Spot::Json => {
-            let fields: Vec<String> = params
-                .iter()
-                .enumerate()
-                .map(|(k, (n, v))| {
-                    let v = if k == pick {
-                        json_string(&text, encode)
-                    } else {
-                        json_string(
-                            &String::from_utf8_lossy(&percent_decode(v.as_bytes())),
-                            false,
-                        )
-                    };
-                    format!("{}: {v}", json_string(n, false))
-                })
-                .collect();
+        Spot::Json | Spot::Xml | Spot::MultipartField | Spot::MultipartFilename => {
+            let (b, ct) = match spot {
+                Spot::Json => (
+                    json_body(&params, pick, &text, encode),
+                    "application/json".to_string(),
+                ),
+                Spot::Xml => (
+                    xml_body(&params, pick, &shown),
+                    "text/xml; charset=utf-8".to_string(),
+                ),
+                _ => multipart_body(&params, pick, &shown, &header_safe, spot),
+            };
             method = "POST".into();
             new_target = path.clone();
-            body = Some(format!("{{{}}}", fields.join(", ")).into_bytes());
-            content_type = Some("application/json".into());
-        }
-        Spot::Xml => {
-            let fields: String = params
-                .iter()
-                .enumerate()
-                .map(|(k, (n, v))| {
-                    let name: String = n.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-                    let name = if name.is_empty() {
-                        "v".to_string()
-                    } else {
-                        name
-                    };
-                    let v = if k == pick {
-                        xml_escape(&shown)
-                    } else {
-                        xml_escape(&String::from_utf8_lossy(&percent_decode(v.as_bytes())))
-                    };
-                    format!("<{name}>{v}</{name}>")
-                })
-                .collect();
-            method = "POST".into();
-            new_target = path.clone();
-            body = Some(
-                format!(
-                    "<?xml version=\"1.0\"?><soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><request>{fields}</request></soap:Body></soap:Envelope>"
-                )
-                .into_bytes(),
-            );
-            content_type = Some("text/xml; charset=utf-8".into());
-        }
-        Spot::MultipartField | Spot::MultipartFilename => {
-            let boundary = "----pateWafBoundary7MA4YWxk";
-            let mut b = String::new();
-            for (k, (n, v)) in params.iter().enumerate() {
-                let v = String::from_utf8_lossy(&percent_decode(v.as_bytes())).into_owned();
-                if k == pick && spot == Spot::MultipartField {
-                    b.push_str(&format!(
-                        "--{boundary}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{shown}\r\n"
-                    ));
-                } else {
-                    b.push_str(&format!(
-                        "--{boundary}\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n"
-                    ));
-                }
-            }
-            if spot == Spot::MultipartFilename {
-                let name = header_safe.replace('"', "%22");
-                b.push_str(&format!(
-                    "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\nfile\r\n"
-                ));
-            }
-            b.push_str(&format!("--{boundary}--\r\n"));
-            method = "POST".into();
-            new_target = path.clone();
-            body = Some(b.into_bytes());
-            content_type = Some(format!("multipart/form-data; boundary={boundary}"));
-        }
-    }
-    if let Some(ct) = &content_type {
-        if body.is_some() {
-            headers.push(("Content-Type".into(), ct.clone().into_bytes()));
+            body = Some(b);
+            content_type = Some(ct);
         }
     }
     if let Some(b) = &body {
+        if let Some(ct) = &content_type {
+            headers.push(("Content-Type".into(), ct.clone().into_bytes()));
+        }
         headers.push(("Content-Length".into(), b.len().to_string().into_bytes()));
     }
     Record {
