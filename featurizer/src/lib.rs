@@ -451,28 +451,33 @@ pub(crate) fn percent_decode_into(input: &[u8], plus: bool, out: &mut Vec<u8>) -
 fn percent_decode_from(input: &[u8], plus_from: Option<usize>, out: &mut Vec<u8>) -> bool {
     out.clear();
     let plus_from = plus_from.unwrap_or(usize::MAX);
-    let special = |i: usize, b: u8| b == b'%' || (b == b'+' && i >= plus_from);
-    // Fast exit: nothing to decode (most requests after the first round).
-    if !input.iter().enumerate().any(|(i, &b)| special(i, b)) {
+    // Fast exit: nothing to decode (most requests after the first round); `contains` on bytes
+    // is memchr.
+    if !input.contains(&b'%') && !input.get(plus_from..).unwrap_or_default().contains(&b'+') {
         return false;
     }
     let mut changed = false;
     let mut i = 0;
     while i < input.len() {
         // Copy the run up to the next '%' or '+' at once.
-        let run = input[i..]
+        let rest = &input[i..];
+        let run = rest
             .iter()
-            .enumerate()
-            .position(|(k, &b)| special(i + k, b))
-            .unwrap_or(input.len() - i);
-        out.extend_from_slice(&input[i..i + run]);
+            .position(|&b| b == b'%' || b == b'+')
+            .unwrap_or(rest.len());
+        out.extend_from_slice(&rest[..run]);
         i += run;
         if i >= input.len() {
             break;
         }
         if input[i] == b'+' {
-            out.push(b' ');
-            changed = true;
+            // A space in the query and body only.
+            if i >= plus_from {
+                out.push(b' ');
+                changed = true;
+            } else {
+                out.push(b'+');
+            }
             i += 1;
             continue;
         }
@@ -488,6 +493,63 @@ fn percent_decode_from(input: &[u8], plus_from: Option<usize>, out: &mut Vec<u8>
         i += 1;
     }
     changed
+}
+
+#[cfg(test)]
+mod percent_decode_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The decoding rules written the plain way, byte by byte.
+    fn reference(input: &[u8], plus_from: Option<usize>) -> (Vec<u8>, bool) {
+        let plus_from = plus_from.unwrap_or(usize::MAX);
+        let (mut out, mut changed, mut i) = (Vec::new(), false, 0);
+        while i < input.len() {
+            let b = input[i];
+            if b == b'+' && i >= plus_from {
+                out.push(b' ');
+                changed = true;
+                i += 1;
+            } else if b == b'%'
+                && i + 2 < input.len()
+                && hex_value(input[i + 1]).is_some()
+                && hex_value(input[i + 2]).is_some()
+            {
+                out.push(
+                    hex_value(input[i + 1]).unwrap_or(0) << 4
+                        | hex_value(input[i + 2]).unwrap_or(0),
+                );
+                changed = true;
+                i += 3;
+            } else {
+                out.push(b);
+                i += 1;
+            }
+        }
+        (out, changed)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn percent_decoding_follows_the_rules(
+            input in proptest::collection::vec(
+                prop_oneof![Just(b'%'), Just(b'+'), Just(b'4'), Just(b'f'), Just(b'G'), Just(b'a'), Just(0u8), any::<u8>()],
+                0..40,
+            ),
+            plus_from in proptest::option::of(0usize..45),
+        ) {
+            let mut out = Vec::new();
+            let changed = percent_decode_from(&input, plus_from, &mut out);
+            let (want, want_changed) = reference(&input, plus_from);
+            prop_assert_eq!(changed, want_changed);
+            if changed {
+                prop_assert_eq!(out, want);
+            } else {
+                prop_assert_eq!(want, input);
+            }
+        }
+    }
 }
 
 /// The value of one hexadecimal digit (percent-decoding here, `\xHH` escapes in
