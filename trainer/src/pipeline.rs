@@ -14,16 +14,18 @@ use sha2::{Digest, Sha256};
 use tch::Device;
 
 use crate::dense::DenseMatrix;
-use crate::ensemble::{self, count_votes, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
+use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 use crate::error::{Error, Result};
 use crate::metrics::{roc_curve, Metrics, RocPoint};
 use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
+pub use crate::stages::evaluate::{evaluate_scores, model_scores, tpr_at_fpr};
 pub use crate::stages::featurize::{featurize_rows, labels_of};
 pub use crate::stages::split::{
     distinct, drop_unread_headers, head_then_uniform, load_datasets, load_run_data, load_sources,
     multiplicities, record_key, request_hash, shuffled, split_by_record, split_unit,
     weighted_sample, RunData, Splits,
 };
+pub use crate::stages::vote::{ensemble_vote_fraction, vote};
 
 /// Where every random choice of a run comes from: 256 bits from the OS (the default) or, for
 /// experiments only, a recorded seed. Each purpose (shards, teacher k, student, ...) gets its own
@@ -365,35 +367,6 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
     Ok((todo.len(), reused))
 }
 
-/// Every teacher's vote on every query row: `[benign, malicious]` counts, the teachers batched.
-pub fn vote(
-    teachers: &[ModelFile],
-    queries: &DenseMatrix,
-    device: Device,
-) -> Result<privacy::VoteMatrix> {
-    let weights: Vec<_> = teachers.iter().map(|t| t.weights.clone()).collect();
-    let thresholds: Vec<f32> = teachers.iter().map(|t| t.info.threshold).collect();
-    let model = Ensemble::from_members(&weights, device)?;
-    let scores = model.scores(queries)?;
-    let votes = count_votes(&scores, &thresholds);
-    let rows: Vec<[u64; 2]> = votes.iter().map(|v| [v[0] as u64, v[1] as u64]).collect();
-    Ok(privacy::VoteMatrix::from_rows(&rows)?)
-}
-
-/// The teacher ensemble's score of each row: the fraction of teachers voting malicious (the
-/// noiseless plurality decides at 0.5).
-pub fn ensemble_vote_fraction(
-    teachers: &[ModelFile],
-    x: &DenseMatrix,
-    device: Device,
-) -> Result<Vec<f32>> {
-    let votes = vote(teachers, x, device)?;
-    Ok(votes
-        .rows()
-        .map(|r| r[1] as f32 / (r[0] + r[1]).max(1) as f32)
-        .collect())
-}
-
 /// Trains the student on `queries` with their (noisily aggregated) labels; early stopping and the
 /// Youden threshold on the labelled validation samples.
 pub fn train_student(
@@ -447,24 +420,6 @@ pub fn train_student(
             trainer_version: env!("CARGO_PKG_VERSION").into(),
         },
     })
-}
-
-/// Scores of one model (e.g. the student) with libtorch.
-pub fn model_scores(model: &ModelFile, x: &DenseMatrix, device: Device) -> Result<Vec<f32>> {
-    let e = Ensemble::from_members(std::slice::from_ref(&model.weights), device)?;
-    Ok(e.scores(x)?.remove(0))
-}
-
-/// Metrics and ROC curve of `scores` at `threshold`.
-pub fn evaluate_scores(
-    scores: &[f32],
-    labels: &[bool],
-    threshold: f32,
-) -> (Metrics, Vec<RocPoint>) {
-    (
-        Metrics::compute(scores, labels, threshold),
-        roc_curve(scores, labels),
-    )
 }
 
 /// Reads a labels file (privacy format: one class index per line, `-` for no answer) as
@@ -554,15 +509,6 @@ pub fn target_fpr_threshold(scores: &[f32], labels: &[bool], target_fpr: f64) ->
         }
         None => None,
     }
-}
-
-/// The best TPR over the ROC points with FPR ≤ `max_fpr` (an operating point read off the ROC,
-/// not the model's own threshold).
-pub fn tpr_at_fpr(roc: &[RocPoint], max_fpr: f64) -> Option<f64> {
-    roc.iter()
-        .filter(|p| p.fpr <= max_fpr)
-        .map(|p| p.tpr)
-        .reduce(f64::max)
 }
 
 /// The constant added to the malicious count by calibrated aggregation

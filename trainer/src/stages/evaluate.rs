@@ -6,7 +6,10 @@ use std::collections::{HashMap, HashSet};
 use crate::config::RunConfig;
 use crate::dense::DenseMatrix;
 use crate::error::Result;
-use crate::metrics::{roc_svg, Metrics, RocPoint};
+use tch::Device;
+
+use crate::ensemble::Ensemble;
+use crate::metrics::{roc_curve, roc_svg, Metrics, RocPoint};
 use crate::model_file::ModelFile;
 use crate::pipeline::{self, RunData};
 use crate::rundir::RunDir;
@@ -54,12 +57,7 @@ pub fn tpr_at_fprs(roc: &[RocPoint]) -> serde_json::Value {
     }
     REPORTED_FPRS
         .iter()
-        .map(|&(k, f)| {
-            (
-                k.to_string(),
-                serde_json::json!(pipeline::tpr_at_fpr(roc, f)),
-            )
-        })
+        .map(|&(k, f)| (k.to_string(), serde_json::json!(tpr_at_fpr(roc, f))))
         .collect::<serde_json::Map<_, _>>()
         .into()
 }
@@ -73,23 +71,22 @@ pub fn evaluate(
     ensemble_rows: Option<&[usize]>,
     device: tch::Device,
 ) -> Result<Evaluation> {
-    let scores = pipeline::model_scores(student, x, device)?;
-    let (student_metrics, student_roc) =
-        pipeline::evaluate_scores(&scores, y, student.info.threshold);
+    let scores = model_scores(student, x, device)?;
+    let (student_metrics, student_roc) = evaluate_scores(&scores, y, student.info.threshold);
     let (ensemble_metrics, ensemble_roc) = if teachers.is_empty() {
         (None, Vec::new())
     } else {
         let (fraction, labels) = match ensemble_rows {
             Some(rows) => (
-                pipeline::ensemble_vote_fraction(teachers, &x.select_rows(rows), device)?,
+                super::vote::ensemble_vote_fraction(teachers, &x.select_rows(rows), device)?,
                 rows.iter().map(|&r| y[r]).collect::<Vec<bool>>(),
             ),
             None => (
-                pipeline::ensemble_vote_fraction(teachers, x, device)?,
+                super::vote::ensemble_vote_fraction(teachers, x, device)?,
                 y.to_vec(),
             ),
         };
-        let (m, roc) = pipeline::evaluate_scores(&fraction, &labels, 0.5);
+        let (m, roc) = evaluate_scores(&fraction, &labels, 0.5);
         (Some(m), roc)
     };
     let mut curves: Vec<(&str, &[RocPoint])> = Vec::new();
@@ -146,9 +143,9 @@ fn subset_view(
     env: &Env,
 ) -> Result<(Metrics, serde_json::Value)> {
     let test = &features.test;
-    let scores = pipeline::model_scores(student, &test.x.select_rows(rows), env.device)?;
+    let scores = model_scores(student, &test.x.select_rows(rows), env.device)?;
     let y: Vec<bool> = rows.iter().map(|&k| test.y[k]).collect();
-    let (m, roc) = pipeline::evaluate_scores(&scores, &y, student.info.threshold);
+    let (m, roc) = evaluate_scores(&scores, &y, student.info.threshold);
     Ok((m, tpr_at_fprs(&roc)))
 }
 
@@ -217,4 +214,31 @@ pub fn run(
 pub fn write(run: &RunDir, e: &Evaluated) -> Result<()> {
     pipeline::write_file(&run.roc(), e.evaluation.svg.as_bytes())?;
     pipeline::write_json(&run.evaluation(), &e.evaluation.json)
+}
+
+/// Scores of one model (e.g. the student) with libtorch.
+pub fn model_scores(model: &ModelFile, x: &DenseMatrix, device: Device) -> Result<Vec<f32>> {
+    let e = Ensemble::from_members(std::slice::from_ref(&model.weights), device)?;
+    Ok(e.scores(x)?.remove(0))
+}
+
+/// Metrics and ROC curve of `scores` at `threshold`.
+pub fn evaluate_scores(
+    scores: &[f32],
+    labels: &[bool],
+    threshold: f32,
+) -> (Metrics, Vec<RocPoint>) {
+    (
+        Metrics::compute(scores, labels, threshold),
+        roc_curve(scores, labels),
+    )
+}
+
+/// The best TPR over the ROC points with FPR ≤ `max_fpr` (an operating point read off the ROC,
+/// not the model's own threshold).
+pub fn tpr_at_fpr(roc: &[RocPoint], max_fpr: f64) -> Option<f64> {
+    roc.iter()
+        .filter(|p| p.fpr <= max_fpr)
+        .map(|p| p.tpr)
+        .reduce(f64::max)
 }

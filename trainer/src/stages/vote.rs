@@ -4,6 +4,7 @@ use tch::Device;
 
 use crate::config::RunConfig;
 use crate::dense::DenseMatrix;
+use crate::ensemble::{count_votes, Ensemble};
 use crate::error::Result;
 use crate::model_file::ModelFile;
 use crate::pipeline;
@@ -33,13 +34,33 @@ pub fn privatize(
     Ok(sent)
 }
 
-/// Every teacher's vote on every row of `sent`.
+/// Every teacher's vote on every query row: `[benign, malicious]` counts, the teachers batched.
 pub fn vote(
     teachers: &[ModelFile],
-    sent: &DenseMatrix,
+    queries: &DenseMatrix,
     device: Device,
 ) -> Result<privacy::VoteMatrix> {
-    pipeline::vote(teachers, sent, device)
+    let weights: Vec<_> = teachers.iter().map(|t| t.weights.clone()).collect();
+    let thresholds: Vec<f32> = teachers.iter().map(|t| t.info.threshold).collect();
+    let model = Ensemble::from_members(&weights, device)?;
+    let scores = model.scores(queries)?;
+    let votes = count_votes(&scores, &thresholds);
+    let rows: Vec<[u64; 2]> = votes.iter().map(|v| [v[0] as u64, v[1] as u64]).collect();
+    Ok(privacy::VoteMatrix::from_rows(&rows)?)
+}
+
+/// The teacher ensemble's score of each row: the fraction of teachers voting malicious (the
+/// noiseless plurality decides at 0.5).
+pub fn ensemble_vote_fraction(
+    teachers: &[ModelFile],
+    x: &DenseMatrix,
+    device: Device,
+) -> Result<Vec<f32>> {
+    let votes = vote(teachers, x, device)?;
+    Ok(votes
+        .rows()
+        .map(|r| r[1] as f32 / (r[0] + r[1]).max(1) as f32)
+        .collect())
 }
 
 /// The stage in a run: privatize with `privacy.rho`, then vote.
