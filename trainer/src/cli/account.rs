@@ -116,11 +116,16 @@ pub struct Args {
     /// Also write the JSON report to this file (atomically).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Calibrated aggregation (`aggregate --malicious-vote-share`, `aggregation
+    /// .malicious_vote_share` in `run`): account for the shifted counts the mechanism saw.
+    #[arg(long, default_value_t = 0.5)]
+    pub malicious_vote_share: f64,
 }
 
 /// Runs `pate-trainer account`.
 pub fn run(args: Args) -> Result<()> {
     let votes = privacy::votes::read_vote_file(&args.votes)?;
+    let votes = crate::stages::aggregate::calibrate_file(votes, args.malicious_vote_share)?;
     let mechanism = args.mechanism.mechanism()?;
     let answered = match &args.answered {
         None => None,

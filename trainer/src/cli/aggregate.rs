@@ -16,7 +16,9 @@
 //! parameters, counts, rng provenance) is printed on stdout and written beside the labels as
 //! `<out>.json`. Noise comes from the OS-seeded ChaCha20 CSPRNG; `--seed` is for experiments
 //! only and is recorded as `{"rng":"seeded","seed":N}`. `--ledger` appends the aggregation to the
-//! teachers' privacy ledger.
+//! teachers' privacy ledger. `--malicious-vote-share S` is `run`'s calibrated aggregation
+//! (`aggregation.malicious_vote_share`, the same function: `stages::aggregate::calibrate`); give
+//! `account` the same flag to charge the counts the mechanism saw.
 use std::path::PathBuf;
 
 use privacy::aggregate::format_labels;
@@ -44,6 +46,11 @@ pub struct Args {
     /// The teachers' privacy ledger (JSON lines) to append this aggregation to.
     #[arg(long, value_name = "FILE")]
     pub ledger: Option<PathBuf>,
+    /// Calibrated aggregation, as `aggregation.malicious_vote_share` in `run`: a query is
+    /// labelled malicious (without noise) when at least this share of the teachers vote
+    /// malicious (+round(N·(1−2s)) on the malicious count, N teachers). Clean vote files only.
+    #[arg(long, default_value_t = 0.5)]
+    pub malicious_vote_share: f64,
 }
 
 fn read_text(path: &PathBuf) -> Result<String> {
@@ -92,8 +99,14 @@ pub fn run(args: Args) -> Result<()> {
         .filter(|(_, t)| privacy::shares::is_share(t))
         .count();
     let mut rng = privacy::NoiseRng::from_option(args.seed)?;
+    if shares > 0 && args.malicious_vote_share != 0.5 {
+        return Err(Error::Config(
+            "aggregate: --malicious-vote-share needs clean vote files, not noisy shares".into(),
+        ));
+    }
     let (labels, queries, classes, distributed) = if shares == 0 {
         let votes = merged_votes(&files)?;
+        let votes = crate::stages::aggregate::calibrate_file(votes, args.malicious_vote_share)?;
         (
             mechanism.aggregate(&votes, &mut rng)?,
             votes.queries(),
@@ -148,6 +161,7 @@ pub fn run(args: Args) -> Result<()> {
         "rng": if distributed { serde_json::json!("distributed: each organization's own CSPRNG (see their vote summaries)") } else { serde_json::json!(rng.provenance()) },
         "votes_files": args.votes,
         "distributed_noise": distributed,
+        "malicious_vote_share": args.malicious_vote_share,
     });
     privacy::write_atomic(&args.out, format_labels(&labels).as_bytes())?;
     let mut sidecar = args.out.clone().into_os_string();

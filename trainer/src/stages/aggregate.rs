@@ -47,6 +47,52 @@ pub struct LedgerSummary {
     pub rdp_order: f64,
 }
 
+/// Calibrated aggregation (`aggregation.malicious_vote_share`, `--malicious-vote-share`): the
+/// votes of `teachers` teachers with the constant, data-independent shift of [`pipeline::shift_votes`]
+/// for a vote share `share`; unchanged at 0.5 (plurality). The noisy aggregation and the
+/// accountant both take the shifted votes.
+pub fn calibrate(
+    votes: privacy::VoteMatrix,
+    share: f64,
+    teachers: usize,
+) -> Result<privacy::VoteMatrix> {
+    if !(share > 0.0 && share < 1.0) {
+        return Err(crate::error::Error::Config(format!(
+            "malicious vote share: must be in (0, 1), got {share}"
+        )));
+    }
+    if share == 0.5 {
+        return Ok(votes);
+    }
+    pipeline::shift_votes(&votes, share, teachers)
+}
+
+/// [`calibrate`] for a vote file of unknown teacher count (the `aggregate` and `account`
+/// subcommands): at a share other than 0.5 the count is [`teachers_of`] the votes.
+pub fn calibrate_file(votes: privacy::VoteMatrix, share: f64) -> Result<privacy::VoteMatrix> {
+    let teachers = if share == 0.5 {
+        0
+    } else {
+        teachers_of(&votes)?
+    };
+    calibrate(votes, share, teachers)
+}
+
+/// The number of teachers behind a vote file: every query's counts sum to it (each teacher votes
+/// once per query); an error when the rows disagree or the file is empty.
+pub fn teachers_of(votes: &privacy::VoteMatrix) -> Result<usize> {
+    let mut sums = votes.rows().map(|r| r.iter().sum::<u64>());
+    let first = sums
+        .next()
+        .ok_or_else(|| crate::error::Error::Invalid("the vote file has no query".into()))?;
+    if sums.any(|s| s != first) {
+        return Err(crate::error::Error::Invalid(
+            "the queries' vote counts have different sums: not one teacher set's votes, so the vote share is undefined".into(),
+        ));
+    }
+    Ok(first as usize)
+}
+
 /// Aggregates `votes` of `teachers` teachers with `privacy.mechanism` (after the calibrated,
 /// data-independent shift of `aggregation.malicious_vote_share`) and accounts for it; the
 /// accountant is given the same shifted counts. `private_records` sizes the δ check.
@@ -61,11 +107,7 @@ pub fn run(
     let p = &config.privacy;
     let mechanism = p.mechanism;
     let share = config.aggregation.malicious_vote_share;
-    let votes = if share == 0.5 {
-        votes
-    } else {
-        pipeline::shift_votes(&votes, share, teachers)?
-    };
+    let votes = calibrate(votes, share, teachers)?;
     super::banner(
         &format!(
             "aggregate with {} (malicious at a vote share of {share}: +{} on the malicious count)",
