@@ -162,8 +162,9 @@ pub struct MemberReport {
     pub epochs: usize,
     /// The epoch (1-based) whose weights were kept.
     pub best_epoch: usize,
-    /// The held-out loss of the kept weights.
-    pub best_holdout_loss: f64,
+    /// The held-out loss of the kept weights; `None` when the member had no held-out samples
+    /// (fixed-epoch training: the last weights are kept).
+    pub best_holdout_loss: Option<f64>,
     /// The decision threshold on the malicious probability (Youden's J on the held-out samples).
     pub threshold: f32,
     /// True when the held-out samples had only one class, so 0.5 was used instead.
@@ -931,10 +932,19 @@ pub fn train_with_layout<R: Rng>(
             rngs.len()
         )));
     }
+    // Without held-out samples (teachers.holdout_fraction: 0) every member trains for exactly
+    // max_epochs and keeps its last weights; a mix of members with and without is an error.
+    let fixed_epochs = data.iter().all(|d| d.holdout.y.is_empty());
+    if fixed_epochs && config.member_threshold != MemberThreshold::Half {
+        return Err(Error::Invalid(
+            "members without held-out samples need member_threshold: half".into(),
+        ));
+    }
     for (k, d) in data.iter().enumerate() {
-        if d.train.y.is_empty() || d.holdout.y.is_empty() {
+        if d.train.y.is_empty() || (d.holdout.y.is_empty() && !fixed_epochs) {
             return Err(Error::Invalid(format!(
-                "member {k} has {} training and {} held-out samples; both must be at least 1",
+                "member {k} has {} training and {} held-out samples; both must be at least 1 \
+                 (or every member has no held-out samples)",
                 d.train.y.len(),
                 d.holdout.y.len()
             )));
@@ -1082,6 +1092,7 @@ fn train_batched<R: Rng>(
     let n_all = ensemble.len();
     let cols = ensemble.dims[0];
     let device = ensemble.device;
+    let fixed_epochs = data.iter().all(|d| d.holdout.y.is_empty());
     let pos_weight_values = pos_weights(data, config.class_balance);
     let mut work = Working::new(
         (0..n_all).collect(),
@@ -1166,8 +1177,11 @@ fn train_batched<R: Rng>(
                 .to_device(device);
             trainer.step_rows(&x, &y, &w, &work.pos_weight, &step_active)?;
         }
-        // Held-out loss per member, then keep the improved members' weights.
-        let losses = {
+        // Held-out loss per member, then keep the improved members' weights. Without held-out
+        // samples every running member "improves" each epoch: the last weights are kept.
+        let losses = if fixed_epochs {
+            vec![f32::NAN; n]
+        } else {
             let _guard = tch::no_grad_guard();
             let widest = *trainer.ensemble.dims.iter().max().unwrap_or(&1);
             let chunk = (CHUNK_ELEMENTS / (n * widest)).max(1) as i64;
@@ -1195,7 +1209,10 @@ fn train_batched<R: Rng>(
             let m = work.ids[k];
             epochs[m] = epoch;
             let loss = losses[k] as f64;
-            if loss < best_loss[m] {
+            if fixed_epochs {
+                best_epoch[m] = epoch;
+                improved_local.push(k);
+            } else if loss < best_loss[m] {
                 best_loss[m] = loss;
                 best_epoch[m] = epoch;
                 bad_epochs[m] = 0;
@@ -1261,7 +1278,9 @@ fn train_batched<R: Rng>(
         device,
     );
     let mut reports = Vec::with_capacity(n_all);
-    let holdout_scores = {
+    let holdout_scores = if fixed_epochs {
+        Vec::new()
+    } else {
         let _guard = tch::no_grad_guard();
         let logits = ensemble.logits_rows(&full.holdout.narrow(
             n_all as i64,
@@ -1278,7 +1297,9 @@ fn train_batched<R: Rng>(
     };
     for k in 0..n_all {
         let h = &data[k].holdout;
-        let scores = &holdout_scores[k * full.holdout.max..k * full.holdout.max + h.y.len()];
+        let scores = holdout_scores
+            .get(k * full.holdout.max..k * full.holdout.max + h.y.len())
+            .unwrap_or(&[]);
         let (threshold, fallback) = match config.member_threshold {
             MemberThreshold::Half => (0.5, false),
             MemberThreshold::Youden => match youden_threshold(scores, &h.y) {
@@ -1293,7 +1314,7 @@ fn train_batched<R: Rng>(
             pos_weight: pos_weight_values[k],
             epochs: epochs[k],
             best_epoch: best_epoch[k],
-            best_holdout_loss: best_loss[k],
+            best_holdout_loss: best_loss[k].is_finite().then_some(best_loss[k]),
             threshold,
             threshold_fallback: fallback,
         });

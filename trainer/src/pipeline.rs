@@ -212,14 +212,20 @@ pub fn teacher_member_data(
     rng: &mut impl rand::Rng,
 ) -> Result<MemberData> {
     let n = y.len();
-    if n < 2 {
+    // `fraction == 0`: no held-out samples (fixed-epoch training, threshold 0.5).
+    let minimum = if fraction == 0.0 { 1 } else { 2 };
+    if n < minimum {
         return Err(Error::Invalid(format!(
             "a shard of {n} samples cannot be split into training and held-out samples"
         )));
     }
-    let holdout = ((n as f64 * fraction).round() as usize)
-        .clamp(1, max.max(1))
-        .min(n - 1);
+    let holdout = if fraction == 0.0 {
+        0
+    } else {
+        ((n as f64 * fraction).round() as usize)
+            .clamp(1, max.max(1))
+            .min(n - 1)
+    };
     let perm = shuffled(n, rng);
     let (h, t) = perm.split_at(holdout);
     let pick = |idx: &[usize]| LabeledRows {

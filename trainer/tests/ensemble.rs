@@ -318,10 +318,12 @@ fn early_stopping_returns_best_weights() {
             })
             .sum::<f64>()
             / h.y.len() as f64;
+        let best = r
+            .best_holdout_loss
+            .expect("members with held-out samples report its loss");
         assert!(
-            (loss - r.best_holdout_loss).abs() < 1e-3 * (1.0 + loss),
-            "member {k}: {loss} vs {}",
-            r.best_holdout_loss
+            (loss - best).abs() < 1e-3 * (1.0 + loss),
+            "member {k}: {loss} vs {best}"
         );
     }
     assert!(stopped_early > 0, "no member stopped early: {reports:?}");
@@ -594,4 +596,64 @@ fn weight_decay_shrinks_the_weights_and_half_fixes_the_member_thresholds() {
     assert!(decayed < 0.8 * free, "‖W‖² {decayed} with decay vs {free}");
     assert!(half_reports.iter().all(|r| r.threshold == 0.5));
     assert!(free_reports.iter().any(|r| r.threshold != 0.5));
+}
+
+/// `teachers.holdout_fraction: 0`: members without held-out samples train for exactly
+/// `max_epochs` (no early stopping can end them) and keep their last weights; a mix of members
+/// with and without held-out samples, or Youden's threshold without any, is refused.
+#[test]
+fn members_without_held_out_samples_train_every_epoch_and_keep_the_last_weights() {
+    let no_holdout: Vec<MemberData> = member_data(12)
+        .into_iter()
+        .map(|d| MemberData {
+            holdout: LabeledRows {
+                x: DenseMatrix::new(0, DIM, vec![]).unwrap(),
+                y: vec![],
+            },
+            ..d
+        })
+        .collect();
+    let cfg = |epochs: usize| TrainConfig {
+        hidden: vec![],
+        max_epochs: epochs,
+        patience: 1,
+        member_threshold: ensemble::MemberThreshold::Half,
+        ..config()
+    };
+    let train = |data: &[MemberData], cfg: &TrainConfig| {
+        let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(data.len()));
+        let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
+        ensemble::train(
+            model,
+            data,
+            cfg,
+            &mut streams(data.len()),
+            Mode::Batched,
+            "",
+        )
+    };
+    let (six, reports) = train(&no_holdout, &cfg(6)).unwrap();
+    for r in &reports {
+        // patience 1 would have stopped some member before epoch 6 if held-out loss were used.
+        assert_eq!((r.epochs, r.best_epoch), (6, 6), "{r:?}");
+        assert_eq!(r.best_holdout_loss, None);
+        assert_eq!(r.threshold, 0.5);
+    }
+    // The last weights: one more epoch moves every member.
+    let (seven, _) = train(&no_holdout, &cfg(7)).unwrap();
+    for (a, b) in six.members().unwrap().iter().zip(&seven.members().unwrap()) {
+        assert!(
+            max_abs_diff(a, b) > 0.0,
+            "an extra epoch left a member unchanged"
+        );
+    }
+
+    let mut mixed = no_holdout.clone();
+    mixed[0] = member_data(12).remove(0);
+    assert!(train(&mixed, &cfg(6)).is_err());
+    let youden = TrainConfig {
+        member_threshold: ensemble::MemberThreshold::Youden,
+        ..cfg(6)
+    };
+    assert!(train(&no_holdout, &youden).is_err());
 }

@@ -58,7 +58,7 @@ fn teacher(dir: &Path, shard: usize, shards: usize) -> PathBuf {
             pos_weight: 1.0,
             epochs: 1,
             best_epoch: 1,
-            best_holdout_loss: 0.5,
+            best_holdout_loss: Some(0.5),
             threshold: 0.5,
             threshold_fallback: false,
         },
