@@ -1238,7 +1238,12 @@ fn train_batched<R: Rng>(
                 }
             }
         }
-        if !label.is_empty() {
+        if !label.is_empty() && fixed_epochs {
+            eprintln!(
+                "{label}: epoch {epoch}/{} (fixed epochs, no held-out samples)",
+                config.max_epochs
+            );
+        } else if !label.is_empty() {
             let running = active.iter().filter(|&&a| a).count();
             let finite: Vec<f64> = best_loss
                 .iter()
