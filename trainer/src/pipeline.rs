@@ -615,6 +615,11 @@ pub struct StudentExtras {
     pub threshold_rule: String,
     /// Validation ROC operating point of the chosen threshold: (FPR, TPR).
     pub validation_operating_point: Option<(f64, f64)>,
+    /// The student's ROC AUC on its (distinct, labelled, public-side) validation requests: what
+    /// a recipe is chosen on — never the test split.
+    pub validation_roc_auc: Option<f64>,
+    /// The best TPR at FPR ≤ 1 % on the same validation ROC.
+    pub validation_tpr_at_1pct_fpr: Option<f64>,
 }
 
 /// [`train_student`] plus the `student:` options of the run configuration: self-training on
@@ -761,8 +766,10 @@ pub fn train_student_full(
         }
     }
     let scores = model_scores(&model, &validation.x, device)?;
-    let m = Metrics::compute(&scores, &validation.y, model.info.threshold);
+    let (m, roc) = evaluate_scores(&scores, &validation.y, model.info.threshold);
     extras.validation_operating_point = m.fpr.zip(m.tpr);
+    extras.validation_roc_auc = m.roc_auc;
+    extras.validation_tpr_at_1pct_fpr = tpr_at_fpr(&roc, 0.01);
     Ok((model, extras))
 }
 

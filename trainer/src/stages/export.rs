@@ -71,6 +71,8 @@ fn student_options(p: &Parts) -> serde_json::Value {
         "query_selection": s.query_selection,
         "threshold_rule": student.extras.threshold_rule,
         "validation_operating_point_fpr_tpr": student.extras.validation_operating_point,
+        "validation_roc_auc": student.extras.validation_roc_auc,
+        "validation_tpr_at_1pct_fpr": student.extras.validation_tpr_at_1pct_fpr,
         "self_training": s.self_training,
         "multiplicity_cap": s.multiplicity_cap,
         "answered_rows_after_weighting": s.multiplicity_cap.map(|_| student.answered.iter().map(|&i| p.plan.query_copies[i]).sum::<usize>()),
