@@ -16,7 +16,7 @@ use tch::Device;
 use crate::dense::DenseMatrix;
 use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 use crate::error::{Error, Result};
-use crate::metrics::{roc_curve, Metrics, RocPoint};
+use crate::metrics::{roc_curve, RocPoint};
 use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
 pub use crate::stages::evaluate::{evaluate_scores, model_scores, tpr_at_fpr};
 pub use crate::stages::featurize::{featurize_rows, labels_of};
