@@ -1,0 +1,110 @@
+//! Training hyper-parameters: [`TrainConfig`] and the choices it names.
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// How the positive (malicious) class is weighted in the loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClassBalance {
+    /// `pos_weight = negatives / positives` of the member's training data in
+    /// `BCEWithLogits(pos_weight)`, so both classes weigh the same in total.
+    PosWeight,
+    /// Plain binary cross-entropy.
+    None,
+}
+
+/// Hyper-parameters of one training (teachers or student).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Hidden layer widths (the input width comes from the featurizer, the output is 1).
+    pub hidden: Vec<usize>,
+    /// Upper bound on epochs (early stopping usually ends training before).
+    pub max_epochs: usize,
+    /// Mini-batch size.
+    pub batch_size: usize,
+    /// Adam step size.
+    pub learning_rate: f64,
+    /// Epochs without a lower held-out loss before a member stops.
+    pub patience: usize,
+    /// Class weighting in the loss.
+    pub class_balance: ClassBalance,
+    /// L2 penalty λ/2 · ‖W‖² on each member's weights (not the biases) added to its training
+    /// loss; 0 (the default) = none. Logistic-regression teachers on ~200 requests with thousands
+    /// of features need it (scikit-learn's LogisticRegression regularizes by default).
+    pub weight_decay: f64,
+    /// How each member's decision threshold is chosen: `youden` (Youden's J on its held-out
+    /// samples, the default) or `half` (0.5: with class-balanced training the natural threshold,
+    /// steadier than Youden's J on a few dozen held-out samples of a small shard).
+    pub member_threshold: MemberThreshold,
+}
+
+/// How a member's threshold is chosen ([`TrainConfig::member_threshold`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberThreshold {
+    /// Youden's J on the member's held-out samples.
+    Youden,
+    /// 0.5.
+    Half,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            hidden: vec![512, 128],
+            max_epochs: 100,
+            batch_size: 64,
+            learning_rate: 1e-3,
+            patience: 5,
+            class_balance: ClassBalance::PosWeight,
+            weight_decay: 0.0,
+            member_threshold: MemberThreshold::Youden,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Checks the values, naming the offending key under `prefix` (e.g. `teachers.batch_size`).
+    pub fn validate(&self, prefix: &str) -> Result<()> {
+        let bad = |key: &str, why: &str| Err(Error::Config(format!("{prefix}.{key}: {why}")));
+        if self.hidden.contains(&0) {
+            return bad("hidden", "every hidden width must be at least 1");
+        }
+        if self.max_epochs == 0 {
+            return bad("max_epochs", "must be at least 1");
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size", "must be at least 1");
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return bad("learning_rate", "must be a positive number");
+        }
+        if self.patience == 0 {
+            return bad("patience", "must be at least 1");
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return bad("weight_decay", "must be a non-negative number");
+        }
+        Ok(())
+    }
+
+    /// Layer widths for `input` features: input, hidden..., 1.
+    pub fn dims(&self, input: usize) -> Vec<usize> {
+        let mut dims = vec![input];
+        dims.extend(&self.hidden);
+        dims.push(1);
+        dims
+    }
+}
+
+/// Batched (all members at once) or one member after the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// One `[N, in, out]` model, one `bmm` per layer.
+    Batched,
+    /// N separate trainings of a one-member model.
+    Sequential,
+}
