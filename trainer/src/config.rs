@@ -617,7 +617,6 @@ impl RunConfig {
 
     /// Checks every value, naming the key.
     pub fn validate(&self) -> Result<()> {
-        let bad = |key: &str, why: String| Err(Error::Config(format!("{key}: {why}")));
         if self.threads == Some(0) {
             return bad(
                 "threads",
@@ -630,6 +629,35 @@ impl RunConfig {
                 "must be at least 1 (or null for the whole test split)".into(),
             );
         }
+        self.validate_datasets()?;
+        self.validate_teachers()?;
+        self.validate_student()?;
+        let s = self.aggregation.malicious_vote_share;
+        if !(s > 0.0 && s < 1.0) {
+            return bad(
+                "aggregation.malicious_vote_share",
+                format!("must be in (0, 1), got {s}"),
+            );
+        }
+        if self.privacy.rho.is_some() && self.featurizer.config.norm != featurizer::Norm::L1 {
+            return bad(
+                "featurizer.config.norm",
+                "must be l1 when privacy.rho is set (the Lap(1/ρ) privatizer assumes ‖x‖₁ ≤ 1)"
+                    .into(),
+            );
+        }
+        let c = self.student.self_training.confidence;
+        if !(c > 0.5 && c < 1.0) {
+            return bad(
+                "student.self_training.confidence",
+                format!("must be in (0.5, 1), got {c}"),
+            );
+        }
+        self.validate_privacy()
+    }
+
+    /// The datasets: the four roles, or a simulation split from `split.simulate_from`.
+    fn validate_datasets(&self) -> Result<()> {
         let roles = [
             ("private", self.private.len()),
             ("public", self.public.len()),
@@ -681,6 +709,11 @@ impl RunConfig {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `teachers.*`.
+    fn validate_teachers(&self) -> Result<()> {
         if self.teachers.count < 1 {
             return bad("teachers.count", "must be at least 1".into());
         }
@@ -722,6 +755,11 @@ impl RunConfig {
             );
         }
         self.teachers.training.validate("teachers.training")?;
+        Ok(())
+    }
+
+    /// `student.*` (but `student.self_training`, checked after `aggregation`).
+    fn validate_student(&self) -> Result<()> {
         if self.student.queries < 1 {
             return bad("student.queries", "must be at least 1".into());
         }
@@ -748,27 +786,11 @@ impl RunConfig {
         if !(0.0..=1.0).contains(&h) {
             return bad("student.head_share", format!("must be in [0, 1], got {h}"));
         }
-        let s = self.aggregation.malicious_vote_share;
-        if !(s > 0.0 && s < 1.0) {
-            return bad(
-                "aggregation.malicious_vote_share",
-                format!("must be in (0, 1), got {s}"),
-            );
-        }
-        if self.privacy.rho.is_some() && self.featurizer.config.norm != featurizer::Norm::L1 {
-            return bad(
-                "featurizer.config.norm",
-                "must be l1 when privacy.rho is set (the Lap(1/ρ) privatizer assumes ‖x‖₁ ≤ 1)"
-                    .into(),
-            );
-        }
-        let c = self.student.self_training.confidence;
-        if !(c > 0.5 && c < 1.0) {
-            return bad(
-                "student.self_training.confidence",
-                format!("must be in (0.5, 1), got {c}"),
-            );
-        }
+        Ok(())
+    }
+
+    /// `privacy.*`: ρ, the mechanism's parameters and δ.
+    fn validate_privacy(&self) -> Result<()> {
         let p = &self.privacy;
         if let Some(rho) = p.rho {
             if privacy::privatize::check_rho(rho).is_err() {
@@ -789,6 +811,11 @@ impl RunConfig {
         }
         Ok(())
     }
+}
+
+/// A configuration error naming `key`.
+fn bad(key: &str, why: String) -> Result<()> {
+    Err(Error::Config(format!("{key}: {why}")))
 }
 
 #[cfg(test)]

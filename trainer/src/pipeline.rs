@@ -644,30 +644,10 @@ pub fn train_student_full(
     // traffic-weighted ROC.
     let (train, validation) = match copies {
         None => (train, validation),
-        Some((train_copies, validation_copies)) => {
-            let repeat = |rows: LabeledRows, copies: &[usize], what: &str| -> Result<LabeledRows> {
-                if copies.len() != rows.y.len() {
-                    return Err(Error::Invalid(format!(
-                        "{what}: {} multiplicities for {} rows",
-                        copies.len(),
-                        rows.y.len()
-                    )));
-                }
-                let idx: Vec<usize> = copies
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, &c)| std::iter::repeat_n(i, c.max(1)))
-                    .collect();
-                Ok(LabeledRows {
-                    x: rows.x.select_rows(&idx),
-                    y: idx.iter().map(|&i| rows.y[i]).collect(),
-                })
-            };
-            (
-                repeat(train, train_copies, "answered queries")?,
-                repeat(validation, validation_copies, "validation")?,
-            )
-        }
+        Some((train_copies, validation_copies)) => (
+            repeat_rows(train, train_copies, "answered queries")?,
+            repeat_rows(validation, validation_copies, "validation")?,
+        ),
     };
     let mut model = train_student(
         train.clone(),
@@ -677,64 +657,131 @@ pub fn train_student_full(
         rng,
         device,
     )?;
-    let rounds = student.self_training.rounds;
-    if rounds > 0 {
-        let pool = pool.ok_or_else(|| {
-            Error::Config(
-                "student.self_training.rounds > 0 needs the unlabelled public pool's features"
-                    .into(),
-            )
-        })?;
-        if pool.cols != train.x.cols {
-            return Err(Error::Invalid(format!(
-                "the unlabelled pool has {} features, the queries {}",
-                pool.cols, train.x.cols
-            )));
-        }
-        let c = student.self_training.confidence as f32;
-        for round in 1..=rounds {
-            let scores = model_scores(&model, pool, device)?;
-            let mut x = train.x.values.clone();
-            let mut y = train.y.clone();
-            let (mut malicious, mut benign) = (0usize, 0usize);
-            for (r, &s) in scores.iter().enumerate() {
-                let label = if s >= c {
-                    malicious += 1;
-                    true
-                } else if s <= 1.0 - c {
-                    benign += 1;
-                    false
-                } else {
-                    continue;
-                };
-                x.extend_from_slice(pool.row(r));
-                y.push(label);
-            }
-            eprintln!(
-                "student: self-training round {round}/{rounds}: {malicious} malicious and {benign} benign pseudo-labels from {} unlabelled public requests",
-                pool.rows
-            );
-            extras.pseudo_labels.push((malicious, benign));
-            let rows = y.len();
-            let augmented = LabeledRows {
-                x: DenseMatrix::new(rows, train.x.cols, x)?,
-                y,
-            };
-            let round_rng = RunRng::derived(rng, &format!("self-training-{round}"));
-            model = train_student(
-                augmented,
-                validation.clone(),
-                &student.training,
-                featurizer_hash,
-                &round_rng,
-                device,
-            )?;
-        }
+    if student.self_training.rounds > 0 {
+        model = self_train(
+            model,
+            &train,
+            &validation,
+            pool,
+            student,
+            featurizer_hash,
+            rng,
+            device,
+            &mut extras,
+        )?;
     }
+    extras.threshold_rule =
+        apply_threshold_rule(&mut model, &validation, answered_benign, student, device)?;
+    let scores = model_scores(&model, &validation.x, device)?;
+    let (m, roc) = evaluate_scores(&scores, &validation.y, model.info.threshold);
+    extras.validation_operating_point = m.fpr.zip(m.tpr);
+    extras.validation_roc_auc = m.roc_auc;
+    extras.validation_tpr_at_1pct_fpr = tpr_at_fpr(&roc, 0.01);
+    Ok((model, extras))
+}
+
+/// `rows` with row i repeated `copies[i]` times (at least once).
+fn repeat_rows(rows: LabeledRows, copies: &[usize], what: &str) -> Result<LabeledRows> {
+    if copies.len() != rows.y.len() {
+        return Err(Error::Invalid(format!(
+            "{what}: {} multiplicities for {} rows",
+            copies.len(),
+            rows.y.len()
+        )));
+    }
+    let idx: Vec<usize> = copies
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &c)| std::iter::repeat_n(i, c.max(1)))
+        .collect();
+    Ok(LabeledRows {
+        x: rows.x.select_rows(&idx),
+        y: idx.iter().map(|&i| rows.y[i]).collect(),
+    })
+}
+
+/// `student.self_training.rounds` (> 0) rounds of self-training from `model`: each round the
+/// latest model pseudo-labels the confident rows of `pool`, and a fresh student trains on `train`
+/// plus them. Returns the last round's model; each round's pseudo-label counts go to `extras`.
+#[allow(clippy::too_many_arguments)]
+fn self_train(
+    mut model: ModelFile,
+    train: &LabeledRows,
+    validation: &LabeledRows,
+    pool: Option<&DenseMatrix>,
+    student: &crate::config::StudentConfig,
+    featurizer_hash: &str,
+    rng: &RunRng,
+    device: Device,
+    extras: &mut StudentExtras,
+) -> Result<ModelFile> {
+    let rounds = student.self_training.rounds;
+    let pool = pool.ok_or_else(|| {
+        Error::Config(
+            "student.self_training.rounds > 0 needs the unlabelled public pool's features".into(),
+        )
+    })?;
+    if pool.cols != train.x.cols {
+        return Err(Error::Invalid(format!(
+            "the unlabelled pool has {} features, the queries {}",
+            pool.cols, train.x.cols
+        )));
+    }
+    let c = student.self_training.confidence as f32;
+    for round in 1..=rounds {
+        let scores = model_scores(&model, pool, device)?;
+        let mut x = train.x.values.clone();
+        let mut y = train.y.clone();
+        let (mut malicious, mut benign) = (0usize, 0usize);
+        for (r, &s) in scores.iter().enumerate() {
+            let label = if s >= c {
+                malicious += 1;
+                true
+            } else if s <= 1.0 - c {
+                benign += 1;
+                false
+            } else {
+                continue;
+            };
+            x.extend_from_slice(pool.row(r));
+            y.push(label);
+        }
+        eprintln!(
+            "student: self-training round {round}/{rounds}: {malicious} malicious and {benign} benign pseudo-labels from {} unlabelled public requests",
+            pool.rows
+        );
+        extras.pseudo_labels.push((malicious, benign));
+        let rows = y.len();
+        let augmented = LabeledRows {
+            x: DenseMatrix::new(rows, train.x.cols, x)?,
+            y,
+        };
+        let round_rng = RunRng::derived(rng, &format!("self-training-{round}"));
+        model = train_student(
+            augmented,
+            validation.clone(),
+            &student.training,
+            featurizer_hash,
+            &round_rng,
+            device,
+        )?;
+    }
+    Ok(model)
+}
+
+/// Sets `model`'s threshold by `student.threshold_rule` (Youden's, from training, is kept as is)
+/// and returns the rule as reported.
+fn apply_threshold_rule(
+    model: &mut ModelFile,
+    validation: &LabeledRows,
+    answered_benign: Option<(&DenseMatrix, &[usize])>,
+    student: &crate::config::StudentConfig,
+    device: Device,
+) -> Result<String> {
     match student.threshold_rule {
-        crate::config::ThresholdRule::Youden => extras.threshold_rule = "youden".into(),
+        crate::config::ThresholdRule::Youden => Ok("youden".into()),
         crate::config::ThresholdRule::TargetFpr => {
-            let scores = model_scores(&model, &validation.x, device)?;
+            let scores = model_scores(model, &validation.x, device)?;
             let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or_else(
                 || {
                     Error::Invalid(
@@ -743,8 +790,8 @@ pub fn train_student_full(
                     )
                 },
             )?;
-            extras.threshold_rule = format!("target_fpr {}", student.target_fpr);
             model.info.threshold = t;
+            Ok(format!("target_fpr {}", student.target_fpr))
         }
         crate::config::ThresholdRule::AnsweredBenign => {
             let (x, weights) = answered_benign.ok_or_else(|| {
@@ -753,7 +800,7 @@ pub fn train_student_full(
                         .into(),
                 )
             })?;
-            let scores = model_scores(&model, x, device)?;
+            let scores = model_scores(model, x, device)?;
             let t = weighted_quantile_threshold(&scores, weights, student.target_fpr).ok_or_else(
                 || {
                     Error::Invalid(
@@ -761,16 +808,10 @@ pub fn train_student_full(
                     )
                 },
             )?;
-            extras.threshold_rule = format!("answered_benign {}", student.target_fpr);
             model.info.threshold = t;
+            Ok(format!("answered_benign {}", student.target_fpr))
         }
     }
-    let scores = model_scores(&model, &validation.x, device)?;
-    let (m, roc) = evaluate_scores(&scores, &validation.y, model.info.threshold);
-    extras.validation_operating_point = m.fpr.zip(m.tpr);
-    extras.validation_roc_auc = m.roc_auc;
-    extras.validation_tpr_at_1pct_fpr = tpr_at_fpr(&roc, 0.01);
-    Ok((model, extras))
 }
 
 #[cfg(test)]
