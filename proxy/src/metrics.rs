@@ -61,34 +61,38 @@ impl Metrics {
     /// rates and dashboards see them before the first event.
     pub fn new() -> Result<Self, ProxyError> {
         let registry = Registry::new();
-        let requests = IntCounterVec::new(
-            Opts::new("requests_total", "Requests seen by the proxy, by verdict.")
-                .namespace("patewaf"),
+        let r = &registry;
+        let requests = counter_vec(
+            r,
+            "requests_total",
+            "Requests seen by the proxy, by verdict.",
             &["verdict"],
         )?;
-        // Probabilities: twenty equal buckets on [0, 1].
-        let score = Histogram::with_opts(
-            HistogramOpts::new("score", "Student probability that a request is malicious.")
-                .namespace("patewaf")
-                .buckets((1..=20).map(|i| f64::from(i) * 0.05).collect()),
+        let by_verdict = Verdict::ALL.map(|v| requests.with_label_values(&[v.as_str()]));
+        let score = histogram(
+            r,
+            "score",
+            "Student probability that a request is malicious.",
+            probability_buckets(),
         )?;
-        let scoring_duration = Histogram::with_opts(
-            HistogramOpts::new(
-                "scoring_duration_seconds",
-                "Time to featurize and score one request.",
-            )
-            .namespace("patewaf")
-            .buckets(prometheus::exponential_buckets(10e-6, 2.0, 14)?),
+        let scoring_duration = histogram(
+            r,
+            "scoring_duration_seconds",
+            "Time to featurize and score one request.",
+            prometheus::exponential_buckets(10e-6, 2.0, 14)?,
         )?;
-        let model_info = IntGaugeVec::new(
-            Opts::new("model_info", "The serving model (value 1).").namespace("patewaf"),
+        let model_info = gauge_vec(
+            r,
+            "model_info",
+            "The serving model (value 1).",
             &["version", "epsilon", "delta", "mechanism"],
         )?;
-        let reloads = IntCounterVec::new(
-            Opts::new("model_reloads_total", "Bundle reload attempts, by result.")
-                .namespace("patewaf"),
+        let reloads = results(counter_vec(
+            r,
+            "model_reloads_total",
+            "Bundle reload attempts, by result.",
             &["result"],
-        )?;
+        )?);
         let upstream_errors = IntCounter::with_opts(
             Opts::new(
                 "upstream_errors_total",
@@ -96,62 +100,17 @@ impl Metrics {
             )
             .namespace("patewaf"),
         )?;
+        registry.register(Box::new(upstream_errors.clone()))?;
         let ready = IntGauge::with_opts(
             Opts::new("ready", "1 while a verified, warmed-up model serves.").namespace("patewaf"),
         )?;
-        let malformed = IntCounterVec::new(
-            Opts::new(
-                "malformed_requests_total",
-                "Request heads refused with 400 by the strict check, by reason.",
-            )
-            .namespace("patewaf"),
-            &["reason"],
-        )?;
-        let detections = IntCounterVec::new(
-            Opts::new(
-                "detections_total",
-                "Requests scored at or above the threshold, by verdict and by the placement that scored highest.",
-            )
-            .namespace("patewaf"),
-            &["verdict", "placement"],
-        )?;
-        let over_limit = IntCounterVec::new(
-            Opts::new(
-                "over_limit_requests_total",
-                "Requests with more to inspect than a limit allows, by limit and action.",
-            )
-            .namespace("patewaf"),
-            &["limit", "action"],
-        )?;
-        registry.register(Box::new(malformed.clone()))?;
-        registry.register(Box::new(detections.clone()))?;
-        registry.register(Box::new(over_limit.clone()))?;
-        for why in crate::strict::Malformed::ALL {
-            malformed.with_label_values(&[why.as_str()]);
-        }
-        for limit in ["body", "parts"] {
-            for action in ["refuse", "pass"] {
-                over_limit.with_label_values(&[limit, action]);
-            }
-        }
-        registry.register(Box::new(requests.clone()))?;
-        registry.register(Box::new(score.clone()))?;
-        registry.register(Box::new(scoring_duration.clone()))?;
-        registry.register(Box::new(model_info.clone()))?;
-        registry.register(Box::new(reloads.clone()))?;
-        registry.register(Box::new(upstream_errors.clone()))?;
         registry.register(Box::new(ready.clone()))?;
-        let by_verdict = Verdict::ALL.map(|v| requests.with_label_values(&[v.as_str()]));
-        for result in ["ok", "error"] {
-            reloads.with_label_values(&[result]);
-        }
-        let shadow_requests_vec = IntCounterVec::new(
-            Opts::new(
-                "shadow_requests_total",
-                "Requests scored by the shadow bundle beside the active one, by the active \
-                 model's verdict and the verdict the shadow model would have given.",
-            )
-            .namespace("patewaf"),
+        let (malformed, detections, over_limit) = inspection_metrics(r)?;
+        let shadow_requests_vec = counter_vec(
+            r,
+            "shadow_requests_total",
+            "Requests scored by the shadow bundle beside the active one, by the active \
+             model's verdict and the verdict the shadow model would have given.",
             &["active_verdict", "shadow_verdict"],
         )?;
         let shadow_requests = Verdict::SCORED.map(|active| {
@@ -159,47 +118,30 @@ impl Metrics {
                 shadow_requests_vec.with_label_values(&[active.as_str(), shadow.as_str()])
             })
         });
-        let shadow_score = Histogram::with_opts(
-            HistogramOpts::new(
-                "shadow_score",
-                "Shadow model probability that a request is malicious.",
-            )
-            .namespace("patewaf")
-            .buckets((1..=20).map(|i| f64::from(i) * 0.05).collect()),
+        let shadow_score = histogram(
+            r,
+            "shadow_score",
+            "Shadow model probability that a request is malicious.",
+            probability_buckets(),
         )?;
-        let shadow_model_info = IntGaugeVec::new(
-            Opts::new(
-                "shadow_model_info",
-                "The shadow model (value 1; absent when no shadow bundle is loaded).",
-            )
-            .namespace("patewaf"),
+        let shadow_model_info = gauge_vec(
+            r,
+            "shadow_model_info",
+            "The shadow model (value 1; absent when no shadow bundle is loaded).",
             &["version"],
         )?;
-        let shadow_loads = IntCounterVec::new(
-            Opts::new(
-                "shadow_loads_total",
-                "Loads of the shadow bundle (start-up and reloads), by result.",
-            )
-            .namespace("patewaf"),
+        let shadow_loads = results(counter_vec(
+            r,
+            "shadow_loads_total",
+            "Loads of the shadow bundle (start-up and reloads), by result.",
             &["result"],
-        )?;
-        let promotions = IntCounterVec::new(
-            Opts::new(
-                "promotions_total",
-                "POST /promote attempts (shadow bundle made active), by result.",
-            )
-            .namespace("patewaf"),
+        )?);
+        let promotions = results(counter_vec(
+            r,
+            "promotions_total",
+            "POST /promote attempts (shadow bundle made active), by result.",
             &["result"],
-        )?;
-        for result in ["ok", "error"] {
-            shadow_loads.with_label_values(&[result]);
-            promotions.with_label_values(&[result]);
-        }
-        registry.register(Box::new(shadow_requests_vec))?;
-        registry.register(Box::new(shadow_score.clone()))?;
-        registry.register(Box::new(shadow_model_info.clone()))?;
-        registry.register(Box::new(shadow_loads.clone()))?;
-        registry.register(Box::new(promotions.clone()))?;
+        )?);
         Ok(Self {
             registry,
             requests,
@@ -263,6 +205,93 @@ impl Metrics {
         }
         out
     }
+}
+
+/// `patewaf_malformed_requests_total`, `patewaf_detections_total` and
+/// `patewaf_over_limit_requests_total`, registered in `registry`, the closed label sets at 0.
+fn inspection_metrics(
+    registry: &Registry,
+) -> Result<(IntCounterVec, IntCounterVec, IntCounterVec), ProxyError> {
+    let malformed = counter_vec(
+        registry,
+        "malformed_requests_total",
+        "Request heads refused with 400 by the strict check, by reason.",
+        &["reason"],
+    )?;
+    let detections = counter_vec(
+        registry,
+        "detections_total",
+        "Requests scored at or above the threshold, by verdict and by the placement that scored highest.",
+        &["verdict", "placement"],
+    )?;
+    let over_limit = counter_vec(
+        registry,
+        "over_limit_requests_total",
+        "Requests with more to inspect than a limit allows, by limit and action.",
+        &["limit", "action"],
+    )?;
+    for why in crate::strict::Malformed::ALL {
+        malformed.with_label_values(&[why.as_str()]);
+    }
+    for limit in ["body", "parts"] {
+        for action in ["refuse", "pass"] {
+            over_limit.with_label_values(&[limit, action]);
+        }
+    }
+    Ok((malformed, detections, over_limit))
+}
+
+/// `patewaf_NAME{labels}`, registered in `registry`.
+fn counter_vec(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntCounterVec, ProxyError> {
+    let metric = IntCounterVec::new(Opts::new(name, help).namespace("patewaf"), labels)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+/// `patewaf_NAME{labels}` (a gauge), registered in `registry`.
+fn gauge_vec(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntGaugeVec, ProxyError> {
+    let metric = IntGaugeVec::new(Opts::new(name, help).namespace("patewaf"), labels)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+/// The histogram `patewaf_NAME` with `buckets`, registered in `registry`.
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    buckets: Vec<f64>,
+) -> Result<Histogram, ProxyError> {
+    let metric = Histogram::with_opts(
+        HistogramOpts::new(name, help)
+            .namespace("patewaf")
+            .buckets(buckets),
+    )?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+/// Twenty equal buckets on [0, 1].
+fn probability_buckets() -> Vec<f64> {
+    (1..=20).map(|i| f64::from(i) * 0.05).collect()
+}
+
+/// `metric` with its `result="ok"` and `result="error"` children at 0.
+fn results(metric: IntCounterVec) -> IntCounterVec {
+    for result in ["ok", "error"] {
+        metric.with_label_values(&[result]);
+    }
+    metric
 }
 
 #[cfg(test)]
