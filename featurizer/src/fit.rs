@@ -1,0 +1,213 @@
+//! Fitting: vocabulary, document frequencies and IDF from a corpus (crate docs, steps 3 and 4).
+use super::*;
+
+impl Featurizer {
+    /// Fits the vocabulary and IDF on `docs` (see the crate documentation, steps 3 and 4).
+    /// Fewer than `top_k` distinct tokens give a smaller vocabulary ([`Featurizer::dim`]).
+    pub fn fit<'a>(
+        config: FeaturizerConfig,
+        docs: impl IntoIterator<Item = RequestParts<'a>>,
+    ) -> Result<Self, FeaturizerError> {
+        validate_config(&config)?;
+        let mut df: HashMap<String, u64> = HashMap::new();
+        // Each document's value-shape features (for the second pass, with value_shapes only).
+        let mut doc_shapes: Vec<Vec<String>> = Vec::new();
+        // Each document's method and normalized text (for the rarity table, with
+        // rarity_min_count only).
+        let mut doc_texts: Vec<(String, String)> = Vec::new();
+        let mut scratch = Scratch::default();
+        let mut n: u64 = 0;
+        let plain = FeaturizerConfig {
+            value_shapes: false,
+            ..config.clone()
+        };
+        for doc in docs {
+            n += 1;
+            // Document frequency counts each distinct feature once per request.
+            let mut distinct: Vec<String> = Vec::new();
+            let mut shapes: Vec<String> = Vec::new();
+            let mut collect = |kind: FeatureKind, feature: &str| {
+                if kind == FeatureKind::Shape {
+                    shapes.push(feature.to_owned());
+                }
+                let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
+                entry.push_str(kind.prefix());
+                entry.push_str(feature);
+                distinct.push(entry);
+            };
+            if let Some(pc) = &config.placements {
+                // The document is the request's first window (what `transform` reads).
+                let split =
+                    placement::split_request(&doc, pc, config.decode_rounds, config.include_body);
+                let segments = placement::segments(&split);
+                let windows =
+                    placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
+                placement::for_each_window_feature(
+                    &config,
+                    &plain,
+                    &segments,
+                    &windows[0],
+                    &mut scratch.gram,
+                    &mut collect,
+                );
+            } else {
+                normalize_into(&config, &doc, &mut scratch);
+                for_each_configured_feature(&scratch.text, &config, &mut scratch.gram, collect);
+                if config.params {
+                    params::for_each_param_feature(
+                        doc.method,
+                        &scratch.text,
+                        true,
+                        None,
+                        &mut scratch.params,
+                        |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
+                    );
+                }
+                if config.rarity_min_count.is_some() {
+                    doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
+                }
+            }
+            distinct.sort_unstable();
+            distinct.dedup();
+            if config.value_shapes {
+                doc_shapes.push(shapes);
+            }
+            for tok in distinct {
+                match df.get_mut(&tok) {
+                    Some(c) => *c += 1,
+                    None => {
+                        df.insert(tok, 1);
+                    }
+                }
+            }
+        }
+        if n == 0 {
+            return Err(FeaturizerError::Invalid(
+                "cannot fit on an empty corpus (0 requests)".into(),
+            ));
+        }
+        let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
+        // Highest document frequency first; ties by token, ascending (deterministic).
+        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        // The rarity table and its features (rare:<name> for the most frequent names, rare:any,
+        // unseen:path), which take the very last places of the vocabulary.
+        let (rarity, rarity_entries) = match config.rarity_min_count {
+            None => (None, Vec::new()),
+            Some(min_count) => {
+                let mut table = RarityTable::new(min_count);
+                for (_, text) in &doc_texts {
+                    table.add(text, &mut scratch.params);
+                }
+                let entries = rarity_entries(&table, &doc_texts, &mut scratch.params);
+                (Some(table), entries)
+            }
+        };
+        let reserved = rarity_entries.len()
+            + if config.value_shapes {
+                UNSEEN_SHAPES.len()
+            } else {
+                0
+            };
+        if config.top_k <= reserved {
+            return Err(FeaturizerError::Invalid(format!(
+                "top_k = {} leaves no place for tokens: {reserved} places are reserved for the unseen-shape and rarity features",
+                config.top_k
+            )));
+        }
+        if config.value_shapes {
+            // The last places go to the "unseen name/shape" features, whose document frequency
+            // depends on which name/shape pairs made it into the vocabulary: a second pass.
+            ranked.truncate(config.top_k - reserved);
+            let kept: std::collections::HashSet<&str> = ranked
+                .iter()
+                .filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX))
+                .collect();
+            let mut unseen_df = [0u64; UNSEEN_SHAPES.len()];
+            for pairs in &doc_shapes {
+                let mut seen = [false; UNSEEN_SHAPES.len()];
+                for body in pairs {
+                    if !kept.contains(body.as_str()) {
+                        let shape = body.rsplit_once('=').map_or("", |(_, shape)| shape);
+                        if let Some(k) = UNSEEN_SHAPES
+                            .iter()
+                            .position(|u| u.strip_prefix(UNSEEN_NAME) == Some(shape))
+                        {
+                            seen[k] = true;
+                        }
+                    }
+                }
+                for (d, s) in unseen_df.iter_mut().zip(seen) {
+                    *d += u64::from(s);
+                }
+            }
+            for (u, d) in UNSEEN_SHAPES.iter().zip(unseen_df) {
+                ranked.push((format!("{VALUE_SHAPE_PREFIX}{u}"), d));
+            }
+        } else {
+            ranked.truncate(config.top_k - reserved);
+        }
+        ranked.extend(rarity_entries);
+        let idf = ranked
+            .iter()
+            .map(|(_, d)| (((1.0 + n as f64) / (1.0 + *d as f64)).ln() + 1.0) as f32)
+            .collect();
+        let (vocabulary, document_frequency) = ranked.into_iter().unzip();
+        let content = Content {
+            kind: ARTIFACT_KIND.into(),
+            format_version: FORMAT_VERSION,
+            token_pattern: TOKEN_PATTERN.into(),
+            idf_formula: IDF_FORMULA.into(),
+            config,
+            documents: n,
+            vocabulary,
+            document_frequency,
+            idf,
+            rarity,
+        };
+        let content_hash = hash_content(&content);
+        Featurizer::from_artifact(Artifact {
+            content,
+            content_hash,
+        })
+    }
+}
+
+/// The rarity features' vocabulary entries (with their document frequency over the corpus
+/// `docs`): `rare:<name>` for [`RarityTable::reserved_names`], then `rare:any` and `unseen:path`.
+pub(crate) fn rarity_entries(
+    table: &RarityTable,
+    docs: &[(String, String)],
+    scratch: &mut params::ParamScratch,
+) -> Vec<(String, u64)> {
+    let mut bodies: Vec<String> = table
+        .reserved_names()
+        .into_iter()
+        .map(|n| format!("{}{n}", params::RARE_PREFIX))
+        .collect();
+    bodies.push(params::RARE_ANY.into());
+    bodies.push(params::UNSEEN_PATH.into());
+    let position: HashMap<&str, usize> = bodies
+        .iter()
+        .enumerate()
+        .map(|(k, b)| (b.as_str(), k))
+        .collect();
+    let lookup = table.lookup();
+    let mut df = vec![0u64; bodies.len()];
+    let mut seen = vec![false; bodies.len()];
+    for (method, text) in docs {
+        seen.iter_mut().for_each(|s| *s = false);
+        params::for_each_param_feature(method, text, false, Some(&lookup), scratch, |f| {
+            if let Some(&k) = position.get(f) {
+                seen[k] = true;
+            }
+        });
+        for (d, s) in df.iter_mut().zip(&seen) {
+            *d += u64::from(*s);
+        }
+    }
+    bodies
+        .iter()
+        .zip(df)
+        .map(|(b, d)| (format!("{PARAM_PREFIX}{b}"), d))
+        .collect()
+}

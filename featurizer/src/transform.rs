@@ -1,0 +1,490 @@
+//! Transforming a request into its TF-IDF vector (dense, sparse, per placement window) and
+//! explaining it.
+use super::*;
+
+impl Featurizer {
+    /// Vocabulary index of a feature of a kind (`feature` without the kind's prefix).
+    #[inline]
+    pub(crate) fn lookup_kind(&self, kind: FeatureKind, feature: &str) -> Option<u32> {
+        match kind {
+            FeatureKind::Token => self.lookup(feature),
+            FeatureKind::Char => self.lookup_char(feature),
+            FeatureKind::Shape => self.shape_index.get(feature).copied(),
+            FeatureKind::Param => self.param_index.get(feature).copied(),
+            FeatureKind::Placement => self.placement_index.get(feature).copied(),
+        }
+    }
+
+    /// [`Featurizer::lookup_kind`], except that a shape feature not in the vocabulary maps to its
+    /// [`UNSEEN_SHAPES`] entry (`buf` is a reusable buffer).
+    #[inline]
+    pub(crate) fn lookup_kind_or_unseen(
+        &self,
+        kind: FeatureKind,
+        feature: &str,
+        buf: &mut String,
+    ) -> Option<u32> {
+        let found = self.lookup_kind(kind, feature);
+        if found.is_some() || kind != FeatureKind::Shape {
+            return found;
+        }
+        let shape = feature.rsplit_once('=').map_or("", |(_, shape)| shape);
+        buf.clear();
+        buf.push_str(UNSEEN_NAME);
+        buf.push_str(shape);
+        self.shape_index.get(buf.as_str()).copied()
+    }
+
+    /// Calls `f(index)` for each parameter-aware and rarity feature of a request that is in the
+    /// vocabulary; returns the number of such features, in the vocabulary or not (for tf).
+    #[inline]
+    pub(crate) fn for_each_param_feature(
+        &self,
+        method: &str,
+        text: &str,
+        scratch: &mut params::ParamScratch,
+        mut f: impl FnMut(u32),
+    ) -> u32 {
+        let config = &self.content.config;
+        if !config.params && self.rarity.is_none() {
+            return 0;
+        }
+        params::for_each_param_feature(
+            method,
+            text,
+            config.params,
+            self.rarity.as_ref(),
+            scratch,
+            |feature| {
+                if let Some(i) = self.param_index.get(feature) {
+                    f(*i)
+                }
+            },
+        )
+    }
+
+    /// Vocabulary index of a character n-gram (without its prefix).
+    #[inline]
+    pub(crate) fn lookup_char(&self, gram: &str) -> Option<u32> {
+        if gram.len() <= PACKED_NGRAM_BYTES {
+            self.char_table.get(packed_ngram_key(gram.as_bytes()))
+        } else {
+            self.char_index.get(gram).copied()
+        }
+    }
+
+    /// Calls `f(index)` for every character n-gram of `text` with `lo..=hi` characters that is in
+    /// the vocabulary (the character n-grams of [`for_each_configured_feature`], looked up without
+    /// forming them as strings: the last bytes of the text are kept in a `u64` as it is read, and
+    /// an n-gram of at most [`PACKED_NGRAM_BYTES`] bytes is the low bytes of it). Returns the
+    /// number of n-grams, in the vocabulary or not.
+    #[inline]
+    pub(crate) fn for_each_char_ngram(
+        &self,
+        text: &str,
+        lo: usize,
+        hi: usize,
+        add: &mut Counter,
+    ) -> u32 {
+        let (lo, hi) = (lo.max(1), hi.min(MAX_CHAR_NGRAM));
+        let mut count = 0u32;
+        let bytes = text.as_bytes();
+        // The last bytes read, the latest in the low byte.
+        let mut recent: u64 = 0;
+        if text.is_ascii() {
+            // One byte per character.
+            for (k, &b) in bytes.iter().enumerate() {
+                recent = recent << 8 | u64::from(b);
+                let chars = k + 1;
+                for n in lo..=hi.min(chars) {
+                    count += 1;
+                    let found = if n <= PACKED_NGRAM_BYTES {
+                        let key = (recent & ((1u64 << (8 * n)) - 1)) | (n as u64) << 56;
+                        self.char_table.get(key)
+                    } else {
+                        self.char_index.get(&text[chars - n..chars]).copied()
+                    };
+                    if let Some(i) = found {
+                        add.add(i);
+                    }
+                }
+            }
+            return count;
+        }
+        // bounds[k % RING] = byte offset after k characters, for the last MAX_CHAR_NGRAM + 1 k
+        // (a power of two: the remainder is a mask).
+        const RING: usize = (MAX_CHAR_NGRAM + 1).next_power_of_two();
+        let mut bounds = [0usize; RING];
+        let mut chars = 0usize;
+        for (pos, c) in text.char_indices() {
+            let end = pos + c.len_utf8();
+            for &b in &bytes[pos..end] {
+                recent = recent << 8 | u64::from(b);
+            }
+            chars += 1;
+            bounds[chars % RING] = end;
+            for n in lo..=hi.min(chars) {
+                let start = bounds[(chars - n) % RING];
+                let len = end - start;
+                count += 1;
+                let found = if len <= PACKED_NGRAM_BYTES {
+                    let key = (recent & ((1u64 << (8 * len)) - 1)) | (len as u64) << 56;
+                    self.char_table.get(key)
+                } else {
+                    self.char_index.get(&text[start..end]).copied()
+                };
+                if let Some(i) = found {
+                    add.add(i);
+                }
+            }
+        }
+        count
+    }
+
+    /// Vocabulary index of a token feature.
+    #[inline]
+    pub(crate) fn lookup(&self, feature: &str) -> Option<u32> {
+        match feature.as_bytes() {
+            &[b] if b < 128 => {
+                Some(self.ascii_index[b as usize]).filter(|&i| i != NOT_IN_VOCABULARY)
+            }
+            _ => self.index.get(feature).copied(),
+        }
+    }
+
+    /// The l1-normalized TF-IDF vector of a request, or the empty vector.
+    ///
+    /// Uses a per-thread [`Scratch`], so only the output vectors are allocated.
+    pub fn transform(&self, req: &RequestParts) -> SparseVector {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+        }
+        let mut out = SparseVector::default();
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => self.transform_into(req, &mut scratch, &mut out),
+            // Not reachable (transform_into does not call back), but never panic on it.
+            Err(_) => self.transform_into(req, &mut Scratch::default(), &mut out),
+        });
+        out
+    }
+
+    /// [`Featurizer::transform`] reusing `scratch` and `out`: the hot path of the proxy
+    /// (allocation-free once the buffers have grown).
+    pub fn transform_into(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+        out: &mut SparseVector,
+    ) {
+        out.indices.clear();
+        out.values.clear();
+        if let Some(pc) = &self.content.config.placements {
+            let (segments, windows, limited) = self.placement_windows(req, pc);
+            out.truncated = limited || windows.len() > 1;
+            self.vectorize_window(&segments, &windows[0], scratch, out);
+            return;
+        }
+        out.truncated = normalize_into(&self.content.config, req, scratch);
+        let Scratch {
+            text,
+            gram,
+            counts,
+            touched,
+            weights,
+            unseen,
+            params,
+            ..
+        } = scratch;
+        let config = &self.content.config;
+        // The features of `for_each_configured_feature` (what `fit` counts), family by family,
+        // each looked up the fastest way; the order does not matter (only counts do).
+        self.vectorize(counts, touched, weights, out, |add| {
+            let mut tokens = for_each_feature(text, config.ngram_max, gram, |feature| {
+                if let Some(i) = self.lookup(feature) {
+                    add.add(i);
+                }
+            });
+            if let Some([lo, hi]) = config.char_ngrams {
+                tokens += self.for_each_char_ngram(text, lo, hi, add);
+            }
+            if config.value_shapes {
+                tokens += for_each_shape_feature(text, gram, |feature| {
+                    if let Some(i) = self.lookup_kind_or_unseen(FeatureKind::Shape, feature, unseen)
+                    {
+                        add.add(i);
+                    }
+                });
+            }
+            tokens += self.for_each_param_feature(req.method, text, params, |i| add.add(i));
+            tokens
+        });
+    }
+
+    /// The split, segments and windows of a request under [`FeaturizerConfig::placements`], and
+    /// whether a limit of the split was reached. There is always at least one window.
+    pub(crate) fn placement_windows(
+        &self,
+        req: &RequestParts,
+        pc: &PlacementConfig,
+    ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
+        let config = &self.content.config;
+        let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
+        let segments = placement::segments(&split);
+        let windows =
+            placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
+        (segments, windows, split.limited())
+    }
+
+    pub(crate) fn vectorize_window(
+        &self,
+        segments: &[placement::Segment],
+        window: &[placement::Piece],
+        scratch: &mut Scratch,
+        out: &mut SparseVector,
+    ) {
+        let Scratch {
+            gram,
+            counts,
+            touched,
+            weights,
+            unseen,
+            ..
+        } = scratch;
+        let (config, plain) = (&self.content.config, &self.plain_config);
+        self.vectorize(counts, touched, weights, out, |add| {
+            placement::for_each_window_feature(
+                config,
+                plain,
+                segments,
+                window,
+                gram,
+                |kind, feature| {
+                    if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
+                        add.add(i);
+                    }
+                },
+            )
+        });
+    }
+
+    /// Every vector of a request: one per window of [`FeaturizerConfig::max_input_bytes`] bytes
+    /// of decoded text, covering everything read of the request (up to
+    /// [`PlacementConfig::max_bytes`]), so an attack after any amount of padding is in some
+    /// window; score each and take the highest. Without [`FeaturizerConfig::placements`], the
+    /// one vector of [`Featurizer::transform`]. The first vector is always `transform`'s (flagged
+    /// `truncated` when more windows follow); the others are flagged only when a limit of
+    /// [`PlacementConfig`] cut the input. With [`PlacementConfig::parts_alone`], one more vector
+    /// per part of every window of several parts: that part alone.
+    pub fn transform_windows(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
+        out.clear();
+        let mut scratch = Scratch::default();
+        let Some(pc) = &self.content.config.placements else {
+            let mut v = SparseVector::default();
+            self.transform_into(req, &mut scratch, &mut v);
+            out.push(v);
+            return;
+        };
+        let (segments, windows, limited) = self.placement_windows(req, pc);
+        for (k, window) in windows.iter().enumerate() {
+            let mut v = SparseVector::default();
+            self.vectorize_window(&segments, window, &mut scratch, &mut v);
+            // The first window is `transform`'s, which did not read the rest; together the
+            // windows read everything but what a limit cut.
+            v.truncated = limited || (k == 0 && windows.len() > 1);
+            out.push(v);
+        }
+        if pc.parts_alone {
+            // Each part of a window of several parts, alone (a part longer than a window is
+            // already alone in its windows).
+            for piece in windows.iter().filter(|w| w.len() > 1).flatten() {
+                let mut v = SparseVector::default();
+                self.vectorize_window(&segments, std::slice::from_ref(piece), &mut scratch, &mut v);
+                v.truncated = limited;
+                out.push(v);
+            }
+        }
+    }
+
+    /// One vector per window of the parts of each placement found in the request (placements in
+    /// [`Placement::ALL`] order): which placement looks most like an attack, for audit lines and
+    /// metrics. Without [`FeaturizerConfig::placements`], `transform`'s vector as
+    /// [`Placement::Request`].
+    pub fn placement_vectors(&self, req: &RequestParts) -> Vec<(Placement, SparseVector)> {
+        let mut scratch = Scratch::default();
+        let Some(pc) = &self.content.config.placements else {
+            let mut v = SparseVector::default();
+            self.transform_into(req, &mut scratch, &mut v);
+            return vec![(Placement::Request, v)];
+        };
+        let config = &self.content.config;
+        let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
+        let segments = placement::segments(&split);
+        let mut out = Vec::new();
+        for p in Placement::ALL {
+            let mine: Vec<placement::Segment> = segments
+                .iter()
+                .filter(|s| s.placement == p)
+                .cloned()
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            for window in placement::windows(&mine, config.max_input_bytes, pc.window_overlap_bytes)
+            {
+                let mut v = SparseVector::default();
+                self.vectorize_window(&mine, &window, &mut scratch, &mut v);
+                out.push((p, v));
+            }
+        }
+        out
+    }
+
+    /// Counts the vocabulary indices that `features` adds (it returns the number of features
+    /// seen, in the vocabulary or not) and writes their normalized TF-IDF weights into `out` (the
+    /// shared second half of every transform).
+    pub(crate) fn vectorize(
+        &self,
+        counts: &mut Vec<u32>,
+        touched: &mut Vec<u32>,
+        weights: &mut Weights,
+        out: &mut SparseVector,
+        features: impl FnOnce(&mut Counter) -> u32,
+    ) {
+        out.indices.clear();
+        out.values.clear();
+        if counts.len() != self.dim() {
+            counts.clear();
+            counts.resize(self.dim(), 0);
+        }
+        touched.clear();
+        let tokens = features(&mut Counter { counts, touched });
+        if touched.is_empty() {
+            return;
+        }
+        // Ascending order: through a bit set when there are many indices (one pass over
+        // dim / 64 words instead of an n log n sort: a request of the detector's featurizer
+        // touches ≈200 of 3000), else by sorting.
+        let words = self.dim().div_ceil(64);
+        if touched.len() * 4 >= words {
+            let bits = &mut weights.bits;
+            bits.clear();
+            bits.resize(words, 0);
+            for &i in touched.iter() {
+                bits[i as usize / 64] |= 1 << (i % 64);
+            }
+            touched.clear();
+            for (w, word) in bits.iter().enumerate() {
+                let mut word = *word;
+                while word != 0 {
+                    touched.push((w * 64) as u32 + word.trailing_zeros());
+                    word &= word - 1;
+                }
+            }
+        } else {
+            touched.sort_unstable();
+        }
+        // Weights in f64, l1-normalized, then rounded once to f32. (Dividing by `tokens` cancels
+        // in the normalization; kept so that the seeds' weights stay bit-identical.)
+        let sublinear = self.content.config.sublinear_tf;
+        let tf_of = |count: u32| {
+            if sublinear {
+                // ln(1) = 0 exactly: most counts are 1, and skipping the call changes nothing.
+                if count == 1 {
+                    1.0
+                } else {
+                    1.0 + f64::from(count).ln()
+                }
+            } else {
+                f64::from(count) / f64::from(tokens)
+            }
+        };
+        let l2 = self.content.config.norm == Norm::L2;
+        let idf = &self.content.idf;
+        let mut sum = 0.0f64;
+        weights.weight.clear();
+        for &i in touched.iter() {
+            let count = std::mem::take(&mut counts[i as usize]);
+            let w = tf_of(count) * f64::from(idf[i as usize]);
+            weights.weight.push(w);
+            sum += if l2 { w * w } else { w };
+        }
+        let norm = if l2 { sum.sqrt() } else { sum };
+        out.indices.extend_from_slice(touched);
+        out.values
+            .extend(weights.weight.iter().map(|&w| (w / norm) as f32));
+    }
+
+    /// The dense form of [`Featurizer::transform`] (length [`Featurizer::dim`]).
+    pub fn transform_dense(&self, req: &RequestParts) -> Vec<f32> {
+        self.transform(req).to_dense(self.dim())
+    }
+
+    /// The normalized text, the tokens and the non-zero weights of a request.
+    pub fn explain(&self, req: &RequestParts) -> Explanation {
+        let mut counts: HashMap<u32, u32> = HashMap::new();
+        let mut buf = String::new();
+        let (normalized, truncated) = match &self.content.config.placements {
+            Some(pc) => {
+                // The first window's segments, one per line.
+                let (segments, windows, limited) = self.placement_windows(req, pc);
+                let mut text = String::new();
+                for piece in &windows[0] {
+                    text.push_str(&segments[piece.segment].text[piece.start..piece.end]);
+                    text.push('\n');
+                }
+                placement::for_each_window_feature(
+                    &self.content.config,
+                    &self.plain_config,
+                    &segments,
+                    &windows[0],
+                    &mut String::new(),
+                    |kind, feature| {
+                        if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
+                            *counts.entry(i).or_default() += 1;
+                        }
+                    },
+                );
+                (text, limited || windows.len() > 1)
+            }
+            None => {
+                let (normalized, truncated) = normalize(&self.content.config, req);
+                for_each_configured_feature(
+                    &normalized,
+                    &self.content.config,
+                    &mut String::new(),
+                    |kind, feature| {
+                        if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut buf) {
+                            *counts.entry(i).or_default() += 1;
+                        }
+                    },
+                );
+                self.for_each_param_feature(
+                    req.method,
+                    &normalized,
+                    &mut params::ParamScratch::default(),
+                    |i| *counts.entry(i).or_default() += 1,
+                );
+                (normalized, truncated)
+            }
+        };
+        let tokens: Vec<String> = tokenize(&normalized).map(str::to_owned).collect();
+        let v = self.transform(req);
+        let weights = v
+            .indices
+            .iter()
+            .zip(&v.values)
+            .map(|(&index, &weight)| TokenWeight {
+                token: self.content.vocabulary[index as usize].clone(),
+                index,
+                count: counts.get(&index).copied().unwrap_or(0),
+                weight,
+            })
+            .collect();
+        Explanation {
+            normalized,
+            tokens,
+            truncated,
+            weights,
+        }
+    }
+}
