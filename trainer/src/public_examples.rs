@@ -307,27 +307,10 @@ pub fn place(
                 query.map(|q| format!("?{q}")).unwrap_or_default()
             );
         }
-        Spot::UserAgent => set_header(&mut headers, "User-Agent", header_safe),
-        Spot::Referer => set_header(
-            &mut headers,
-            "Referer",
-            format!(
-                "http://localhost:8080{path}?{}={}",
-                params[pick].0,
-                url_encode(shown.as_bytes())
-            ),
-        ),
-        Spot::Cookie => set_header(
-            &mut headers,
-            "Cookie",
-            format!(
-                "JSESSIONID=1A2B3C4D; {}={}",
-                params[pick].0,
-                url_encode(shown.as_bytes())
-            ),
-        ),
-        Spot::Forwarded => set_header(&mut headers, "X-Forwarded-For", header_safe),
-        Spot::CustomHeader => set_header(&mut headers, "X-Api-Filter", header_safe),
+        Spot::UserAgent | Spot::Referer | Spot::Cookie | Spot::Forwarded | Spot::CustomHeader => {
+            let (name, v) = header_spot(spot, &path, &params[pick].0, &shown, header_safe);
+            set_header(&mut headers, name, v);
+        }
         Spot::Json | Spot::Xml | Spot::MultipartField | Spot::MultipartFilename => {
             let (b, ct) = match spot {
                 Spot::Json => (
@@ -359,6 +342,37 @@ pub fn place(
         headers,
         label: Some(label),
         line: template.line,
+    }
+}
+
+/// The header a header `spot` sets and its value carrying `shown` (`header_safe`: `shown` without
+/// line breaks; User-Agent for any spot that is not a header); `path` and `param` (a parameter
+/// name of the site request) shape the Referer and Cookie values.
+fn header_spot(
+    spot: Spot,
+    path: &str,
+    param: &str,
+    shown: &str,
+    header_safe: String,
+) -> (&'static str, String) {
+    match spot {
+        Spot::Referer => (
+            "Referer",
+            format!(
+                "http://localhost:8080{path}?{param}={}",
+                url_encode(shown.as_bytes())
+            ),
+        ),
+        Spot::Cookie => (
+            "Cookie",
+            format!(
+                "JSESSIONID=1A2B3C4D; {param}={}",
+                url_encode(shown.as_bytes())
+            ),
+        ),
+        Spot::Forwarded => ("X-Forwarded-For", header_safe),
+        Spot::CustomHeader => ("X-Api-Filter", header_safe),
+        _ => ("User-Agent", header_safe),
     }
 }
 
