@@ -129,143 +129,14 @@ pub(crate) fn hash_content(content: &Content) -> String {
 impl Featurizer {
     pub(crate) fn from_artifact(a: Artifact) -> Result<Self, FeaturizerError> {
         let c = &a.content;
-        if c.kind != ARTIFACT_KIND || c.format_version != FORMAT_VERSION {
-            return Err(FeaturizerError::Version {
-                found: format!("{} version {}", c.kind, c.format_version),
-            });
-        }
-        let computed = hash_content(c);
-        if computed != a.content_hash {
-            return Err(FeaturizerError::HashMismatch {
-                stored: a.content_hash,
-                computed,
-            });
-        }
-        if c.token_pattern != TOKEN_PATTERN || c.idf_formula != IDF_FORMULA {
-            return Err(FeaturizerError::Invalid(format!(
-                "artifact uses token pattern {:?} and IDF {:?}; this build uses {:?} and {:?}",
-                c.token_pattern, c.idf_formula, TOKEN_PATTERN, IDF_FORMULA
-            )));
-        }
-        validate_config(&c.config)?;
-        let k = c.vocabulary.len();
-        if c.idf.len() != k || c.document_frequency.len() != k {
-            return Err(FeaturizerError::Invalid(format!(
-                "vocabulary has {k} tokens but idf has {} and document_frequency {}",
-                c.idf.len(),
-                c.document_frequency.len()
-            )));
-        }
-        if k > c.config.top_k || k > u32::MAX as usize {
-            return Err(FeaturizerError::Invalid(format!(
-                "vocabulary has {k} tokens, more than top_k = {}",
-                c.config.top_k
-            )));
-        }
-        if let Some(bad) = c.idf.iter().find(|v| !v.is_finite() || **v <= 0.0) {
-            return Err(FeaturizerError::Invalid(format!(
-                "idf value {bad} is not a positive finite number"
-            )));
-        }
-        let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
-        let mut char_index = VocabIndex::default();
-        let mut shape_index = VocabIndex::default();
-        let mut placement_index = VocabIndex::default();
-        let mut param_index = VocabIndex::default();
-        match (&c.rarity, c.config.rarity_min_count) {
-            (None, None) => {}
-            (Some(t), Some(m)) if t.min_count == m && m > 0 => {}
-            _ => {
-                return Err(FeaturizerError::Invalid(format!(
-                    "rarity table ({}) does not match rarity_min_count {:?}",
-                    c.rarity.as_ref().map_or("absent".to_string(), |t| format!(
-                        "min_count {}",
-                        t.min_count
-                    )),
-                    c.config.rarity_min_count
-                )))
-            }
-        }
-        for (i, tok) in c.vocabulary.iter().enumerate() {
-            if let Some(body) = tok.strip_prefix(PLACEMENT_PREFIX) {
-                let known = body
-                    .rsplit_once('=')
-                    .is_some_and(|(p, _)| p == BASE64_MARK || Placement::from_name(p).is_some());
-                if c.config.placements.is_none() || !known {
-                    return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary entry {i} ({tok:?}) is a placement feature, but placements is off or it names no placement"
-                    )));
-                }
-                if placement_index.insert(body.into(), i as u32).is_some() {
-                    return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary token {tok:?} appears twice"
-                    )));
-                }
-                continue;
-            }
-            if let Some(body) = tok.strip_prefix(PARAM_PREFIX) {
-                if !c.config.params && c.config.rarity_min_count.is_none() {
-                    return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary entry {i} ({tok:?}) is a parameter feature, but params and rarity_min_count are off"
-                    )));
-                }
-                if param_index.insert(body.into(), i as u32).is_some() {
-                    return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary token {tok:?} appears twice"
-                    )));
-                }
-                continue;
-            }
-            if let Some(body) = tok.strip_prefix(CHAR_NGRAM_PREFIX) {
-                let n = body.chars().count();
-                match c.config.char_ngrams {
-                    Some([lo, hi]) if (lo..=hi).contains(&n) => {}
-                    _ => {
-                        return Err(FeaturizerError::Invalid(format!(
-                            "vocabulary entry {i} ({tok:?}) is a character {n}-gram, but char_ngrams is {:?}",
-                            c.config.char_ngrams
-                        )))
-                    }
-                }
-                if char_index.insert(body.into(), i as u32).is_some() {
-                    return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary token {tok:?} appears twice"
-                    )));
-                }
-                continue;
-            }
-            if let Some(body) = tok.strip_prefix(VALUE_SHAPE_PREFIX) {
-                if !c.config.value_shapes || !body.contains('=') {
-                    return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary entry {i} ({tok:?}) is a value shape, but value_shapes is {} or it has no '='",
-                        c.config.value_shapes
-                    )));
-                }
-                if shape_index.insert(body.into(), i as u32).is_some() {
-                    return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary token {tok:?} appears twice"
-                    )));
-                }
-                continue;
-            }
-            let pieces: Vec<&str> = tok.split(' ').collect();
-            let well_formed = pieces.len() <= c.config.ngram_max
-                && pieces.iter().all(|piece| {
-                    let mut toks = tokenize(piece);
-                    toks.next() == Some(*piece) && toks.next().is_none()
-                });
-            if !well_formed {
-                return Err(FeaturizerError::Invalid(format!(
-                    "vocabulary entry {i} ({tok:?}) is not a token or an n-gram of at most {} tokens",
-                    c.config.ngram_max
-                )));
-            }
-            if index.insert(tok.as_str().into(), i as u32).is_some() {
-                return Err(FeaturizerError::Invalid(format!(
-                    "vocabulary token {tok:?} appears twice"
-                )));
-            }
-        }
+        check_content(c, &a.content_hash)?;
+        let VocabIndices {
+            index,
+            char_index,
+            shape_index,
+            placement_index,
+            param_index,
+        } = vocab_indices(c)?;
         let mut ascii_index = [NOT_IN_VOCABULARY; 128];
         for (tok, &i) in &index {
             if let &[b] = tok.as_bytes() {
@@ -382,4 +253,169 @@ impl Featurizer {
             source: Box::new(e),
         })
     }
+}
+
+/// Checks everything of an artifact's content but its vocabulary entries: kind, version, hash
+/// (against `content_hash`), rules, settings, sizes, IDF and the rarity table.
+fn check_content(c: &Content, content_hash: &str) -> Result<(), FeaturizerError> {
+    if c.kind != ARTIFACT_KIND || c.format_version != FORMAT_VERSION {
+        return Err(FeaturizerError::Version {
+            found: format!("{} version {}", c.kind, c.format_version),
+        });
+    }
+    let computed = hash_content(c);
+    if computed != content_hash {
+        return Err(FeaturizerError::HashMismatch {
+            stored: content_hash.to_string(),
+            computed,
+        });
+    }
+    if c.token_pattern != TOKEN_PATTERN || c.idf_formula != IDF_FORMULA {
+        return Err(FeaturizerError::Invalid(format!(
+            "artifact uses token pattern {:?} and IDF {:?}; this build uses {:?} and {:?}",
+            c.token_pattern, c.idf_formula, TOKEN_PATTERN, IDF_FORMULA
+        )));
+    }
+    validate_config(&c.config)?;
+    let k = c.vocabulary.len();
+    if c.idf.len() != k || c.document_frequency.len() != k {
+        return Err(FeaturizerError::Invalid(format!(
+            "vocabulary has {k} tokens but idf has {} and document_frequency {}",
+            c.idf.len(),
+            c.document_frequency.len()
+        )));
+    }
+    if k > c.config.top_k || k > u32::MAX as usize {
+        return Err(FeaturizerError::Invalid(format!(
+            "vocabulary has {k} tokens, more than top_k = {}",
+            c.config.top_k
+        )));
+    }
+    if let Some(bad) = c.idf.iter().find(|v| !v.is_finite() || **v <= 0.0) {
+        return Err(FeaturizerError::Invalid(format!(
+            "idf value {bad} is not a positive finite number"
+        )));
+    }
+    match (&c.rarity, c.config.rarity_min_count) {
+        (None, None) => {}
+        (Some(t), Some(m)) if t.min_count == m && m > 0 => {}
+        _ => {
+            return Err(FeaturizerError::Invalid(format!(
+                "rarity table ({}) does not match rarity_min_count {:?}",
+                c.rarity.as_ref().map_or("absent".to_string(), |t| format!(
+                    "min_count {}",
+                    t.min_count
+                )),
+                c.config.rarity_min_count
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The vocabulary's entries by family (the maps from a feature to its index).
+struct VocabIndices {
+    index: VocabIndex,
+    char_index: VocabIndex,
+    shape_index: VocabIndex,
+    placement_index: VocabIndex,
+    param_index: VocabIndex,
+}
+
+/// Sorts every vocabulary entry into its family's map, refusing an entry its settings cannot
+/// produce and a duplicate.
+fn vocab_indices(c: &Content) -> Result<VocabIndices, FeaturizerError> {
+    let k = c.vocabulary.len();
+    let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
+    let mut char_index = VocabIndex::default();
+    let mut shape_index = VocabIndex::default();
+    let mut placement_index = VocabIndex::default();
+    let mut param_index = VocabIndex::default();
+    for (i, tok) in c.vocabulary.iter().enumerate() {
+        if let Some(body) = tok.strip_prefix(PLACEMENT_PREFIX) {
+            let known = body
+                .rsplit_once('=')
+                .is_some_and(|(p, _)| p == BASE64_MARK || Placement::from_name(p).is_some());
+            if c.config.placements.is_none() || !known {
+                return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary entry {i} ({tok:?}) is a placement feature, but placements is off or it names no placement"
+                    )));
+            }
+            if placement_index.insert(body.into(), i as u32).is_some() {
+                return Err(FeaturizerError::Invalid(format!(
+                    "vocabulary token {tok:?} appears twice"
+                )));
+            }
+            continue;
+        }
+        if let Some(body) = tok.strip_prefix(PARAM_PREFIX) {
+            if !c.config.params && c.config.rarity_min_count.is_none() {
+                return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary entry {i} ({tok:?}) is a parameter feature, but params and rarity_min_count are off"
+                    )));
+            }
+            if param_index.insert(body.into(), i as u32).is_some() {
+                return Err(FeaturizerError::Invalid(format!(
+                    "vocabulary token {tok:?} appears twice"
+                )));
+            }
+            continue;
+        }
+        if let Some(body) = tok.strip_prefix(CHAR_NGRAM_PREFIX) {
+            let n = body.chars().count();
+            match c.config.char_ngrams {
+                    Some([lo, hi]) if (lo..=hi).contains(&n) => {}
+                    _ => {
+                        return Err(FeaturizerError::Invalid(format!(
+                            "vocabulary entry {i} ({tok:?}) is a character {n}-gram, but char_ngrams is {:?}",
+                            c.config.char_ngrams
+                        )))
+                    }
+                }
+            if char_index.insert(body.into(), i as u32).is_some() {
+                return Err(FeaturizerError::Invalid(format!(
+                    "vocabulary token {tok:?} appears twice"
+                )));
+            }
+            continue;
+        }
+        if let Some(body) = tok.strip_prefix(VALUE_SHAPE_PREFIX) {
+            if !c.config.value_shapes || !body.contains('=') {
+                return Err(FeaturizerError::Invalid(format!(
+                        "vocabulary entry {i} ({tok:?}) is a value shape, but value_shapes is {} or it has no '='",
+                        c.config.value_shapes
+                    )));
+            }
+            if shape_index.insert(body.into(), i as u32).is_some() {
+                return Err(FeaturizerError::Invalid(format!(
+                    "vocabulary token {tok:?} appears twice"
+                )));
+            }
+            continue;
+        }
+        let pieces: Vec<&str> = tok.split(' ').collect();
+        let well_formed = pieces.len() <= c.config.ngram_max
+            && pieces.iter().all(|piece| {
+                let mut toks = tokenize(piece);
+                toks.next() == Some(*piece) && toks.next().is_none()
+            });
+        if !well_formed {
+            return Err(FeaturizerError::Invalid(format!(
+                "vocabulary entry {i} ({tok:?}) is not a token or an n-gram of at most {} tokens",
+                c.config.ngram_max
+            )));
+        }
+        if index.insert(tok.as_str().into(), i as u32).is_some() {
+            return Err(FeaturizerError::Invalid(format!(
+                "vocabulary token {tok:?} appears twice"
+            )));
+        }
+    }
+    Ok(VocabIndices {
+        index,
+        char_index,
+        shape_index,
+        placement_index,
+        param_index,
+    })
 }

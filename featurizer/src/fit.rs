@@ -23,52 +23,8 @@ impl Featurizer {
         };
         for doc in docs {
             n += 1;
-            // Document frequency counts each distinct feature once per request.
-            let mut distinct: Vec<String> = Vec::new();
-            let mut shapes: Vec<String> = Vec::new();
-            let mut collect = |kind: FeatureKind, feature: &str| {
-                if kind == FeatureKind::Shape {
-                    shapes.push(feature.to_owned());
-                }
-                let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
-                entry.push_str(kind.prefix());
-                entry.push_str(feature);
-                distinct.push(entry);
-            };
-            if let Some(pc) = &config.placements {
-                // The document is the request's first window (what `transform` reads).
-                let split =
-                    placement::split_request(&doc, pc, config.decode_rounds, config.include_body);
-                let segments = placement::segments(&split);
-                let windows =
-                    placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
-                placement::for_each_window_feature(
-                    &config,
-                    &plain,
-                    &segments,
-                    &windows[0],
-                    &mut scratch.gram,
-                    &mut collect,
-                );
-            } else {
-                normalize_into(&config, &doc, &mut scratch);
-                for_each_configured_feature(&scratch.text, &config, &mut scratch.gram, collect);
-                if config.params {
-                    params::for_each_param_feature(
-                        doc.method,
-                        &scratch.text,
-                        true,
-                        None,
-                        &mut scratch.params,
-                        |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
-                    );
-                }
-                if config.rarity_min_count.is_some() {
-                    doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
-                }
-            }
-            distinct.sort_unstable();
-            distinct.dedup();
+            let (distinct, shapes) =
+                document_features(&config, &plain, &doc, &mut scratch, &mut doc_texts);
             if config.value_shapes {
                 doc_shapes.push(shapes);
             }
@@ -122,24 +78,7 @@ impl Featurizer {
                 .iter()
                 .filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX))
                 .collect();
-            let mut unseen_df = [0u64; UNSEEN_SHAPES.len()];
-            for pairs in &doc_shapes {
-                let mut seen = [false; UNSEEN_SHAPES.len()];
-                for body in pairs {
-                    if !kept.contains(body.as_str()) {
-                        let shape = body.rsplit_once('=').map_or("", |(_, shape)| shape);
-                        if let Some(k) = UNSEEN_SHAPES
-                            .iter()
-                            .position(|u| u.strip_prefix(UNSEEN_NAME) == Some(shape))
-                        {
-                            seen[k] = true;
-                        }
-                    }
-                }
-                for (d, s) in unseen_df.iter_mut().zip(seen) {
-                    *d += u64::from(s);
-                }
-            }
+            let unseen_df = unseen_shape_df(&kept, &doc_shapes);
             for (u, d) in UNSEEN_SHAPES.iter().zip(unseen_df) {
                 ranked.push((format!("{VALUE_SHAPE_PREFIX}{u}"), d));
             }
@@ -210,4 +149,89 @@ pub(crate) fn rarity_entries(
         .zip(df)
         .map(|(b, d)| (format!("{PARAM_PREFIX}{b}"), d))
         .collect()
+}
+
+/// One document's distinct features (vocabulary entries, sorted: document frequency counts each
+/// once per request) and its value-shape features; with `rarity_min_count`, its method and
+/// normalized text go to `doc_texts`.
+fn document_features(
+    config: &FeaturizerConfig,
+    plain: &FeaturizerConfig,
+    doc: &RequestParts,
+    scratch: &mut Scratch,
+    doc_texts: &mut Vec<(String, String)>,
+) -> (Vec<String>, Vec<String>) {
+    // Document frequency counts each distinct feature once per request.
+    let mut distinct: Vec<String> = Vec::new();
+    let mut shapes: Vec<String> = Vec::new();
+    let mut collect = |kind: FeatureKind, feature: &str| {
+        if kind == FeatureKind::Shape {
+            shapes.push(feature.to_owned());
+        }
+        let mut entry = String::with_capacity(kind.prefix().len() + feature.len());
+        entry.push_str(kind.prefix());
+        entry.push_str(feature);
+        distinct.push(entry);
+    };
+    if let Some(pc) = &config.placements {
+        // The document is the request's first window (what `transform` reads).
+        let split = placement::split_request(doc, pc, config.decode_rounds, config.include_body);
+        let segments = placement::segments(&split);
+        let windows =
+            placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
+        placement::for_each_window_feature(
+            config,
+            plain,
+            &segments,
+            &windows[0],
+            &mut scratch.gram,
+            &mut collect,
+        );
+    } else {
+        normalize_into(config, doc, scratch);
+        for_each_configured_feature(&scratch.text, config, &mut scratch.gram, collect);
+        if config.params {
+            params::for_each_param_feature(
+                doc.method,
+                &scratch.text,
+                true,
+                None,
+                &mut scratch.params,
+                |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
+            );
+        }
+        if config.rarity_min_count.is_some() {
+            doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
+        }
+    }
+    distinct.sort_unstable();
+    distinct.dedup();
+    (distinct, shapes)
+}
+
+/// The document frequency of each "unseen name/shape" feature: the documents with a value-shape
+/// pair not `kept` in the vocabulary, by shape.
+fn unseen_shape_df(
+    kept: &std::collections::HashSet<&str>,
+    doc_shapes: &[Vec<String>],
+) -> [u64; UNSEEN_SHAPES.len()] {
+    let mut unseen_df = [0u64; UNSEEN_SHAPES.len()];
+    for pairs in doc_shapes {
+        let mut seen = [false; UNSEEN_SHAPES.len()];
+        for body in pairs {
+            if !kept.contains(body.as_str()) {
+                let shape = body.rsplit_once('=').map_or("", |(_, shape)| shape);
+                if let Some(k) = UNSEEN_SHAPES
+                    .iter()
+                    .position(|u| u.strip_prefix(UNSEEN_NAME) == Some(shape))
+                {
+                    seen[k] = true;
+                }
+            }
+        }
+        for (d, s) in unseen_df.iter_mut().zip(seen) {
+            *d += u64::from(s);
+        }
+    }
+    unseen_df
 }
