@@ -104,7 +104,7 @@ fn bench(c: &mut Criterion) {
     });
     // configs/train.yaml's featurizer.config (the detector's feature set, issue 16).
     let train_yaml = fit_with(FeaturizerConfig {
-        top_k: 3000,
+        top_k: 10000,
         char_ngrams: Some([1, 3]),
         sublinear_tf: true,
         params: true,

@@ -64,7 +64,7 @@ fn parts(r: &(String, String, Option<String>)) -> RequestParts<'_> {
 /// configs/train.yaml's featurizer.config (checked against the file below).
 fn train_yaml() -> FeaturizerConfig {
     FeaturizerConfig {
-        top_k: 3000,
+        top_k: 10000,
         char_ngrams: Some([1, 3]),
         sublinear_tf: true,
         params: true,
@@ -221,7 +221,7 @@ fn train_yaml_config_is_the_one_benchmarked_here() {
     .expect("configs/train.yaml");
     // The featurizer block, key by key (no YAML parser in this crate's dependencies).
     for line in [
-        "top_k: 3000",
+        "top_k: 10000",
         "char_ngrams: [1, 3]",
         "sublinear_tf: true",
         "params: true",
