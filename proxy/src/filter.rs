@@ -69,6 +69,19 @@ enum ScoredBody {
     Malformed(String),
 }
 
+impl ScoredBody {
+    /// The scored body (`None`: not scored), or the refusal: status, reason phrase, reason.
+    fn into_body(self) -> std::result::Result<Option<Vec<u8>>, (u16, &'static str, String)> {
+        match self {
+            ScoredBody::NotScored => Ok(None),
+            ScoredBody::Prefix(body) => Ok(Some(body)),
+            ScoredBody::OverLimit(reason) => Err((413, "Content Too Large", reason)),
+            ScoredBody::TimedOut(reason) => Err((408, "Request Timeout", reason)),
+            ScoredBody::Malformed(reason) => Err((400, "Bad Request", reason)),
+        }
+    }
+}
+
 impl WafProxy {
     /// A proxy that forwards to the configured upstream.
     pub fn new(shared: Arc<Shared>) -> Result<Self, ProxyError> {
@@ -267,6 +280,48 @@ impl WafProxy {
     /// Answers `status` without scoring or connecting upstream; counted as `refused` (a protocol
     /// limit decided, not the model) and audited with `reason`, the target truncated as
     /// configured.
+    /// The metrics of a scored request; then, unless it is an allow both models agree on, its
+    /// detection (by the placement that scores highest) and audit line. `judged.scored` is the
+    /// score; `judged.placement` is filled in here.
+    fn observe_scored(
+        &self,
+        ctx: &RequestCtx,
+        session: &Session,
+        parts: &RequestParts<'_>,
+        verdict: Verdict,
+        whole_request: bool,
+        mut judged: Judgement<'_>,
+    ) {
+        let Some(scored) = judged.scored else { return };
+        let metrics = &self.shared.metrics;
+        metrics.score.observe(f64::from(scored.score));
+        metrics.scoring_duration.observe(scored.seconds);
+        if scored.truncated && whole_request {
+            metrics
+                .over_limit
+                .with_label_values(&["parts", "pass"])
+                .inc();
+        }
+        let disagreement = judged.shadow.is_some_and(|s| s.verdict != verdict);
+        if verdict == Verdict::Allow && !disagreement {
+            return;
+        }
+        // Which placement looks most like an attack (scores each placement's parts alone: only
+        // for the few requests that are audited).
+        let placement = judged
+            .model
+            .map_or(featurizer::Placement::Request, |m| m.worst_placement(parts))
+            .as_str();
+        if scored.malicious {
+            metrics
+                .detections
+                .with_label_values(&[verdict.as_str(), placement])
+                .inc();
+        }
+        judged.placement = Some(placement);
+        self.audit(ctx, session, parts, judged);
+    }
+
     async fn refuse(
         &self,
         session: &mut Session,
@@ -444,21 +499,14 @@ impl ProxyHttp for WafProxy {
         let whole_request = model
             .as_deref()
             .is_some_and(|m| m.featurizer.config().placements.is_some());
-        let body = match self.read_scored_body(session, whole_request).await? {
-            ScoredBody::NotScored => None,
-            ScoredBody::Prefix(body) => Some(body),
-            ScoredBody::OverLimit(reason) => {
-                self.refuse(session, ctx, mode, 413, "Content Too Large", reason)
-                    .await?;
-                return Ok(true);
-            }
-            ScoredBody::TimedOut(reason) => {
-                self.refuse(session, ctx, mode, 408, "Request Timeout", reason)
-                    .await?;
-                return Ok(true);
-            }
-            ScoredBody::Malformed(reason) => {
-                self.refuse(session, ctx, mode, 400, "Bad Request", reason)
+        let body = match self
+            .read_scored_body(session, whole_request)
+            .await?
+            .into_body()
+        {
+            Ok(body) => body,
+            Err((status, what, reason)) => {
+                self.refuse(session, ctx, mode, status, what, reason)
                     .await?;
                 return Ok(true);
             }
@@ -498,42 +546,16 @@ impl ProxyHttp for WafProxy {
         let shadow = shadow::judge(&self.shared, &parts, verdict, mode);
         match scored {
             Ok(scored) => {
-                let metrics = &self.shared.metrics;
-                metrics.score.observe(f64::from(scored.score));
-                metrics.scoring_duration.observe(scored.seconds);
-                if scored.truncated && whole_request {
-                    metrics
-                        .over_limit
-                        .with_label_values(&["parts", "pass"])
-                        .inc();
-                }
-                let disagreement = shadow.as_ref().is_some_and(|s| s.verdict != verdict);
-                if verdict == Verdict::Allow && !disagreement {
-                    return Ok(false);
-                }
-                // Which placement looks most like an attack (scores each placement's parts
-                // alone: only for the few requests that are audited).
-                let placement = model
-                    .as_deref()
-                    .map_or(featurizer::Placement::Request, |m| {
-                        m.worst_placement(&parts)
-                    })
-                    .as_str();
-                if scored.malicious {
-                    metrics
-                        .detections
-                        .with_label_values(&[verdict.as_str(), placement])
-                        .inc();
-                }
                 let judged = Judgement {
                     model: model.as_deref(),
                     scored: Some(&scored),
                     mode,
                     reason: None,
                     shadow: shadow.as_ref(),
-                    placement: Some(placement),
+                    placement: None,
                 };
-                self.audit(ctx, session, &parts, judged);
+                self.observe_scored(ctx, session, &parts, verdict, whole_request, judged);
+                // A block is always audited (observe_scored returns early only for an allow).
                 if verdict == Verdict::Block {
                     respond(
                         session,
