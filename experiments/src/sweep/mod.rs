@@ -371,16 +371,7 @@ pub fn run_sweep_with(
     for ((data, teachers), group) in groups {
         if let std::collections::hash_map::Entry::Vacant(v) = contexts.entry(data) {
             let ctx = build_context(&specs[data], base, out)?;
-            for u in pending.iter().filter(|u| u.data == data) {
-                if let Some(q) = u.kind.queries() {
-                    if q > ctx.distinct_public {
-                        return Err(Error::Config(format!(
-                            "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
-                            u.experiment, specs[data].label, ctx.distinct_public
-                        )));
-                    }
-                }
-            }
+            check_queries(&pending, data, &specs[data], &ctx)?;
             v.insert(ctx);
         }
         let ctx = &contexts[&data];
@@ -427,6 +418,22 @@ pub fn run_sweep_with(
         computed: total,
         reused,
     })
+}
+
+/// Refuses a pending unit of data set `data` that asks for more queries than its public split
+/// has distinct requests.
+fn check_queries(pending: &[&Unit], data: usize, spec: &DataSpec, ctx: &Context) -> Result<()> {
+    for u in pending.iter().filter(|u| u.data == data) {
+        if let Some(q) = u.kind.queries() {
+            if q > ctx.distinct_public {
+                return Err(Error::Config(format!(
+                    "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
+                    u.experiment, spec.label, ctx.distinct_public
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// (data set, teacher count) of a batch of units.
