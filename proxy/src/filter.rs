@@ -322,6 +322,22 @@ impl WafProxy {
         self.audit(ctx, session, parts, judged);
     }
 
+    /// Logs a request that could not be scored and writes its audit line (reason
+    /// `scoring_error: ...`).
+    fn audit_scoring_error(
+        &self,
+        ctx: &RequestCtx,
+        session: &Session,
+        parts: &RequestParts<'_>,
+        e: &ProxyError,
+        mut judged: Judgement<'_>,
+    ) {
+        let on_error = self.shared.config.on_error;
+        tracing::error!(request_id = %ctx.request_id, on_error = ?on_error, "{e}");
+        judged.reason = Some(format!("scoring_error: {e}"));
+        self.audit(ctx, session, parts, judged);
+    }
+
     async fn refuse(
         &self,
         session: &mut Session,
@@ -569,21 +585,15 @@ impl ProxyHttp for WafProxy {
                 Ok(false)
             }
             Err(e) => {
-                tracing::error!(request_id = %ctx.request_id, on_error = ?config.on_error, "{e}");
-                let reason = Some(format!("scoring_error: {e}"));
-                self.audit(
-                    ctx,
-                    session,
-                    &parts,
-                    Judgement {
-                        model: model.as_deref(),
-                        scored: None,
-                        mode,
-                        reason,
-                        shadow: shadow.as_ref(),
-                        placement: None,
-                    },
-                );
+                let judged = Judgement {
+                    model: model.as_deref(),
+                    scored: None,
+                    mode,
+                    reason: None,
+                    shadow: shadow.as_ref(),
+                    placement: None,
+                };
+                self.audit_scoring_error(ctx, session, &parts, &e, judged);
                 match config.on_error {
                     OnError::Open => Ok(false),
                     OnError::Closed => {
