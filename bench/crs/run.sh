@@ -61,25 +61,8 @@ cargo build --release -p experiments 2>&1 | grep -E '^(error|warning: unused)|Fi
 EXPERIMENTS=$ROOT/target/release/pate-experiments
 [ -x "$EXPERIMENTS" ] || { echo "$0: $EXPERIMENTS was not built" >&2; exit 1; }
 
-WORK=$(mktemp -d /tmp/crs-bench.XXXXXX)
-chmod 755 "$WORK"
-APACHE_CONF=""; PROXY_PID=""
-stop_apache() {
-  if [ -n "$APACHE_CONF" ]; then
-    local pidfile; pidfile=$(dirname "$APACHE_CONF")/logs/httpd.pid
-    apache2 -f "$APACHE_CONF" -k stop 2>/dev/null || true
-    for _ in $(seq 1 50); do [ -f "$pidfile" ] || break; sleep 0.1; done
-    APACHE_CONF=""
-  fi
-}
-cleanup() {
-  if [ -n "$PROXY_PID" ]; then kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; fi
-  stop_apache
-  if [ "$KEEP" = 1 ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. bench/lib.sh   # $WORK, stop_apache, cleanup on exit, free_port
+bench_workdir crs-bench
 wait_http() { # URL: wait until something answers (any status)
   for _ in $(seq 1 100); do
     curl -s -o /dev/null "$1" && return 0

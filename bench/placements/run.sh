@@ -50,24 +50,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$OUT"
-WORK=$(mktemp -d /tmp/placements-bench.XXXXXX)
-chmod 755 "$WORK"
-APACHE_CONF=""; PROXY_PID=""
-stop_apache() {
-  if [ -n "$APACHE_CONF" ]; then
-    local pidfile; pidfile=$(dirname "$APACHE_CONF")/logs/httpd.pid
-    apache2 -f "$APACHE_CONF" -k stop 2>/dev/null || true
-    for _ in $(seq 1 50); do [ -f "$pidfile" ] || break; sleep 0.1; done
-    APACHE_CONF=""
-  fi
-}
-cleanup() {
-  if [ -n "$PROXY_PID" ]; then kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; fi
-  stop_apache
-  if [ "$KEEP" = 1 ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. bench/lib.sh   # $WORK, stop_apache, cleanup on exit, free_port
+bench_workdir placements-bench
 wait_http() {
   for _ in $(seq 1 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
   echo "$0: nothing answers at $1" >&2; return 1
