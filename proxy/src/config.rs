@@ -102,31 +102,149 @@ impl ScorerKind {
     }
 }
 
+/// Which request paths a [`Route`] covers. In YAML, exactly one of the keys `path` (exact match)
+/// or `prefix` (path prefix), beside the route's other keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteMatch {
+    /// Exact path (without the query).
+    Exact(String),
+    /// Path prefix.
+    Prefix(String),
+}
+
+impl RouteMatch {
+    /// Whether `path` (the request path without the query, normalized) is covered.
+    pub fn matches(&self, path: &str) -> bool {
+        match self {
+            RouteMatch::Exact(exact) => path == exact,
+            RouteMatch::Prefix(prefix) => path.starts_with(prefix.as_str()),
+        }
+    }
+
+    /// The path or prefix as written.
+    pub fn pattern(&self) -> &str {
+        match self {
+            RouteMatch::Exact(p) | RouteMatch::Prefix(p) => p,
+        }
+    }
+}
+
 /// One per-route rule; the first rule whose path matches applies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(into = "RouteYaml")]
 pub struct Route {
-    /// Exact path (without the query) this rule applies to.
-    #[serde(default)]
-    pub path: Option<String>,
-    /// Path prefix this rule applies to.
-    #[serde(default)]
-    pub prefix: Option<String>,
+    /// The paths this rule applies to.
+    pub matches: RouteMatch,
     /// `true`: forward without scoring (counted as `verdict="excluded"`).
-    #[serde(default)]
     pub exclude: bool,
     /// Mode for this route, overriding the global `mode`.
-    #[serde(default)]
     pub mode: Option<Mode>,
 }
 
 impl Route {
     /// Whether `path` (the request path without the query) is covered by this rule.
     pub fn matches(&self, path: &str) -> bool {
-        match (&self.path, &self.prefix) {
-            (Some(exact), _) => path == exact,
-            (None, Some(prefix)) => path.starts_with(prefix.as_str()),
-            (None, None) => false,
+        self.matches.matches(path)
+    }
+}
+
+/// A route as written in YAML (`path` or `prefix`, `exclude`, `mode`); checked into a [`Route`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouteYaml {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prefix: Option<String>,
+    #[serde(default)]
+    exclude: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mode: Option<Mode>,
+}
+
+/// Reads `routes`, naming the entry (`routes[i]`) that breaks a rule.
+fn deserialize_routes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Route>, D::Error> {
+    let raw = Vec::<RouteYaml>::deserialize(d)?;
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Route::try_from(r).map_err(|e| serde::de::Error::custom(format!("routes[{i}]: {e}")))
+        })
+        .collect()
+}
+
+impl TryFrom<RouteYaml> for Route {
+    type Error = String;
+
+    fn try_from(raw: RouteYaml) -> Result<Self, String> {
+        let matches = match (raw.path, raw.prefix) {
+            (Some(p), None) => RouteMatch::Exact(p),
+            (None, Some(p)) => RouteMatch::Prefix(p),
+            _ => return Err("expected exactly one of `path` or `prefix`".to_string()),
+        };
+        if !matches.pattern().starts_with('/') {
+            return Err(format!(
+                "a path or prefix starts with '/', got {:?}",
+                matches.pattern()
+            ));
+        }
+        if raw.mode == Some(Mode::Off) {
+            return Err("`mode: off` is global only; use `exclude: true` for a route".to_string());
+        }
+        if raw.exclude && raw.mode.is_some() {
+            return Err("`exclude: true` and `mode` exclude each other".to_string());
+        }
+        if !raw.exclude && raw.mode.is_none() {
+            return Err("expected `exclude: true` or a `mode`".to_string());
+        }
+        Ok(Route {
+            matches,
+            exclude: raw.exclude,
+            mode: raw.mode,
+        })
+    }
+}
+
+impl From<Route> for RouteYaml {
+    fn from(route: Route) -> Self {
+        let (path, prefix) = match route.matches {
+            RouteMatch::Exact(p) => (Some(p), None),
+            RouteMatch::Prefix(p) => (None, Some(p)),
+        };
+        RouteYaml {
+            path,
+            prefix,
+            exclude: route.exclude,
+            mode: route.mode,
+        }
+    }
+}
+
+/// The proxy's log level (`RUST_LOG` overrides it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// The default.
+    Info,
+    /// Debugging detail.
+    Debug,
+    /// Everything.
+    Trace,
+}
+
+impl LogLevel {
+    /// The lowercase name used in the YAML file, also a valid `tracing` filter directive.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info => "info",
+            LogLevel::Debug => "debug",
+            LogLevel::Trace => "trace",
         }
     }
 }
@@ -135,12 +253,12 @@ impl Route {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Address the proxy listens on, e.g. `"127.0.0.1:8080"`.
-    pub listen: String,
-    /// Upstream (Apache) address, e.g. `"127.0.0.1:8081"`.
-    pub upstream: String,
+    /// Address the proxy listens on, e.g. `"127.0.0.1:8080"` (an IP:port, no host name).
+    pub listen: SocketAddr,
+    /// Upstream (Apache) address, e.g. `"127.0.0.1:8081"` (an IP:port, no host name).
+    pub upstream: SocketAddr,
     /// Admin server address (`/metrics`, `/live`, `/ready`, `/reload`), e.g. `"127.0.0.1:9090"`.
-    pub admin_listen: String,
+    pub admin_listen: SocketAddr,
     /// Bundle directory written by `pate-trainer export` (model.onnx, featurizer.json, bundle.yaml).
     pub bundle: PathBuf,
     /// A second bundle that scores every scored request beside the active one and never decides
@@ -196,7 +314,7 @@ pub struct Config {
     #[serde(default)]
     pub trusted_forwarders: Vec<std::net::IpAddr>,
     /// Per-route exclusions and mode overrides; the first match wins.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "deserialize_routes")]
     pub routes: Vec<Route>,
     /// Path and query longer than this are truncated in the audit log (at a UTF-8 boundary).
     #[serde(default = "default_audit_target_max_bytes")]
@@ -214,7 +332,7 @@ pub struct Config {
     pub audit_top_tokens: usize,
     /// `error`, `warn`, `info`, `debug` or `trace`; `RUST_LOG` overrides it.
     #[serde(default = "default_log_level")]
-    pub log_level: String,
+    pub log_level: LogLevel,
     /// Worker threads of the proxy service (with `scorer: onnxruntime`, also the number of ONNX
     /// Runtime sessions, so that no worker waits for another's session).
     #[serde(default = "default_threads")]
@@ -278,8 +396,8 @@ fn default_audit_target_max_bytes() -> usize {
 fn default_audit_top_tokens() -> usize {
     5
 }
-fn default_log_level() -> String {
-    "info".to_string()
+fn default_log_level() -> LogLevel {
+    LogLevel::Info
 }
 fn default_threads() -> usize {
     2
@@ -293,8 +411,6 @@ fn default_grace_period_seconds() -> u64 {
 fn default_upstream_connect_timeout_ms() -> u64 {
     2000
 }
-
-const LOG_LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 
 impl Config {
     /// Parses YAML text; `origin` names the file in errors.
@@ -319,21 +435,12 @@ impl Config {
         Self::from_yaml(&text, path)
     }
 
-    /// Checks what the YAML schema cannot: addresses, ranges, route rules.
+    /// Checks what the YAML schema cannot: distinct addresses, ranges.
     pub fn validate(&self, origin: &Path) -> Result<(), ProxyError> {
         let bad = |key: &str, message: String| ProxyError::Config {
             path: origin.to_path_buf(),
             message: format!("key `{key}`: {message}"),
         };
-        for (key, value) in [
-            ("listen", &self.listen),
-            ("upstream", &self.upstream),
-            ("admin_listen", &self.admin_listen),
-        ] {
-            value.parse::<SocketAddr>().map_err(|e| {
-                bad(key, format!("expected an IP:port address such as \"127.0.0.1:8080\", got {value:?} ({e})"))
-            })?;
-        }
         if self.listen == self.admin_listen {
             return Err(bad(
                 "admin_listen",
@@ -371,55 +478,13 @@ impl Config {
         if self.threads == 0 {
             return Err(bad("threads", "expected at least 1".to_string()));
         }
-        if !LOG_LEVELS.contains(&self.log_level.as_str()) {
-            return Err(bad(
-                "log_level",
-                format!("expected one of {LOG_LEVELS:?}, got {:?}", self.log_level),
-            ));
-        }
-        for (i, route) in self.routes.iter().enumerate() {
-            let key = format!("routes[{i}]");
-            let pattern = match (&route.path, &route.prefix) {
-                (Some(p), None) | (None, Some(p)) => p,
-                _ => {
-                    return Err(bad(
-                        &key,
-                        "expected exactly one of `path` or `prefix`".to_string(),
-                    ))
-                }
-            };
-            if !pattern.starts_with('/') {
-                return Err(bad(
-                    &key,
-                    format!("a path or prefix starts with '/', got {pattern:?}"),
-                ));
-            }
-            if route.mode == Some(Mode::Off) {
-                return Err(bad(
-                    &key,
-                    "`mode: off` is global only; use `exclude: true` for a route".to_string(),
-                ));
-            }
-            if route.exclude && route.mode.is_some() {
-                return Err(bad(
-                    &key,
-                    "`exclude: true` and `mode` exclude each other".to_string(),
-                ));
-            }
-            if !route.exclude && route.mode.is_none() {
-                return Err(bad(
-                    &key,
-                    "expected `exclude: true` or a `mode`".to_string(),
-                ));
-            }
-        }
         Ok(())
     }
 
     /// The graceful-upgrade socket in force.
     pub fn upgrade_sock_path(&self) -> PathBuf {
         self.upgrade_sock.clone().unwrap_or_else(|| {
-            let port = self.listen.rsplit(':').next().unwrap_or("0");
+            let port = self.listen.port();
             PathBuf::from(format!("/tmp/pate-proxy-{port}.upgrade.sock"))
         })
     }
@@ -597,6 +662,108 @@ mod tests {
     }
 
     #[test]
+    fn addresses_and_log_level_are_typed() {
+        let c = Config::from_yaml(
+            &format!("{MINIMAL}log_level: debug\n").replace("127.0.0.1:9090", "[::1]:9090"),
+            Path::new("t.yaml"),
+        )
+        .unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080".parse::<SocketAddr>().unwrap());
+        assert_eq!(c.upstream.port(), 8081);
+        assert!(c.admin_listen.is_ipv6());
+        assert_eq!(c.log_level, LogLevel::Debug);
+        assert_eq!(c.log_level.as_str(), "debug");
+        assert_eq!(
+            c.upgrade_sock_path(),
+            PathBuf::from("/tmp/pate-proxy-8080.upgrade.sock")
+        );
+        let c = Config::from_yaml(MINIMAL, Path::new("t.yaml")).unwrap();
+        assert_eq!(c.log_level, LogLevel::Info);
+        // Each address key, given a host name, a missing port or a port out of range, is an
+        // error naming that key (and the file), not a panic or a later bind failure.
+        for (key, good) in [
+            ("listen", "127.0.0.1:8080"),
+            ("upstream", "127.0.0.1:8081"),
+            ("admin_listen", "127.0.0.1:9090"),
+        ] {
+            for bad in ["localhost:8080", "127.0.0.1", "127.0.0.1:70000", "8080"] {
+                let text =
+                    MINIMAL.replace(&format!("{key}: \"{good}\""), &format!("{key}: \"{bad}\""));
+                assert_ne!(text, MINIMAL);
+                let err = Config::from_yaml(&text, Path::new("t.yaml"))
+                    .unwrap_err()
+                    .to_string();
+                assert!(err.contains(&format!("{key}:")), "{bad}: {err}");
+                assert!(err.contains("t.yaml"), "{err}");
+                assert!(err.contains("socket address"), "{err}");
+            }
+        }
+        let err = Config::from_yaml(
+            &MINIMAL.replace("127.0.0.1:9090", "127.0.0.1:8080"),
+            Path::new("t.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("admin_listen"), "{err}");
+        for bad in ["loud", "INFO", "warning"] {
+            let err =
+                Config::from_yaml(&format!("{MINIMAL}log_level: {bad}\n"), Path::new("t.yaml"))
+                    .unwrap_err()
+                    .to_string();
+            assert!(err.contains("log_level"), "{bad}: {err}");
+            assert!(err.contains("trace"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn route_match_is_exact_or_prefix_and_round_trips() {
+        let text = format!(
+            "{MINIMAL}routes:\n  - path: \"/health\"\n    exclude: true\n  - prefix: \"/admin/\"\n    mode: block\n"
+        );
+        let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
+        assert_eq!(
+            c.routes[0].matches,
+            RouteMatch::Exact("/health".to_string())
+        );
+        assert_eq!(
+            c.routes[1].matches,
+            RouteMatch::Prefix("/admin/".to_string())
+        );
+        assert!(!RouteMatch::Exact("/health".into()).matches("/healthz"));
+        assert!(RouteMatch::Prefix("/admin/".into()).matches("/admin/x"));
+        // The YAML written back is the same format (path/prefix keys), so it parses again.
+        let back = serde_yaml::to_string(&c).unwrap();
+        assert!(
+            back.contains("path: /health") && back.contains("prefix: /admin/"),
+            "{back}"
+        );
+        assert_eq!(Config::from_yaml(&back, Path::new("back.yaml")).unwrap(), c);
+        for (routes, message) in [
+            ("  - exclude: true\n", "exactly one of"),
+            (
+                "  - path: \"/a\"\n    prefix: \"/b\"\n    exclude: true\n",
+                "exactly one of",
+            ),
+            ("  - prefix: \"/a\"\n", "exclude: true` or a `mode"),
+            (
+                "  - prefix: \"/a\"\n    exclude: true\n    mode: block\n",
+                "exclude each other",
+            ),
+            (
+                "  - prefix: \"/a\"\n    regex: \"x\"\n    exclude: true\n",
+                "regex",
+            ),
+        ] {
+            let err =
+                Config::from_yaml(&format!("{MINIMAL}routes:\n{routes}"), Path::new("t.yaml"))
+                    .unwrap_err()
+                    .to_string();
+            assert!(err.contains("routes[0]"), "{routes:?}: {err}");
+            assert!(err.contains(message), "{routes:?}: {err}");
+        }
+    }
+
+    #[test]
     fn paths_are_normalized_like_a_server_does() {
         for (raw, normal) in [
             ("/", "/"),
@@ -631,7 +798,9 @@ mod tests {
             "{MINIMAL}routes:\n  - path: \"/health\"\n    exclude: true\n  - prefix: \"/admin/\"\n    mode: block\n  - prefix: \"/\"\n    mode: detect\n"
         );
         let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
-        assert!(c.route_for("/health").unwrap().exclude);
+        let health = c.route_for("/health").unwrap();
+        assert!(health.exclude);
+        assert_eq!(health.matches, RouteMatch::Exact("/health".to_string()));
         assert!(c
             .route_for("/healthz")
             .is_some_and(|r| r.mode == Some(Mode::Detect)));

@@ -85,15 +85,7 @@ impl ScoredBody {
 impl WafProxy {
     /// A proxy that forwards to the configured upstream.
     pub fn new(shared: Arc<Shared>) -> Result<Self, ProxyError> {
-        let upstream =
-            shared
-                .config
-                .upstream
-                .parse::<SocketAddr>()
-                .map_err(|e| ProxyError::Config {
-                    path: Default::default(),
-                    message: format!("key `upstream`: {e}"),
-                })?;
+        let upstream = shared.config.upstream;
         Ok(Self { shared, upstream })
     }
 

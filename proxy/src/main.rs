@@ -87,7 +87,7 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Run) | None => {
-            proxy::server::init_logging(&config.log_level);
+            proxy::server::init_logging(config.log_level);
             match proxy::server::run(config, cli.upgrade) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -8,7 +8,7 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
 use crate::admin::{AdminApp, HangupReloader};
-use crate::config::Config;
+use crate::config::{Config, LogLevel};
 use crate::error::ProxyError;
 use crate::filter::WafProxy;
 use crate::slowloris::{HeadDeadlineApp, StrictCounters};
@@ -16,9 +16,9 @@ use crate::state::Shared;
 
 /// Sets up logging at the configured level (`RUST_LOG` overrides); pingora's `log` records are
 /// forwarded to the same subscriber.
-pub fn init_logging(level: &str) {
+pub fn init_logging(level: LogLevel) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.as_str()));
     // A second initialization (tests, benches) is not an error worth failing for.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -86,12 +86,12 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
         requests: shared.metrics.requests.clone(),
     });
     let mut proxy = Service::new("pate-proxy".to_string(), app);
-    proxy.add_tcp(&shared.config.listen);
+    proxy.add_tcp(&shared.config.listen.to_string());
     let mut admin = Service::new(
         "pate-proxy admin".to_string(),
         AdminApp::new(shared.clone()),
     );
-    admin.add_tcp(&shared.config.admin_listen);
+    admin.add_tcp(&shared.config.admin_listen.to_string());
     let hangup = background_service("pate-proxy SIGHUP reload", HangupReloader::new(shared));
     server.add_service(proxy);
     server.add_service(admin);
