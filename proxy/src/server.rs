@@ -1,6 +1,8 @@
 //! Builds and runs the pingora server: the proxy service, the admin service and the SIGHUP
 //! handler, around one [`Shared`] state.
 
+use std::sync::Arc;
+
 use pingora::proxy::http_proxy;
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
@@ -31,6 +33,15 @@ pub fn init_logging(level: LogLevel) {
 /// `upgrade`: take the listening sockets over from a running instance (pingora graceful upgrade).
 pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
     guard_hangup_during_startup();
+    let shared = load(config)?;
+    let server = build(shared, upgrade)?;
+    server.run(pingora::server::RunArgs::default());
+    Ok(())
+}
+
+/// Loads ONNX Runtime and the bundle into the state every service shares; an unloadable bundle
+/// is an error unless `start_without_model` is set.
+pub fn load(config: Config) -> Result<Arc<Shared>, ProxyError> {
     bundle::init_onnxruntime(config.onnxruntime_library.as_deref())
         .map_err(|e| ProxyError::Server(e.to_string()))?;
     let shared = Shared::new(config)?;
@@ -53,7 +64,13 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
         model = %model,
         "pate-proxy starting"
     );
+    Ok(shared)
+}
 
+/// The pingora server around `shared`: the proxy service (behind the head deadline), the admin
+/// service and the SIGHUP reloader, bootstrapped and ready to `run`. In-process tests
+/// (`proxy/tests/in_process.rs`) run it on a thread of their own.
+pub fn build(shared: Arc<Shared>, upgrade: bool) -> Result<Server, ProxyError> {
     let conf = ServerConf {
         threads: shared.config.threads,
         grace_period_seconds: Some(shared.config.grace_period_seconds),
@@ -96,8 +113,7 @@ pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
     server.add_service(proxy);
     server.add_service(admin);
     server.add_service(hangup);
-    server.run(pingora::server::RunArgs::default());
-    Ok(())
+    Ok(server)
 }
 
 /// SIGHUP's default action terminates the process. `systemctl reload` or logrotate may send it

@@ -1,0 +1,282 @@
+//! The request path in process, without Apache (pingora's own `server_utils.rs` pattern): the
+//! pate-proxy server (`server::load` + `server::build`, the same services `pate-proxy` runs, with
+//! ONNX Runtime scoring the fixture bundle of `proxy::fixture`) runs on a thread of its own in
+//! front of a tokio upstream on a free port that records every request it receives. Raw HTTP/1.1
+//! requests check the answer, what reached the upstream and `patewaf_requests_total{verdict}`.
+//!
+//! One server serves every test of this file; the tests take turns ([`serial`]) so that each
+//! can assert exact counter deltas.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use proxy::fixture::{write_fixture_bundle, ATTACK_REQUESTS, NORMAL_REQUESTS};
+use proxy::state::Shared;
+use proxy::{Config, Mode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A request the upstream received: target and body.
+type Seen = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+struct Harness {
+    shared: Arc<Shared>,
+    listen: SocketAddr,
+    seen: Seen,
+}
+
+/// A port nothing listens on now (the OS picks it; the listener is closed at once).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The upstream: a tokio server that records each request (head parsed for its target and
+/// `Content-Length`, then the body) and answers `200 upstream`, one request per connection.
+fn start_upstream() -> (SocketAddr, Seen) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the upstream");
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let record = record.clone();
+                tokio::spawn(async move {
+                    let mut data = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let head_end = loop {
+                        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => data.extend_from_slice(&buf[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+                    let target = head.split(' ').nth(1).unwrap_or_default().to_string();
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            let (name, value) = l.split_once(':')?;
+                            name.eq_ignore_ascii_case("content-length")
+                                .then(|| value.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    while data.len() < head_end + length {
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => data.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    record
+                        .lock()
+                        .unwrap()
+                        .push((target, data[head_end..].to_vec()));
+                    let _ = conn
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nupstream",
+                        )
+                        .await;
+                });
+            }
+        });
+    });
+    (addr, seen)
+}
+
+/// Block mode, except a detect route for the page of `ATTACK_REQUESTS[1]`; small protocol limits
+/// so that refusals are cheap to provoke.
+fn config(dir: &Path, upstream: SocketAddr) -> Config {
+    let yaml = format!(
+        "listen: \"127.0.0.1:{}\"\nupstream: \"{upstream}\"\nadmin_listen: \"127.0.0.1:{}\"\n\
+         bundle: \"{}\"\nmode: block\naudit_log: \"{}\"\nthreads: 1\n\
+         uri_limit_bytes: 512\nheader_count_limit: 20\nbody_limit_bytes: 256\nbody_over_limit: reject\n\
+         routes:\n  - path: \"/tienda1/publico/caracteristicas.jsp\"\n    mode: detect\n",
+        free_port(),
+        free_port(),
+        dir.join("bundle").display(),
+        dir.join("audit.jsonl").display(),
+    );
+    Config::from_yaml(&yaml, &dir.join("proxy.yaml")).expect("the test config parses")
+}
+
+fn harness() -> &'static Harness {
+    static HARNESS: OnceLock<Harness> = OnceLock::new();
+    HARNESS.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("in_process-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_fixture_bundle(&dir.join("bundle"), None, 0.5, "v1").expect("fixture bundle");
+        let (upstream, seen) = start_upstream();
+        let config = config(&dir, upstream);
+        assert_eq!(config.mode, Mode::Block);
+        let listen = config.listen;
+        let shared = proxy::server::load(config).expect("ONNX Runtime and the bundle load");
+        let server = proxy::server::build(shared.clone(), false).expect("the server builds");
+        std::thread::spawn(move || server.run(pingora::server::RunArgs::default()));
+        // Readiness poll (not a timing assertion): the listener is up within a few seconds.
+        let up = (0..200).any(|_| {
+            TcpStream::connect(listen).is_ok() || {
+                std::thread::sleep(Duration::from_millis(50));
+                false
+            }
+        });
+        assert!(up, "the proxy listens on {listen}");
+        Harness {
+            shared,
+            listen,
+            seen,
+        }
+    })
+}
+
+/// Sends one raw HTTP/1.1 request (`Connection: close`) and returns the status and body.
+fn send(
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+) -> (u16, Vec<u8>) {
+    let mut request =
+        format!("{method} {target} HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = body {
+        request.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    let mut bytes = request.into_bytes();
+    bytes.extend_from_slice(body.unwrap_or_default());
+    let mut conn = TcpStream::connect(harness().listen).expect("connect to the proxy");
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    conn.write_all(&bytes).unwrap();
+    let mut answer = Vec::new();
+    // The proxy may close after a refusal before reading the whole request; what it answered
+    // before that is what counts.
+    let _ = conn.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or(Vec::new(), |(_, b)| b.as_bytes().to_vec());
+    (status, body)
+}
+
+/// Held for the whole of a test: counters move only by that test's requests.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn count(verdict: &str) -> u64 {
+    harness()
+        .shared
+        .metrics
+        .requests
+        .with_label_values(&[verdict])
+        .get()
+}
+
+fn upstream_saw(target: &str) -> Option<Vec<u8>> {
+    harness()
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(t, _)| t == target)
+        .map(|(_, body)| body.clone())
+}
+
+#[test]
+fn block_mode_forwards_normal_traffic_and_answers_attacks_403_without_the_upstream() {
+    let _turn = serial();
+    let (allow, block) = (count("allow"), count("block"));
+
+    let (_, normal_get, _) = NORMAL_REQUESTS[3];
+    let (status, body) = send("GET", normal_get, &[], None);
+    assert_eq!((status, body.as_slice()), (200, &b"upstream"[..]));
+    assert_eq!(upstream_saw(normal_get), Some(Vec::new()));
+
+    let (_, post_target, Some(post_body)) = NORMAL_REQUESTS[7] else {
+        panic!("NORMAL_REQUESTS[7] is a POST")
+    };
+    let (status, _) = send("POST", post_target, &[], Some(post_body.as_bytes()));
+    assert_eq!(status, 200);
+    assert_eq!(
+        upstream_saw(post_target).as_deref(),
+        Some(post_body.as_bytes()),
+        "the scored body reaches the upstream whole"
+    );
+
+    for attack in [ATTACK_REQUESTS[0].1, ATTACK_REQUESTS[3].1] {
+        let (status, body) = send("GET", attack, &[], None);
+        assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(
+            upstream_saw(attack),
+            None,
+            "a blocked request never reaches the upstream"
+        );
+    }
+    assert_eq!(count("allow") - allow, 2);
+    assert_eq!(count("block") - block, 2);
+}
+
+#[test]
+fn a_detect_route_forwards_an_attack_and_counts_it_as_flag() {
+    let _turn = serial();
+    let (flag, block) = (count("flag"), count("block"));
+    let (_, attack, _) = ATTACK_REQUESTS[1];
+    assert!(attack.starts_with("/tienda1/publico/caracteristicas.jsp?"));
+    let (status, body) = send("GET", attack, &[], None);
+    assert_eq!((status, body.as_slice()), (200, &b"upstream"[..]));
+    assert!(upstream_saw(attack).is_some(), "detect forwards");
+    assert_eq!(count("flag") - flag, 1);
+    assert_eq!(count("block"), block);
+}
+
+#[test]
+fn protocol_limit_refusals_are_counted_as_refused_not_block() {
+    let _turn = serial();
+    let (refused, block) = (count("refused"), count("block"));
+    let long = format!("/tienda1/index.jsp?q={}", "a".repeat(600));
+    assert_eq!(send("GET", &long, &[], None).0, 414);
+    let many: Vec<(String, String)> = (0..30)
+        .map(|i| (format!("X-Extra-{i}"), "1".to_string()))
+        .collect();
+    let crowded = "/tienda1/global/menum.jsp?crowded=1";
+    assert_eq!(send("GET", crowded, &many, None).0, 431);
+    let big = format!("id=3&nombre={}", "a".repeat(1000));
+    let post = "/tienda1/publico/anadir.jsp?big=1";
+    assert_eq!(send("POST", post, &[], Some(big.as_bytes())).0, 413);
+    for target in [long.as_str(), crowded, post] {
+        assert_eq!(
+            upstream_saw(target),
+            None,
+            "{target} was refused before the upstream"
+        );
+    }
+    assert_eq!(count("refused") - refused, 3);
+    assert_eq!(count("block"), block, "a refusal is not a model block");
+}
