@@ -162,6 +162,27 @@ struct RouteYaml {
     mode: Option<Mode>,
 }
 
+/// Reads an IP:port address; the error says what is expected (serde's own says only "invalid
+/// socket address syntax"), and serde_yaml prefixes it with the key and its line.
+fn socket_addr<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    // A visitor, so that the error is raised while serde_yaml still knows where it is.
+    struct Addr;
+    impl serde::de::Visitor<'_> for Addr {
+        type Value = SocketAddr;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an IP:port address such as \"127.0.0.1:8080\"")
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<SocketAddr, E> {
+            text.parse().map_err(|e| {
+                E::custom(format!(
+                    "expected an IP:port address such as \"127.0.0.1:8080\" (no host name), got {text:?} ({e})"
+                ))
+            })
+        }
+    }
+    d.deserialize_str(Addr)
+}
+
 /// Reads `routes`, naming the entry (`routes[i]`) that breaks a rule.
 fn deserialize_routes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Route>, D::Error> {
     let raw = Vec::<RouteYaml>::deserialize(d)?;
@@ -254,10 +275,13 @@ impl LogLevel {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Address the proxy listens on, e.g. `"127.0.0.1:8080"` (an IP:port, no host name).
+    #[serde(deserialize_with = "socket_addr")]
     pub listen: SocketAddr,
     /// Upstream (Apache) address, e.g. `"127.0.0.1:8081"` (an IP:port, no host name).
+    #[serde(deserialize_with = "socket_addr")]
     pub upstream: SocketAddr,
     /// Admin server address (`/metrics`, `/live`, `/ready`, `/reload`), e.g. `"127.0.0.1:9090"`.
+    #[serde(deserialize_with = "socket_addr")]
     pub admin_listen: SocketAddr,
     /// Bundle directory written by `pate-trainer export` (model.onnx, featurizer.json, bundle.yaml).
     pub bundle: PathBuf,
@@ -695,7 +719,8 @@ mod tests {
                     .to_string();
                 assert!(err.contains(&format!("{key}:")), "{bad}: {err}");
                 assert!(err.contains("t.yaml"), "{err}");
-                assert!(err.contains("socket address"), "{err}");
+                assert!(err.contains("IP:port") && err.contains(bad), "{err}");
+                assert!(err.contains("line "), "{err}");
             }
         }
         let err = Config::from_yaml(
