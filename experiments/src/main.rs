@@ -5,7 +5,15 @@ use experiments::cli;
 /// pate-waf experiments: the evaluation grids and the replay of labelled requests against a WAF.
 #[derive(Parser)]
 #[command(name = "pate-experiments", version, about, long_about = None)]
-enum Cli {
+struct Cli {
+    #[command(flatten)]
+    verbosity: trainer::log::Verbosity,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
     /// Replay labelled requests against a running WAF (Apache + CRS, pate-proxy); TPR/FPR.
     Replay(cli::replay::Args),
     /// The evaluation grids (teachers × ρ, mechanisms, baselines, learning curve), resumable.
@@ -13,12 +21,14 @@ enum Cli {
 }
 
 fn main() {
-    let result = match Cli::parse() {
-        Cli::Replay(a) => cli::replay::run(a),
-        Cli::Sweep(a) => cli::sweep::run(a),
+    let parsed = Cli::parse();
+    trainer::log::init(parsed.verbosity);
+    let result = match parsed.command {
+        Command::Replay(a) => cli::replay::run(a),
+        Command::Sweep(a) => cli::sweep::run(a),
     };
     if let Err(e) = result {
-        eprintln!("pate-experiments: error: {e}");
+        tracing::error!("pate-experiments: error: {e}");
         std::process::exit(1);
     }
 }

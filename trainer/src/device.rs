@@ -133,7 +133,7 @@ fn open_library(path: &Path) -> std::result::Result<libloading::Library, libload
 pub fn resolve(choice: DeviceChoice) -> Result<Device> {
     match choice {
         DeviceChoice::Cpu => {
-            eprintln!(
+            tracing::info!(
                 "device: cpu (requested), {} threads",
                 tch::get_num_threads()
             );
@@ -141,7 +141,7 @@ pub fn resolve(choice: DeviceChoice) -> Result<Device> {
         }
         DeviceChoice::Auto => match load_cuda_library() {
             Ok(path) if tch::Cuda::is_available() => {
-                eprintln!(
+                tracing::info!(
                     "device: cuda:0 (auto; {} loaded, {} GPU(s))",
                     path.display(),
                     tch::Cuda::device_count()
@@ -149,7 +149,7 @@ pub fn resolve(choice: DeviceChoice) -> Result<Device> {
                 Ok(Device::Cuda(0))
             }
             Ok(path) => {
-                eprintln!(
+                tracing::info!(
                     "device: cpu (auto: {} loaded but no CUDA device is available), {} threads",
                     path.display(),
                     tch::get_num_threads()
@@ -157,7 +157,7 @@ pub fn resolve(choice: DeviceChoice) -> Result<Device> {
                 Ok(Device::Cpu)
             }
             Err(why) => {
-                eprintln!(
+                tracing::info!(
                     "device: cpu (auto: no CUDA libtorch: {why}), {} threads",
                     tch::get_num_threads()
                 );
@@ -182,7 +182,7 @@ pub fn resolve(choice: DeviceChoice) -> Result<Device> {
                     "device cuda:{i}: only {count} CUDA device(s)"
                 )));
             }
-            eprintln!("device: cuda:{i} (requested; {} loaded)", path.display());
+            tracing::info!("device: cuda:{i} (requested; {} loaded)", path.display());
             Ok(Device::Cuda(i))
         }
     }

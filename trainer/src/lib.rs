@@ -18,6 +18,7 @@ pub mod dense;
 pub mod device;
 pub mod ensemble;
 pub mod error;
+pub mod log;
 pub mod metrics;
 pub mod model;
 pub mod model_file;

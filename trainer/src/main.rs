@@ -6,7 +6,15 @@ use trainer::cli;
 /// Train a malicious-request detector with PATE (Private Aggregation of Teacher Ensembles).
 #[derive(Parser)]
 #[command(name = "pate-trainer", version, about, long_about = None)]
-enum Cli {
+struct Cli {
+    #[command(flatten)]
+    verbosity: trainer::log::Verbosity,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
     /// Inspect datasets (`data stats`).
     Data(cli::data::Args),
     /// Fit or inspect the featurizer artifact.
@@ -34,22 +42,24 @@ enum Cli {
 }
 
 fn main() {
-    let result = match Cli::parse() {
-        Cli::Data(a) => cli::data::run(a),
-        Cli::Featurize(a) => cli::featurize::run(a),
-        Cli::Teach(a) => cli::teach::run(a),
-        Cli::Privatize(a) => cli::privatize::run(a),
-        Cli::Vote(a) => cli::vote::run(a),
-        Cli::Aggregate(a) => cli::aggregate::run(a),
-        Cli::Account(a) => cli::account::run(a),
-        Cli::Student(a) => cli::student::run(a),
-        Cli::Evaluate(a) => cli::evaluate::run(a),
-        Cli::Export(a) => cli::export::run(a),
-        Cli::Score(a) => cli::score::run(a),
-        Cli::Run(a) => cli::run::run(a),
+    let parsed = Cli::parse();
+    trainer::log::init(parsed.verbosity);
+    let result = match parsed.command {
+        Command::Data(a) => cli::data::run(a),
+        Command::Featurize(a) => cli::featurize::run(a),
+        Command::Teach(a) => cli::teach::run(a),
+        Command::Privatize(a) => cli::privatize::run(a),
+        Command::Vote(a) => cli::vote::run(a),
+        Command::Aggregate(a) => cli::aggregate::run(a),
+        Command::Account(a) => cli::account::run(a),
+        Command::Student(a) => cli::student::run(a),
+        Command::Evaluate(a) => cli::evaluate::run(a),
+        Command::Export(a) => cli::export::run(a),
+        Command::Score(a) => cli::score::run(a),
+        Command::Run(a) => cli::run::run(a),
     };
     if let Err(e) = result {
-        eprintln!("pate-trainer: error: {e}");
+        tracing::error!("pate-trainer: error: {e}");
         std::process::exit(1);
     }
 }

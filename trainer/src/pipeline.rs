@@ -303,17 +303,17 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
                     reused += 1;
                     continue;
                 }
-                Ok(_) => eprintln!(
+                Ok(_) => tracing::warn!(
                     "teach: {} was trained on other data; training it again",
                     path.display()
                 ),
-                Err(e) => eprintln!("teach: {e}; training it again"),
+                Err(e) => tracing::warn!("teach: {e}; training it again"),
             }
         }
         todo.push((k, hash));
     }
     if todo.is_empty() {
-        eprintln!(
+        tracing::info!(
             "teach: all {reused} teacher(s) already trained in {}",
             job.out_dir.display()
         );
@@ -339,7 +339,7 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
         );
     }
     let init = ensemble::init_members(&dims, &mut rngs);
-    eprintln!(
+    tracing::info!(
         "teach: training {} teacher(s) ({} reused) of widths {dims:?}, {} mode, ~{} samples per shard",
         todo.len(),
         reused,
@@ -392,7 +392,7 @@ pub fn train_student(
         &train.y,
         &serde_json::json!({"training": config}),
     );
-    eprintln!(
+    tracing::info!(
         "student: {} labelled queries ({} malicious), {} validation samples, widths {dims:?}",
         train.y.len(),
         train.y.iter().filter(|&&y| y).count(),
@@ -746,7 +746,7 @@ fn self_train(
             x.extend_from_slice(pool.row(r));
             y.push(label);
         }
-        eprintln!(
+        tracing::info!(
             "student: self-training round {round}/{rounds}: {malicious} malicious and {benign} benign pseudo-labels from {} unlabelled public requests",
             pool.rows
         );

@@ -556,7 +556,7 @@ pub fn replay(
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if options.progress && (n.is_multiple_of(progress_every) || n == selected.len()) {
                     let secs = started.elapsed().as_secs_f64();
-                    eprintln!(
+                    tracing::info!(
                         "replay: {n}/{} requests, {:.0}/s",
                         selected.len(),
                         n as f64 / secs.max(1e-9)
@@ -601,7 +601,7 @@ pub fn run(args: Args) -> Result<()> {
         return Err(Error::Config("--timeout-ms must be positive".into()));
     }
     let selected = select(args.format, &args.paths, args.label, args.every, args.limit)?;
-    eprintln!(
+    tracing::info!(
         "replay: {} requests from {} file(s) to {}",
         selected.len(),
         args.paths.len(),

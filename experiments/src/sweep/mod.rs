@@ -339,7 +339,7 @@ pub fn run_sweep_with(
 
     if report_only {
         let rows: Vec<ResultRow> = units.iter().filter_map(|u| read_result(&u.path)).collect();
-        eprintln!(
+        tracing::info!(
             "sweep: report only: {} of {} results present",
             rows.len(),
             units.len()
@@ -357,7 +357,7 @@ pub fn run_sweep_with(
         .filter(|u| read_result(&u.path).is_none())
         .collect();
     let reused = units.len() - pending.len();
-    eprintln!("sweep: {} results in {} experiments; {reused} already done, {} to compute ({jobs} at a time)", units.len(), config.experiments.len(), pending.len());
+    tracing::info!("sweep: {} results in {} experiments; {reused} already done, {} to compute ({jobs} at a time)", units.len(), config.experiments.len(), pending.len());
 
     let groups = batches(&pending, config);
     let mut contexts: HashMap<usize, Context> = HashMap::new();
@@ -408,7 +408,7 @@ pub fn run_sweep_with(
         })
         .collect::<Result<_>>()?;
     write_outputs(out, &rows, config)?;
-    eprintln!(
+    tracing::info!(
         "sweep: done in {:.0} s; {} computed, {reused} reused; tables in {}",
         started.elapsed().as_secs_f64(),
         total,
@@ -511,7 +511,7 @@ fn compute_group(
                     elapsed / n as f64 * (progress.total - n) as f64,
                 );
                 let pct = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.1}%", 100.0 * v));
-                eprintln!(
+                tracing::info!(
                     "sweep: [{n}/{total}] {} r{}: TPR {} TNR {} ε(dd) {} ({:.1} s; elapsed {:.0} s, ETA {:.0} s)",
                     u.cell, u.repeat, pct(row.tpr), pct(row.tnr),
                     row.data_dependent_epsilon.map_or("–".into(), |e| format!("{e:.2}")),
@@ -788,7 +788,7 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
 /// Loads, splits and featurizes a dataset list with the `split` and `featurize` stages (the
 /// featurizer is saved under `out/work/<key>/`).
 fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Context> {
-    eprintln!("sweep: data `{}`: load, split, featurize", spec.label);
+    tracing::info!("sweep: data `{}`: load, split, featurize", spec.label);
     let data = load_data(spec, base, out)?;
     let featurizer = stages::featurize::fit(
         base,
@@ -827,7 +827,7 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         .filter(|(_, i)| first_of.contains(i))
         .map(|(r, _)| r)
         .collect();
-    eprintln!(
+    tracing::info!(
         "sweep: data `{}`: {} private, {distinct_public} distinct public (query pool), {} distinct validation, {} test requests",
         spec.label, shared.private.x.rows, validation_y.len(), shared.test.x.rows
     );
@@ -867,7 +867,7 @@ fn teacher_set(
         .join(&spec.key)
         .join(format!("teachers-{count}"));
     let rng = RunRng::new(seed)?;
-    eprintln!("sweep: data `{}`: {count} teachers", spec.label);
+    tracing::info!("sweep: data `{}`: {count} teachers", spec.label);
     let data = stages::teach::shard_data(&ctx.shared.private, &shards)
         .into_iter()
         .map(Some)
@@ -1124,9 +1124,10 @@ fn pate_row(
     row.answered = Some(answered.len());
     let student_labels: Vec<bool> = answered.iter().filter_map(|&i| labels[i]).collect();
     if answered.is_empty() {
-        eprintln!(
+        tracing::info!(
             "sweep: {} r{}: no query answered; no student",
-            u.cell, u.repeat
+            u.cell,
+            u.repeat
         );
         return Ok(());
     }

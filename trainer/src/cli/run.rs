@@ -54,7 +54,7 @@ pub fn run(args: Args) -> Result<()> {
         config.teachers.mode = m;
     }
     let report = crate::stages::run(&config, &RunDir::new(&args.out), started)?;
-    eprintln!(
+    tracing::info!(
         "run: done in {:.1} s; student TPR {} TNR {}; report {}",
         started.elapsed().as_secs_f64(),
         fmt_rate(report["metrics"]["tpr"].as_f64()),

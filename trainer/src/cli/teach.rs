@@ -159,7 +159,7 @@ pub fn run(args: Args) -> Result<()> {
             featurizer::Featurizer::load(&featurizer_path)?
         } else {
             let fit_rows = stages::featurize::fit_rows(&config, &splits);
-            eprintln!(
+            tracing::info!(
                 "teach: fitting the featurizer on {} requests into {}",
                 fit_rows.len(),
                 featurizer_path.display()

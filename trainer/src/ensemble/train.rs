@@ -503,7 +503,7 @@ fn log_epoch(
     n_all: usize,
 ) {
     if !label.is_empty() && fixed_epochs {
-        eprintln!(
+        tracing::info!(
             "{label}: epoch {epoch}/{} (fixed epochs, no held-out samples)",
             config.max_epochs
         );
@@ -516,7 +516,7 @@ fn log_epoch(
             .filter(|l| l.is_finite())
             .collect();
         let mean = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
-        eprintln!(
+        tracing::info!(
             "{label}: epoch {epoch}/{}: {running}/{n_all} still training, mean best held-out loss {mean:.4}",
             config.max_epochs
         );

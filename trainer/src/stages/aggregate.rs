@@ -122,7 +122,7 @@ pub fn run(
     let epsilon = account(&votes, &labels, &mechanism, p.delta)?;
     let delta_warning = privacy::accountant::delta_warning(p.delta, private_records);
     if let Some(w) = &delta_warning {
-        eprintln!("run: WARNING: {w}");
+        tracing::warn!("run: WARNING: {w}");
     }
     Ok(Aggregation {
         votes,

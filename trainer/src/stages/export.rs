@@ -179,7 +179,7 @@ pub fn run(
         .published(true)
         .map_err(|e| Error::Invalid(format!("privacy whitelist: {e}")))?;
     if published.published_epsilon.is_none() {
-        eprintln!(
+        tracing::info!(
             "run: the bundle claims no ε: {}",
             published.published_epsilon_kind
         );

@@ -80,7 +80,7 @@ pub fn fit_banner(config: &RunConfig, rows: usize) -> String {
 /// Fits the featurizer of `config` on `records[rows]` (warning loudly when the rows are private).
 pub fn fit(config: &RunConfig, records: &[datasets::Record], rows: &[usize]) -> Result<Featurizer> {
     if matches!(config.featurizer.fit_on, FitOn::Private) {
-        eprintln!("\n{PRIVATE_FEATURIZER_WARNING}\n");
+        tracing::warn!("\n{PRIVATE_FEATURIZER_WARNING}\n");
     }
     Ok(Featurizer::fit(
         config.featurizer.config.clone(),

@@ -31,7 +31,7 @@ use crate::rundir::{RunDir, RunManifest};
 
 /// Prints a stage banner with the time since the run started.
 pub fn banner(name: &str, started: Instant) {
-    eprintln!("[{:>7.1} s] == {name}", started.elapsed().as_secs_f64());
+    tracing::info!("[{:>7.1} s] == {name}", started.elapsed().as_secs_f64());
 }
 
 /// Where a run's randomness and compute come from, with the run's start time for the banners.
@@ -49,7 +49,7 @@ impl Env {
     pub fn new(config: &RunConfig, started: Instant) -> Result<Env> {
         let rng = RunRng::new(config.seed)?;
         if config.seed.is_some() {
-            eprintln!(
+            tracing::warn!(
                 "run: SEEDED randomness (seed: {:?}) — reproducible, not private; for experiments only",
                 config.seed
             );

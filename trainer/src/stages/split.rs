@@ -93,7 +93,7 @@ pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
             }
         )));
     }
-    eprintln!(
+    tracing::info!(
         "{}: {} private, {} public, {} student validation, {} test",
         roles_name(config, "simulated split", "roles"),
         splits.private.len(),
@@ -250,7 +250,7 @@ pub fn load_sources(
                 r.line
             )));
         }
-        eprintln!(
+        tracing::info!(
             "data: {} requests from {} ({})",
             records.len(),
             source.path.display(),

@@ -87,7 +87,7 @@ fn public_examples(
         &mut stream,
     );
     let rows: Vec<usize> = (0..examples.len()).collect();
-    eprintln!(
+    tracing::info!(
         "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests the teachers labelled benign re-shaped with their own values (no privacy cost)",
         examples.len(),
         malicious.len(),
