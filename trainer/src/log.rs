@@ -4,8 +4,11 @@
 //!
 //! The trainer's stderr is private (docs/privacy.md): it may name data-dependent quantities, so
 //! it belongs with the run directory, not in a published log.
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
 /// The global verbosity flags.
@@ -45,14 +48,105 @@ impl Verbosity {
     }
 }
 
-/// Installs the stderr subscriber (once; a second call does nothing).
+/// Installs the stderr subscriber (once; a second call does nothing). Long stages draw progress
+/// bars only when stderr is a terminal and info events are shown.
 pub fn init(verbosity: Verbosity) {
+    let terminal = io::stderr().is_terminal();
+    SHOW_BARS.store(
+        terminal && verbosity.level() >= LevelFilter::INFO,
+        Ordering::Relaxed,
+    );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(verbosity.filter())
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(|| BarAwareStderr)
+        .with_ansi(terminal)
         .without_time()
         .with_level(false)
         .with_target(false)
         .try_init();
+}
+
+/// Whether long stages draw progress bars: set by [`init`] when stderr is a terminal and info
+/// events are shown; never in a library caller or a test that did not call [`init`].
+static SHOW_BARS: AtomicBool = AtomicBool::new(false);
+
+/// Every bar drawn, so that a log line is written above them instead of through them.
+fn bars() -> &'static MultiProgress {
+    static BARS: OnceLock<MultiProgress> = OnceLock::new();
+    BARS.get_or_init(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+}
+
+/// Stderr, with the progress bars (if any) lifted while a log line is written.
+struct BarAwareStderr;
+
+impl io::Write for BarAwareStderr {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        bars().suspend(|| io::stderr().write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}
+
+/// The progress of a long stage (epochs, cells): a bar on a terminal, plain info lines
+/// otherwise (a log file or CI gets one line per step, never bar redraws).
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    /// The latest step's line, logged once when a bar finishes so the terminal keeps it.
+    last: Mutex<Option<String>>,
+}
+
+impl Progress {
+    /// A progress of `len` steps.
+    pub fn new(len: u64) -> Progress {
+        let bar = SHOW_BARS.load(Ordering::Relaxed).then(|| {
+            let bar = bars().add(ProgressBar::new(len));
+            if let Ok(style) =
+                ProgressStyle::with_template("{bar:30} {pos}/{len} (ETA {eta}) {wide_msg}")
+            {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Progress {
+            bar,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// Step `pos` is done: the bar moves and shows `line`, or `line` is logged (info).
+    pub fn step(&self, pos: u64, line: String) {
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(pos);
+                bar.set_message(line.clone());
+                if let Ok(mut last) = self.last.lock() {
+                    *last = Some(line);
+                }
+            }
+            None => tracing::info!("{line}"),
+        }
+    }
+}
+
+impl Progress {
+    /// Moves the bar to `pos` without a line (nothing without a bar: the caller logs its own).
+    pub fn set_position(&self, pos: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(pos);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+            bars().remove(&bar);
+            if let Some(line) = self.last.lock().ok().and_then(|mut l| l.take()) {
+                tracing::info!("{line}");
+            }
+        }
+    }
 }

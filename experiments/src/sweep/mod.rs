@@ -367,6 +367,7 @@ pub fn run_sweep_with(
         done: AtomicUsize::new(0),
         total,
         started: Instant::now(),
+        bar: trainer::log::Progress::new(total as u64),
     };
     for ((data, teachers), group) in groups {
         if let std::collections::hash_map::Entry::Vacant(v) = contexts.entry(data) {
@@ -471,6 +472,8 @@ struct Progress {
     done: AtomicUsize,
     total: usize,
     started: Instant,
+    /// The cells done, as a bar on a terminal (each cell's result line is logged above it).
+    bar: trainer::log::Progress,
 }
 
 /// Computes the units of `group` (one data list and teacher set), `jobs` at a time, writing each
@@ -517,6 +520,7 @@ fn compute_group(
                     row.data_dependent_epsilon.map_or("–".into(), |e| format!("{e:.2}")),
                     row.seconds, elapsed, eta
                 );
+                progress.bar.set_position(n as u64);
             }
             Err(e) => {
                 if let Ok(mut f) = failure.lock() {

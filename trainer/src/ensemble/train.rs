@@ -250,6 +250,8 @@ fn train_batched<R: Rng>(
     // Local activity (position in `work.ids`).
     let mut active = vec![true; n_all];
 
+    // Epochs: a bar on a terminal, one line each otherwise (nothing when `label` is empty).
+    let bar = (!label.is_empty()).then(|| crate::log::Progress::new(config.max_epochs as u64));
     for epoch in 1..=config.max_epochs {
         let running: Vec<usize> = (0..active.len()).filter(|&k| active[k]).collect();
         if running.is_empty() {
@@ -288,15 +290,18 @@ fn train_batched<R: Rng>(
             n_all,
             device,
         )?;
-        log_epoch(
-            label,
-            epoch,
-            config,
-            fixed_epochs,
-            &active,
-            &progress,
-            n_all,
-        );
+        if let Some(bar) = &bar {
+            let line = epoch_line(
+                label,
+                epoch,
+                config,
+                fixed_epochs,
+                &active,
+                &progress,
+                n_all,
+            );
+            bar.step(epoch as u64, line);
+        }
     }
 
     // Every member's best weights.
@@ -492,8 +497,8 @@ fn keep_best(
     Ok(())
 }
 
-/// One progress line on stderr (nothing when `label` is empty).
-fn log_epoch(
+/// One epoch's progress line.
+fn epoch_line(
     label: &str,
     epoch: usize,
     config: &TrainConfig,
@@ -501,26 +506,25 @@ fn log_epoch(
     active: &[bool],
     progress: &Progress,
     n_all: usize,
-) {
-    if !label.is_empty() && fixed_epochs {
-        tracing::info!(
+) -> String {
+    if fixed_epochs {
+        return format!(
             "{label}: epoch {epoch}/{} (fixed epochs, no held-out samples)",
             config.max_epochs
         );
-    } else if !label.is_empty() {
-        let running = active.iter().filter(|&&a| a).count();
-        let finite: Vec<f64> = progress
-            .best_loss
-            .iter()
-            .copied()
-            .filter(|l| l.is_finite())
-            .collect();
-        let mean = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
-        tracing::info!(
-            "{label}: epoch {epoch}/{}: {running}/{n_all} still training, mean best held-out loss {mean:.4}",
-            config.max_epochs
-        );
     }
+    let running = active.iter().filter(|&&a| a).count();
+    let finite: Vec<f64> = progress
+        .best_loss
+        .iter()
+        .copied()
+        .filter(|l| l.is_finite())
+        .collect();
+    let mean = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
+    format!(
+        "{label}: epoch {epoch}/{}: {running}/{n_all} still training, mean best held-out loss {mean:.4}",
+        config.max_epochs
+    )
 }
 
 /// Every member's report, its threshold chosen on its held-out scores under `ensemble` (the best
