@@ -29,6 +29,41 @@ fn run_ok(cmd: &mut Command) -> (String, String) {
 }
 
 #[test]
+fn quiet_flag_keeps_only_warnings_and_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, stderr) = run_ok(
+        trainer()
+            .args(["-q", "run", "--config"])
+            .arg(repo().join("configs/quick.yaml"))
+            .arg("--out")
+            .arg(tmp.path().join("run"))
+            .args(["--device", "cpu", "--threads", "1"]),
+    );
+    assert!(
+        !stderr.contains("run: done") && !stderr.contains("epoch") && !stderr.contains("device:"),
+        "-q hides info lines: {stderr}"
+    );
+    assert!(
+        tmp.path().join("run/report.json").is_file(),
+        "-q still runs"
+    );
+    // An error still shows under -qq, and -q conflicts with -v.
+    let out = trainer()
+        .args(["-qq", "run", "--config", "/nonexistent.yaml", "--out"])
+        .arg(tmp.path().join("other"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("pate-trainer: error: /nonexistent.yaml"),
+        "{stderr}"
+    );
+    let out = trainer().args(["-q", "-v", "run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "-q with -v is a usage error");
+}
+
+#[test]
 fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = tmp.path().join("run");
@@ -43,6 +78,14 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     assert!(
         stderr.contains("device: cpu"),
         "the device is logged: {stderr}"
+    );
+    // Not a terminal: plain lines (the ones bench/gpu-run.sh greps), one per epoch, no bar redraws.
+    for line in ["] == teach", "teach: epoch 1/", "run: done in "] {
+        assert!(stderr.contains(line), "stderr has `{line}`: {stderr}");
+    }
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{1b}'),
+        "no carriage returns or escapes off a terminal: {stderr:?}"
     );
 
     // report.json has every required key with sensible values.
