@@ -193,6 +193,15 @@ impl Ensemble {
 
     /// Malicious probabilities of every member on every row of `x`: `result[k][r]`.
     pub fn scores(&self, x: &DenseMatrix) -> Result<Vec<Vec<f32>>> {
+        self.scores_with(x, |_| {})
+    }
+
+    /// [`Ensemble::scores`], calling `rows_done` with the number of rows scored after each chunk.
+    pub fn scores_with(
+        &self,
+        x: &DenseMatrix,
+        mut rows_done: impl FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>> {
         if x.cols != self.dims[0] {
             return Err(Error::Invalid(format!(
                 "the model takes {} features, the matrix has {}",
@@ -221,6 +230,7 @@ impl Ensemble {
             for (k, member) in out.iter_mut().enumerate() {
                 member.extend_from_slice(&p[k * (end - start)..(k + 1) * (end - start)]);
             }
+            rows_done(end);
         }
         Ok(out)
     }

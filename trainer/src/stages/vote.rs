@@ -43,7 +43,9 @@ pub fn vote(
     let weights: Vec<_> = teachers.iter().map(|t| t.weights.clone()).collect();
     let thresholds: Vec<f32> = teachers.iter().map(|t| t.info.threshold).collect();
     let model = Ensemble::from_members(&weights, device)?;
-    let scores = model.scores(queries)?;
+    // Queries voted: a bar on a terminal; off one, the stage banner is the only line.
+    let bar = crate::log::Progress::new(queries.rows as u64);
+    let scores = model.scores_with(queries, |done| bar.set_position(done as u64))?;
     let votes = count_votes(&scores, &thresholds);
     let rows: Vec<[u64; 2]> = votes.iter().map(|v| [v[0] as u64, v[1] as u64]).collect();
     Ok(privacy::VoteMatrix::from_rows(&rows)?)
