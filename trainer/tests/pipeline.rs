@@ -413,7 +413,7 @@ fn teach_shard_is_resumable_and_retrains_on_changed_settings() {
     // Changed training settings: the saved teacher no longer matches and is retrained.
     let text = std::fs::read_to_string(&config)
         .unwrap()
-        .replace("patience: 4", "patience: 3")
+        .replace("max_epochs: 40,", "max_epochs: 39,")
         .replace("../data", &repo().join("data").display().to_string());
     let changed = tmp.path().join("changed.yaml");
     std::fs::write(&changed, text).unwrap();
