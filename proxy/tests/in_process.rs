@@ -27,12 +27,22 @@ struct Harness {
     seen: Seen,
 }
 
-/// A port nothing listens on now (the OS picks it; the listener is closed at once).
+/// A port nothing listens on now (the OS picks it; the listener is closed at once), never the
+/// same one twice in this process (the kernel may hand a released port out again, and `listen`
+/// and `admin_listen` must differ).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// The upstream: a tokio server that records each request (head parsed for its target and

@@ -46,8 +46,19 @@ pub fn proxy_binary() -> PathBuf {
 
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral loopback port");
-    listener.local_addr().expect("local address").port()
+    // The kernel may hand a just-released ephemeral port out again: two calls in one test (a
+    // proxy's `listen` and `admin_listen`) once got the same port. Never return a port twice
+    // in this process.
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral loopback port");
+        let port = listener.local_addr().expect("local address").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Waits until `addr` accepts TCP connections (or `timeout`); returns whether it does.
