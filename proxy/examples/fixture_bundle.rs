@@ -1,4 +1,4 @@
-//! Writes the fixture bundle (see `proxy::fixture`) into a directory, for trying the proxy
+//! Writes the fixture bundle (see `test_support`) into a directory, for trying the proxy
 //! without training: `cargo run --release -p proxy --example fixture_bundle -- DIR [VERSION]
 //! [harmless]`. `harmless`: no token is weighted as malicious, so nothing is blocked (used by
 //! bench/faults.sh to see verdicts switch on reload).
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match proxy::fixture::write_fixture_bundle(&dir, attack_tokens, 0.5, &version) {
+    match test_support::write_fixture_bundle(&dir, attack_tokens, 0.5, &version) {
         Ok(manifest) => {
             println!(
                 "{}: model {} (threshold {})",

@@ -12,7 +12,6 @@ pub mod audit;
 pub mod config;
 pub mod error;
 pub mod filter;
-pub mod fixture;
 pub mod metrics;
 pub mod model;
 pub mod server;

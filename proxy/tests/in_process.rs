@@ -1,6 +1,6 @@
 //! The request path in process, without Apache (pingora's own `server_utils.rs` pattern): the
 //! pate-proxy server (`server::load` + `server::build`, the same services `pate-proxy` runs, with
-//! ONNX Runtime scoring the fixture bundle of `proxy::fixture`) runs on a thread of its own in
+//! ONNX Runtime scoring the fixture bundle of `test_support`) runs on a thread of its own in
 //! front of a tokio upstream on a free port that records every request it receives. Raw HTTP/1.1
 //! requests check the answer, what reached the upstream and `patewaf_requests_total{verdict}`.
 //!
@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use proxy::fixture::{write_fixture_bundle, ATTACK_REQUESTS, NORMAL_REQUESTS};
 use proxy::state::Shared;
 use proxy::{Config, Mode};
+use test_support::{write_fixture_bundle, ATTACK_REQUESTS, NORMAL_REQUESTS};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A request the upstream received: target and body.

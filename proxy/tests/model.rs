@@ -2,8 +2,8 @@
 
 use featurizer::RequestParts;
 use proxy::config::ScorerKind;
-use proxy::fixture::{parts, write_fixture_bundle, ATTACK_REQUESTS, NORMAL_REQUESTS};
 use proxy::model::ServingModel;
+use test_support::{parts, write_fixture_bundle, ATTACK_REQUESTS, NORMAL_REQUESTS};
 
 fn load(dir: &std::path::Path, threshold: Option<f32>) -> ServingModel {
     bundle::init_onnxruntime(None).unwrap();

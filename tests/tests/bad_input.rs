@@ -1,6 +1,6 @@
 //! Issue 8, the proxy's half of the bad-input catalogue (docs/bad-input.md): malformed, oversized,
 //! evasive and slow requests sent byte for byte over raw TCP to the release `pate-proxy` in front
-//! of Debian's Apache, with the fixture bundle (`proxy::fixture`: weight on SQL-injection/XSS
+//! of Debian's Apache, with the fixture bundle (`test_support`: weight on SQL-injection/XSS
 //! tokens). Each case asserts the outcome (status, whether Apache saw the request, the counter
 //! that moved) and that the proxy still serves afterwards.
 
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use e2e::{http, json_lines, parse_responses, raw_exchange, raw_request};
 use featurizer::RequestParts;
-use proxy::fixture::fixture_featurizer;
+use test_support::fixture_featurizer;
 
 mod common;
 use common::{verdict, Stack};

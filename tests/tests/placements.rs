@@ -1,5 +1,5 @@
 //! The whole request, end to end: Apache, pate-proxy in block mode and a fixture bundle whose
-//! featurizer reads every placement (`placements`; `proxy::fixture::write_placement_fixture_bundle`:
+//! featurizer reads every placement (`placements`; `test_support::write_placement_fixture_bundle`:
 //! the hand-set model on SQL-injection/XSS tokens). For each placement a known attack is blocked
 //! (403) and a benign value passes (not 403, reaches Apache); an attack after more than 8 KiB of
 //! padding and attacks hidden by Base64, `\u` escapes and XML entities are blocked; the audit
@@ -14,7 +14,7 @@
 //! would fail in most runs; the config also needs `../shared/datasets` (public examples).
 
 use e2e::{json_lines, proxy_config, raw_request, Apache, Proxy, ProxyPorts};
-use proxy::fixture::write_placement_fixture_bundle;
+use test_support::write_placement_fixture_bundle;
 
 const SQLI: &str = "' union select password from usuarios where '1'='1";
 const XSS: &str = "<script>alert(document.cookie)</script>";

@@ -1,5 +1,5 @@
 //! End-to-end: Debian's Apache on a loopback port, the release `pate-proxy` in front of it, a
-//! bundle written by code (`proxy::fixture`: a featurizer fitted on CSIC-2010-style requests and a
+//! bundle written by code (`test_support`: a featurizer fitted on CSIC-2010-style requests and a
 //! one-layer model with positive weights on SQL-injection/XSS tokens), and raw HTTP/1.1 requests.
 
 use std::path::Path;
@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use e2e::{eventually, http, json_lines, proxy_binary, proxy_config, Apache, Proxy, ProxyPorts};
-use proxy::fixture::write_fixture_bundle;
+use test_support::write_fixture_bundle;
 
 mod common;
 use common::{stack, verdict, Stack};

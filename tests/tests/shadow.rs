@@ -15,7 +15,7 @@ use e2e::{
     eventually, http, json_lines, proxy_config, release_binary, repo_root, Apache, Proxy,
     ProxyPorts,
 };
-use proxy::fixture::write_fixture_bundle;
+use test_support::write_fixture_bundle;
 
 mod common;
 use common::verdict;

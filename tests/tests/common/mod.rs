@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use e2e::{proxy_config, Apache, Proxy, ProxyPorts};
-use proxy::fixture::write_fixture_bundle;
 use tempfile::TempDir;
+use test_support::write_fixture_bundle;
 
 /// Fields drop in declaration order: the proxy, then Apache, then the directory they use.
 pub struct Stack {

@@ -5,13 +5,27 @@
 //! Not a trained model: it exists so that the proxy's tests and benchmarks can run without the
 //! trainer, with verdicts that are predictable by construction (a request whose attack tokens
 //! carry enough of its l1-normalized TF-IDF mass scores high).
+//!
+//! A workspace member of its own (`publish = false`), used only as a dev-dependency (proxy's
+//! tests, benchmarks and `fixture_bundle` example; the end-to-end tests): nothing shipped links it.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 
 use bundle::{write_bundle, BundleContents, Dense, Manifest, Mlp};
 use featurizer::{Featurizer, FeaturizerConfig, RequestParts};
 
-use crate::error::ProxyError;
+/// Writing a fixture failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// Fitting the fixture featurizer failed.
+    #[error("fixture featurizer: {0}")]
+    Featurizer(#[from] featurizer::FeaturizerError),
+    /// Writing the bundle failed.
+    #[error("fixture bundle: {0}")]
+    Bundle(#[from] bundle::BundleError),
+}
 
 /// Tokens (as the featurizer tokenizes: single punctuation characters or alphanumeric runs) that
 /// the fixture model weighs as malicious.
@@ -57,10 +71,9 @@ pub fn parts<'a>(request: &'a (&'a str, &'a str, Option<&'a str>)) -> RequestPar
 }
 
 /// The featurizer fitted (default settings, K = 500) on the fixture's normal and attack requests.
-pub fn fixture_featurizer() -> Result<Featurizer, ProxyError> {
+pub fn fixture_featurizer() -> Result<Featurizer, FixtureError> {
     let docs = NORMAL_REQUESTS.iter().chain(ATTACK_REQUESTS).map(parts);
-    Featurizer::fit(FeaturizerConfig::default(), docs)
-        .map_err(|e| ProxyError::Scoring(e.to_string()))
+    Ok(Featurizer::fit(FeaturizerConfig::default(), docs)?)
 }
 
 /// A one-layer logistic model over `featurizer`'s vocabulary: weight `attack_weight` on every
@@ -106,7 +119,7 @@ pub const FIXTURE_HEADERS: &[(&str, &[u8])] = &[
 /// The fixture featurizer with the whole request read by placement
 /// ([`featurizer::FeaturizerConfig::placements`]): fitted on the fixture's requests, with
 /// [`FIXTURE_HEADERS`] and a form Content-Type for those with a body.
-pub fn placement_fixture_featurizer() -> Result<Featurizer, ProxyError> {
+pub fn placement_fixture_featurizer() -> Result<Featurizer, FixtureError> {
     const FORM_HEADERS: &[(&str, &[u8])] = &[
         ("Host", b"localhost:8080"),
         (
@@ -134,12 +147,15 @@ pub fn placement_fixture_featurizer() -> Result<Featurizer, ProxyError> {
         }),
         ..FeaturizerConfig::default()
     };
-    Featurizer::fit(config, docs).map_err(|e| ProxyError::Scoring(e.to_string()))
+    Ok(Featurizer::fit(config, docs)?)
 }
 
 /// [`write_fixture_bundle`] with [`placement_fixture_featurizer`] (the same hand-set model on
 /// [`ATTACK_TOKENS`]).
-pub fn write_placement_fixture_bundle(dir: &Path, threshold: f32) -> Result<Manifest, ProxyError> {
+pub fn write_placement_fixture_bundle(
+    dir: &Path,
+    threshold: f32,
+) -> Result<Manifest, FixtureError> {
     let featurizer = placement_fixture_featurizer()?;
     write_fixture_with(
         dir,
@@ -159,7 +175,7 @@ pub fn write_fixture_bundle(
     attack_tokens: Option<&[&str]>,
     threshold: f32,
     model_version: &str,
-) -> Result<Manifest, ProxyError> {
+) -> Result<Manifest, FixtureError> {
     let featurizer = fixture_featurizer()?;
     write_fixture_with(
         dir,
@@ -177,7 +193,7 @@ fn write_fixture_with(
     attack_tokens: &[&str],
     threshold: f32,
     model_version: &str,
-) -> Result<Manifest, ProxyError> {
+) -> Result<Manifest, FixtureError> {
     let mlp = token_mlp(featurizer, attack_tokens, 12.0, -3.0);
     write_bundle(
         dir,
@@ -203,8 +219,5 @@ fn write_fixture_with(
             model_version: Some(model_version.to_string()),
         },
     )
-    .map_err(|e| ProxyError::Bundle {
-        path: dir.to_path_buf(),
-        message: e.to_string(),
-    })
+    .map_err(FixtureError::from)
 }
