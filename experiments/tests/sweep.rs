@@ -2,7 +2,8 @@
 //! tables and plots, and a rerun recomputes nothing (one deleted result is recomputed alone).
 use std::path::{Path, PathBuf};
 
-use experiments::sweep::{config::SweepConfig, run_sweep, run_sweep_with};
+use experiments::sweep::{config::SweepConfig, report::ResultRow, run_sweep, run_sweep_with};
+use trainer::report::Report;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -250,8 +251,7 @@ fn a_sweep_cell_is_a_run_with_the_same_config_and_seed() {
     run_sweep(&config, &base_config, &out, 1).unwrap();
     let cell = result_files(&out.join("cells/one"));
     assert_eq!(cell.len(), 1, "{cell:?}");
-    let cell: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&cell[0]).unwrap()).unwrap();
+    let cell: ResultRow = serde_json::from_slice(&std::fs::read(&cell[0]).unwrap()).unwrap();
 
     // `pate-trainer run` of the base config: the stages it calls, in the library.
     let run_dir = dir.path().join("run");
@@ -262,34 +262,38 @@ fn a_sweep_cell_is_a_run_with_the_same_config_and_seed() {
         std::time::Instant::now(),
     )
     .unwrap();
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
+    let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
+    assert_eq!(cell.answered, Some(report.answered), "answered");
     let pairs = [
-        ("answered", &report["answered"]),
-        ("label_agreement", &report["aggregated_label_agreement"]),
-        ("data_dependent_epsilon", &report["data_dependent_epsilon"]),
+        (
+            "label_agreement",
+            cell.label_agreement,
+            report.aggregated_label_agreement,
+        ),
+        (
+            "data_dependent_epsilon",
+            cell.data_dependent_epsilon,
+            Some(report.data_dependent_epsilon),
+        ),
         (
             "data_independent_epsilon",
-            &report["data_independent_epsilon"],
+            cell.data_independent_epsilon,
+            Some(report.data_independent_epsilon),
         ),
-        ("tpr", &report["metrics"]["tpr"]),
-        ("tnr", &report["metrics"]["tnr"]),
-        ("auc", &report["metrics"]["roc_auc"]),
+        ("tpr", cell.tpr, report.metrics.tpr),
+        ("tnr", cell.tnr, report.metrics.tnr),
+        ("auc", cell.auc, report.metrics.roc_auc),
         (
             "tpr_distinct",
-            &report["student_distinct_test"]["metrics"]["tpr"],
+            cell.tpr_distinct,
+            report.student_distinct_test.metrics.tpr,
         ),
     ];
-    for (key, expected) in pairs {
-        assert!(!expected.is_null(), "report lacks {key}: {report}");
-        assert_eq!(&cell[key], expected, "{key}: sweep cell {cell}");
+    for (key, got, expected) in pairs {
+        assert!(expected.is_some(), "report lacks {key}: {report:?}");
+        assert_eq!(got, expected, "{key}: sweep cell {cell:?}");
     }
-    // The threshold is an f32 (the report widens it to f64 before writing it).
-    let threshold = |v: &serde_json::Value| v.as_f64().unwrap() as f32;
-    assert_eq!(
-        threshold(&cell["threshold"]),
-        threshold(&report["threshold"])
-    );
+    assert_eq!(cell.threshold, Some(report.threshold));
     // The cell's teachers are `run`'s teachers: same shards, same seed, same files.
     let teachers = out.join("work");
     let sweep_teacher = std::fs::read_dir(&teachers)

@@ -475,7 +475,7 @@ pub enum ThresholdRule {
 /// ≥ `confidence` → malicious, ≤ 1 − `confidence` → benign), and a fresh student is trained on the
 /// answered queries plus those pseudo-labels; repeated `rounds` times. Uses only the student's
 /// own outputs on public data, so by post-processing it costs no ε.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SelfTrainingConfig {
     /// Number of pseudo-labelling rounds (0 = off).

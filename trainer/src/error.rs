@@ -12,6 +12,14 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A JSON artifact could not be read as what it should be.
+    #[error("{path}: not valid JSON: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error (line and column).
+        source: serde_json::Error,
+    },
     /// A configuration file or a command-line value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),

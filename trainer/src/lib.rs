@@ -7,6 +7,7 @@
 //!   evaluate → export), one module each, called by `run`, the stage subcommands and the sweep.
 //! * [`pipeline`], [`rundir`], [`config`]: the stages' building blocks, the run directory and the
 //!   YAML config.
+//! * [`report`]: the typed `report.json` and `evaluation.json`.
 //! * [`metrics`]: ROC, AUC, Youden's J, confusion metrics, the SVG plot.
 #![warn(missing_docs)]
 // The one exception is loading libtorch_cuda.so in `device` (documented there).
@@ -24,6 +25,7 @@ pub mod model;
 pub mod model_file;
 pub mod pipeline;
 pub mod public_examples;
+pub mod report;
 pub mod rundir;
 pub mod stages;
 

@@ -47,7 +47,7 @@ pub struct ModelInfo {
     /// Training summary.
     pub training: MemberReport,
     /// `{"rng": "os"}` or `{"rng": "seeded", "seed": N}`.
-    pub rng: serde_json::Value,
+    pub rng: privacy::RngProvenance,
     /// Version of pate-trainer that wrote the file.
     pub trainer_version: String,
 }

@@ -18,6 +18,7 @@ use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig
 use crate::error::{Error, Result};
 use crate::metrics::{roc_curve, RocPoint};
 use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
+use crate::report::AppliedThresholdRule;
 pub use crate::stages::evaluate::{evaluate_scores, model_scores, tpr_at_fpr};
 pub use crate::stages::featurize::{featurize_rows, labels_of};
 pub use crate::stages::split::{
@@ -87,10 +88,10 @@ impl RunRng {
     }
 
     /// `{"rng": "os"}` or `{"rng": "seeded", "seed": N}`.
-    pub fn provenance(&self) -> serde_json::Value {
+    pub fn provenance(&self) -> privacy::RngProvenance {
         match self.seed {
-            Some(seed) => serde_json::json!({"rng": "seeded", "seed": seed}),
-            None => serde_json::json!({"rng": "os"}),
+            Some(seed) => privacy::RngProvenance::Seeded { seed },
+            None => privacy::RngProvenance::Os,
         }
     }
 }
@@ -611,8 +612,8 @@ fn next_up(x: f32) -> f32 {
 pub struct StudentExtras {
     /// Per self-training round: pseudo-labels added (malicious, benign).
     pub pseudo_labels: Vec<(usize, usize)>,
-    /// The threshold rule used and the threshold it gave (the Youden one stays in `training`).
-    pub threshold_rule: String,
+    /// The threshold rule used (the Youden threshold stays in `training`).
+    pub threshold_rule: crate::report::AppliedThresholdRule,
     /// Validation ROC operating point of the chosen threshold: (FPR, TPR).
     pub validation_operating_point: Option<(f64, f64)>,
     /// The student's ROC AUC on its (distinct, labelled, public-side) validation requests: what
@@ -777,9 +778,9 @@ fn apply_threshold_rule(
     answered_benign: Option<(&DenseMatrix, &[usize])>,
     student: &crate::config::StudentConfig,
     device: Device,
-) -> Result<String> {
+) -> Result<AppliedThresholdRule> {
     match student.threshold_rule {
-        crate::config::ThresholdRule::Youden => Ok("youden".into()),
+        crate::config::ThresholdRule::Youden => Ok(AppliedThresholdRule::Youden),
         crate::config::ThresholdRule::TargetFpr => {
             let scores = model_scores(model, &validation.x, device)?;
             let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or_else(
@@ -791,7 +792,7 @@ fn apply_threshold_rule(
                 },
             )?;
             model.info.threshold = t;
-            Ok(format!("target_fpr {}", student.target_fpr))
+            Ok(AppliedThresholdRule::TargetFpr(student.target_fpr))
         }
         crate::config::ThresholdRule::AnsweredBenign => {
             let (x, weights) = answered_benign.ok_or_else(|| {
@@ -809,7 +810,7 @@ fn apply_threshold_rule(
                 },
             )?;
             model.info.threshold = t;
-            Ok(format!("answered_benign {}", student.target_fpr))
+            Ok(AppliedThresholdRule::AnsweredBenign(student.target_fpr))
         }
     }
 }

@@ -186,7 +186,7 @@ pub struct RunManifest {
     /// When the run started (RFC 3339, UTC).
     pub created: String,
     /// `{"rng": "os"}` or `{"rng": "seeded", "seed": N}` (seeded only via the config's `seed:`).
-    pub rng: serde_json::Value,
+    pub rng: privacy::RngProvenance,
     /// Versions of the software.
     pub versions: BTreeMap<String, String>,
     /// The device that trained.
@@ -201,7 +201,7 @@ pub struct RunManifest {
 
 impl RunManifest {
     /// A new manifest.
-    pub fn new(rng: serde_json::Value, device: String, config: serde_json::Value) -> Self {
+    pub fn new(rng: privacy::RngProvenance, device: String, config: serde_json::Value) -> Self {
         let versions = BTreeMap::from([
             (
                 "pate-trainer".to_string(),

@@ -100,7 +100,9 @@ fn report_json() -> serde_json::Value {
     serde_json::json!({
         "teachers": 250, "queries": 1000, "answered": 998, "mechanism": "lnmax", "gamma": 0.05, "delta": 1e-5,
         "data_independent_epsilon": 8.03, "data_dependent_epsilon": 1.9, "student_local_epsilon": null,
-        "metrics": {"tpr": 0.91, "tnr": 0.97, "roc_auc": 0.98, "threshold": 0.61}
+        "metrics": {"samples": 200, "positives": 100, "negatives": 100, "tp": 91, "fp": 3, "tn": 97, "fn_": 9,
+                    "tpr": 0.91, "tnr": 0.97, "fpr": 0.03, "precision": 0.968, "f1": 0.938, "accuracy": 0.94,
+                    "roc_auc": 0.98, "threshold": 0.61}
     })
 }
 
@@ -274,7 +276,7 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
             threshold: 0.37,
             threshold_fallback: false,
         },
-        rng: serde_json::json!({"rng": "seeded", "seed": 1}),
+        rng: privacy::RngProvenance::Seeded { seed: 1 },
         trainer_version: "test".into(),
     };
     let student = run.path().join("student.safetensors");
@@ -372,7 +374,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
                 threshold: 0.5,
                 threshold_fallback: false,
             },
-            rng: serde_json::json!({"rng": "os"}),
+            rng: privacy::RngProvenance::Os,
             trainer_version: "test".into(),
         },
     };

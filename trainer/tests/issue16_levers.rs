@@ -6,7 +6,10 @@ mod common;
 
 use std::path::Path;
 
-fn run(dir: &Path, share: f64) -> serde_json::Value {
+use trainer::config::QuerySelection;
+use trainer::report::{AppliedThresholdRule, Report};
+
+fn run(dir: &Path, share: f64) -> Report {
     let config = common::sample_config(
         dir,
         "{count: 10, training: {hidden: [], max_epochs: 30, batch_size: 16, learning_rate: 0.1, patience: 5, weight_decay: 0.005, member_threshold: half}}",
@@ -27,34 +30,39 @@ fn run(dir: &Path, share: f64) -> serde_json::Value {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+    trainer::report::read(&out.join("report.json")).unwrap()
 }
 
 #[test]
 fn the_issue16_levers_run_end_to_end_and_the_vote_shift_leaves_the_published_epsilon_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let shifted = run(&tmp.path().join("shifted"), 0.3);
-    assert_eq!(shifted["malicious_vote_share"], 0.3);
+    assert_eq!(shifted.malicious_vote_share, 0.3);
     // c = round(10 · (1 − 2 · 0.3)) = 4: a function of the configuration only.
-    assert_eq!(shifted["vote_shift"], 4);
+    assert_eq!(shifted.vote_shift, 4);
     assert_eq!(
-        shifted["student_options"]["threshold_rule"],
-        "answered_benign 0.01"
+        shifted.student_options.threshold_rule,
+        AppliedThresholdRule::AnsweredBenign(0.01)
     );
-    assert_eq!(shifted["student_options"]["query_selection"], "head");
-    let novel = &shifted["student_novel_test"];
-    let samples = novel["samples"].as_u64().unwrap();
-    let test = shifted["splits"]["test"].as_u64().unwrap();
+    assert_eq!(
+        shifted.student_options.query_selection,
+        QuerySelection::Head
+    );
+    let novel = shifted
+        .student_novel_test
+        .as_ref()
+        .expect("novel test requests");
+    let samples = novel.samples.unwrap();
+    let test = shifted.splits.test;
     assert!(samples > 0 && samples <= test, "{samples} of {test}");
     // The rarity table travels in the bundle's featurizer.
-    let bundle = shifted["bundle"].as_str().unwrap();
-    let featurizer = std::fs::read_to_string(Path::new(bundle).join("featurizer.json")).unwrap();
+    let featurizer = std::fs::read_to_string(shifted.bundle.join("featurizer.json")).unwrap();
     assert!(featurizer.contains("\"rarity\"") && featurizer.contains("p:rare:any"));
     // The same run at plurality: the same data-independent ε (the shift is data-independent).
     let plain = run(&tmp.path().join("plain"), 0.5);
-    assert_eq!(plain["vote_shift"], 0);
+    assert_eq!(plain.vote_shift, 0);
     assert_eq!(
-        plain["data_independent_epsilon"],
-        shifted["data_independent_epsilon"]
+        plain.data_independent_epsilon,
+        shifted.data_independent_epsilon
     );
 }

@@ -62,7 +62,7 @@ fn teacher(dir: &Path, shard: usize, shards: usize) -> PathBuf {
             threshold: 0.5,
             threshold_fallback: false,
         },
-        rng: serde_json::json!({"rng": "seeded", "seed": 1}),
+        rng: privacy::RngProvenance::Seeded { seed: 1 },
         trainer_version: "test".into(),
     };
     let path = dir.join(teacher_file_name(shard));

@@ -7,6 +7,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 use trainer::model_file::ModelFile;
 use trainer::pipeline;
+use trainer::report::{EvaluationReport, MechanismName, Report};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -88,60 +89,41 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         "no carriage returns or escapes off a terminal: {stderr:?}"
     );
 
-    // report.json has every required key with sensible values.
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
-    for key in [
-        "teachers",
-        "queries",
-        "answered",
-        "mechanism",
-        "mechanism_parameters",
-        "delta",
-        "data_independent_epsilon",
-        "data_dependent_epsilon",
-        "data_dependent_epsilon_label",
-        "student_local_epsilon",
-        "metrics",
-        "teacher_ensemble_metrics",
-    ] {
-        assert!(
-            report.get(key).is_some(),
-            "report.json lacks {key}: {report:#}"
-        );
+    // report.json reads as the typed report (every field present) with sensible values.
+    let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
+    assert_eq!(report.teachers, 10);
+    assert_eq!(report.queries, 280);
+    assert_eq!(report.mechanism, MechanismName::Lnmax);
+    match report.mechanism_parameters {
+        privacy::Mechanism::Lnmax(m) => assert_eq!(m.gamma, 0.3),
+        other => panic!("quick.yaml's mechanism is lnmax, not {other:?}"),
     }
-    assert_eq!(report["teachers"], 10);
-    assert_eq!(report["queries"], 280);
-    assert_eq!(report["mechanism"], "lnmax");
-    assert_eq!(report["mechanism_parameters"]["gamma"], 0.3);
-    assert_eq!(report["delta"], 1e-5);
+    assert_eq!(report.delta, 1e-5);
     assert!(
-        report["student_local_epsilon"].is_null(),
+        report.student_local_epsilon.is_none(),
         "no privatization in quick.yaml"
     );
-    assert!(report["data_dependent_epsilon_label"]
-        .as_str()
-        .unwrap()
+    assert!(report
+        .data_dependent_epsilon_label
         .contains("data-dependent"));
-    let eps_ind = report["data_independent_epsilon"].as_f64().unwrap();
-    let eps_dep = report["data_dependent_epsilon"].as_f64().unwrap();
+    let eps_ind = report.data_independent_epsilon;
+    let eps_dep = report.data_dependent_epsilon;
     assert!(
         eps_ind > 0.0 && eps_dep > 0.0 && eps_dep <= eps_ind + 1e-9,
         "{eps_ind} {eps_dep}"
     );
-    assert_eq!(report["rng"]["rng"], "os", "quick.yaml uses OS randomness");
-    assert_eq!(report["simulation"], true, "quick.yaml is a simulation");
-    assert_eq!(report["privacy"]["simulation"], true);
+    assert_eq!(
+        report.rng,
+        privacy::RngProvenance::Os,
+        "quick.yaml uses OS randomness"
+    );
+    assert!(report.simulation, "quick.yaml is a simulation");
+    assert!(report.privacy.simulation);
     // The privacy ledger beside the teachers records this run's aggregation.
-    assert_eq!(report["ledger"]["aggregations"], 1);
+    assert_eq!(report.ledger.aggregations, 1);
     let ledger = privacy::ledger::read(&run_dir.join("ledger.jsonl")).unwrap();
     assert_eq!(ledger.len(), 1);
-    assert!(
-        report["ledger"]["composed_data_independent_epsilon"]
-            .as_f64()
-            .unwrap()
-            > 0.0
-    );
+    assert!(report.ledger.composed_data_independent_epsilon > 0.0);
 
     // bundle.yaml: only the whitelist. `grep -E 'data_dependent|private: *[0-9]|ensemble'` finds
     // nothing, and the one published ε is the data-independent one.
@@ -168,10 +150,7 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         "{yaml}"
     );
     assert_eq!(published.published_epsilon_kind, "data-independent");
-    assert_eq!(
-        published.answered_queries as u64,
-        report["answered"].as_u64().unwrap()
-    );
+    assert_eq!(published.answered_queries, report.answered);
     assert_eq!(
         manifest.privacy_labels().epsilon,
         format!("{published_epsilon}")
@@ -191,7 +170,7 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
             "featurizer fitted on private data",
         ),
     ] {
-        let mut altered = report.clone();
+        let mut altered = serde_json::to_value(&report).unwrap();
         *altered.pointer_mut(pointer).unwrap() = value;
         let altered_path = tmp.path().join("altered-report.json");
         std::fs::write(&altered_path, altered.to_string()).unwrap();
@@ -234,35 +213,31 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         );
         std::fs::remove_dir_all(&out_dir).unwrap();
     }
-    for who in ["metrics", "teacher_ensemble_metrics"] {
-        let m = &report[who];
-        for key in [
-            "tpr",
-            "tnr",
-            "fpr",
-            "precision",
-            "f1",
-            "roc_auc",
-            "threshold",
+    let ensemble = report
+        .teacher_ensemble_metrics
+        .as_ref()
+        .expect("the run has teachers");
+    for (who, m) in [
+        ("metrics", &report.metrics),
+        ("teacher_ensemble_metrics", ensemble),
+    ] {
+        for (key, v) in [
+            ("tpr", m.tpr),
+            ("tnr", m.tnr),
+            ("fpr", m.fpr),
+            ("roc_auc", m.roc_auc),
         ] {
-            assert!(m.get(key).is_some(), "{who} lacks {key}");
-        }
-        for key in ["tpr", "tnr", "fpr", "roc_auc"] {
-            let v = m[key]
-                .as_f64()
-                .unwrap_or_else(|| panic!("{who}.{key} is a number: {m}"));
+            let v = v.unwrap_or_else(|| panic!("{who}.{key} is a number: {m:?}"));
             assert!((0.0..=1.0).contains(&v), "{who}.{key} = {v}");
         }
-        let count = |k: &str| m[k].as_u64().unwrap();
-        assert_eq!(count("tp") + count("fn_"), count("positives"), "{who}: {m}");
-        assert_eq!(count("tn") + count("fp"), count("negatives"), "{who}: {m}");
-        assert!((m["tnr"].as_f64().unwrap() + m["fpr"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+        assert!(m.precision.is_some() && m.f1.is_some(), "{who}: {m:?}");
+        assert_eq!(m.tp + m.fn_, m.positives, "{who}: {m:?}");
+        assert_eq!(m.tn + m.fp, m.negatives, "{who}: {m:?}");
+        assert!((m.tnr.unwrap() + m.fpr.unwrap() - 1.0).abs() < 1e-12);
     }
     // The noiseless teacher ensemble separates the sample's CSIC attacks well (0.94–0.97 in
     // repeated runs); the student's quality varies with the noisy labels and is not asserted.
-    let ensemble_auc = report["teacher_ensemble_metrics"]["roc_auc"]
-        .as_f64()
-        .unwrap();
+    let ensemble_auc = ensemble.roc_auc.unwrap();
     assert!(
         ensemble_auc > 0.8,
         "teacher ensemble ROC AUC {ensemble_auc}"
@@ -343,8 +318,8 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
             .arg(tmp.path().join("roc.svg"))
             .args(["--device", "cpu"]),
     );
-    let evaluation: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(evaluation["student"], report["metrics"]);
+    let evaluation: EvaluationReport = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(evaluation.student, report.metrics);
 }
 
 fn teacher_bytes(dir: &Path, shard: usize) -> Vec<u8> {

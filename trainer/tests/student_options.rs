@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rand::SeedableRng;
+use trainer::config::QuerySelection;
 use trainer::metrics::roc_curve;
 use trainer::pipeline;
+use trainer::report::{AppliedThresholdRule, Report};
 
 mod common;
 use common::trainer;
@@ -44,26 +46,20 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
-    let options = &report["student_options"];
-    assert_eq!(options["query_selection"], "traffic");
-    assert_eq!(options["threshold_rule"], "target_fpr 0.05");
-    assert_eq!(options["multiplicity_cap"], 50);
+    let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
+    let options = &report.student_options;
+    assert_eq!(options.query_selection, QuerySelection::Traffic);
+    assert_eq!(
+        options.threshold_rule,
+        AppliedThresholdRule::TargetFpr(0.05)
+    );
+    assert_eq!(options.multiplicity_cap, Some(50));
     // The target-FPR threshold holds on the (weighted) validation rows it was chosen on.
-    let fpr = options["validation_operating_point_fpr_tpr"][0]
-        .as_f64()
-        .unwrap();
+    let (fpr, _) = options.validation_operating_point_fpr_tpr.unwrap();
     assert!(fpr <= 0.05, "validation FPR {fpr}");
     // One self-training round, counted; the pool is every distinct public request not queried.
-    assert_eq!(
-        options["pseudo_labels_malicious_benign_per_round"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    let pool = options["unlabelled_pool"].as_u64().unwrap();
+    assert_eq!(options.pseudo_labels_malicious_benign_per_round.len(), 1);
+    let pool = options.unlabelled_pool as u64;
     let splits: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("splits.json")).unwrap()).unwrap();
     assert_eq!(
@@ -72,25 +68,23 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     );
     assert!(run_dir.join("features/public_pool.f32").exists());
     // Weighting by multiplicity never gives fewer rows than the answered queries.
-    assert!(
-        options["answered_rows_after_weighting"].as_u64().unwrap()
-            >= report["answered"].as_u64().unwrap()
-    );
+    assert!(options.answered_rows_after_weighting.unwrap() >= report.answered);
     // TPR read off the ROC at growing FPR levels never decreases, for student and ensemble.
-    for key in ["student_tpr_at_fpr", "teacher_ensemble_tpr_at_fpr"] {
-        let t = &report[key];
-        let v: Vec<f64> = ["0", "0.005", "0.01", "0.02"]
-            .iter()
-            .map(|k| t[*k].as_f64().unwrap())
+    for (key, t) in [
+        ("student_tpr_at_fpr", report.student_tpr_at_fpr),
+        (
+            "teacher_ensemble_tpr_at_fpr",
+            report.teacher_ensemble_tpr_at_fpr,
+        ),
+    ] {
+        let t = t.unwrap_or_else(|| panic!("{key}: both classes are in the test split"));
+        let v: Vec<f64> = [t.fpr_0, t.fpr_0_005, t.fpr_0_01, t.fpr_0_02]
+            .into_iter()
+            .map(Option::unwrap)
             .collect();
         assert!(v.windows(2).all(|w| w[0] <= w[1]), "{key}: {v:?}");
     }
-    assert!(
-        report["student_distinct_test"]["metrics"]["samples"]
-            .as_u64()
-            .unwrap()
-            > 0
-    );
+    assert!(report.student_distinct_test.metrics.samples > 0);
 
     // The student stage: the same options from a config, minus the multiplicity weights (which
     // need the split), with the pool file `run` wrote.

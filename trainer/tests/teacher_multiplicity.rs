@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 use common::trainer;
+use trainer::report::Report;
 
 /// configs/quick.yaml-like setup with the given `teachers.multiplicity`.
 fn config(dir: &Path, multiplicity: &str) -> PathBuf {
@@ -23,7 +24,7 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 /// Runs the whole pipeline; returns (report, total rows over the shards).
-fn run(dir: &Path, multiplicity: &str) -> (serde_json::Value, u64) {
+fn run(dir: &Path, multiplicity: &str) -> (Report, u64) {
     let cfg = config(dir, multiplicity);
     let run_dir = dir.join("run");
     let out = trainer()
@@ -45,7 +46,10 @@ fn run(dir: &Path, multiplicity: &str) -> (serde_json::Value, u64) {
         .iter()
         .map(|s| s.as_array().unwrap().len() as u64)
         .sum();
-    (json(&run_dir.join("report.json")), total)
+    (
+        trainer::report::read(&run_dir.join("report.json")).unwrap(),
+        total,
+    )
 }
 
 #[test]
@@ -54,10 +58,9 @@ fn sublinear_weightings_sit_between_distinct_and_traffic_in_run_and_teach() {
     let mut rows = std::collections::BTreeMap::new();
     for m in ["traffic", "distinct", "log", "cap:2"] {
         let (report, total) = run(&tmp.path().join(m.replace(':', "")), m);
-        assert_eq!(report["teacher_multiplicity"], m);
+        assert_eq!(String::from(report.teacher_multiplicity), m);
         assert_eq!(
-            report["teacher_private_rows"].as_u64().unwrap(),
-            total,
+            report.teacher_private_rows as u64, total,
             "{m}: every row in one shard"
         );
         rows.insert(m, total);

@@ -952,15 +952,19 @@ fn score_student(
     env: &stages::Env,
 ) -> Result<()> {
     let e = stages::evaluate::run(config, student, &[], features, &ctx.data, env)?;
-    let m = &e.evaluation.student;
+    let m = &e.evaluation.report.student;
     row.tpr = m.tpr;
     row.tnr = m.tnr;
     row.fpr = m.fpr;
     row.auc = m.roc_auc;
     row.threshold = Some(student.info.threshold);
-    row.tpr_at_1pct_fpr = e.evaluation.student_tpr_at_fpr["0.01"].as_f64();
-    row.tpr_distinct = e.distinct_metrics.tpr;
-    row.tnr_distinct = e.distinct_metrics.tnr;
+    row.tpr_at_1pct_fpr = e
+        .evaluation
+        .report
+        .student_tpr_at_fpr
+        .and_then(|t| t.fpr_0_01);
+    row.tpr_distinct = e.distinct.metrics.tpr;
+    row.tnr_distinct = e.distinct.metrics.tnr;
     Ok(())
 }
 

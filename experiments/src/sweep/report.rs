@@ -73,7 +73,7 @@ pub struct ResultRow {
     /// Wall time of this result (informative; CPU shared).
     pub seconds: f64,
     /// Randomness provenance.
-    pub rng: serde_json::Value,
+    pub rng: privacy::RngProvenance,
     /// ε after prefixes of the queries.
     #[serde(default)]
     pub epsilon_curve: Vec<EpsilonPoint>,

@@ -93,11 +93,12 @@ pub fn run(args: Args) -> Result<()> {
         .clone()
         .or_else(|| run.as_ref().map(|r| r.evaluation()))
     {
-        pipeline::write_json(&out, &evaluation.json)?;
+        pipeline::write_json(&out, &evaluation.report)?;
     }
     if let Some(roc) = args.roc.clone().or_else(|| run.as_ref().map(|r| r.roc())) {
         pipeline::write_file(&roc, evaluation.svg.as_bytes())?;
     }
-    println!("{}", evaluation.json);
+    let json = serde_json::to_string(&evaluation.report).expect("an evaluation serializes");
+    println!("{json}");
     Ok(())
 }

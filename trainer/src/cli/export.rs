@@ -17,7 +17,9 @@ use bundle::{Bundle, BundleContents, Manifest, Mlp, Scorer};
 use featurizer::Featurizer;
 
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 use crate::model_file::ModelFile;
+use crate::report::ExportedParts;
 
 /// The student's model file inside a run directory (a [`ModelFile`], safetensors).
 pub const RUN_STUDENT_FILE: &str = "student.safetensors";
@@ -27,12 +29,6 @@ pub const RUN_FEATURIZER_FILE: &str = "featurizer.json";
 pub const RUN_REPORT_FILE: &str = "report.json";
 /// The bundle directory inside a run directory.
 pub const RUN_BUNDLE_DIR: &str = "bundle";
-
-/// Keys of the run report that hold the student's test metrics (the first one present is used).
-const METRICS_KEYS: [&str; 3] = ["metrics", "test_metrics", "student_metrics"];
-
-/// The key of the typed privacy report ([`privacy::PrivacyReport`]) in `report.json`.
-pub const REPORT_PRIVACY_KEY: &str = "privacy";
 
 /// Arguments of `pate-trainer export`.
 #[derive(Debug, clap::Args)]
@@ -146,46 +142,29 @@ pub fn verify_with_onnxruntime(bundle: &Bundle, mlp: &Mlp) -> Result<f32> {
     Ok(worst)
 }
 
-fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| Error::Invalid(format!("{}: not valid JSON: {e}", path.display())))
+/// The bundle's `metrics`: the student's test metrics (`Null` when there are none).
+pub fn bundle_metrics(metrics: &Metrics) -> serde_json::Value {
+    serde_json::to_value(metrics).expect("metrics serialize")
 }
 
-/// The student's test metrics of a run report (the first of [`METRICS_KEYS`] present).
-pub fn report_metrics(report: &serde_json::Value) -> serde_json::Value {
-    METRICS_KEYS
-        .iter()
-        .find_map(|k| report.get(*k).cloned())
-        .unwrap_or(serde_json::Value::Null)
-}
-
-/// The bundle's privacy whitelist from a run report's typed `privacy` object. A run that is not
-/// private, or a report without a privacy object, is refused unless `allow_not_private`.
+/// The bundle's privacy whitelist from a run report's typed privacy report. A run that is not
+/// private, or a report without a privacy report, is refused unless `allow_not_private`.
 /// `source` names the report in errors.
 pub fn published_privacy(
-    report: &serde_json::Value,
+    report: Option<&privacy::PrivacyReport>,
     allow_not_private: bool,
     source: &str,
 ) -> Result<Option<privacy::PublishedPrivacy>> {
-    let Some(value) = report.get(REPORT_PRIVACY_KEY) else {
+    let Some(full) = report else {
         return if allow_not_private {
             Ok(None)
         } else {
             Err(Error::Config(format!(
-                "export: {source} has no privacy report (`{REPORT_PRIVACY_KEY}`), so no ε can be claimed; \
+                "export: {source} has no privacy report (`privacy`), so no ε can be claimed; \
                  pass --not-private to export a bundle that claims none"
             )))
         };
     };
-    let full: privacy::PrivacyReport = serde_json::from_value(value.clone()).map_err(|e| {
-        Error::Invalid(format!(
-            "{source}: `{REPORT_PRIVACY_KEY}` is not a privacy report: {e}"
-        ))
-    })?;
     full.published(allow_not_private)
         .map(Some)
         .map_err(|reasons| {
@@ -267,26 +246,20 @@ pub fn run(args: Args) -> Result<()> {
             )));
         }
     }
-    let report = report_path
+    let report: ExportedParts = report_path
         .as_deref()
-        .map(read_json)
+        .map(crate::report::read)
         .transpose()?
-        .unwrap_or(serde_json::Value::Null);
+        .unwrap_or_default();
     let source = report_path
         .as_ref()
         .map_or("the export (no report)".to_string(), |p| {
             p.display().to_string()
         });
-    let privacy = published_privacy(&report, args.not_private, &source)?;
+    let privacy = published_privacy(report.privacy.as_ref(), args.not_private, &source)?;
     let report_threshold = report
-        .get("threshold")
-        .or_else(|| {
-            METRICS_KEYS
-                .iter()
-                .find_map(|k| report.get(*k).and_then(|m| m.get("threshold")))
-        })
-        .and_then(serde_json::Value::as_f64)
-        .map(|t| t as f32);
+        .threshold
+        .or_else(|| report.metrics.as_ref().map(|m| m.threshold));
     let threshold = args
         .threshold
         .or(file_threshold)
@@ -297,7 +270,10 @@ pub fn run(args: Args) -> Result<()> {
                 student_path.display()
             ))
         })?;
-    let metrics = report_metrics(&report);
+    let metrics = report
+        .metrics
+        .as_ref()
+        .map_or(serde_json::Value::Null, bundle_metrics);
     let manifest = export_bundle_versioned(
         &out,
         &mlp,

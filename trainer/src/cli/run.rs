@@ -57,8 +57,8 @@ pub fn run(args: Args) -> Result<()> {
     tracing::info!(
         "run: done in {:.1} s; student TPR {} TNR {}; report {}",
         started.elapsed().as_secs_f64(),
-        fmt_rate(report["metrics"]["tpr"].as_f64()),
-        fmt_rate(report["metrics"]["tnr"].as_f64()),
+        fmt_rate(report.metrics.tpr),
+        fmt_rate(report.metrics.tnr),
         args.out.join("report.json").display()
     );
     Ok(())

@@ -12,6 +12,7 @@ use crate::ensemble::Ensemble;
 use crate::metrics::{roc_curve, roc_svg, Metrics, RocPoint};
 use crate::model_file::ModelFile;
 use crate::pipeline::{self, RunData};
+use crate::report::{EvaluationReport, TestView, TprAtFpr, TEACHER_ENSEMBLE_SCORE};
 use crate::rundir::RunDir;
 
 use super::featurize::Features;
@@ -19,19 +20,11 @@ use super::Env;
 
 /// What [`evaluate`] produces.
 pub struct Evaluation {
-    /// Student metrics at its threshold.
-    pub student: Metrics,
-    /// Teacher-ensemble metrics (score = share of teachers voting malicious, threshold 0.5).
-    pub ensemble: Option<Metrics>,
-    /// evaluation.json.
-    pub json: serde_json::Value,
+    /// `evaluation.json`: the student and the teacher ensemble (score = share of teachers voting
+    /// malicious, threshold 0.5) with their TPR at fixed FPRs read off the test ROC.
+    pub report: EvaluationReport,
     /// roc.svg.
     pub svg: String,
-    /// Best student TPR on the ROC at FPR ≤ 0, 0.5 %, 1 %, 2 % (operating points read off the
-    /// test ROC, not the student's threshold): `{"0": .., "0.005": .., "0.01": .., "0.02": ..}`.
-    pub student_tpr_at_fpr: serde_json::Value,
-    /// The same for the teacher ensemble's vote share (null without teachers).
-    pub ensemble_tpr_at_fpr: serde_json::Value,
 }
 
 /// The evaluation of a run: [`Evaluation`] plus the distinct and novel test views.
@@ -39,27 +32,19 @@ pub struct Evaluated {
     /// The traffic-weighted test split (student and teacher ensemble).
     pub evaluation: Evaluation,
     /// The student on each distinct test request once.
-    pub distinct_metrics: Metrics,
-    /// The same as `{"metrics", "tpr_at_fpr"}`.
-    pub distinct: serde_json::Value,
-    /// The student on the test requests absent from the public split (null when none).
-    pub novel: serde_json::Value,
+    pub distinct: TestView,
+    /// The student on the test requests absent from the public split (None when none).
+    pub novel: Option<TestView>,
 }
 
-/// FPR levels at which the report reads TPR off the ROC.
-const REPORTED_FPRS: [(&str, f64); 4] =
-    [("0", 0.0), ("0.005", 0.005), ("0.01", 0.01), ("0.02", 0.02)];
-
-/// The best TPR at each of the reported FPR levels (null for an empty ROC).
-pub fn tpr_at_fprs(roc: &[RocPoint]) -> serde_json::Value {
-    if roc.is_empty() {
-        return serde_json::Value::Null;
-    }
-    REPORTED_FPRS
-        .iter()
-        .map(|&(k, f)| (k.to_string(), serde_json::json!(tpr_at_fpr(roc, f))))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
+/// The best TPR at FPR ≤ 0, 0.5 %, 1 %, 2 % (None for an empty ROC).
+pub fn tpr_at_fprs(roc: &[RocPoint]) -> Option<TprAtFpr> {
+    (!roc.is_empty()).then(|| TprAtFpr {
+        fpr_0: tpr_at_fpr(roc, 0.0),
+        fpr_0_005: tpr_at_fpr(roc, 0.005),
+        fpr_0_01: tpr_at_fpr(roc, 0.01),
+        fpr_0_02: tpr_at_fpr(roc, 0.02),
+    })
 }
 
 /// Evaluates the student (and the teacher ensemble when given) on labelled rows.
@@ -96,25 +81,16 @@ pub fn evaluate(
     }
     curves.push(("student", &student_roc));
     let svg = roc_svg(&curves);
-    let student_tpr_at_fpr = tpr_at_fprs(&student_roc);
-    let ensemble_tpr_at_fpr = tpr_at_fprs(&ensemble_roc);
-    let json = serde_json::json!({
-        "samples": y.len(),
-        "student": student_metrics,
-        "student_tpr_at_fpr": student_tpr_at_fpr,
-        "teacher_ensemble_tpr_at_fpr": ensemble_tpr_at_fpr,
-        "teacher_ensemble": ensemble_metrics,
-        "teacher_ensemble_score": "share of teachers voting malicious; malicious when >= 0.5",
-        "teacher_ensemble_samples": ensemble_rows.map_or(y.len(), |r| r.len()),
-    });
-    Ok(Evaluation {
+    let report = EvaluationReport {
+        samples: y.len(),
         student: student_metrics,
-        ensemble: ensemble_metrics,
-        json,
-        svg,
-        student_tpr_at_fpr,
-        ensemble_tpr_at_fpr,
-    })
+        student_tpr_at_fpr: tpr_at_fprs(&student_roc),
+        teacher_ensemble_tpr_at_fpr: tpr_at_fprs(&ensemble_roc),
+        teacher_ensemble: ensemble_metrics,
+        teacher_ensemble_score: TEACHER_ENSEMBLE_SCORE.into(),
+        teacher_ensemble_samples: ensemble_rows.map_or(y.len(), |r| r.len()),
+    };
+    Ok(Evaluation { report, svg })
 }
 
 /// The test rows the teacher ensemble is evaluated on (`evaluation.ensemble_max`, drawn from the
@@ -135,18 +111,23 @@ pub fn ensemble_rows(config: &RunConfig, test_rows: usize, env: &Env) -> Option<
         })
 }
 
-/// The student on a subset of the test rows: `{"metrics", "tpr_at_fpr"}`.
+/// The student on a subset of the test rows (`samples` set when `with_samples`).
 fn subset_view(
     student: &ModelFile,
     features: &Features,
     rows: &[usize],
+    with_samples: bool,
     env: &Env,
-) -> Result<(Metrics, serde_json::Value)> {
+) -> Result<TestView> {
     let test = &features.test;
     let scores = model_scores(student, &test.x.select_rows(rows), env.device)?;
     let y: Vec<bool> = rows.iter().map(|&k| test.y[k]).collect();
-    let (m, roc) = evaluate_scores(&scores, &y, student.info.threshold);
-    Ok((m, tpr_at_fprs(&roc)))
+    let (metrics, roc) = evaluate_scores(&scores, &y, student.info.threshold);
+    Ok(TestView {
+        samples: with_samples.then_some(rows.len()),
+        metrics,
+        tpr_at_fpr: tpr_at_fprs(&roc),
+    })
 }
 
 /// The stage in a run.
@@ -182,9 +163,7 @@ pub fn run(
         .iter()
         .filter_map(|r| position.get(r).copied())
         .collect();
-    let (m, tpr) = subset_view(student, features, &distinct_test, env)?;
-    let distinct = serde_json::json!({"metrics": m, "tpr_at_fpr": tpr});
-    let distinct_metrics = m;
+    let distinct = subset_view(student, features, &distinct_test, false, env)?;
     // "Novel" test requests: those whose request never occurs in the public split (traffic-
     // weighted among themselves). Recurring requests can be learnt from the public pool; these
     // cannot, so they show how the detector generalizes.
@@ -197,14 +176,12 @@ pub fn run(
         .filter(|&k| !public_hashes.contains(&pipeline::request_hash(&records[splits.test[k]])))
         .collect();
     let novel = if novel_test.is_empty() {
-        serde_json::Value::Null
+        None
     } else {
-        let (m, tpr) = subset_view(student, features, &novel_test, env)?;
-        serde_json::json!({"samples": novel_test.len(), "metrics": m, "tpr_at_fpr": tpr})
+        Some(subset_view(student, features, &novel_test, true, env)?)
     };
     Ok(Evaluated {
         evaluation,
-        distinct_metrics,
         distinct,
         novel,
     })
@@ -213,7 +190,7 @@ pub fn run(
 /// Writes `roc.svg` and `evaluation.json`.
 pub fn write(run: &RunDir, e: &Evaluated) -> Result<()> {
     pipeline::write_file(&run.roc(), e.evaluation.svg.as_bytes())?;
-    pipeline::write_json(&run.evaluation(), &e.evaluation.json)
+    pipeline::write_json(&run.evaluation(), &e.evaluation.report)
 }
 
 /// Scores of one model (e.g. the student) with libtorch.

@@ -27,6 +27,7 @@ use crate::config::RunConfig;
 use crate::device;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, RunRng};
+use crate::report::Report;
 use crate::rundir::{RunDir, RunManifest};
 
 /// Prints a stage banner with the time since the run started.
@@ -68,7 +69,7 @@ impl Env {
 
 /// Runs every stage of `config` into `run` and returns the report (also written to
 /// `report.json`). The run directory appears only once the config and the data are valid.
-pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<serde_json::Value> {
+pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report> {
     let env = Env::new(config, started)?;
     let data = split::load(config, started)?;
     let plan = split::plan(config, &data, &env.rng)?;
@@ -160,14 +161,5 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<serde_j
         evaluated: &evaluated,
         env: &env,
     };
-    let (report, privacy_report) = export::report(&parts)?;
-    export::run(
-        run,
-        report,
-        &privacy_report,
-        &student,
-        &features,
-        &mut manifest,
-        &env,
-    )
+    export::run(run, &parts, &mut manifest)
 }

@@ -1,0 +1,352 @@
+//! The typed run artifacts that are reports: `report.json` ([`Report`]) and `evaluation.json`
+//! ([`EvaluationReport`]). The stages build them; `run`, `export`, the sweep and the tests read
+//! them back through these types (never by string key).
+//!
+//! The privacy part is [`privacy::PrivacyReport`] (key `privacy`); the bundle carries only its
+//! whitelist ([`privacy::PublishedPrivacy`]) and the student's test [`Metrics`] — everything else
+//! here (data-dependent ε, private counts, teacher-ensemble metrics) stays in the run directory.
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use privacy::accountant::EpsilonReport;
+use privacy::{Mechanism, PrivacyReport, RngProvenance};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{FitOn, QuerySelection, SelfTrainingConfig, TeacherMultiplicity};
+use crate::ensemble::{MemberReport, Mode};
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+
+/// What the teacher ensemble's score is (`evaluation.json`'s `teacher_ensemble_score`).
+pub const TEACHER_ENSEMBLE_SCORE: &str =
+    "share of teachers voting malicious; malicious when >= 0.5";
+
+/// What `aggregated_label_agreement` measures (`report.json`'s `aggregated_label_agreement_note`).
+pub const LABEL_AGREEMENT_NOTE: &str = "share of answered queries whose noisy label equals the query's true label (public-side labels; diagnostic only)";
+
+/// The best TPR on a test ROC at FPR ≤ 0, 0.5 %, 1 % and 2 % (operating points read off the ROC,
+/// not the model's threshold); `None` where no ROC point has that FPR.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TprAtFpr {
+    /// At FPR 0.
+    #[serde(rename = "0")]
+    pub fpr_0: Option<f64>,
+    /// At FPR ≤ 0.5 %.
+    #[serde(rename = "0.005")]
+    pub fpr_0_005: Option<f64>,
+    /// At FPR ≤ 1 %.
+    #[serde(rename = "0.01")]
+    pub fpr_0_01: Option<f64>,
+    /// At FPR ≤ 2 %.
+    #[serde(rename = "0.02")]
+    pub fpr_0_02: Option<f64>,
+}
+
+/// `evaluation.json`: the student (and the noiseless teacher ensemble) on the test split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluationReport {
+    /// Test samples.
+    pub samples: usize,
+    /// The student at its threshold.
+    pub student: Metrics,
+    /// The student's TPR at fixed FPRs (None: one class absent).
+    pub student_tpr_at_fpr: Option<TprAtFpr>,
+    /// The teacher ensemble ([`TEACHER_ENSEMBLE_SCORE`]); None without teachers.
+    pub teacher_ensemble: Option<Metrics>,
+    /// The ensemble's TPR at fixed FPRs.
+    pub teacher_ensemble_tpr_at_fpr: Option<TprAtFpr>,
+    /// Always [`TEACHER_ENSEMBLE_SCORE`].
+    pub teacher_ensemble_score: String,
+    /// Test samples the ensemble was evaluated on (`evaluation.ensemble_max`).
+    pub teacher_ensemble_samples: usize,
+}
+
+/// The student on a subset of the test split (each distinct request once; the novel ones).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestView {
+    /// Samples in the subset (written for the novel view only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<usize>,
+    /// The student at its threshold.
+    pub metrics: Metrics,
+    /// The student's TPR at fixed FPRs.
+    pub tpr_at_fpr: Option<TprAtFpr>,
+}
+
+/// The mechanism's name as the report and the dashboard write it (`lnmax`, `gnmax`,
+/// `confident-gnmax`; its parameters are in `mechanism_parameters`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismName {
+    /// LNMax.
+    Lnmax,
+    /// GNMax.
+    Gnmax,
+    /// Confident-GNMax.
+    ConfidentGnmax,
+}
+
+impl From<&Mechanism> for MechanismName {
+    fn from(m: &Mechanism) -> Self {
+        match m {
+            Mechanism::Lnmax(_) => MechanismName::Lnmax,
+            Mechanism::Gnmax(_) => MechanismName::Gnmax,
+            Mechanism::ConfidentGnmax(_) => MechanismName::ConfidentGnmax,
+        }
+    }
+}
+
+/// The threshold rule the student's threshold came from, with its target FPR (written `youden`,
+/// `target_fpr 0.01`, `answered_benign 0.01`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum AppliedThresholdRule {
+    /// Youden's J on the validation samples.
+    #[default]
+    Youden,
+    /// The highest-TPR validation point with FPR at most this.
+    TargetFpr(f64),
+    /// The quantile of the answered-benign scores at this FPR.
+    AnsweredBenign(f64),
+}
+
+impl fmt::Display for AppliedThresholdRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppliedThresholdRule::Youden => f.write_str("youden"),
+            AppliedThresholdRule::TargetFpr(t) => write!(f, "target_fpr {t}"),
+            AppliedThresholdRule::AnsweredBenign(t) => write!(f, "answered_benign {t}"),
+        }
+    }
+}
+
+impl std::str::FromStr for AppliedThresholdRule {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let target = |t: &str| {
+            t.parse::<f64>()
+                .map_err(|e| format!("threshold rule `{s}`: the target FPR: {e}"))
+        };
+        match s.split_once(' ') {
+            None if s == "youden" => Ok(AppliedThresholdRule::Youden),
+            Some(("target_fpr", t)) => Ok(AppliedThresholdRule::TargetFpr(target(t)?)),
+            Some(("answered_benign", t)) => Ok(AppliedThresholdRule::AnsweredBenign(target(t)?)),
+            _ => Err(format!(
+                "threshold rule `{s}`: expected `youden`, `target_fpr F` or `answered_benign F`"
+            )),
+        }
+    }
+}
+
+impl Serialize for AppliedThresholdRule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for AppliedThresholdRule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// The featurizer of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeaturizerSummary {
+    /// The side it was fitted on.
+    pub fit_on: FitOn,
+    /// Its content hash.
+    pub content_hash: String,
+    /// Feature dimension.
+    pub dim: usize,
+    /// Set when it was fitted on the private data.
+    pub warning: Option<String>,
+}
+
+/// The `student:` options of the run and what they did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StudentOptions {
+    /// How the queries were chosen.
+    pub query_selection: QuerySelection,
+    /// The threshold rule applied.
+    pub threshold_rule: AppliedThresholdRule,
+    /// (FPR, TPR) of the chosen threshold on the validation samples.
+    pub validation_operating_point_fpr_tpr: Option<(f64, f64)>,
+    /// ROC AUC on the validation samples.
+    pub validation_roc_auc: Option<f64>,
+    /// TPR at FPR ≤ 1 % on the validation samples.
+    pub validation_tpr_at_1pct_fpr: Option<f64>,
+    /// Self-training.
+    pub self_training: SelfTrainingConfig,
+    /// `student.multiplicity_cap`.
+    pub multiplicity_cap: Option<usize>,
+    /// With a multiplicity cap: the answered rows counted with their (capped) copies.
+    pub answered_rows_after_weighting: Option<usize>,
+    /// Per self-training round: pseudo-labels added (malicious, benign).
+    pub pseudo_labels_malicious_benign_per_round: Vec<(usize, usize)>,
+    /// Unlabelled public rows in the self-training pool.
+    pub unlabelled_pool: usize,
+}
+
+/// Records per role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitSizes {
+    /// Private (teachers).
+    pub private: usize,
+    /// Public (queries, pool).
+    pub public: usize,
+    /// Student validation.
+    pub student_validation: usize,
+    /// Test.
+    pub test: usize,
+}
+
+/// How the run trained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainingSummary {
+    /// The libtorch device.
+    pub device: String,
+    /// Batched or sequential.
+    pub teacher_mode: Mode,
+    /// Teachers trained in this run.
+    pub teachers_trained: usize,
+    /// Teachers reused from an earlier run on the same data.
+    pub teachers_reused: usize,
+    /// Seconds spent training teachers.
+    pub teach_seconds: f64,
+    /// Teacher layer widths.
+    pub teacher_widths: Vec<usize>,
+    /// Student layer widths.
+    pub student_widths: Vec<usize>,
+    /// The student's training.
+    pub student: MemberReport,
+}
+
+/// The privacy ledger after the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerReport {
+    /// The ledger's file name in the run directory.
+    pub file: String,
+    /// Aggregations recorded.
+    pub aggregations: usize,
+    /// Their composed data-independent ε.
+    pub composed_data_independent_epsilon: f64,
+    /// The RDP order of that ε.
+    pub rdp_order: f64,
+    /// δ.
+    pub delta: f64,
+}
+
+/// `report.json`: everything a run measured. Only [`Report::privacy`]'s whitelist and
+/// [`Report::metrics`] ever leave the run directory (in the bundle).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Teachers.
+    pub teachers: usize,
+    /// How the teachers weight repeated requests.
+    pub teacher_multiplicity: TeacherMultiplicity,
+    /// Private rows the teachers trained on (after the multiplicity).
+    pub teacher_private_rows: usize,
+    /// `teachers.copies_on_one_teacher`.
+    pub teacher_copies_on_one_teacher: bool,
+    /// Queries sent to the teachers.
+    pub queries: usize,
+    /// Queries answered (the student's labelled samples).
+    pub answered: usize,
+    /// Public labelled examples added to the student.
+    pub public_examples: usize,
+    /// The aggregation mechanism.
+    pub mechanism: MechanismName,
+    /// The mechanism with its parameters.
+    pub mechanism_parameters: Mechanism,
+    /// True when the roles were simulated from one labelled pool.
+    pub simulation: bool,
+    /// δ.
+    pub delta: f64,
+    /// The accountant's data-independent ε.
+    pub data_independent_epsilon: f64,
+    /// Its label.
+    pub data_independent_epsilon_label: String,
+    /// The accountant's data-dependent ε (not private to publish).
+    pub data_dependent_epsilon: f64,
+    /// Its label.
+    pub data_dependent_epsilon_label: String,
+    /// The local ε of each privatized query (None: off).
+    pub student_local_epsilon: Option<f64>,
+    /// ρ of the query privatization (None: off).
+    pub rho: Option<f64>,
+    /// The run's randomness.
+    pub rng: RngProvenance,
+    /// The featurizer.
+    pub featurizer: FeaturizerSummary,
+    /// The student's threshold.
+    pub threshold: f32,
+    /// The student on the test split (traffic-weighted).
+    pub metrics: Metrics,
+    /// The student's TPR at fixed FPRs.
+    pub student_tpr_at_fpr: Option<TprAtFpr>,
+    /// The student on each distinct test request once.
+    pub student_distinct_test: TestView,
+    /// The student on the test requests absent from the public split (None: none).
+    pub student_novel_test: Option<TestView>,
+    /// `aggregation.malicious_vote_share`.
+    pub malicious_vote_share: f64,
+    /// The constant added to the benign votes for that share.
+    pub vote_shift: i64,
+    /// The noiseless teacher ensemble on the test split.
+    pub teacher_ensemble_metrics: Option<Metrics>,
+    /// Its TPR at fixed FPRs.
+    pub teacher_ensemble_tpr_at_fpr: Option<TprAtFpr>,
+    /// The student options and what they did.
+    pub student_options: StudentOptions,
+    /// [`LABEL_AGREEMENT_NOTE`].
+    pub aggregated_label_agreement: Option<f64>,
+    /// Always [`LABEL_AGREEMENT_NOTE`].
+    pub aggregated_label_agreement_note: String,
+    /// Records per role.
+    pub splits: SplitSizes,
+    /// How the run trained.
+    pub training: TrainingSummary,
+    /// The accountant's full report.
+    pub privacy_report: EpsilonReport,
+    /// The typed privacy report (the bundle publishes its whitelist).
+    pub privacy: PrivacyReport,
+    /// Set when δ is not small against the number of private records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_warning: Option<String>,
+    /// The privacy ledger after this run.
+    pub ledger: LedgerReport,
+    /// Set when the featurizer was fitted on the private data.
+    #[serde(rename = "WARNING", default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// The exported bundle.
+    pub bundle: PathBuf,
+    /// Seconds the run took.
+    pub seconds: f64,
+}
+
+/// The parts of a run report that `export` reads: the typed privacy report (of which only the
+/// whitelist goes into the bundle), the student's test metrics and its threshold. Every
+/// [`Report`] reads as one; a hand-made report may carry only these.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ExportedParts {
+    /// The typed privacy report (None: the export claims no ε).
+    pub privacy: Option<PrivacyReport>,
+    /// The student's test metrics.
+    pub metrics: Option<Metrics>,
+    /// The student's threshold.
+    pub threshold: Option<f32>,
+}
+
+/// Reads a JSON report artifact (`report.json`, `evaluation.json`, [`ExportedParts`]).
+pub fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+        path: path.to_owned(),
+        source,
+    })
+}
