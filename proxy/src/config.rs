@@ -325,7 +325,8 @@ pub struct Config {
     pub header_limit_bytes: usize,
     /// Milliseconds a client gets to send a whole request head (request line and headers),
     /// counted from the accept (or, on a keep-alive connection, from the head's first byte); a
-    /// slower client is disconnected without an answer (slowloris protection, `slowloris.rs`).
+    /// slower client is answered 408 (counted `verdict="refused"`) and disconnected (slowloris
+    /// protection, `slowloris.rs`); a connection that sent no byte is closed without an answer.
     #[serde(default = "default_client_header_timeout_ms")]
     pub client_header_timeout_ms: u64,
     /// Milliseconds a client gets to send the part of a scored body the proxy reads before its

@@ -3,10 +3,14 @@
 //! pingora 0.9 bounds each read of a request head by a timeout (60 s on a new connection), but
 //! not the head as a whole: a client that trickles one byte every few seconds keeps a connection
 //! (and its buffers) for as long as it likes, the "slowloris" attack. [`HeadDeadlineApp`] wraps
-//! the proxy application and every accepted connection in [`HeadDeadlineStream`], which fails the
-//! read (pingora then drops the connection without an answer, as for a broken one) once a head has
-//! taken longer than `client_header_timeout_ms`, counted from the accept for the first request
-//! and from its first byte for a later request on a keep-alive connection. The end of a head is
+//! the proxy application and every accepted connection in [`HeadDeadlineStream`], which answers
+//! `408 Request Timeout` and fails the read (pingora then drops the connection, as for a broken
+//! one) once a head has taken longer than `client_header_timeout_ms`, counted from the accept for
+//! the first request and from its first byte for a later request on a keep-alive connection.
+//! The 408 is counted as `verdict="refused"`; it is written once, without waiting (a client that
+//! does not read gets no answer rather than a longer hold on the connection), and only if a byte
+//! of the head arrived: a connection that sent nothing (a browser's pre-connect) is closed
+//! silently and not counted, as it carried no request. The end of a head is
 //! the first blank line (`\r\n\r\n`, or `\n\n`) after its start; a final (not 1xx) response
 //! written after it re-arms the deadline for the next head, from that head's first byte. Known
 //! limit: a body the client is still sending after the proxy has answered (early 403/413 answers
@@ -66,6 +70,10 @@ pub struct HeadDeadlineStream {
     counters: Option<StrictCounters>,
     /// A 400 being written for a malformed head, and how much of it is written.
     refusal: Option<(Malformed, Vec<u8>, usize)>,
+    /// A byte of the current head arrived (else a deadline closes the connection silently).
+    head_started: bool,
+    /// The deadline passed and was answered (the 408 is written and counted once).
+    timed_out: bool,
 }
 
 /// The counters a strict-parsing refusal moves: `patewaf_malformed_requests_total{reason}` and
@@ -100,7 +108,38 @@ impl HeadDeadlineStream {
             check: HeadCheck::default(),
             counters: None,
             refusal: None,
+            head_started: false,
+            timed_out: false,
         }
+    }
+
+    /// The head missed its deadline: answers 408 (counted as refused) if a byte of it arrived,
+    /// then fails the read so that pingora drops the connection.
+    fn time_out(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.head_started && !self.timed_out {
+            self.timed_out = true;
+            if let Some(c) = &self.counters {
+                c.requests.with_label_values(&["refused"]).inc();
+            }
+            tracing::warn!(
+                timeout_ms = self.timeout.as_millis() as u64,
+                "request head not complete within client_header_timeout_ms, answered 408"
+            );
+            let body = format!(
+                "408 Request Timeout\nrequest head not complete within client_header_timeout_ms {}\n",
+                self.timeout.as_millis()
+            );
+            let response = format!(
+                "HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            // One try, no waiting: the connection is dropped right after.
+            let written = Pin::new(&mut self.inner).poll_write(cx, response.as_bytes());
+            if let Poll::Ready(Ok(_)) = written {
+                let _ = Pin::new(&mut self.inner).poll_flush(cx);
+            }
+        }
+        Poll::Ready(Err(head_timeout(self.timeout)))
     }
 
     /// Starts answering 400 for a malformed head (counted once).
@@ -223,8 +262,9 @@ impl AsyncRead for HeadDeadlineStream {
                     this.deadline.as_mut().reset(at);
                 }
                 if this.phase == Phase::Head {
+                    this.head_started |= !new.is_empty();
                     if this.deadline.is_elapsed() {
-                        return Poll::Ready(Err(head_timeout(this.timeout)));
+                        return this.time_out(cx);
                     }
                     if !this.check.ended() {
                         if let Err(why) = this.check.feed(new) {
@@ -240,7 +280,7 @@ impl AsyncRead for HeadDeadlineStream {
             }
             Poll::Pending => {
                 if this.phase == Phase::Head && this.deadline.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Err(head_timeout(this.timeout)));
+                    return this.time_out(cx);
                 }
                 Poll::Pending
             }

@@ -108,12 +108,14 @@ fn start_upstream() -> (SocketAddr, Seen) {
 }
 
 /// Block mode, except a detect route for the page of `ATTACK_REQUESTS[1]`; small protocol limits
-/// so that refusals are cheap to provoke.
+/// and client timeouts (1 s for a head, 1 s for a scored body) so that refusals are cheap to
+/// provoke. Every other test sends its whole request in one write right after connecting.
 fn config(dir: &Path, upstream: SocketAddr) -> Config {
     let yaml = format!(
         "listen: \"127.0.0.1:{}\"\nupstream: \"{upstream}\"\nadmin_listen: \"127.0.0.1:{}\"\n\
          bundle: \"{}\"\nmode: block\naudit_log: \"{}\"\nthreads: 1\n\
          uri_limit_bytes: 512\nheader_count_limit: 20\nbody_limit_bytes: 256\nbody_over_limit: reject\n\
+         client_header_timeout_ms: 1000\nclient_body_timeout_ms: 1000\n\
          routes:\n  - path: \"/tienda1/publico/caracteristicas.jsp\"\n    mode: detect\n",
         free_port(),
         free_port(),
@@ -174,14 +176,37 @@ fn send(
     request.push_str("\r\n");
     let mut bytes = request.into_bytes();
     bytes.extend_from_slice(body.unwrap_or_default());
+    send_raw(&bytes, b"")
+}
+
+/// Sends `bytes` at once, then `trickle` one byte every 100 ms (from a thread of its own, until
+/// the proxy closes the connection), and returns the status and body of the answer.
+fn send_raw(bytes: &[u8], trickle: &'static [u8]) -> (u16, Vec<u8>) {
     let mut conn = TcpStream::connect(harness().listen).expect("connect to the proxy");
     conn.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    conn.write_all(&bytes).unwrap();
+    conn.write_all(bytes).unwrap();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let mut conn = conn.try_clone().unwrap();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            for byte in trickle {
+                std::thread::sleep(Duration::from_millis(100));
+                if done.load(std::sync::atomic::Ordering::Relaxed)
+                    || conn.write_all(&[*byte]).is_err()
+                {
+                    break;
+                }
+            }
+        })
+    };
     let mut answer = Vec::new();
     // The proxy may close after a refusal before reading the whole request; what it answered
     // before that is what counts.
     let _ = conn.read_to_end(&mut answer);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
     let text = String::from_utf8_lossy(&answer);
     let status = text
         .split(' ')
@@ -198,6 +223,15 @@ fn send(
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
     TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn malformed(reason: &str) -> u64 {
+    harness()
+        .shared
+        .metrics
+        .malformed
+        .with_label_values(&[reason])
+        .get()
 }
 
 fn count(verdict: &str) -> u64 {
@@ -289,4 +323,98 @@ fn protocol_limit_refusals_are_counted_as_refused_not_block() {
     }
     assert_eq!(count("refused") - refused, 3);
     assert_eq!(count("block"), block, "a refusal is not a model block");
+}
+
+/// 300 bytes of a header value: trickled a byte every 100 ms, 30 s, far past any deadline here.
+const SLOW: &[u8] = b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+
+#[test]
+fn a_head_slower_than_client_header_timeout_is_answered_408_and_counted_refused() {
+    let _turn = serial();
+    let (refused, block, allow) = (count("refused"), count("block"), count("allow"));
+    // Each read is quick (a byte every 100 ms), the head as a whole is not.
+    let target = "/tienda1/global/menum.jsp?slow=head";
+    let head = format!("GET {target} HTTP/1.1\r\nHost: shop.test\r\nX-Slow: ");
+    let (status, body) = send_raw(head.as_bytes(), SLOW);
+    assert_eq!(status, 408, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(upstream_saw(target), None);
+    assert_eq!(count("refused") - refused, 1);
+    assert_eq!(count("block"), block, "a refusal is not a model block");
+
+    // A connection that sends nothing carried no request: closed at the deadline, no answer,
+    // not counted.
+    let mut idle = TcpStream::connect(harness().listen).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = idle.read_to_end(&mut answer);
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    assert_eq!(count("refused") - refused, 1);
+    assert_eq!(count("allow"), allow);
+}
+
+#[test]
+fn a_body_slower_than_client_body_timeout_is_answered_408_and_counted_refused() {
+    let _turn = serial();
+    let (refused, block) = (count("refused"), count("block"));
+    let target = "/tienda1/publico/anadir.jsp?slow=body";
+    let head = format!(
+        "POST {target} HTTP/1.1\r\nHost: shop.test\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: 200\r\nConnection: close\r\n\r\nid=3&nombre="
+    );
+    let (status, body) = send_raw(head.as_bytes(), &SLOW[..180]);
+    assert_eq!(status, 408, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        upstream_saw(target),
+        None,
+        "a timed-out body is not forwarded"
+    );
+    assert_eq!(count("refused") - refused, 1);
+    assert_eq!(count("block"), block, "a refusal is not a model block");
+}
+
+#[test]
+fn malformed_heads_are_answered_400_and_counted_refused_with_their_reason() {
+    let _turn = serial();
+    let cases: &[(&str, &[u8])] = &[
+        (
+            "target_space",
+            b"GET /tienda1/index.jsp?q=1 union select password from users HTTP/1.1\r\nHost: a\r\n\r\n",
+        ),
+        ("request_line", b"GET /tienda1/index.jsp?v=0.9\r\n\r\n"),
+        ("request_line", b"GET /tienda1/index.jsp?v=2 HTTP/2.0\r\nHost: a\r\n\r\n"),
+        (
+            "header_syntax",
+            b"GET /tienda1/index.jsp?h=1 HTTP/1.1\r\nHost: a\r\nno colon here\r\n\r\n",
+        ),
+        ("bare_lf", b"GET /tienda1/index.jsp?lf=1 HTTP/1.1\nHost: a\n\n"),
+        (
+            "cl_and_te",
+            b"POST /tienda1/index.jsp?te=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ),
+    ];
+    let (refused, block, allow) = (count("refused"), count("block"), count("allow"));
+    let before: Vec<u64> = cases.iter().map(|(why, _)| malformed(why)).collect();
+    let forwarded = harness().seen.lock().unwrap().len();
+    for (why, request) in cases {
+        let (status, body) = send_raw(request, b"");
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, 400, "{why}: {body}");
+        assert!(
+            body.contains(why),
+            "{why}: the answer names the reason: {body}"
+        );
+    }
+    for ((why, _), before) in cases.iter().zip(before) {
+        let same = cases.iter().filter(|(w, _)| w == why).count() as u64;
+        assert_eq!(malformed(why) - before, same, "{why}");
+    }
+    assert_eq!(
+        harness().seen.lock().unwrap().len(),
+        forwarded,
+        "a malformed head never reaches the upstream"
+    );
+    assert_eq!(count("refused") - refused, cases.len() as u64);
+    assert_eq!(count("block"), block, "a refusal is not a model block");
+    assert_eq!(count("allow"), allow);
 }

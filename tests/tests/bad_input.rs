@@ -297,7 +297,7 @@ fn header_floods_and_huge_headers_get_431_and_never_reach_apache() {
         answers.first().map(|a| a.status)
     );
     // A header line without a colon, an HTTP/0.9 request line, a NUL in the method: 400 from
-    // pingora.
+    // the strict head check (`header_syntax`, `request_line`, `target_control`), before pingora.
     for bad in [
         &b"GET / HTTP/1.1\r\nHost: a\r\nno colon here\r\n\r\n"[..],
         b"GET /\r\n\r\n",
@@ -353,8 +353,13 @@ fn slow_clients_are_dropped_and_do_not_hold_up_others() {
     );
     assert!(!s.apache_saw(&request_id(&r[0])));
 
-    // A head trickled a byte every 200 ms (each read is quick, the head is not): disconnected
-    // without an answer once client_header_timeout_ms has passed since the accept.
+    // A head trickled a byte every 200 ms (each read is quick, the head is not): answered 408
+    // and disconnected once client_header_timeout_ms has passed since the accept, counted
+    // `verdict="refused"`.
+    let refused = s
+        .proxy
+        .metric("patewaf_requests_total{verdict=\"refused\"}");
+    let mut answer = Vec::new();
     let mut trickle = TcpStream::connect(s.proxy.listen).unwrap();
     trickle
         .set_read_timeout(Some(Duration::from_millis(50)))
@@ -372,22 +377,31 @@ fn slow_clients_are_dropped_and_do_not_hold_up_others() {
                 closed_after = Some(started.elapsed());
                 break;
             }
-            Ok(n) => panic!(
-                "answered a trickled head: {}",
-                String::from_utf8_lossy(&buf[..n])
-            ),
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
             Err(_) => {}
         }
         std::thread::sleep(Duration::from_millis(200));
     }
     let closed_after = closed_after.expect("a trickled head was never cut off");
+    assert_eq!(
+        parse_responses(&answer).first().map(|r| r.status),
+        Some(408),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert_eq!(
+        s.proxy
+            .metric("patewaf_requests_total{verdict=\"refused\"}")
+            - refused,
+        1.0
+    );
     assert!(
         closed_after >= Duration::from_millis(1400) && closed_after < Duration::from_secs(4),
         "closed after {closed_after:?}, client_header_timeout_ms is 1500"
     );
 
     // Clients stalled mid-head (slowloris) hold a connection each until the deadline, but not
-    // the proxy: others are served meanwhile; then they are all disconnected.
+    // the proxy: others are served meanwhile; then they are all answered 408 and disconnected.
     let mut stalled: Vec<TcpStream> = (0..50)
         .map(|_| {
             let mut c = TcpStream::connect(s.proxy.listen).unwrap();
@@ -399,9 +413,13 @@ fn slow_clients_are_dropped_and_do_not_hold_up_others() {
         .collect();
     s.still_serving();
     for c in &mut stalled {
-        assert!(
-            matches!(c.read(&mut buf), Ok(0) | Err(_)),
-            "a stalled head was answered"
+        let mut answer = Vec::new();
+        let _ = c.read_to_end(&mut answer);
+        assert_eq!(
+            parse_responses(&answer).first().map(|r| r.status),
+            Some(408),
+            "a stalled head: {}",
+            String::from_utf8_lossy(&answer)
         );
     }
 

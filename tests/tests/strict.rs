@@ -3,8 +3,9 @@
 //! exactly where Apache alone answers 400 — never repair a request the upstream would reject —
 //! and count it in `patewaf_malformed_requests_total{reason}`; it is stricter than Apache only
 //! for the cases listed (and justified) in `STRICTER_THAN_APACHE`. Measured (Debian Apache 2.4):
-//! raw space and control bytes in the target, bare LF and control bytes in a header value are
-//! 400 from Apache alone; obs-fold and Content-Length + Transfer-Encoding are 200.
+//! raw space and control bytes in the target, bare LF and control bytes in a header value, a
+//! malformed request line (two spaces in a row, version `HTTP/1.1x`) and a malformed header line
+//! (no colon, a space before the colon) are 400 from Apache alone; obs-fold and Content-Length + Transfer-Encoding are 200.
 
 use e2e::{raw_request, Apache};
 
@@ -40,6 +41,21 @@ const CASES: &[(&str, &[u8])] = &[
     (
         "cl_and_te",
         b"POST /tienda1/index.jsp HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n",
+    ),    (
+        "request_line",
+        b"GET  /tienda1/index.jsp HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "request_line",
+        b"GET /tienda1/index.jsp HTTP/1.1x\r\nHost: a\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "header_syntax",
+        b"GET /tienda1/index.jsp HTTP/1.1\r\nHost: a\r\nno colon here\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "header_syntax",
+        b"GET /tienda1/index.jsp HTTP/1.1\r\nHost : a\r\nConnection: close\r\n\r\n",
     ),
 ];
 
