@@ -12,7 +12,7 @@ use privacy::accountant::EpsilonReport;
 use privacy::{Mechanism, PrivacyReport, RngProvenance};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{FitOn, QuerySelection, SelfTrainingConfig, TeacherMultiplicity};
+use crate::config::{FitOn, QuerySelection, SelfTrainingConfig, SplitConfig, TeacherMultiplicity};
 use crate::ensemble::{MemberReport, Mode};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -324,6 +324,56 @@ pub struct Report {
     pub bundle: PathBuf,
     /// Seconds the run took.
     pub seconds: f64,
+}
+
+/// `splits.json`: how the records were split into roles, the counts, and where each request of
+/// each role came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitsReport {
+    /// How the roles were assigned.
+    pub method: String,
+    /// True when the roles were simulated from one labelled pool.
+    pub simulation: bool,
+    /// The simulation's fractions (None: the roles came from their own files).
+    pub fractions: Option<SplitConfig>,
+    /// Records per role and what the student side used.
+    pub counts: SplitCounts,
+    /// The source line of every request of each role (`[line]` per request).
+    pub lines: SplitLines,
+}
+
+/// Records per role and what the student side used (`splits.json`'s `counts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitCounts {
+    /// Private (teachers).
+    pub private: usize,
+    /// Public.
+    pub public: usize,
+    /// Student validation.
+    pub student_validation: usize,
+    /// Test.
+    pub test: usize,
+    /// Queries sent to the teachers.
+    pub queries: usize,
+    /// Validation samples the student used.
+    pub student_validation_used: usize,
+    /// Distinct public requests.
+    pub public_distinct: usize,
+    /// Distinct validation requests.
+    pub student_validation_distinct: usize,
+}
+
+/// The source line of every request of each role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitLines {
+    /// Private.
+    pub private: Vec<[usize; 1]>,
+    /// Queries.
+    pub queries: Vec<[usize; 1]>,
+    /// Validation samples used.
+    pub student_validation: Vec<[usize; 1]>,
+    /// Test.
+    pub test: Vec<[usize; 1]>,
 }
 
 /// The parts of a run report that `export` reads: the typed privacy report (of which only the

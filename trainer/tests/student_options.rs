@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use trainer::config::QuerySelection;
 use trainer::metrics::roc_curve;
 use trainer::pipeline;
-use trainer::report::{AppliedThresholdRule, Report};
+use trainer::report::{AppliedThresholdRule, Report, SplitsReport};
 
 mod common;
 use common::trainer;
@@ -60,12 +60,8 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     // One self-training round, counted; the pool is every distinct public request not queried.
     assert_eq!(options.pseudo_labels_malicious_benign_per_round.len(), 1);
     let pool = options.unlabelled_pool as u64;
-    let splits: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run_dir.join("splits.json")).unwrap()).unwrap();
-    assert_eq!(
-        pool + 150,
-        splits["counts"]["public_distinct"].as_u64().unwrap()
-    );
+    let splits: SplitsReport = trainer::report::read(&run_dir.join("splits.json")).unwrap();
+    assert_eq!(pool + 150, splits.counts.public_distinct as u64);
     assert!(run_dir.join("features/public_pool.f32").exists());
     // Weighting by multiplicity never gives fewer rows than the answered queries.
     assert!(options.answered_rows_after_weighting.unwrap() >= report.answered);

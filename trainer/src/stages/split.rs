@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{DatasetSource, QuerySelection, RunConfig, SplitConfig};
 use crate::error::{Error, Result};
 use crate::pipeline::{self, file_sha256, RunRng};
+use crate::report::{SplitCounts, SplitLines, SplitsReport};
 use crate::rundir::RunDir;
 
 /// The student's side of the split: which distinct public requests the teachers are asked about,
@@ -191,33 +192,35 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
 /// Writes `splits.json`: the method, the counts and the line of every request in each role.
 pub fn write(run: &RunDir, config: &RunConfig, data: &RunData, plan: &QueryPlan) -> Result<()> {
     let (records, splits) = (&data.records, &data.splits);
-    let where_from = |idx: &[usize]| -> Vec<serde_json::Value> {
-        idx.iter()
-            .map(|&i| serde_json::json!([records[i].line]))
-            .collect()
+    let where_from =
+        |idx: &[usize]| -> Vec<[usize; 1]> { idx.iter().map(|&i| [records[i].line]).collect() };
+    let method = if config.is_simulation() {
+        "SIMULATION: the k-th copy of a (request, label) → sha256(\"split\", record key, k) → [0,1) against the cumulative fractions"
+    } else {
+        "roles: the files under private:, public:, validation: and test:"
     };
-    pipeline::write_json(
-        &run.splits(),
-        &serde_json::json!({
-            "method": if config.is_simulation() {
-                "SIMULATION: the k-th copy of a (request, label) → sha256(\"split\", record key, k) → [0,1) against the cumulative fractions"
-            } else {
-                "roles: the files under private:, public:, validation: and test:"
-            },
-            "simulation": config.is_simulation(),
-            "fractions": config.split.as_ref().map(|s| s.fractions()),
-            "counts": {
-                "private": splits.private.len(), "public": splits.public.len(),
-                "student_validation": splits.student_validation.len(), "test": splits.test.len(),
-                "queries": plan.query_rows.len(), "student_validation_used": plan.validation_rows.len(),
-                "public_distinct": plan.distinct_public.len(), "student_validation_distinct": plan.distinct_validation,
-            },
-            "lines": {
-                "private": where_from(&splits.private), "queries": where_from(&plan.query_rows),
-                "student_validation": where_from(&plan.validation_rows), "test": where_from(&splits.test),
-            },
-        }),
-    )
+    let report = SplitsReport {
+        method: method.into(),
+        simulation: config.is_simulation(),
+        fractions: config.split.as_ref().map(|s| s.fractions()),
+        counts: SplitCounts {
+            private: splits.private.len(),
+            public: splits.public.len(),
+            student_validation: splits.student_validation.len(),
+            test: splits.test.len(),
+            queries: plan.query_rows.len(),
+            student_validation_used: plan.validation_rows.len(),
+            public_distinct: plan.distinct_public.len(),
+            student_validation_distinct: plan.distinct_validation,
+        },
+        lines: SplitLines {
+            private: where_from(&splits.private),
+            queries: where_from(&plan.query_rows),
+            student_validation: where_from(&plan.validation_rows),
+            test: where_from(&splits.test),
+        },
+    };
+    pipeline::write_json(&run.splits(), &report)
 }
 
 /// Loads every dataset of the config (label override and limit applied). Errors name the file
