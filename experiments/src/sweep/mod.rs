@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use tch::Device;
 
 use config::{ExperimentKind, MechanismSpec, SplitName, SweepConfig, SweepDataset};
-use report::{EpsilonPoint, ResultRow};
+use report::{EpsilonPoint, ResultRow, SplitTable, SplitTableFile, SplitTableRow};
 use trainer::config::RunConfig;
 use trainer::error::{Error, Result};
 use trainer::metrics::{roc_curve, Metrics};
@@ -331,7 +331,10 @@ pub fn run_sweep_with(
     if !report_only {
         pipeline::write_json(
             &out.join("sweep.json"),
-            &serde_json::json!({"sweep": config, "base": base}),
+            &SweepSnapshot {
+                sweep: config,
+                base,
+            },
         )?;
     }
 
@@ -754,22 +757,33 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
                 .filter(|&&i| records[i].label == Some(l))
                 .count()
         };
-        table.push(serde_json::json!({
-            "split": split.name(),
-            "benign": count(rows, datasets::Label::Benign),
-            "malicious": count(rows, datasets::Label::Malicious),
-            "distinct_benign": count(&distinct, datasets::Label::Benign),
-            "distinct_malicious": count(&distinct, datasets::Label::Malicious),
-        }));
+        table.push(SplitTableRow {
+            split: *split,
+            benign: count(rows, datasets::Label::Benign),
+            malicious: count(rows, datasets::Label::Malicious),
+            distinct_benign: count(&distinct, datasets::Label::Benign),
+            distinct_malicious: count(&distinct, datasets::Label::Malicious),
+        });
     }
-    let file_list: Vec<serde_json::Value> = spec
+    let file_list = spec
         .datasets
         .iter()
-        .map(|d| serde_json::json!({"path": d.path.display().to_string(), "format": d.format.name(), "label": d.label, "limit": d.limit, "splits": d.splits}))
+        .map(|d| SplitTableFile {
+            path: d.path.clone(),
+            format: d.format,
+            label: d.label,
+            limit: d.limit,
+            splits: d.splits.clone(),
+        })
         .collect();
     write_json_in(
         &out.join("splits").join(format!("{}.json", spec.label)),
-        &serde_json::json!({"data": spec.label, "fractions": fractions, "files": file_list, "splits": table}),
+        &SplitTable {
+            data: spec.label.clone(),
+            fractions,
+            files: file_list,
+            splits: table,
+        },
     )?;
     if roles.iter().any(|r| r.is_empty()) {
         return Err(Error::Config(format!(
@@ -1198,6 +1212,13 @@ fn write_outputs(out: &Path, rows: &[ResultRow], config: &SweepConfig) -> Result
     write_plots(out, &cells, rows, config)
 }
 
+/// `DIR/sweep.json`: the sweep and its base config as run.
+#[derive(serde::Serialize)]
+struct SweepSnapshot<'a> {
+    sweep: &'a SweepConfig,
+    base: &'a RunConfig,
+}
+
 fn write_split_tables(out: &Path) -> Result<()> {
     let dir = out.join("splits");
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -1211,31 +1232,18 @@ fn write_split_tables(out: &Path) -> Result<()> {
     let mut csv = String::from("data,split,benign,malicious,distinct_benign,distinct_malicious\n");
     let mut md = String::from("| data | split | benign | malicious | distinct benign | distinct malicious |\n|---|---|---:|---:|---:|---:|\n");
     for p in paths {
-        let bytes = std::fs::read(&p).map_err(|source| Error::Io {
-            path: p.clone(),
-            source,
-        })?;
-        let v: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))?;
-        let data = v["data"].as_str().unwrap_or("?");
-        for s in v["splits"].as_array().into_iter().flatten() {
-            let n = |k: &str| s[k].as_u64().unwrap_or(0);
-            csv += &format!(
-                "{data},{},{},{},{},{}\n",
-                s["split"].as_str().unwrap_or("?"),
-                n("benign"),
-                n("malicious"),
-                n("distinct_benign"),
-                n("distinct_malicious")
+        let t: SplitTable = trainer::report::read(&p)?;
+        for s in &t.splits {
+            let row = format!(
+                "{},{},{},{},{}",
+                s.split.name(),
+                s.benign,
+                s.malicious,
+                s.distinct_benign,
+                s.distinct_malicious
             );
-            md += &format!(
-                "| {data} | {} | {} | {} | {} | {} |\n",
-                s["split"].as_str().unwrap_or("?"),
-                n("benign"),
-                n("malicious"),
-                n("distinct_benign"),
-                n("distinct_malicious")
-            );
+            csv += &format!("{},{row}\n", t.data);
+            md += &format!("| {} | {} |\n", t.data, row.replace(',', " | "));
         }
     }
     pipeline::write_file(&out.join("splits.csv"), csv.as_bytes())?;

@@ -592,3 +592,47 @@ mod tests {
         assert!(svg.ends_with("</svg>\n"));
     }
 }
+
+/// `DIR/splits/<data>.json`: how one data list was split (requests and distinct requests of each
+/// label per split).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitTable {
+    /// The data list's label.
+    pub data: String,
+    /// The base config's fractions.
+    pub fractions: trainer::config::SplitConfig,
+    /// The files of the list.
+    pub files: Vec<SplitTableFile>,
+    /// One row per split.
+    pub splits: Vec<SplitTableRow>,
+}
+
+/// One file of a data list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitTableFile {
+    /// Its path.
+    pub path: std::path::PathBuf,
+    /// Its format.
+    pub format: datasets::Format,
+    /// The label it forces, if any.
+    pub label: Option<datasets::Label>,
+    /// At most this many records.
+    pub limit: Option<usize>,
+    /// The splits it may go to (None: all).
+    pub splits: Option<Vec<super::config::SplitName>>,
+}
+
+/// Requests and distinct requests of each label in one split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitTableRow {
+    /// The split.
+    pub split: super::config::SplitName,
+    /// Benign requests.
+    pub benign: usize,
+    /// Malicious requests.
+    pub malicious: usize,
+    /// Distinct benign requests.
+    pub distinct_benign: usize,
+    /// Distinct malicious requests.
+    pub distinct_malicious: usize,
+}

@@ -26,6 +26,7 @@ use privacy::Mechanism;
 
 use super::account::MechanismArgs;
 use crate::error::{Error, Result};
+use crate::report::MechanismName;
 
 /// Arguments of `pate-trainer aggregate`.
 #[derive(Debug, clap::Args)]
@@ -149,20 +150,26 @@ pub fn run(args: Args) -> Result<()> {
         per_class[*l] += 1;
     }
     let answered = labels.iter().filter(|l| l.is_some()).count();
-    let summary = serde_json::json!({
-        "mechanism": mechanism.name(),
-        "parameters": mechanism,
-        "queries": queries,
-        "answered": answered,
-        "unanswered": queries - answered,
-        "labels_per_class": per_class,
-        "labels_file": args.out,
-        "label_format": "one line per query: the class index, or '-' for no answer",
-        "rng": if distributed { serde_json::json!("distributed: each organization's own CSPRNG (see their vote summaries)") } else { serde_json::json!(rng.provenance()) },
-        "votes_files": args.votes,
-        "distributed_noise": distributed,
-        "malicious_vote_share": args.malicious_vote_share,
-    });
+    let summary = AggregateSummary {
+        mechanism: MechanismName::from(&mechanism),
+        parameters: mechanism,
+        queries,
+        answered,
+        unanswered: queries - answered,
+        labels_per_class: per_class,
+        labels_file: args.out.clone(),
+        label_format: "one line per query: the class index, or '-' for no answer".into(),
+        rng: if distributed {
+            NoiseSource::Distributed(
+                "distributed: each organization's own CSPRNG (see their vote summaries)".into(),
+            )
+        } else {
+            NoiseSource::Own(rng.provenance())
+        },
+        votes_files: args.votes.clone(),
+        distributed_noise: distributed,
+        malicious_vote_share: args.malicious_vote_share,
+    };
     privacy::write_atomic(&args.out, format_labels(&labels).as_bytes())?;
     let mut sidecar = args.out.clone().into_os_string();
     sidecar.push(".json");
@@ -186,4 +193,43 @@ pub fn run(args: Args) -> Result<()> {
         serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?
     );
     Ok(())
+}
+
+/// What `aggregate` did (printed, and written beside the labels as `<out>.json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AggregateSummary {
+    /// The mechanism.
+    pub mechanism: MechanismName,
+    /// The mechanism with its parameters.
+    pub parameters: Mechanism,
+    /// Queries.
+    pub queries: usize,
+    /// Queries answered.
+    pub answered: usize,
+    /// Queries not answered (Confident-GNMax).
+    pub unanswered: usize,
+    /// Answers per class.
+    pub labels_per_class: Vec<usize>,
+    /// The labels file.
+    pub labels_file: PathBuf,
+    /// Its format.
+    pub label_format: String,
+    /// Where the noise came from.
+    pub rng: NoiseSource,
+    /// The vote files aggregated.
+    pub votes_files: Vec<PathBuf>,
+    /// True when the noise came in the organizations' vote shares.
+    pub distributed_noise: bool,
+    /// The calibrated vote share.
+    pub malicious_vote_share: f64,
+}
+
+/// Where an aggregation's noise came from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum NoiseSource {
+    /// This process's generator.
+    Own(privacy::RngProvenance),
+    /// Each organization's own generator (a description).
+    Distributed(String),
 }

@@ -290,26 +290,75 @@ pub fn run(args: Args) -> Result<()> {
         (Some(dir), Some(p)) => {
             let entries = privacy::ledger::read(&dir.join(crate::rundir::LEDGER_FILE))?;
             if entries.is_empty() {
-                serde_json::Value::Null
+                None
             } else {
                 let (e, order) = privacy::ledger::composed_epsilon(&entries, p.delta)?;
-                serde_json::json!({"aggregations": entries.len(), "composed_data_independent_epsilon": e, "rdp_order": order, "delta": p.delta})
+                Some(ExportLedger {
+                    aggregations: entries.len(),
+                    composed_data_independent_epsilon: e,
+                    rdp_order: order,
+                    delta: p.delta,
+                })
             }
         }
-        _ => serde_json::Value::Null,
+        _ => None,
     };
-    let summary = serde_json::json!({
-        "bundle": out.display().to_string(),
-        "model_version": manifest.model_version,
-        "threshold": manifest.threshold,
-        "input_dim": manifest.input_dim,
-        "widths": manifest.model.widths,
-        "parameters": manifest.model.parameters,
-        "onnxruntime_max_abs_difference": difference,
-        "published_epsilon": manifest.privacy.as_ref().and_then(|p| p.published_epsilon),
-        "published_epsilon_kind": manifest.privacy.as_ref().map(|p| p.published_epsilon_kind.clone()),
-        "ledger": ledger,
-    });
-    println!("{summary}");
+    let summary = ExportSummary {
+        bundle: out.clone(),
+        model_version: manifest.model_version.clone(),
+        threshold: manifest.threshold,
+        input_dim: manifest.input_dim,
+        widths: manifest.model.widths.clone(),
+        parameters: manifest.model.parameters,
+        onnxruntime_max_abs_difference: difference,
+        published_epsilon: manifest.privacy.as_ref().and_then(|p| p.published_epsilon),
+        published_epsilon_kind: manifest
+            .privacy
+            .as_ref()
+            .map(|p| p.published_epsilon_kind.clone()),
+        ledger,
+    };
+    println!(
+        "{}",
+        serde_json::to_string(&summary).expect("a summary serializes")
+    );
     Ok(())
+}
+
+/// What `export` wrote (printed as one JSON line).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExportSummary {
+    /// The bundle directory.
+    pub bundle: PathBuf,
+    /// Its model version.
+    pub model_version: String,
+    /// Its threshold.
+    pub threshold: f32,
+    /// Its input dimension.
+    pub input_dim: usize,
+    /// Layer widths.
+    pub widths: Vec<usize>,
+    /// Parameters.
+    pub parameters: usize,
+    /// The largest difference between ONNX Runtime's scores and the network's.
+    pub onnxruntime_max_abs_difference: f32,
+    /// The published ε (None: not private, or no privacy report).
+    pub published_epsilon: Option<f64>,
+    /// What the published ε is.
+    pub published_epsilon_kind: Option<String>,
+    /// With --run: the ε composed over the run's ledger.
+    pub ledger: Option<ExportLedger>,
+}
+
+/// The ε composed over every aggregation in a run's ledger.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExportLedger {
+    /// Aggregations recorded.
+    pub aggregations: usize,
+    /// Their composed data-independent ε.
+    pub composed_data_independent_epsilon: f64,
+    /// Its RDP order.
+    pub rdp_order: f64,
+    /// δ.
+    pub delta: f64,
 }

@@ -90,13 +90,13 @@ fn fit(a: FitArgs) -> Result<()> {
     }
     let f = featurizer::Featurizer::fit(config, records.iter().map(|r| r.parts()))?;
     f.save(&a.out)?;
-    let summary = serde_json::json!({
-        "out": a.out,
-        "documents": f.documents(),
-        "dim": f.dim(),
-        "content_hash": f.content_hash(),
-    });
-    print_line(&summary.to_string())
+    let summary = FitSummary {
+        out: a.out.clone(),
+        documents: f.documents(),
+        dim: f.dim(),
+        content_hash: f.content_hash().to_string(),
+    };
+    print_line(&serde_json::to_string(&summary).expect("a summary serializes"))
 }
 
 fn show(a: ShowArgs) -> Result<()> {
@@ -122,4 +122,17 @@ pub(crate) fn print_line(text: &str) -> Result<()> {
         }),
         _ => Ok(()),
     }
+}
+
+/// What `featurize fit` did (printed as one JSON line).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FitSummary {
+    /// The featurizer file.
+    pub out: PathBuf,
+    /// Documents it was fitted on.
+    pub documents: u64,
+    /// Feature dimension.
+    pub dim: usize,
+    /// Its content hash.
+    pub content_hash: String,
 }

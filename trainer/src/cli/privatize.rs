@@ -37,16 +37,16 @@ pub fn run(args: Args) -> Result<()> {
     let mut rng = privacy::NoiseRng::from_option(args.seed)?;
     privacy::privatize::laplace_rows(&mut m.values, m.cols, args.rho, &mut rng)?;
     privacy::matrix::write_f32_matrix(&args.out, &m)?;
-    let summary = serde_json::json!({
-        "rho": args.rho,
-        "local_epsilon": privacy::privatize::local_epsilon(args.rho),
-        "local_epsilon_label": "local (2rho, 0)-DP per record",
-        "rows": m.rows,
-        "cols": m.cols,
-        "input": args.input,
-        "output": args.out,
-        "rng": rng.provenance(),
-    });
+    let summary = PrivatizeSummary {
+        rho: args.rho,
+        local_epsilon: privacy::privatize::local_epsilon(args.rho),
+        local_epsilon_label: "local (2rho, 0)-DP per record".into(),
+        rows: m.rows,
+        cols: m.cols,
+        input: args.input.clone(),
+        output: args.out.clone(),
+        rng: rng.provenance(),
+    };
     let mut sidecar = args.out.clone().into_os_string();
     sidecar.push(".json");
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::Invalid(e.to_string()))?;
@@ -56,4 +56,25 @@ pub fn run(args: Args) -> Result<()> {
         serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?
     );
     Ok(())
+}
+
+/// What `privatize` did (printed, and written beside the output as `<out>.json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PrivatizeSummary {
+    /// ρ of the Laplace noise.
+    pub rho: f64,
+    /// The local ε of each record (2ρ).
+    pub local_epsilon: f64,
+    /// What that ε is.
+    pub local_epsilon_label: String,
+    /// Rows privatized.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// The input matrix.
+    pub input: PathBuf,
+    /// The privatized matrix.
+    pub output: PathBuf,
+    /// The noise's randomness.
+    pub rng: privacy::RngProvenance,
 }

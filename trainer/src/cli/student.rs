@@ -169,9 +169,31 @@ pub fn run(args: Args) -> Result<()> {
         device,
     )?;
     student.save(&out)?;
+    let summary = StudentSummary {
+        student: out.clone(),
+        answered: answered.len(),
+        threshold: student.info.threshold,
+        training: student.info.training.clone(),
+        options: extras,
+    };
     println!(
         "{}",
-        serde_json::json!({"student": out.display().to_string(), "answered": answered.len(), "threshold": student.info.threshold, "training": student.info.training, "options": extras})
+        serde_json::to_string(&summary).expect("a summary serializes")
     );
     Ok(())
+}
+
+/// What `student` did (printed as one JSON line).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StudentSummary {
+    /// The student file.
+    pub student: PathBuf,
+    /// Answered queries it trained on.
+    pub answered: usize,
+    /// Its threshold.
+    pub threshold: f32,
+    /// Its training.
+    pub training: crate::ensemble::MemberReport,
+    /// What the `student:` options did.
+    pub options: crate::pipeline::StudentExtras,
 }

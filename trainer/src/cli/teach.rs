@@ -218,9 +218,25 @@ fn train(
         rng,
         device,
     )?;
+    let summary = TeachSummary {
+        trained,
+        reused,
+        teachers_dir: run.teachers(),
+    };
     println!(
         "{}",
-        serde_json::json!({"trained": trained, "reused": reused, "teachers_dir": run.teachers().display().to_string()})
+        serde_json::to_string(&summary).expect("a summary serializes")
     );
     Ok(())
+}
+
+/// What `teach` did (printed as one JSON line).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TeachSummary {
+    /// Teachers trained now.
+    pub trained: usize,
+    /// Teachers already trained on the same data, kept.
+    pub reused: usize,
+    /// Where they are.
+    pub teachers_dir: PathBuf,
 }

@@ -16,6 +16,7 @@ use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::model_file::{load_teachers, ModelFile};
 use crate::pipeline;
+use crate::report::MechanismName;
 use crate::rundir::{resolve_path, sets, RunDir};
 
 /// Arguments of `pate-trainer vote`.
@@ -95,17 +96,63 @@ pub fn run(args: Args) -> Result<()> {
             let mut rng = privacy::NoiseRng::from_option(args.seed)?;
             let share = privacy::shares::noisy_share(&votes, sigma, organizations, &mut rng)?;
             privacy::write_atomic(&out, privacy::shares::format_share(&share).as_bytes())?;
-            serde_json::json!({
-                "teachers": teachers.len(), "queries": votes.queries(),
-                "noise_share": {"mechanism": "gnmax", "sigma": sigma, "organizations": organizations, "share_sigma": sigma / (organizations as f64).sqrt()},
-                "rng": rng.provenance(), "votes": out.display().to_string(),
-            })
+            VoteSummary {
+                teachers: teachers.len(),
+                queries: votes.queries(),
+                noise_share: Some(NoiseShare {
+                    mechanism: MechanismName::Gnmax,
+                    sigma,
+                    organizations,
+                    share_sigma: sigma / (organizations as f64).sqrt(),
+                }),
+                rng: Some(rng.provenance()),
+                votes: out.clone(),
+            }
         }
         _ => {
             privacy::votes::write_vote_file(&out, &votes)?;
-            serde_json::json!({"teachers": teachers.len(), "queries": votes.queries(), "votes": out.display().to_string()})
+            VoteSummary {
+                teachers: teachers.len(),
+                queries: votes.queries(),
+                noise_share: None,
+                rng: None,
+                votes: out.clone(),
+            }
         }
     };
-    println!("{summary}");
+    println!(
+        "{}",
+        serde_json::to_string(&summary).expect("a summary serializes")
+    );
     Ok(())
+}
+
+/// What `vote` did (printed as one JSON line).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct VoteSummary {
+    /// Teachers that voted.
+    pub teachers: usize,
+    /// Queries.
+    pub queries: usize,
+    /// With --noise-share-sigma: this organization's noise share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_share: Option<NoiseShare>,
+    /// With a noise share: its randomness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rng: Option<privacy::RngProvenance>,
+    /// The vote file written.
+    pub votes: PathBuf,
+}
+
+/// One organization's share of distributed GNMax noise.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NoiseShare {
+    /// Always GNMax.
+    pub mechanism: MechanismName,
+    /// σ of the summed noise.
+    pub sigma: f64,
+    /// Organizations adding a share.
+    pub organizations: usize,
+    /// σ of this share (σ/√organizations).
+    pub share_sigma: f64,
 }
