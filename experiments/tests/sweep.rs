@@ -158,6 +158,8 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
             svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
             "{plot}"
         );
+        let png = std::fs::read(out.join("plots").join(plot).with_extension("png")).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{plot}");
     }
 
     // Rerun: nothing recomputed, no result rewritten.

@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod model;
 pub mod model_file;
 pub mod pipeline;
+pub mod plot;
 pub mod public_examples;
 pub mod report;
 pub mod rundir;

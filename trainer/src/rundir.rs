@@ -17,7 +17,7 @@
 //!   privacy.json           the accountant's EpsilonReport
 //!   student.safetensors    the student
 //!   ledger.jsonl           the privacy ledger of the teachers (every aggregation they answered)
-//!   evaluation.json, roc.svg, report.json, bundle/
+//!   evaluation.json, roc.svg, roc.png, report.json, bundle/
 //! ```
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -165,6 +165,11 @@ impl RunDir {
     /// `roc.svg`.
     pub fn roc(&self) -> PathBuf {
         self.root.join("roc.svg")
+    }
+
+    /// `roc.png`, the same plot as [`RunDir::roc`].
+    pub fn roc_png(&self) -> PathBuf {
+        self.root.join("roc.png")
     }
 
     /// `report.json`.

@@ -261,11 +261,20 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     }
     assert_eq!(manifest["rng"]["rng"], "os");
 
-    // The ROC plot has both curves.
+    // The ROC plot (plotters) has both curves, each in the legend, as SVG and PNG.
     let svg = std::fs::read_to_string(run_dir.join("roc.svg")).unwrap();
-    assert!(
-        svg.starts_with("<svg") && svg.matches("<polyline").count() == 2 && svg.contains("student")
-    );
+    assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+    assert!(svg.contains("\nstudent\n") && svg.contains("\n10 teachers (noiseless vote share)\n"));
+    for color in ["#1F77B4", "#D62728"] {
+        // The curve and its legend line.
+        assert_eq!(
+            svg.matches(&format!("stroke=\"{color}\"")).count(),
+            2,
+            "{color}"
+        );
+    }
+    let png = std::fs::read(run_dir.join("roc.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
 
     // The vote file has one line per query and 10 votes per line.
     let votes = privacy::votes::read_vote_file(&run_dir.join("votes.csv")).unwrap();
@@ -320,6 +329,11 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     );
     let evaluation: EvaluationReport = serde_json::from_str(&stdout).unwrap();
     assert_eq!(evaluation.student, report.metrics);
+    // --roc names the SVG; the PNG goes beside it.
+    assert!(std::fs::read_to_string(tmp.path().join("roc.svg"))
+        .unwrap()
+        .starts_with("<svg"));
+    assert!(tmp.path().join("roc.png").is_file());
 }
 
 fn teacher_bytes(dir: &Path, shard: usize) -> Vec<u8> {

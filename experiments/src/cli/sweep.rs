@@ -11,8 +11,8 @@ pub struct Args {
     /// The sweep file (see configs/sweep.yaml); its `base:` run config gives the data and training.
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// Output directory: results.csv, summary.csv/.md, splits.csv/.md, plots/*.svg, one JSON per
-    /// result under cells/ (existing ones are kept and skipped: the sweep resumes), work/ (teachers).
+    /// Output directory: results.csv, summary.csv/.md, splits.csv/.md, plots/*.svg and *.png, one
+    /// JSON per result under cells/ (existing ones are kept and skipped: the sweep resumes), work/ (teachers).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// A size that finishes in minutes on 2 cores: first 3,000 requests per file, the smallest

@@ -1379,10 +1379,11 @@ fn plot_cells(
         if g.iter().all(|(_, v)| v.is_empty()) {
             continue;
         }
-        let svg = report::box_plot(&format!("{}: {title}{suffix}", e.name), title, &g, y_max);
-        pipeline::write_file(
-            &dir.join(format!("{}-t{tname}-{measure}.svg", e.name)),
-            svg.as_bytes(),
+        let plot = report::box_plot(&format!("{}: {title}{suffix}", e.name), title, &g, y_max)?;
+        let stem = format!("{}-t{tname}-{measure}", e.name);
+        plot.write(
+            &dir.join(format!("{stem}.svg")),
+            &dir.join(format!("{stem}.png")),
         )?;
     }
     if vq && !baselines {
@@ -1449,15 +1450,16 @@ fn plot_accuracy_vs_queries(
             dashed: true,
         });
     }
-    let svg = report::line_plot(
+    let plot = report::line_plot(
         &format!("{}: student accuracy vs answered queries{suffix}", e.name),
         "answered queries (median)",
         "median rate",
         &series,
-    );
-    pipeline::write_file(
-        &dir.join(format!("{}-t{tname}-accuracy-vs-queries.svg", e.name)),
-        svg.as_bytes(),
+    )?;
+    let stem = format!("{}-t{tname}-accuracy-vs-queries", e.name);
+    plot.write(
+        &dir.join(format!("{stem}.svg")),
+        &dir.join(format!("{stem}.png")),
     )?;
     Ok(())
 }
@@ -1529,7 +1531,7 @@ fn plot_epsilon_curve(
             }
         }
         if !series.is_empty() {
-            let svg = report::line_plot(
+            let plot = report::line_plot(
                 &format!(
                     "{}: ε (δ = base δ) vs answered queries, median over students",
                     e.name
@@ -1537,10 +1539,11 @@ fn plot_epsilon_curve(
                 "answered queries",
                 "ε",
                 &series,
-            );
-            pipeline::write_file(
-                &dir.join(format!("{}-epsilon-vs-queries.svg", e.name)),
-                svg.as_bytes(),
+            )?;
+            let stem = format!("{}-epsilon-vs-queries", e.name);
+            plot.write(
+                &dir.join(format!("{stem}.svg")),
+                &dir.join(format!("{stem}.png")),
             )?;
         }
     }

@@ -1,6 +1,10 @@
-//! The sweep's tables (results.csv, summary.csv, summary.md) and plots (hand-written SVG in the
-//! style of `metrics::roc_svg`: no plotting dependency).
+//! The sweep's tables (results.csv, summary.csv, summary.md) and plots (box plots and line
+//! plots drawn with plotters through `trainer::plot`, written as SVG and PNG).
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
+use trainer::plot::{render, DrawResult, Figure, Rendered, COLORS, FONT};
 
 /// ε accounted after the first `queries` queries of a student.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -340,18 +344,7 @@ pub fn summary_md(cells: &[CellSummary], header: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// SVG
-
-const COLORS: [&str; 6] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-];
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+// Plots (trainer::plot: plotters, SVG and PNG)
 
 fn nice_max(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
@@ -366,109 +359,117 @@ fn nice_max(v: f64) -> f64 {
     10.0 * p
 }
 
-fn svg_frame(width: f64, height: f64, title: &str) -> String {
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n",
-        width / 2.0,
-        xml_escape(title)
-    )
-}
-
-/// A box plot (box = IQR, line = median, whiskers = min/max, dots = students) of one measure for
-/// each group. `y_max` fixes the axis (1 for rates); `None` scales it to the data.
-pub fn box_plot(
-    title: &str,
-    y_label: &str,
-    groups: &[(String, Vec<f64>)],
-    y_max: Option<f64>,
-) -> String {
-    const PLOT_H: f64 = 300.0;
-    const LEFT: f64 = 70.0;
-    const TOP: f64 = 40.0;
-    let slot = 56.0;
-    let plot_w = (slot * groups.len() as f64).max(200.0);
-    let width = LEFT + plot_w + 20.0;
-    let height = TOP + PLOT_H + 150.0;
-    let all_max = groups
-        .iter()
-        .flat_map(|(_, v)| v.iter().copied())
-        .filter(|v| v.is_finite())
-        .fold(0f64, f64::max);
-    let top = y_max.unwrap_or_else(|| nice_max(all_max));
-    let y = |v: f64| TOP + PLOT_H * (1.0 - (v / top).clamp(0.0, 1.0));
-    let mut svg = svg_frame(width, height, title);
-    svg += &format!(
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{plot_w}\" height=\"{PLOT_H}\" fill=\"none\" stroke=\"black\"/>\n"
-    );
-    for tick in 0..=4 {
-        let v = top * tick as f64 / 4.0;
-        svg += &format!(
-            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{x2}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\n<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
-            LEFT - 6.0,
-            y(v) + 4.0,
-            format_tick(v),
-            yy = y(v),
-            x2 = LEFT + plot_w,
-        );
-    }
-    svg += &format!(
-        "<text x=\"16\" y=\"{c}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {c})\">{}</text>\n",
-        xml_escape(y_label),
-        c = TOP + PLOT_H / 2.0
-    );
-    let slot = plot_w / groups.len().max(1) as f64;
-    for (i, (name, values)) in groups.iter().enumerate() {
-        let cx = LEFT + slot * (i as f64 + 0.5);
-        svg += &format!(
-            "<text x=\"{cx:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-40 {cx:.1} {:.1})\">{}</text>\n",
-            TOP + PLOT_H + 16.0,
-            TOP + PLOT_H + 16.0,
-            xml_escape(name)
-        );
-        let Some(s) = spread(values) else { continue };
-        let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-        let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let half = (slot * 0.3).min(18.0);
-        let color = COLORS[0];
-        svg += &format!(
-            "<line x1=\"{cx:.1}\" y1=\"{:.1}\" x2=\"{cx:.1}\" y2=\"{:.1}\" stroke=\"black\"/>\n",
-            y(lo),
-            y(hi)
-        );
-        svg += &format!(
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\" fill-opacity=\"0.3\" stroke=\"{color}\"/>\n",
-            cx - half,
-            y(s.q3),
-            2.0 * half,
-            (y(s.q1) - y(s.q3)).max(0.5)
-        );
-        svg += &format!(
-            "<line x1=\"{:.1}\" y1=\"{m:.1}\" x2=\"{:.1}\" y2=\"{m:.1}\" stroke=\"black\" stroke-width=\"2\"/>\n",
-            cx - half,
-            cx + half,
-            m = y(s.median)
-        );
-        for v in finite {
-            svg += &format!(
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"#333\" fill-opacity=\"0.5\"/>\n",
-                cx + half + 5.0,
-                y(v)
-            );
-        }
-    }
-    svg += "</svg>\n";
-    svg
-}
-
 fn format_tick(v: f64) -> String {
     if v == 0.0 || (v.abs() >= 0.01 && v.abs() < 1e4) {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         format!("{v:.0e}")
+    }
+}
+
+/// A box plot (box = IQR, line = median, whiskers = min/max, dots = students) of one measure for
+/// each group.
+pub struct BoxPlot<'a> {
+    /// Caption.
+    pub title: &'a str,
+    /// The measure.
+    pub y_label: &'a str,
+    /// (group name, values); a group without a finite value gets its name and no box.
+    pub groups: &'a [(String, Vec<f64>)],
+    /// The top of the axis.
+    pub top: f64,
+}
+
+/// [`BoxPlot`] as SVG and PNG. `y_max` fixes the axis (1 for rates); `None` scales it to the data.
+pub fn box_plot(
+    title: &str,
+    y_label: &str,
+    groups: &[(String, Vec<f64>)],
+    y_max: Option<f64>,
+) -> trainer::error::Result<Rendered> {
+    let all_max = groups
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0f64, f64::max);
+    let top = y_max.unwrap_or_else(|| nice_max(all_max));
+    render(&BoxPlot {
+        title,
+        y_label,
+        groups,
+        top,
+    })
+}
+
+impl Figure for BoxPlot<'_> {
+    fn size(&self) -> (u32, u32) {
+        let plot_w = (56 * self.groups.len() as u32).max(200);
+        (plot_w + 110, 520)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        // Segments 0..=last: one per group.
+        let last = self.groups.len().max(1) as i32 - 1;
+        let mut chart = ChartBuilder::on(root)
+            .caption(self.title, (FONT, 14))
+            .margin(12)
+            .x_label_area_size(150)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..last).into_segmented(), 0f64..self.top)?;
+        let name = |v: &SegmentValue<i32>| match v {
+            SegmentValue::CenterOf(i) => self
+                .groups
+                .get(*i as usize)
+                .map_or(String::new(), |g| g.0.clone()),
+            _ => String::new(),
+        };
+        let tick = |v: &f64| format_tick(*v);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(self.groups.len())
+            .x_label_formatter(&name)
+            .y_labels(5)
+            .y_label_formatter(&tick)
+            .y_desc(self.y_label)
+            .label_style((FONT, 12))
+            .x_label_style((FONT, 11).into_font().transform(FontTransform::Rotate90))
+            .axis_desc_style((FONT, 13))
+            .draw()?;
+        let color = COLORS[0];
+        let clamp = |v: f64| v.clamp(0.0, self.top);
+        for (i, (_, values)) in self.groups.iter().enumerate() {
+            let Some(s) = spread(values) else { continue };
+            let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+            let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            // Pixel positions: the box is narrower than its slot, the dots beside it.
+            let at = |v: f64| chart.backend_coord(&(SegmentValue::CenterOf(i as i32), clamp(v)));
+            let left = chart.backend_coord(&(SegmentValue::Exact(i as i32), 0.0)).0;
+            let (cx, _) = at(0.0);
+            let half = ((cx - left) * 6 / 10).clamp(2, 18);
+            root.draw(&PathElement::new(vec![at(lo), at(hi)], BLACK))?;
+            let (q3, q1) = (at(s.q3).1, at(s.q1).1.max(at(s.q3).1 + 1));
+            root.draw(&Rectangle::new(
+                [(cx - half, q3), (cx + half, q1)],
+                color.mix(0.3).filled(),
+            ))?;
+            root.draw(&Rectangle::new([(cx - half, q3), (cx + half, q1)], color))?;
+            let m = at(s.median).1;
+            root.draw(&PathElement::new(
+                vec![(cx - half, m), (cx + half, m)],
+                BLACK.stroke_width(2),
+            ))?;
+            for v in finite {
+                root.draw(&Circle::new(
+                    (cx + half + 5, at(v).1),
+                    2,
+                    RGBColor(0x33, 0x33, 0x33).mix(0.5).filled(),
+                ))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -482,83 +483,99 @@ pub struct Series {
     pub dashed: bool,
 }
 
-/// A line plot with linear axes from 0.
-pub fn line_plot(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
-    const W: f64 = 420.0;
-    const H: f64 = 300.0;
-    const LEFT: f64 = 70.0;
-    const TOP: f64 = 40.0;
-    let legend_h = 18.0 * series.len() as f64;
-    let width = LEFT + W + 20.0;
-    let height = TOP + H + 50.0 + legend_h;
-    let pts = || {
-        series
-            .iter()
-            .flat_map(|s| s.points.iter())
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-    };
-    let x_top = nice_max(pts().map(|p| p.0).fold(0.0, f64::max));
-    let y_top = nice_max(pts().map(|p| p.1).fold(0.0, f64::max));
-    let x = |v: f64| LEFT + W * (v / x_top).clamp(0.0, 1.0);
-    let y = |v: f64| TOP + H * (1.0 - (v / y_top).clamp(0.0, 1.0));
-    let mut svg = svg_frame(width, height, title);
-    svg += &format!(
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{W}\" height=\"{H}\" fill=\"none\" stroke=\"black\"/>\n"
-    );
-    for tick in 0..=4 {
-        let f = tick as f64 / 4.0;
-        svg += &format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{x2}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\n",
-            x(f * x_top),
-            TOP + H + 16.0,
-            format_tick(f * x_top),
-            LEFT - 6.0,
-            y(f * y_top) + 4.0,
-            format_tick(f * y_top),
-            yy = y(f * y_top),
-            x2 = LEFT + W,
-        );
+/// A line plot with linear axes from 0 and the legend below.
+pub struct LinePlot<'a> {
+    /// Caption.
+    pub title: &'a str,
+    /// X axis.
+    pub x_label: &'a str,
+    /// Y axis.
+    pub y_label: &'a str,
+    /// The lines, in [`COLORS`] order.
+    pub series: &'a [Series],
+}
+
+/// [`LinePlot`] as SVG and PNG.
+pub fn line_plot(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> trainer::error::Result<Rendered> {
+    render(&LinePlot {
+        title,
+        x_label,
+        y_label,
+        series,
+    })
+}
+
+/// Height of one legend line below a line plot.
+const LEGEND_LINE: u32 = 18;
+
+impl Figure for LinePlot<'_> {
+    fn size(&self) -> (u32, u32) {
+        (520, 420 + LEGEND_LINE * self.series.len() as u32)
     }
-    svg += &format!(
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n<text x=\"16\" y=\"{c}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {c})\">{}</text>\n",
-        LEFT + W / 2.0,
-        TOP + H + 34.0,
-        xml_escape(x_label),
-        xml_escape(y_label),
-        c = TOP + H / 2.0
-    );
-    for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let dash = if s.dashed {
-            " stroke-dasharray=\"5 4\""
-        } else {
-            ""
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
+        let pts = || {
+            self.series
+                .iter()
+                .flat_map(|s| s.points.iter())
+                .filter(finite)
         };
-        let path: Vec<String> = s
-            .points
-            .iter()
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-            .map(|&(a, b)| format!("{:.1},{:.1}", x(a), y(b)))
-            .collect();
-        svg += &format!(
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n",
-            path.join(" ")
-        );
-        for p in &path {
-            let (px, py) = p.split_once(',').expect("formatted with a comma");
-            svg += &format!("<circle cx=\"{px}\" cy=\"{py}\" r=\"2.5\" fill=\"{color}\"/>\n");
+        let x_top = nice_max(pts().map(|p| p.0).fold(0.0, f64::max));
+        let y_top = nice_max(pts().map(|p| p.1).fold(0.0, f64::max));
+        let legend_h = 10 + LEGEND_LINE * self.series.len() as u32;
+        let (plot, legend) = root.split_vertically(root.dim_in_pixel().1 - legend_h);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(self.title, (FONT, 14))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_top, 0f64..y_top)?;
+        let tick = |v: &f64| format_tick(*v);
+        chart
+            .configure_mesh()
+            .x_labels(5)
+            .y_labels(5)
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .x_desc(self.x_label)
+            .y_desc(self.y_label)
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .draw()?;
+        for (i, s) in self.series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            let points: Vec<(f64, f64)> = s.points.iter().filter(finite).copied().collect();
+            let style = color.stroke_width(2);
+            if s.dashed {
+                chart.draw_series(DashedLineSeries::new(points.clone(), 5, 4, style))?;
+            } else {
+                chart.draw_series(LineSeries::new(points.clone(), style))?;
+            }
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+            let y = 5 + (LEGEND_LINE * i as u32) as i32 + LEGEND_LINE as i32 / 2;
+            if s.dashed {
+                legend.draw(&PathElement::new(vec![(70, y), (78, y)], style))?;
+                legend.draw(&PathElement::new(vec![(84, y), (92, y)], style))?;
+            } else {
+                legend.draw(&PathElement::new(vec![(70, y), (92, y)], style))?;
+            }
+            legend.draw(&Text::new(
+                s.name.clone(),
+                (100, y),
+                (FONT, 12)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
         }
-        let ly = TOP + H + 56.0 + 18.0 * i as f64;
-        svg += &format!(
-            "<line x1=\"{LEFT}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>\n<text x=\"{}\" y=\"{}\">{}</text>\n",
-            LEFT + 24.0,
-            LEFT + 30.0,
-            ly + 4.0,
-            xml_escape(&s.name)
-        );
+        Ok(())
     }
-    svg += "</svg>\n";
-    svg
 }
 
 #[cfg(test)]
@@ -575,9 +592,17 @@ mod tests {
         assert_eq!(quantile(&[f64::NAN, 7.0], 0.5), Some(7.0));
     }
 
+    /// The contents of the SVG's `<text>` elements.
+    fn texts(svg: &str) -> Vec<&str> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim()))
+            .collect()
+    }
+
     #[test]
     fn box_plot_draws_one_box_per_group_with_data() {
-        let svg = box_plot(
+        let r = box_plot(
             "t",
             "TPR",
             &[
@@ -586,10 +611,62 @@ mod tests {
                 ("c<".into(), vec![0.5]),
             ],
             Some(1.0),
+        )
+        .unwrap();
+        let svg = &r.svg;
+        // The filled boxes (IQR), one per group with data; every group is named on the axis.
+        assert_eq!(svg.matches("opacity=\"0.3\"").count(), 2, "{svg}");
+        let labels = texts(svg);
+        for label in ["t", "a", "b", "c&lt;", "TPR"] {
+            assert!(labels.contains(&label), "{label}: {labels:?}");
+        }
+        // One dot per student value.
+        assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        assert_eq!(&r.png[..8], b"\x89PNG\r\n\x1a\n");
+        // One group, and one without any finite value: drawn, not a panic.
+        let one = box_plot("one", "ε", &[("x".into(), vec![f64::NAN])], None).unwrap();
+        assert!(texts(&one.svg).contains(&"x"));
+        assert_eq!(one.svg.matches("opacity=\"0.3\"").count(), 0);
+    }
+
+    #[test]
+    fn line_plot_draws_each_series_with_its_legend_and_axis_labels() {
+        let series = [
+            Series {
+                name: "data-dependent, gnmax".into(),
+                points: vec![(0.0, 0.0), (10.0, 1.5), (20.0, f64::NAN), (30.0, 2.5)],
+                dashed: false,
+            },
+            Series {
+                name: "data-independent, gnmax".into(),
+                points: vec![(0.0, 0.0), (30.0, 4.0)],
+                dashed: true,
+            },
+        ];
+        let r = line_plot("ε vs queries", "answered queries", "ε", &series).unwrap();
+        let svg = &r.svg;
+        let labels = texts(svg);
+        for label in [
+            "ε vs queries",
+            "answered queries",
+            "ε",
+            "data-dependent, gnmax",
+            "data-independent, gnmax",
+        ] {
+            assert!(labels.contains(&label), "{label}: {labels:?}");
+        }
+        // The solid series is one polyline through its 3 finite points; a marker per point.
+        let c = COLORS[0];
+        let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        assert!(
+            svg.lines().any(|l| l.contains("<polyline")
+                && l.contains(&stroke)
+                && l.matches(',').count() == 3),
+            "{svg}"
         );
-        assert_eq!(svg.matches("fill-opacity=\"0.3\"").count(), 2);
-        assert!(svg.contains("c&lt;"));
-        assert!(svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<circle").count(), 5, "{svg}");
+        assert_eq!(&r.png[..8], b"\x89PNG\r\n\x1a\n");
     }
 }
 

@@ -31,7 +31,8 @@ pub struct Args {
     /// Where to write the metrics JSON (default RUN_DIR/evaluation.json; printed either way).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Where to write the ROC plot (default RUN_DIR/roc.svg).
+    /// Where to write the ROC plot as SVG (default RUN_DIR/roc.svg); the PNG goes beside it,
+    /// with the extension `.png` (default RUN_DIR/roc.png).
     #[arg(long, value_name = "FILE")]
     pub roc: Option<PathBuf>,
     /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
@@ -95,8 +96,19 @@ pub fn run(args: Args) -> Result<()> {
     {
         pipeline::write_json(&out, &evaluation.report)?;
     }
-    if let Some(roc) = args.roc.clone().or_else(|| run.as_ref().map(|r| r.roc())) {
-        pipeline::write_file(&roc, evaluation.svg.as_bytes())?;
+    let roc = match (&args.roc, &run) {
+        (Some(svg), _) if svg.extension().is_some_and(|e| e == "png") => {
+            return Err(Error::Config(format!(
+                "--roc {}: names the SVG file; the PNG is written beside it",
+                svg.display()
+            )))
+        }
+        (Some(svg), _) => Some((svg.clone(), svg.with_extension("png"))),
+        (None, Some(r)) => Some((r.roc(), r.roc_png())),
+        (None, None) => None,
+    };
+    if let Some((svg, png)) = roc {
+        evaluation.roc_plot()?.write(&svg, &png)?;
     }
     let json = serde_json::to_string(&evaluation.report).expect("an evaluation serializes");
     println!("{json}");

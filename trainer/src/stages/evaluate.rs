@@ -9,7 +9,7 @@ use crate::error::Result;
 use tch::Device;
 
 use crate::ensemble::Ensemble;
-use crate::metrics::{roc_curve, roc_svg, Metrics, RocPoint};
+use crate::metrics::{roc_curve, Metrics, RocPoint};
 use crate::model_file::ModelFile;
 use crate::pipeline::{self, RunData};
 use crate::report::{EvaluationReport, TestView, TprAtFpr, TEACHER_ENSEMBLE_SCORE};
@@ -23,8 +23,21 @@ pub struct Evaluation {
     /// `evaluation.json`: the student and the teacher ensemble (score = share of teachers voting
     /// malicious, threshold 0.5) with their TPR at fixed FPRs read off the test ROC.
     pub report: EvaluationReport,
-    /// roc.svg.
-    pub svg: String,
+    /// The ROC curves of `roc.svg`/`roc.png` (name, points): the teacher ensemble's when there
+    /// are teachers, then the student's. Drawn only when written ([`Evaluation::roc_plot`]).
+    pub roc_curves: Vec<(String, Vec<RocPoint>)>,
+}
+
+impl Evaluation {
+    /// The ROC plot, as SVG and PNG.
+    pub fn roc_plot(&self) -> Result<crate::plot::Rendered> {
+        let curves: Vec<(&str, &[RocPoint])> = self
+            .roc_curves
+            .iter()
+            .map(|(name, points)| (name.as_str(), points.as_slice()))
+            .collect();
+        crate::plot::render(&crate::plot::Roc { curves: &curves })
+    }
 }
 
 /// The evaluation of a run: [`Evaluation`] plus the distinct and novel test views.
@@ -74,13 +87,6 @@ pub fn evaluate(
         let (m, roc) = evaluate_scores(&fraction, &labels, 0.5);
         (Some(m), roc)
     };
-    let mut curves: Vec<(&str, &[RocPoint])> = Vec::new();
-    let ensemble_name = format!("{} teachers (noiseless vote share)", teachers.len());
-    if !ensemble_roc.is_empty() {
-        curves.push((&ensemble_name, &ensemble_roc));
-    }
-    curves.push(("student", &student_roc));
-    let svg = roc_svg(&curves);
     let report = EvaluationReport {
         samples: y.len(),
         student: student_metrics,
@@ -90,7 +96,13 @@ pub fn evaluate(
         teacher_ensemble_score: TEACHER_ENSEMBLE_SCORE.into(),
         teacher_ensemble_samples: ensemble_rows.map_or(y.len(), |r| r.len()),
     };
-    Ok(Evaluation { report, svg })
+    let mut roc_curves = Vec::new();
+    if !ensemble_roc.is_empty() {
+        let name = format!("{} teachers (noiseless vote share)", teachers.len());
+        roc_curves.push((name, ensemble_roc));
+    }
+    roc_curves.push(("student".to_string(), student_roc));
+    Ok(Evaluation { report, roc_curves })
 }
 
 /// The test rows the teacher ensemble is evaluated on (`evaluation.ensemble_max`, drawn from the
@@ -187,9 +199,9 @@ pub fn run(
     })
 }
 
-/// Writes `roc.svg` and `evaluation.json`.
+/// Writes `roc.svg`, `roc.png` and `evaluation.json`.
 pub fn write(run: &RunDir, e: &Evaluated) -> Result<()> {
-    pipeline::write_file(&run.roc(), e.evaluation.svg.as_bytes())?;
+    e.evaluation.roc_plot()?.write(&run.roc(), &run.roc_png())?;
     pipeline::write_json(&run.evaluation(), &e.evaluation.report)
 }
 
