@@ -6,4 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod error;
 pub mod sweep;
+
+pub use error::{Error, Result};

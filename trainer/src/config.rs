@@ -322,8 +322,8 @@ impl TeacherMultiplicity {
 }
 
 impl TryFrom<String> for TeacherMultiplicity {
-    type Error = String;
-    fn try_from(s: String) -> std::result::Result<Self, String> {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self> {
         let expected = "expected traffic, distinct, log or cap:N (N ≥ 1)";
         match s.trim() {
             "traffic" => Ok(TeacherMultiplicity::Traffic),
@@ -334,7 +334,10 @@ impl TryFrom<String> for TeacherMultiplicity {
                 .map(|n| n.trim().parse::<usize>())
             {
                 Some(Ok(n)) if n >= 1 => Ok(TeacherMultiplicity::Cap(n)),
-                _ => Err(format!("teachers.multiplicity: {expected}, got {other:?}")),
+                _ => Err(Error::key(
+                    "teachers.multiplicity",
+                    format!("{expected}, got {other:?}"),
+                )),
             },
         }
     }
@@ -556,8 +559,10 @@ impl RunConfig {
             path: path.to_owned(),
             source,
         })?;
-        let mut config =
-            Self::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let mut config = Self::parse(&text).map_err(|e| Error::ConfigFile {
+            path: path.to_owned(),
+            source: Box::new(e),
+        })?;
         let base = path.parent().unwrap_or(Path::new("."));
         for d in config.sources_mut() {
             if d.path.is_relative() {
@@ -606,12 +611,9 @@ impl RunConfig {
     }
 
     /// Parses and validates YAML text (serde_yaml's messages name the key and line).
-    pub fn parse(text: &str) -> std::result::Result<Self, String> {
-        let config: RunConfig = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-        config.validate().map_err(|e| match e {
-            Error::Config(m) => m,
-            other => other.to_string(),
-        })?;
+    pub fn parse(text: &str) -> Result<Self> {
+        let config: RunConfig = serde_yaml::from_str(text)?;
+        config.validate()?;
         Ok(config)
     }
 
@@ -815,7 +817,7 @@ impl RunConfig {
 
 /// A configuration error naming `key`.
 fn bad(key: &str, why: String) -> Result<()> {
-    Err(Error::Config(format!("{key}: {why}")))
+    Err(Error::key(key, why))
 }
 
 #[cfg(test)]
@@ -825,29 +827,39 @@ mod tests {
     #[test]
     fn unknown_keys_and_bad_values_name_the_key() {
         let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
-        let e = RunConfig::parse(&format!("{base}teachers: {{count: 3, bogus: 1}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!("{base}teachers: {{count: 3, bogus: 1}}\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bogus"), "{e}");
         let e = RunConfig::parse(&format!(
             "{base}teachers: {{training: {{batch_size: 0}}}}\n"
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("teachers.training.batch_size"), "{e}");
         let e = RunConfig::parse(&format!(
             "{base}privacy: {{mechanism: lnmax, gamma: 0.1, delta: 2}}\n"
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("privacy.delta"), "{e}");
-        let e = RunConfig::parse(&format!("{base}device: tpu\n")).unwrap_err();
+        let e = RunConfig::parse(&format!("{base}device: tpu\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("device"), "{e}");
         let e = RunConfig::parse(&format!(
             "{base}student: {{self_training: {{confidence: 0.4}}}}\n"
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("student.self_training.confidence"), "{e}");
-        let e = RunConfig::parse(&format!("{base}student: {{target_fpr: 1.5}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!("{base}student: {{target_fpr: 1.5}}\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("student.target_fpr"), "{e}");
-        let e =
-            RunConfig::parse(&format!("{base}student: {{threshold_rule: median}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!("{base}student: {{threshold_rule: median}}\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("threshold_rule") || e.contains("median"), "{e}");
         let ok = RunConfig::parse(&format!(
             "{base}student: {{query_selection: traffic, threshold_rule: target_fpr, target_fpr: 0.005, self_training: {{rounds: 2}}}}\n"
@@ -869,12 +881,13 @@ mod tests {
         let e = RunConfig::parse(&format!(
             "{base}aggregation: {{malicious_vote_share: 1.0}}\n"
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("aggregation.malicious_vote_share"), "{e}");
         let e = RunConfig::parse(&format!(
             "{base}privacy: {{mechanism: lnmax, gamma: 0.05, rho: 1.0}}\nfeaturizer: {{config: {{norm: l2}}}}\n"
         ))
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(e.contains("featurizer.config.norm"), "{e}");
         let ok = RunConfig::parse(&format!(
             "{base}student: {{query_selection: head, head_share: 0.3, threshold_rule: answered_benign}}\n"
@@ -886,10 +899,12 @@ mod tests {
         let e = RunConfig::parse(&format!(
             "{base}teachers: {{holdout_fraction: 0, training: {{member_threshold: youden}}}}\n"
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("teachers.holdout_fraction"), "{e}");
-        let e =
-            RunConfig::parse(&format!("{base}teachers: {{holdout_fraction: -0.1}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!("{base}teachers: {{holdout_fraction: -0.1}}\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("teachers.holdout_fraction"), "{e}");
         let ok = RunConfig::parse(&format!(
             "{base}teachers: {{holdout_fraction: 0, training: {{member_threshold: half}}}}\n"
@@ -904,11 +919,17 @@ mod tests {
     fn privacy_section_takes_exactly_the_mechanisms_parameters() {
         let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
         let parse = |p: &str| RunConfig::parse(&format!("{base}privacy: {p}\n"));
-        let e = parse("{mechanism: lnmax, sigma: 12}").unwrap_err();
+        let e = parse("{mechanism: lnmax, sigma: 12}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("sigma"), "{e}");
-        let e = parse("{mechanism: lnmax, gamma: 0.1, gama: 0.1}").unwrap_err();
+        let e = parse("{mechanism: lnmax, gamma: 0.1, gama: 0.1}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("gama"), "{e}");
-        let e = parse("{mechanism: gnmax, sigma: -3}").unwrap_err();
+        let e = parse("{mechanism: gnmax, sigma: -3}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("privacy") && e.contains("sigma"), "{e}");
         let c = parse("{mechanism: confident_gnmax, threshold: 200, sigma1: 150, sigma2: 40, delta: 1.0e-6, rho: 2}")
             .unwrap();
@@ -930,20 +951,24 @@ mod tests {
         let c = RunConfig::parse(&roles).unwrap();
         assert!(!c.is_simulation());
         let e = RunConfig::parse(&format!("private: {file}\npublic: {file}\ntest: {file}\n"))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("validation"), "{e}");
-        let e =
-            RunConfig::parse(&format!("{roles}split: {{simulate_from: {file}}}\n")).unwrap_err();
+        let e = RunConfig::parse(&format!("{roles}split: {{simulate_from: {file}}}\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("exclusive"), "{e}");
         let e = RunConfig::parse(&format!(
             "split: {{simulate_from: {file}, private: 0.5, public: 0.5, validation: 0.1, test: 0.1}}\n"
         ))
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(e.contains("sum to 1"), "{e}");
         let c = RunConfig::parse(&format!("split: {{simulate_from: {file}}}\n")).unwrap();
         assert!(c.is_simulation());
         assert_eq!(c.split.unwrap().fractions(), SplitConfig::default());
-        let e = RunConfig::parse("datasets: [{path: a.txt, format: csic}]\n").unwrap_err();
+        let e = RunConfig::parse("datasets: [{path: a.txt, format: csic}]\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("datasets"), "{e}");
     }
 
@@ -971,10 +996,14 @@ mod tests {
             weighting("{distinct: true, multiplicity: distinct}").unwrap(),
             TeacherMultiplicity::Distinct
         );
-        let e = weighting("{distinct: true, multiplicity: log}").unwrap_err();
+        let e = weighting("{distinct: true, multiplicity: log}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("teachers.distinct") && e.contains("log"), "{e}");
         for bad in ["'cap:0'", "'cap:x'", "sqrt"] {
-            let e = weighting(&format!("{{multiplicity: {bad}}}")).unwrap_err();
+            let e = weighting(&format!("{{multiplicity: {bad}}}"))
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains("teachers.multiplicity") && e.contains("cap:N"),
                 "{bad}: {e}"

@@ -8,7 +8,7 @@ use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 
 use crate::ensemble::MemberReport;
-use crate::error::{Error, Result};
+use crate::error::{Error, ModelFileProblem, Result, TeacherProblem};
 use crate::model::{Dense, Mlp};
 
 /// Version of the model file layout.
@@ -87,50 +87,53 @@ impl ModelFile {
             .map(|(name, shape, bytes)| {
                 TensorView::new(Dtype::F32, shape.clone(), bytes)
                     .map(|v| (name.clone(), v))
-                    .map_err(|e| Error::Invalid(format!("tensor {name}: {e:?}")))
+                    .map_err(|source| Error::Safetensors {
+                        what: format!("tensor {name}"),
+                        source,
+                    })
             })
             .collect::<Result<Vec<_>>>()?;
-        let info = serde_json::to_string(&self.info)
-            .map_err(|e| Error::Invalid(format!("model info: {e}")))?;
+        let info = serde_json::to_string(&self.info).map_err(Error::serialize("model info"))?;
         let metadata = Some(HashMap::from([(METADATA_KEY.to_string(), info)]));
-        safetensors::tensor::serialize(views, &metadata)
-            .map_err(|e| Error::Invalid(format!("safetensors: {e:?}")))
+        safetensors::tensor::serialize(views, &metadata).map_err(|source| Error::Safetensors {
+            what: "model".into(),
+            source,
+        })
     }
 
     /// Parses safetensors bytes; `path` names the file in errors.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Self> {
-        let bad = |what: String| Error::Invalid(format!("{}: {what}", path.display()));
+        let bad = |problem: ModelFileProblem| Error::ModelFile {
+            path: path.to_owned(),
+            problem,
+        };
         let (_, metadata) = SafeTensors::read_metadata(bytes)
-            .map_err(|e| bad(format!("not a safetensors file: {e:?}")))?;
+            .map_err(|e| bad(ModelFileProblem::NotSafetensors(e)))?;
         let info_json = metadata
             .metadata()
             .as_ref()
             .and_then(|m| m.get(METADATA_KEY))
-            .ok_or_else(|| {
-                bad(format!(
-                    "no `{METADATA_KEY}` metadata: not a pate-waf model file"
-                ))
-            })?;
+            .ok_or_else(|| bad(ModelFileProblem::NoMetadata(METADATA_KEY)))?;
         let info: ModelInfo =
-            serde_json::from_str(info_json).map_err(|e| bad(format!("model info: {e}")))?;
+            serde_json::from_str(info_json).map_err(|e| bad(ModelFileProblem::Info(e)))?;
         if info.format_version != MODEL_FILE_VERSION {
-            return Err(bad(format!(
-                "model file version {} (this pate-trainer reads {MODEL_FILE_VERSION})",
-                info.format_version
-            )));
+            return Err(bad(ModelFileProblem::Version {
+                found: info.format_version,
+                expected: MODEL_FILE_VERSION,
+            }));
         }
-        let tensors =
-            SafeTensors::deserialize(bytes).map_err(|e| bad(format!("safetensors: {e:?}")))?;
+        let tensors = SafeTensors::deserialize(bytes)
+            .map_err(|e| bad(ModelFileProblem::NotSafetensors(e)))?;
         let read = |name: &str, dims: usize| -> Result<(Vec<usize>, Vec<f32>)> {
             let t = tensors
                 .tensor(name)
-                .map_err(|_| bad(format!("missing tensor {name}")))?;
+                .map_err(|_| bad(ModelFileProblem::MissingTensor(name.into())))?;
             if t.dtype() != Dtype::F32 || t.shape().len() != dims {
-                return Err(bad(format!(
-                    "tensor {name}: expected {dims}-d f32, got {:?} {:?}",
-                    t.dtype(),
-                    t.shape()
-                )));
+                return Err(bad(ModelFileProblem::Tensor {
+                    name: name.into(),
+                    expected: format!("{dims}-d f32"),
+                    found: format!("{:?} {:?}", t.dtype(), t.shape()),
+                }));
             }
             let values = t
                 .data()
@@ -156,7 +159,10 @@ impl ModelFile {
             });
         }
         let weights = Mlp { layers };
-        weights.validate().map_err(|e| bad(e.to_string()))?;
+        weights.validate().map_err(|source| Error::Network {
+            what: path.display().to_string(),
+            source,
+        })?;
         Ok(ModelFile { weights, info })
     }
 
@@ -204,10 +210,10 @@ pub fn load_teachers(dir: &Path) -> Result<Vec<ModelFile>> {
     }
     paths.sort();
     if paths.is_empty() {
-        return Err(Error::Invalid(format!(
-            "{}: no teacher-*.safetensors files",
-            dir.display()
-        )));
+        return Err(Error::Teachers {
+            path: dir.to_owned(),
+            problem: TeacherProblem::None,
+        });
     }
     let teachers = paths
         .iter()
@@ -216,28 +222,30 @@ pub fn load_teachers(dir: &Path) -> Result<Vec<ModelFile>> {
     let first = &teachers[0];
     for (t, p) in teachers.iter().zip(&paths) {
         if t.info.role != ModelRole::Teacher {
-            return Err(Error::Invalid(format!(
-                "{}: not a teacher model",
-                p.display()
-            )));
+            return Err(Error::Teachers {
+                path: p.clone(),
+                problem: TeacherProblem::NotATeacher,
+            });
         }
         if t.info.featurizer_hash != first.info.featurizer_hash {
-            return Err(Error::Invalid(format!(
-                "{}: trained on featurizer {}, {} on {}: teachers must share one featurizer",
-                p.display(),
-                t.info.featurizer_hash,
-                paths[0].display(),
-                first.info.featurizer_hash
-            )));
+            return Err(Error::Teachers {
+                path: p.clone(),
+                problem: TeacherProblem::Featurizer {
+                    hash: t.info.featurizer_hash.clone(),
+                    first: paths[0].clone(),
+                    first_hash: first.info.featurizer_hash.clone(),
+                },
+            });
         }
         if t.weights.dims() != first.weights.dims() {
-            return Err(Error::Invalid(format!(
-                "{}: layer widths {:?} differ from {:?} of {}",
-                p.display(),
-                t.weights.dims(),
-                first.weights.dims(),
-                paths[0].display()
-            )));
+            return Err(Error::Teachers {
+                path: p.clone(),
+                problem: TeacherProblem::Widths {
+                    widths: t.weights.dims(),
+                    first: paths[0].clone(),
+                    first_widths: first.weights.dims(),
+                },
+            });
         }
     }
     Ok(teachers)

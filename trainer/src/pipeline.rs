@@ -15,7 +15,7 @@ use tch::Device;
 
 use crate::dense::DenseMatrix;
 use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, VoteProblem};
 use crate::metrics::{roc_curve, RocPoint};
 use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
 use crate::report::AppliedThresholdRule;
@@ -46,8 +46,8 @@ impl RunRng {
                     .into()
             }
             None => {
-                let mut rng = ChaCha20Rng::try_from_rng(&mut rand::rngs::SysRng)
-                    .map_err(|e| Error::Invalid(format!("no OS entropy: {e}")))?;
+                let mut rng =
+                    ChaCha20Rng::try_from_rng(&mut rand::rngs::SysRng).map_err(Error::Entropy)?;
                 let mut master = [0u8; 32];
                 rand::Rng::fill_bytes(&mut rng, &mut master);
                 master
@@ -216,9 +216,7 @@ pub fn teacher_member_data(
     // `fraction == 0`: no held-out samples (fixed-epoch training, threshold 0.5).
     let minimum = if fraction == 0.0 { 1 } else { 2 };
     if n < minimum {
-        return Err(Error::Invalid(format!(
-            "a shard of {n} samples cannot be split into training and held-out samples"
-        )));
+        return Err(Error::ShardTooSmall { samples: n });
     }
     let holdout = if fraction == 0.0 {
         0
@@ -335,8 +333,12 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
     for ((k, _), r) in todo.iter().zip(rngs.iter_mut()) {
         let (x, y) = job.shards[*k].as_ref().expect("listed shards exist");
         data.push(
-            teacher_member_data(x, y, job.holdout_fraction, job.holdout_max, r)
-                .map_err(|e| Error::Invalid(format!("teacher {k}: {e}")))?,
+            teacher_member_data(x, y, job.holdout_fraction, job.holdout_max, r).map_err(|e| {
+                Error::Teacher {
+                    teacher: *k,
+                    source: Box::new(e),
+                }
+            })?,
         );
     }
     let init = ensemble::init_members(&dims, &mut rngs);
@@ -444,11 +446,12 @@ pub fn read_labels(path: &Path) -> Result<Vec<Option<bool>>> {
             None => Ok(None),
             Some(0) => Ok(Some(false)),
             Some(1) => Ok(Some(true)),
-            Some(c) => Err(Error::Invalid(format!(
-                "{}:{}: class {c} (expected 0 = benign or 1 = malicious)",
-                path.display(),
-                i + 1
-            ))),
+            Some(c) => Err(Error::Label {
+                path: path.to_owned(),
+                line: i + 1,
+                found: format!("class {c}"),
+                expected: "0 = benign or 1 = malicious",
+            }),
         })
         .collect()
 }
@@ -469,8 +472,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Writes pretty JSON atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(Error::serialize(path.display()))?;
     bytes.push(b'\n');
     write_file(path, &bytes)
 }
@@ -537,10 +539,7 @@ pub fn shift_votes(
 ) -> Result<privacy::votes::VoteMatrix> {
     let c = vote_share_shift(share, teachers);
     if votes.classes() != 2 {
-        return Err(Error::Invalid(format!(
-            "aggregation.malicious_vote_share needs 2 classes, the votes have {}",
-            votes.classes()
-        )));
+        return Err(Error::Votes(VoteProblem::Classes(votes.classes())));
     }
     let rows: Vec<[u64; 2]> = votes
         .rows()
@@ -682,13 +681,13 @@ pub fn train_student_full(
 }
 
 /// `rows` with row i repeated `copies[i]` times (at least once).
-fn repeat_rows(rows: LabeledRows, copies: &[usize], what: &str) -> Result<LabeledRows> {
+fn repeat_rows(rows: LabeledRows, copies: &[usize], what: &'static str) -> Result<LabeledRows> {
     if copies.len() != rows.y.len() {
-        return Err(Error::Invalid(format!(
-            "{what}: {} multiplicities for {} rows",
-            copies.len(),
-            rows.y.len()
-        )));
+        return Err(Error::Multiplicities {
+            what,
+            found: copies.len(),
+            rows: rows.y.len(),
+        });
     }
     let idx: Vec<usize> = copies
         .iter()
@@ -723,10 +722,12 @@ fn self_train(
         )
     })?;
     if pool.cols != train.x.cols {
-        return Err(Error::Invalid(format!(
-            "the unlabelled pool has {} features, the queries {}",
-            pool.cols, train.x.cols
-        )));
+        return Err(Error::FeatureWidth {
+            what: "the unlabelled pool".into(),
+            found: pool.cols,
+            of: "the queries".into(),
+            expected: train.x.cols,
+        });
     }
     let c = student.self_training.confidence as f32;
     for round in 1..=rounds {
@@ -783,13 +784,8 @@ fn apply_threshold_rule(
         crate::config::ThresholdRule::Youden => Ok(AppliedThresholdRule::Youden),
         crate::config::ThresholdRule::TargetFpr => {
             let scores = model_scores(model, &validation.x, device)?;
-            let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or_else(
-                || {
-                    Error::Invalid(
-                        "the student validation samples need both classes to choose a threshold"
-                            .into(),
-                    )
-                },
+            let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or(
+                Error::Threshold("the student validation samples need both classes"),
             )?;
             model.info.threshold = t;
             Ok(AppliedThresholdRule::TargetFpr(student.target_fpr))
@@ -802,13 +798,8 @@ fn apply_threshold_rule(
                 )
             })?;
             let scores = model_scores(model, x, device)?;
-            let t = weighted_quantile_threshold(&scores, weights, student.target_fpr).ok_or_else(
-                || {
-                    Error::Invalid(
-                        "no answered query was labelled benign: cannot choose a threshold".into(),
-                    )
-                },
-            )?;
+            let t = weighted_quantile_threshold(&scores, weights, student.target_fpr)
+                .ok_or(Error::Threshold("no answered query was labelled benign"))?;
             model.info.threshold = t;
             Ok(AppliedThresholdRule::AnsweredBenign(student.target_fpr))
         }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use datasets::{Format, Label, Record};
 use serde::{Deserialize, Serialize};
 
-use trainer::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Arguments of `pate-experiments replay`.
 #[derive(Debug, clap::Args)]
@@ -568,10 +568,11 @@ pub fn replay(
 
     if abort.load(Ordering::Relaxed) {
         let e = last_error.into_inner().unwrap_or_else(|p| p.into_inner());
-        return Err(Error::Invalid(format!(
-            "replay to {}: {MAX_CONSECUTIVE_FAILURES} requests in a row got no response, stopping (last: {e})",
-            options.addr
-        )));
+        return Err(Error::ReplayStalled {
+            addr: options.addr,
+            failures: MAX_CONSECUTIVE_FAILURES,
+            last: e,
+        });
     }
     Ok(slots
         .into_iter()

@@ -2,8 +2,8 @@
 //! grids of issue 6 (see `experiments::sweep` and `configs/sweep.yaml`).
 use std::path::PathBuf;
 
+use crate::error::Result;
 use crate::sweep::{self, config::SweepConfig};
-use trainer::error::Result;
 
 /// Arguments of `pate-experiments sweep`.
 #[derive(Debug, clap::Args)]

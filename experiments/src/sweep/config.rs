@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use trainer::config::{DatasetSource, RunConfig};
-use trainer::error::{Error, Result};
 
 /// The whole sweep.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -210,8 +210,12 @@ impl SweepConfig {
             path: path.to_owned(),
             source,
         })?;
-        let mut config: SweepConfig = serde_yaml::from_str(&text)
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let in_file = |e: Error| Error::ConfigFile {
+            path: path.to_owned(),
+            source: Box::new(e),
+        };
+        let mut config: SweepConfig =
+            serde_yaml::from_str(&text).map_err(|e| in_file(Error::ConfigYaml(e)))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         if config.base.is_relative() {
             config.base = dir.join(&config.base);
@@ -223,22 +227,23 @@ impl SweepConfig {
                 }
             }
         }
-        let base = RunConfig::load(&config.base).map_err(|e| {
-            Error::Config(format!(
-                "{} (base of {}): {e}",
-                config.base.display(),
-                path.display()
-            ))
+        let base = RunConfig::load(&config.base).map_err(|e| Error::BaseConfig {
+            base: config.base.clone(),
+            sweep: path.to_owned(),
+            source: Box::new(e),
         })?;
-        config
-            .validate()
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        config.validate().map_err(in_file)?;
         Ok((config, base))
     }
 
     /// Checks every value, naming the key.
     pub fn validate(&self) -> Result<()> {
-        let bad = |key: String, why: &str| Err(Error::Config(format!("{key}: {why}")));
+        let bad = |key: String, why: &str| {
+            Err(Error::ConfigKey {
+                key,
+                reason: why.into(),
+            })
+        };
         if self.jobs == 0 {
             return bad("jobs".into(), "must be at least 1");
         }

@@ -27,10 +27,10 @@ use privacy::VoteMatrix;
 use sha2::{Digest, Sha256};
 use tch::Device;
 
+use crate::error::{Error, Result};
 use config::{ExperimentKind, MechanismSpec, SplitName, SweepConfig, SweepDataset};
 use report::{EpsilonPoint, ResultRow, SplitTable, SplitTableFile, SplitTableRow};
 use trainer::config::RunConfig;
-use trainer::error::{Error, Result};
 use trainer::metrics::{roc_curve, Metrics};
 use trainer::pipeline::{self, RunData, RunRng};
 use trainer::stages;
@@ -403,11 +403,8 @@ pub fn run_sweep_with(
     let rows: Vec<ResultRow> = units
         .iter()
         .map(|u| {
-            read_result(&u.path).ok_or_else(|| {
-                Error::Invalid(format!(
-                    "{}: missing or unreadable result",
-                    u.path.display()
-                ))
+            read_result(&u.path).ok_or_else(|| Error::MissingResult {
+                path: u.path.clone(),
             })
         })
         .collect::<Result<_>>()?;
@@ -527,10 +524,11 @@ fn compute_group(
             }
             Err(e) => {
                 if let Ok(mut f) = failure.lock() {
-                    f.get_or_insert(Error::Invalid(format!(
-                        "{} repeat {}: {e}",
-                        u.cell, u.repeat
-                    )));
+                    f.get_or_insert(Error::Cell {
+                        cell: u.cell.clone(),
+                        repeat: u.repeat,
+                        source: Box::new(e),
+                    });
                 }
             }
         }
@@ -704,7 +702,7 @@ fn write_json_in(path: &Path, value: &impl serde::Serialize) -> Result<()> {
             source,
         })?;
     }
-    pipeline::write_json(path, value)
+    Ok(pipeline::write_json(path, value)?)
 }
 
 fn read_result(path: &Path) -> Option<ResultRow> {
@@ -818,7 +816,9 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         path: work.clone(),
         source,
     })?;
-    featurizer.save(&work.join("featurizer.json"))?;
+    featurizer
+        .save(&work.join("featurizer.json"))
+        .map_err(trainer::Error::from)?;
     let shared = stages::featurize::shared(base, featurizer, &data)?;
     let records = &data.records;
     let validation_y = pipeline::labels_of(
@@ -1002,11 +1002,7 @@ fn compute(
     let mut row = empty_row(u, data, ctx, &env.rng);
     let plan = stages::split::plan(&config, &ctx.data, &env.rng)?;
     let features = stages::featurize::student_side(&config, ctx.shared.clone(), &ctx.data, &plan)?;
-    let set_of = || {
-        set.ok_or_else(|| {
-            Error::Invalid("internal: a teacher-based result without teachers".into())
-        })
-    };
+    let set_of = || set.ok_or(Error::Internal("a teacher-based result without teachers"));
     match &u.kind {
         UnitKind::NonPrivate { training } => {
             row.model = "non-private".into();
@@ -1102,7 +1098,7 @@ fn pate_row(
         ..
     } = &u.kind
     else {
-        return Err(Error::Invalid("internal: not a PATE cell".into()));
+        return Err(Error::Internal("not a PATE cell"));
     };
     row.model = "pate-student".into();
     row.mechanism = mechanism.name().into();
@@ -1247,7 +1243,7 @@ fn write_split_tables(out: &Path) -> Result<()> {
         }
     }
     pipeline::write_file(&out.join("splits.csv"), csv.as_bytes())?;
-    pipeline::write_file(&out.join("splits.md"), md.as_bytes())
+    Ok(pipeline::write_file(&out.join("splits.md"), md.as_bytes())?)
 }
 
 /// A short mechanism label for plot axes: `GNMax σ=12.3*` (* = matched).

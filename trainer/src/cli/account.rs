@@ -163,8 +163,7 @@ pub fn run(args: Args) -> Result<()> {
             "--seed only applies with --sanitize (accounting itself uses no randomness)".into(),
         ));
     }
-    let json = serde_json::to_string(&report)
-        .map_err(|e| Error::Invalid(format!("cannot serialize the report: {e}")))?;
+    let json = serde_json::to_string(&report).map_err(Error::serialize("the report"))?;
     if let Some(out) = &args.out {
         privacy::write_atomic(out, format!("{json}\n").as_bytes())?;
     }

@@ -25,7 +25,7 @@ use privacy::aggregate::format_labels;
 use privacy::Mechanism;
 
 use super::account::MechanismArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, VoteProblem};
 use crate::report::MechanismName;
 
 /// Arguments of `pate-trainer aggregate`.
@@ -70,10 +70,14 @@ fn merged_votes(files: &[(PathBuf, String)]) -> Result<privacy::VoteMatrix> {
             None => sum = Some((path.clone(), v.rows().map(<[u64]>::to_vec).collect())),
             Some((first, rows)) => {
                 if v.queries() != rows.len() || v.classes() != rows[0].len() {
-                    return Err(Error::Invalid(format!(
-                        "{} has {} queries × {} classes but {} has {} × {}: every organization must vote on the same queries with the same classes",
-                        path.display(), v.queries(), v.classes(), first.display(), rows.len(), rows[0].len()
-                    )));
+                    return Err(Error::Votes(VoteProblem::Shape {
+                        path: path.clone(),
+                        queries: v.queries(),
+                        classes: v.classes(),
+                        first: first.clone(),
+                        first_queries: rows.len(),
+                        first_classes: rows[0].len(),
+                    }));
                 }
                 for (acc, r) in rows.iter_mut().zip(v.rows()) {
                     for (a, c) in acc.iter_mut().zip(r) {
@@ -173,8 +177,7 @@ pub fn run(args: Args) -> Result<()> {
     privacy::write_atomic(&args.out, format_labels(&labels).as_bytes())?;
     let mut sidecar = args.out.clone().into_os_string();
     sidecar.push(".json");
-    let text = serde_json::to_string_pretty(&summary)
-        .map_err(|e| Error::Invalid(format!("cannot serialize the summary: {e}")))?;
+    let text = serde_json::to_string_pretty(&summary).map_err(Error::serialize("the summary"))?;
     privacy::write_atomic(&PathBuf::from(sidecar), format!("{text}\n").as_bytes())?;
     if let Some(ledger) = &args.ledger {
         privacy::ledger::append(
@@ -190,7 +193,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     println!(
         "{}",
-        serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?
+        serde_json::to_string(&summary).map_err(Error::serialize("the summary"))?
     );
     Ok(())
 }

@@ -66,23 +66,22 @@ pub fn run(args: Args) -> Result<()> {
         .into_iter()
         .enumerate()
         .map(|(i, l)| {
-            l.ok_or_else(|| {
-                Error::Invalid(format!(
-                    "{}:{}: test labels must be 0 or 1",
-                    labels_path.display(),
-                    i + 1
-                ))
+            l.ok_or_else(|| Error::Label {
+                path: labels_path.clone(),
+                line: i + 1,
+                found: "no label".into(),
+                expected: "test labels must be 0 or 1",
             })
         })
         .collect::<Result<Vec<bool>>>()?;
     if y.len() != x.rows {
-        return Err(Error::Invalid(format!(
-            "{} has {} labels for {} rows of {}",
-            labels_path.display(),
-            y.len(),
-            x.rows,
-            features_path.display()
-        )));
+        return Err(Error::RowCount {
+            path: labels_path,
+            what: "labels",
+            found: y.len(),
+            other: features_path,
+            expected: x.rows,
+        });
     }
     let teachers = match &teachers_dir {
         Some(d) => load_teachers(d)?,

@@ -109,10 +109,10 @@ pub fn export_bundle_versioned(
     let written = bundle::write_bundle(out_dir, &contents)?;
     let loaded = Bundle::load(out_dir)?;
     if loaded.manifest != written {
-        return Err(Error::Invalid(format!(
-            "{}: bundle.yaml read back differs from what was written",
-            out_dir.display()
-        )));
+        return Err(Error::Export {
+            dir: out_dir.to_owned(),
+            problem: "bundle.yaml read back differs from what was written".into(),
+        });
     }
     Ok(written)
 }
@@ -134,10 +134,12 @@ pub fn verify_with_onnxruntime(bundle: &Bundle, mlp: &Mlp) -> Result<f32> {
         worst = worst.max((got - mlp.forward(row)?).abs());
     }
     if worst > 1e-4 {
-        return Err(Error::Invalid(format!(
-            "{}: ONNX Runtime scores differ from the network by {worst} (tolerance 1e-4)",
-            bundle.dir.display()
-        )));
+        return Err(Error::Export {
+            dir: bundle.dir.clone(),
+            problem: format!(
+                "ONNX Runtime scores differ from the network by {worst} (tolerance 1e-4)"
+            ),
+        });
     }
     Ok(worst)
 }
@@ -186,14 +188,14 @@ fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
         .is_some_and(|e| e.eq_ignore_ascii_case("json"))
         || bytes.first() == Some(&b'{');
     if is_json {
-        let mlp: Mlp = serde_json::from_slice(&bytes).map_err(|e| {
-            Error::Invalid(format!(
-                "{}: not a JSON network {{\"layers\": [...]}}: {e}",
-                path.display()
-            ))
+        let mlp: Mlp = serde_json::from_slice(&bytes).map_err(|source| Error::Json {
+            path: path.to_owned(),
+            source,
         })?;
-        mlp.validate()
-            .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        mlp.validate().map_err(|source| Error::Network {
+            what: path.display().to_string(),
+            source,
+        })?;
         Ok((mlp, None, None))
     } else {
         let file = ModelFile::from_bytes(&bytes, path)?;
@@ -238,12 +240,12 @@ pub fn run(args: Args) -> Result<()> {
     let featurizer = Featurizer::load(&featurizer_path)?;
     if let Some(hash) = featurizer_hash {
         if hash != featurizer.content_hash() {
-            return Err(Error::Invalid(format!(
-                "{} was trained with featurizer {hash}, but {} is {}",
-                student_path.display(),
-                featurizer_path.display(),
-                featurizer.content_hash()
-            )));
+            return Err(Error::FeaturizerMismatch {
+                model: student_path.clone(),
+                trained_with: hash,
+                featurizer: featurizer_path.clone(),
+                found: featurizer.content_hash().to_string(),
+            });
         }
     }
     let report: ExportedParts = report_path

@@ -86,7 +86,9 @@ fn fit(a: FitArgs) -> Result<()> {
     };
     let records = datasets::load_all(a.format, &a.paths, &datasets::LoadOptions::default())?;
     if records.is_empty() {
-        return Err(Error::Invalid(format!("no records in {:?}", a.paths)));
+        return Err(Error::NoRecords {
+            paths: a.paths.clone(),
+        });
     }
     let f = featurizer::Featurizer::fit(config, records.iter().map(|r| r.parts()))?;
     f.save(&a.out)?;

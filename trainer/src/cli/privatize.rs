@@ -49,11 +49,11 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut sidecar = args.out.clone().into_os_string();
     sidecar.push(".json");
-    let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::Invalid(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&summary).map_err(Error::serialize("the summary"))?;
     privacy::write_atomic(&PathBuf::from(sidecar), format!("{text}\n").as_bytes())?;
     println!(
         "{}",
-        serde_json::to_string(&summary).map_err(|e| Error::Invalid(e.to_string()))?
+        serde_json::to_string(&summary).map_err(Error::serialize("the summary"))?
     );
     Ok(())
 }

@@ -127,7 +127,7 @@ pub fn run(args: Args) -> Result<()> {
         };
         println!(
             "{}",
-            serde_json::to_string(&out).map_err(|e| Error::Invalid(e.to_string()))?
+            serde_json::to_string(&out).map_err(Error::serialize("the score"))?
         );
         return Ok(());
     }
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
             score,
             verdict: verdict(score, threshold),
         };
-        let line = serde_json::to_string(&line).map_err(|e| Error::Invalid(e.to_string()))?;
+        let line = serde_json::to_string(&line).map_err(Error::serialize("the score"))?;
         if let Err(e) = writeln!(out, "{line}") {
             // A closed pipe (`| head`) ends the listing quietly.
             return if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -94,44 +94,42 @@ pub fn run(args: Args) -> Result<()> {
     let queries = pipeline::read_matrix(&queries_path)?;
     let labels = pipeline::read_labels(&labels_path)?;
     if labels.len() != queries.rows {
-        return Err(Error::Invalid(format!(
-            "{} has {} labels but {} has {} queries",
-            labels_path.display(),
-            labels.len(),
-            queries_path.display(),
-            queries.rows
-        )));
+        return Err(Error::RowCount {
+            path: labels_path,
+            what: "labels",
+            found: labels.len(),
+            other: queries_path,
+            expected: queries.rows,
+        });
     }
     let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
     if answered.is_empty() {
-        return Err(Error::Invalid(format!(
-            "{}: no answered query",
-            labels_path.display()
-        )));
+        return Err(Error::Empty {
+            what: labels_path.display().to_string(),
+            missing: "no answered query",
+        });
     }
     let validation = pipeline::read_matrix(&validation_path)?;
     let validation_labels = pipeline::read_labels(&validation_labels_path)?
         .into_iter()
         .enumerate()
         .map(|(i, l)| {
-            l.ok_or_else(|| {
-                Error::Invalid(format!(
-                    "{}:{}: validation labels must all be 0 or 1",
-                    validation_labels_path.display(),
-                    i + 1
-                ))
+            l.ok_or_else(|| Error::Label {
+                path: validation_labels_path.clone(),
+                line: i + 1,
+                found: "no label".into(),
+                expected: "validation labels must all be 0 or 1",
             })
         })
         .collect::<Result<Vec<bool>>>()?;
     for (path, m) in [(&queries_path, &queries), (&validation_path, &validation)] {
         if m.cols != featurizer.dim() {
-            return Err(Error::Invalid(format!(
-                "{}: {} features, the featurizer {} has {}",
-                path.display(),
-                m.cols,
-                featurizer_path.display(),
-                featurizer.dim()
-            )));
+            return Err(Error::FeatureWidth {
+                what: path.display().to_string(),
+                found: m.cols,
+                of: format!("the featurizer {}", featurizer_path.display()),
+                expected: featurizer.dim(),
+            });
         }
     }
     if config.student.multiplicity_cap.is_some() {
@@ -143,13 +141,12 @@ pub fn run(args: Args) -> Result<()> {
         let pool_path = pick(&args.pool, &|r| r.features(PUBLIC_POOL_SET), "pool")?;
         let m = pipeline::read_matrix(&pool_path)?;
         if m.cols != featurizer.dim() {
-            return Err(Error::Invalid(format!(
-                "{}: {} features, the featurizer {} has {}",
-                pool_path.display(),
-                m.cols,
-                featurizer_path.display(),
-                featurizer.dim()
-            )));
+            return Err(Error::FeatureWidth {
+                what: pool_path.display().to_string(),
+                found: m.cols,
+                of: format!("the featurizer {}", featurizer_path.display()),
+                expected: featurizer.dim(),
+            });
         }
         Some(m)
     } else {

@@ -83,12 +83,12 @@ pub fn run(args: Args) -> Result<()> {
     let queries = pipeline::read_matrix(&queries_path)?;
     let input = teachers[0].weights.dims()[0];
     if queries.cols != input {
-        return Err(Error::Invalid(format!(
-            "{}: {} features per query, the teachers in {} take {input}",
-            queries_path.display(),
-            queries.cols,
-            source.display()
-        )));
+        return Err(Error::FeatureWidth {
+            what: queries_path.display().to_string(),
+            found: queries.cols,
+            of: format!("the teachers in {}", source.display()),
+            expected: input,
+        });
     }
     let votes = crate::stages::vote::vote(&teachers, &queries, device)?;
     let summary = match (args.noise_share_sigma, args.organizations) {

@@ -4,7 +4,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::rows::{shared_sparse_rows, Rows};
 use crate::dense::DenseMatrix;
-use crate::error::{Error, Result};
+use crate::error::{EnsembleProblem, Error, Result};
 use crate::model::{Dense, Mlp};
 
 /// Upper bound on the floats of one intermediate activation tensor when scoring in chunks.
@@ -35,16 +35,19 @@ impl Ensemble {
     pub fn from_members(members: &[Mlp], device: Device) -> Result<Self> {
         let first = members
             .first()
-            .ok_or_else(|| Error::Invalid("an ensemble needs at least one member".into()))?;
+            .ok_or(Error::Ensemble(EnsembleProblem::NoMembers))?;
         let dims = first.dims();
         for (k, m) in members.iter().enumerate() {
-            m.validate()
-                .map_err(|e| Error::Invalid(format!("member {k}: {e}")))?;
+            m.validate().map_err(|source| Error::Network {
+                what: format!("member {k}"),
+                source,
+            })?;
             if m.dims() != dims {
-                return Err(Error::Invalid(format!(
-                    "member {k} has layer widths {:?}, member 0 has {dims:?}",
-                    m.dims()
-                )));
+                return Err(Error::Ensemble(EnsembleProblem::Widths {
+                    member: k,
+                    widths: m.dims(),
+                    first: dims,
+                }));
             }
         }
         let n = members.len() as i64;
@@ -203,10 +206,12 @@ impl Ensemble {
         mut rows_done: impl FnMut(usize),
     ) -> Result<Vec<Vec<f32>>> {
         if x.cols != self.dims[0] {
-            return Err(Error::Invalid(format!(
-                "the model takes {} features, the matrix has {}",
-                self.dims[0], x.cols
-            )));
+            return Err(Error::FeatureWidth {
+                what: "the matrix".into(),
+                found: x.cols,
+                of: "the model".into(),
+                expected: self.dims[0],
+            });
         }
         let n = self.len();
         let widest = *self.dims.iter().max().unwrap_or(&1);

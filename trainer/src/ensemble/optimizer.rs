@@ -3,7 +3,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::model::Ensemble;
 use super::rows::Rows;
-use crate::error::{Error, Result};
+use crate::error::{EnsembleProblem, Error, Result};
 
 /// Elementwise ℓ = −[p·y·log σ(z) + (1 − y)·log σ(−z)] (PyTorch's `BCEWithLogitsLoss` with
 /// `pos_weight`, computed through log-sigmoid for stability).
@@ -110,10 +110,11 @@ impl Trainer {
     ) -> Result<Vec<f32>> {
         let n = self.ensemble.len();
         if active.len() != n {
-            return Err(Error::Invalid(format!(
-                "{} activity flags for {n} members",
-                active.len()
-            )));
+            return Err(Error::Ensemble(EnsembleProblem::PerMember {
+                members: n,
+                what: "activity flags",
+                found: active.len(),
+            }));
         }
         self.step_rows(&Rows::Dense(x.shallow_clone()), y, w, pos_weight, active)
     }

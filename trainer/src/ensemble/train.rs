@@ -8,7 +8,7 @@ use super::data::{LabeledRows, MemberData};
 use super::model::{Ensemble, CHUNK_ELEMENTS};
 use super::optimizer::{bce_rows, Trainer};
 use super::rows::{pad, InputLayout, Padded};
-use crate::error::{Error, Result};
+use crate::error::{EnsembleProblem, Error, Result};
 use crate::metrics::youden_threshold;
 
 /// What happened to one member during training.
@@ -87,38 +87,41 @@ pub fn train_with_layout<R: Rng>(
 ) -> Result<(Ensemble, Vec<MemberReport>)> {
     let n = ensemble.len();
     if data.len() != n || rngs.len() != n {
-        return Err(Error::Invalid(format!(
-            "{n} members but {} data sets and {} random streams",
-            data.len(),
-            rngs.len()
-        )));
+        let (what, found) = if data.len() != n {
+            ("data sets", data.len())
+        } else {
+            ("random streams", rngs.len())
+        };
+        return Err(Error::Ensemble(EnsembleProblem::PerMember {
+            members: n,
+            what,
+            found,
+        }));
     }
     // Without held-out samples (teachers.holdout_fraction: 0) every member trains for exactly
     // max_epochs and keeps its last weights; a mix of members with and without is an error.
     let fixed_epochs = data.iter().all(|d| d.holdout.y.is_empty());
     if fixed_epochs && config.member_threshold != MemberThreshold::Half {
-        return Err(Error::Invalid(
-            "members without held-out samples need member_threshold: half".into(),
-        ));
+        return Err(Error::Ensemble(EnsembleProblem::FixedEpochsThreshold));
     }
     for (k, d) in data.iter().enumerate() {
         if d.train.y.is_empty() || (d.holdout.y.is_empty() && !fixed_epochs) {
-            return Err(Error::Invalid(format!(
-                "member {k} has {} training and {} held-out samples; both must be at least 1 \
-                 (or every member has no held-out samples)",
-                d.train.y.len(),
-                d.holdout.y.len()
-            )));
+            return Err(Error::Ensemble(EnsembleProblem::Samples {
+                member: k,
+                train: d.train.y.len(),
+                holdout: d.holdout.y.len(),
+            }));
         }
         for (what, set) in [("training", &d.train), ("held-out", &d.holdout)] {
             if set.x.rows != set.y.len() || set.x.cols != ensemble.dims[0] {
-                return Err(Error::Invalid(format!(
-                    "member {k}: {what} set has {} rows of {} features and {} labels (model takes {})",
-                    set.x.rows,
-                    set.x.cols,
-                    set.y.len(),
-                    ensemble.dims[0]
-                )));
+                return Err(Error::Ensemble(EnsembleProblem::Shape {
+                    member: k,
+                    set: what,
+                    rows: set.x.rows,
+                    cols: set.x.cols,
+                    labels: set.y.len(),
+                    input: ensemble.dims[0],
+                }));
             }
         }
     }

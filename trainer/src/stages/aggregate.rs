@@ -6,7 +6,7 @@ use std::time::Instant;
 use privacy::accountant::{AccountOptions, EpsilonReport};
 
 use crate::config::{Mechanism, RunConfig};
-use crate::error::Result;
+use crate::error::{Error, Result, VoteProblem};
 use crate::pipeline;
 use crate::rundir::RunDir;
 
@@ -82,13 +82,9 @@ pub fn calibrate_file(votes: privacy::VoteMatrix, share: f64) -> Result<privacy:
 /// once per query); an error when the rows disagree or the file is empty.
 pub fn teachers_of(votes: &privacy::VoteMatrix) -> Result<usize> {
     let mut sums = votes.rows().map(|r| r.iter().sum::<u64>());
-    let first = sums
-        .next()
-        .ok_or_else(|| crate::error::Error::Invalid("the vote file has no query".into()))?;
+    let first = sums.next().ok_or(Error::Votes(VoteProblem::NoQuery))?;
     if sums.any(|s| s != first) {
-        return Err(crate::error::Error::Invalid(
-            "the queries' vote counts have different sums: not one teacher set's votes, so the vote share is undefined".into(),
-        ));
+        return Err(Error::Votes(VoteProblem::UnequalSums));
     }
     Ok(first as usize)
 }

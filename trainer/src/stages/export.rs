@@ -179,10 +179,7 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
 pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report> {
     let mut report = report(p, run.bundle());
     super::banner("export the ONNX bundle", p.env.started);
-    let published = report
-        .privacy
-        .published(true)
-        .map_err(|e| Error::Invalid(format!("privacy whitelist: {e}")))?;
+    let published = report.privacy.published(true).map_err(Error::Whitelist)?;
     if published.published_epsilon.is_none() {
         tracing::info!(
             "run: the bundle claims no ε: {}",

@@ -215,10 +215,9 @@ pub fn labels_of(records: &[datasets::Record], indices: &[usize]) -> Result<Vec<
         .iter()
         .map(|&i| match records[i].label {
             Some(l) => Ok(l == datasets::Label::Malicious),
-            None => Err(Error::Invalid(format!(
-                "request at line {} has no label",
-                records[i].line
-            ))),
+            None => Err(Error::UnlabelledRecord {
+                line: records[i].line,
+            }),
         })
         .collect()
 }

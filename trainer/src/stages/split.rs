@@ -247,11 +247,10 @@ pub fn load_sources(
             records.truncate(limit);
         }
         if let Some(r) = records.iter().find(|r| require_labels && r.label.is_none()) {
-            return Err(Error::Invalid(format!(
-                "{}:{}: request has no label (give the dataset a `label:` in the config)",
-                source.path.display(),
-                r.line
-            )));
+            return Err(Error::Unlabelled {
+                path: source.path.clone(),
+                line: r.line,
+            });
         }
         tracing::info!(
             "data: {} requests from {} ({})",

@@ -115,9 +115,10 @@ pub fn run(
 ) -> Result<Student> {
     let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
     if answered.is_empty() {
-        return Err(Error::Invalid(
-            "the aggregator answered no query: nothing to train the student on".into(),
-        ));
+        return Err(Error::Empty {
+            what: "the aggregation".into(),
+            missing: "no query answered: nothing to train the student on",
+        });
     }
     let label_agreement = label_agreement(labels, &features.queries_y);
     super::banner(

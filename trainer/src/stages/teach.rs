@@ -8,7 +8,7 @@ use tch::Device;
 use crate::config::RunConfig;
 use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TeacherProblem};
 use crate::model_file::{load_teachers, ModelFile};
 use crate::pipeline::{self, RunRng, TeachJob};
 use crate::rundir::RunDir;
@@ -95,11 +95,13 @@ pub fn train(
 pub fn load(dir: &Path, count: usize) -> Result<Vec<ModelFile>> {
     let files = load_teachers(dir)?;
     if files.len() != count {
-        return Err(Error::Invalid(format!(
-            "{}: {} teacher files, expected {count} (remove stale files)",
-            dir.display(),
-            files.len()
-        )));
+        return Err(Error::Teachers {
+            path: dir.to_owned(),
+            problem: TeacherProblem::Count {
+                found: files.len(),
+                expected: count,
+            },
+        });
     }
     Ok(files)
 }
