@@ -210,6 +210,9 @@ pub enum Error {
         /// What differs.
         problem: String,
     },
+    /// Drawing a plot failed (plotters' message).
+    #[error("plot: {0}")]
+    Plot(String),
     /// The privacy whitelist refused the run's privacy report.
     #[error("privacy whitelist: {0}")]
     Whitelist(String),

@@ -62,7 +62,7 @@ impl Rendered {
 }
 
 fn plot_error(e: impl std::fmt::Display) -> Error {
-    Error::Invalid(format!("plot: {e}"))
+    Error::Plot(e.to_string())
 }
 
 /// Registers DejaVu Sans as [`FONT`] with plotters (once per process).
