@@ -271,43 +271,39 @@ fn check_content(c: &Content, content_hash: &str) -> Result<(), FeaturizerError>
         });
     }
     if c.token_pattern != TOKEN_PATTERN || c.idf_formula != IDF_FORMULA {
-        return Err(FeaturizerError::Invalid(format!(
-            "artifact uses token pattern {:?} and IDF {:?}; this build uses {:?} and {:?}",
-            c.token_pattern, c.idf_formula, TOKEN_PATTERN, IDF_FORMULA
-        )));
+        return Err(FeaturizerError::Artifact(ArtifactProblem::Build {
+            token_pattern: c.token_pattern.clone(),
+            idf_formula: c.idf_formula.clone(),
+        }));
     }
     validate_config(&c.config)?;
     let k = c.vocabulary.len();
     if c.idf.len() != k || c.document_frequency.len() != k {
-        return Err(FeaturizerError::Invalid(format!(
-            "vocabulary has {k} tokens but idf has {} and document_frequency {}",
-            c.idf.len(),
-            c.document_frequency.len()
-        )));
+        return Err(FeaturizerError::Artifact(ArtifactProblem::Lengths {
+            vocabulary: k,
+            idf: c.idf.len(),
+            document_frequency: c.document_frequency.len(),
+        }));
     }
     if k > c.config.top_k || k > u32::MAX as usize {
-        return Err(FeaturizerError::Invalid(format!(
-            "vocabulary has {k} tokens, more than top_k = {}",
-            c.config.top_k
-        )));
+        return Err(FeaturizerError::Artifact(ArtifactProblem::TooManyTokens {
+            tokens: k,
+            top_k: c.config.top_k,
+        }));
     }
     if let Some(bad) = c.idf.iter().find(|v| !v.is_finite() || **v <= 0.0) {
-        return Err(FeaturizerError::Invalid(format!(
-            "idf value {bad} is not a positive finite number"
-        )));
+        return Err(FeaturizerError::Artifact(ArtifactProblem::Idf(f64::from(
+            *bad,
+        ))));
     }
     match (&c.rarity, c.config.rarity_min_count) {
         (None, None) => {}
         (Some(t), Some(m)) if t.min_count == m && m > 0 => {}
         _ => {
-            return Err(FeaturizerError::Invalid(format!(
-                "rarity table ({}) does not match rarity_min_count {:?}",
-                c.rarity.as_ref().map_or("absent".to_string(), |t| format!(
-                    "min_count {}",
-                    t.min_count
-                )),
-                c.config.rarity_min_count
-            )))
+            return Err(FeaturizerError::Artifact(ArtifactProblem::Rarity {
+                table: c.rarity.as_ref().map(|t| t.min_count as u64),
+                min_count: c.config.rarity_min_count.map(|m| m as u64),
+            }))
         }
     }
     Ok(())
@@ -337,26 +333,33 @@ fn vocab_indices(c: &Content) -> Result<VocabIndices, FeaturizerError> {
                 .rsplit_once('=')
                 .is_some_and(|(p, _)| p == BASE64_MARK || Placement::from_name(p).is_some());
             if c.config.placements.is_none() || !known {
-                return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary entry {i} ({tok:?}) is a placement feature, but placements is off or it names no placement"
-                    )));
+                return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
+                    index: i,
+                    token: tok.to_string(),
+                    problem:
+                        "is a placement feature, but placements is off or it names no placement"
+                            .into(),
+                }));
             }
             if placement_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Invalid(format!(
-                    "vocabulary token {tok:?} appears twice"
+                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
+                    tok.to_string(),
                 )));
             }
             continue;
         }
         if let Some(body) = tok.strip_prefix(PARAM_PREFIX) {
             if !c.config.params && c.config.rarity_min_count.is_none() {
-                return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary entry {i} ({tok:?}) is a parameter feature, but params and rarity_min_count are off"
-                    )));
+                return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
+                    index: i,
+                    token: tok.to_string(),
+                    problem: "is a parameter feature, but params and rarity_min_count are off"
+                        .into(),
+                }));
             }
             if param_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Invalid(format!(
-                    "vocabulary token {tok:?} appears twice"
+                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
+                    tok.to_string(),
                 )));
             }
             continue;
@@ -364,31 +367,39 @@ fn vocab_indices(c: &Content) -> Result<VocabIndices, FeaturizerError> {
         if let Some(body) = tok.strip_prefix(CHAR_NGRAM_PREFIX) {
             let n = body.chars().count();
             match c.config.char_ngrams {
-                    Some([lo, hi]) if (lo..=hi).contains(&n) => {}
-                    _ => {
-                        return Err(FeaturizerError::Invalid(format!(
-                            "vocabulary entry {i} ({tok:?}) is a character {n}-gram, but char_ngrams is {:?}",
+                Some([lo, hi]) if (lo..=hi).contains(&n) => {}
+                _ => {
+                    return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
+                        index: i,
+                        token: tok.to_string(),
+                        problem: format!(
+                            "is a character {n}-gram, but char_ngrams is {:?}",
                             c.config.char_ngrams
-                        )))
-                    }
+                        ),
+                    }))
                 }
+            }
             if char_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Invalid(format!(
-                    "vocabulary token {tok:?} appears twice"
+                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
+                    tok.to_string(),
                 )));
             }
             continue;
         }
         if let Some(body) = tok.strip_prefix(VALUE_SHAPE_PREFIX) {
             if !c.config.value_shapes || !body.contains('=') {
-                return Err(FeaturizerError::Invalid(format!(
-                        "vocabulary entry {i} ({tok:?}) is a value shape, but value_shapes is {} or it has no '='",
+                return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
+                    index: i,
+                    token: tok.to_string(),
+                    problem: format!(
+                        "is a value shape, but value_shapes is {} or it has no '='",
                         c.config.value_shapes
-                    )));
+                    ),
+                }));
             }
             if shape_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Invalid(format!(
-                    "vocabulary token {tok:?} appears twice"
+                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
+                    tok.to_string(),
                 )));
             }
             continue;
@@ -400,14 +411,18 @@ fn vocab_indices(c: &Content) -> Result<VocabIndices, FeaturizerError> {
                 toks.next() == Some(*piece) && toks.next().is_none()
             });
         if !well_formed {
-            return Err(FeaturizerError::Invalid(format!(
-                "vocabulary entry {i} ({tok:?}) is not a token or an n-gram of at most {} tokens",
-                c.config.ngram_max
-            )));
+            return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
+                index: i,
+                token: tok.to_string(),
+                problem: format!(
+                    "is not a token or an n-gram of at most {} tokens",
+                    c.config.ngram_max
+                ),
+            }));
         }
         if index.insert(tok.as_str().into(), i as u32).is_some() {
-            return Err(FeaturizerError::Invalid(format!(
-                "vocabulary token {tok:?} appears twice"
+            return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
+                tok.to_string(),
             )));
         }
     }

@@ -168,49 +168,59 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
     if c.placements.is_some() && (c.params || c.rarity_min_count.is_some()) {
         // The parameter and rarity families read the seeds' joined query text, which the
         // placement view replaces; combining them is not defined yet.
-        return Err(FeaturizerError::Invalid(
-            "placements cannot be combined with params or rarity_min_count".into(),
-        ));
+        return Err(FeaturizerError::Setting {
+            key: "placements",
+            reason: "cannot be combined with params or rarity_min_count".into(),
+        });
     }
     if c.top_k == 0 {
-        return Err(FeaturizerError::Invalid("top_k must be at least 1".into()));
+        return Err(FeaturizerError::Setting {
+            key: "top_k",
+            reason: "must be at least 1".into(),
+        });
     }
     if c.max_input_bytes == 0 {
-        return Err(FeaturizerError::Invalid(
-            "max_input_bytes must be at least 1".into(),
-        ));
+        return Err(FeaturizerError::Setting {
+            key: "max_input_bytes",
+            reason: "must be at least 1".into(),
+        });
     }
     if c.ngram_max == 0 || c.ngram_max > MAX_NGRAM {
-        return Err(FeaturizerError::Invalid(format!(
-            "ngram_max = {} (1 to {MAX_NGRAM})",
-            c.ngram_max
-        )));
+        return Err(FeaturizerError::Setting {
+            key: "ngram_max",
+            reason: format!("{} (expected 1 to {MAX_NGRAM})", c.ngram_max),
+        });
     }
     if let Some([lo, hi]) = c.char_ngrams {
         if lo == 0 || lo > hi || hi > MAX_CHAR_NGRAM {
-            return Err(FeaturizerError::Invalid(format!(
-                "char_ngrams = [{lo}, {hi}] (need 1 <= min <= max <= {MAX_CHAR_NGRAM})"
-            )));
+            return Err(FeaturizerError::Setting {
+                key: "char_ngrams",
+                reason: format!("[{lo}, {hi}] (need 1 <= min <= max <= {MAX_CHAR_NGRAM})"),
+            });
         }
     }
     if c.value_shapes && c.top_k <= UNSEEN_SHAPES.len() {
-        return Err(FeaturizerError::Invalid(format!(
-            "top_k = {} with value_shapes (at least {} needed: {} places go to the unseen-parameter features)",
-            c.top_k,
-            UNSEEN_SHAPES.len() + 1,
-            UNSEEN_SHAPES.len()
-        )));
+        return Err(FeaturizerError::Setting {
+            key: "top_k",
+            reason: format!(
+                "{} with value_shapes (at least {} needed: {} places go to the unseen-parameter features)",
+                c.top_k,
+                UNSEEN_SHAPES.len() + 1,
+                UNSEEN_SHAPES.len()
+            ),
+        });
     }
     if c.rarity_min_count == Some(0) {
-        return Err(FeaturizerError::Invalid(
-            "rarity_min_count must be at least 1 (or absent for off)".into(),
-        ));
+        return Err(FeaturizerError::Setting {
+            key: "rarity_min_count",
+            reason: "must be at least 1 (or absent for off)".into(),
+        });
     }
     if c.decode_rounds > 16 {
-        return Err(FeaturizerError::Invalid(format!(
-            "decode_rounds = {} (at most 16)",
-            c.decode_rounds
-        )));
+        return Err(FeaturizerError::Setting {
+            key: "decode_rounds",
+            reason: format!("{} (at most 16)", c.decode_rounds),
+        });
     }
     Ok(())
 }

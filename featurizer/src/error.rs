@@ -29,9 +29,20 @@ pub enum FeaturizerError {
         /// The hash of the content as read.
         computed: String,
     },
-    /// The artifact or the settings are inconsistent (e.g. vocabulary and IDF lengths differ).
-    #[error("invalid featurizer: {0}")]
-    Invalid(String),
+    /// A featurizer setting has a value it cannot have.
+    #[error("invalid featurizer setting: {key}: {reason}")]
+    Setting {
+        /// The setting (`top_k`, `char_ngrams`, ...).
+        key: &'static str,
+        /// What was expected, and what was found.
+        reason: String,
+    },
+    /// Fitting on no request.
+    #[error("cannot fit on an empty corpus (0 requests)")]
+    EmptyCorpus,
+    /// The artifact is inconsistent (e.g. vocabulary and IDF lengths differ).
+    #[error("invalid featurizer artifact: {0}")]
+    Artifact(ArtifactProblem),
     /// An error while loading a file, with the file named.
     #[error("{path}: {source}")]
     InFile {
@@ -40,4 +51,59 @@ pub enum FeaturizerError {
         /// What went wrong.
         source: Box<FeaturizerError>,
     },
+}
+
+/// What is inconsistent in a featurizer artifact.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactProblem {
+    /// Written by a build with another tokenizer or IDF.
+    #[error("artifact uses token pattern {token_pattern:?} and IDF {idf_formula:?}; this build uses {TOKEN_PATTERN:?} and {IDF_FORMULA:?}")]
+    Build {
+        /// The artifact's token pattern.
+        token_pattern: String,
+        /// The artifact's IDF formula.
+        idf_formula: String,
+    },
+    /// Vocabulary, IDF and document frequencies of different lengths.
+    #[error("vocabulary has {vocabulary} tokens but idf has {idf} and document_frequency {document_frequency}")]
+    Lengths {
+        /// Vocabulary tokens.
+        vocabulary: usize,
+        /// IDF values.
+        idf: usize,
+        /// Document frequencies.
+        document_frequency: usize,
+    },
+    /// More tokens than `top_k`.
+    #[error("vocabulary has {tokens} tokens, more than top_k = {top_k}")]
+    TooManyTokens {
+        /// Vocabulary tokens.
+        tokens: usize,
+        /// The setting.
+        top_k: usize,
+    },
+    /// An IDF value that is not a positive finite number.
+    #[error("idf value {0} is not a positive finite number")]
+    Idf(f64),
+    /// The rarity table and `rarity_min_count` disagree.
+    #[error("rarity table ({}) does not match rarity_min_count {min_count:?}", table.map_or("absent".to_string(), |t| format!("min_count {t}")))]
+    Rarity {
+        /// The table's min_count (None: no table).
+        table: Option<u64>,
+        /// The setting.
+        min_count: Option<u64>,
+    },
+    /// A vocabulary entry of a feature family the settings do not have.
+    #[error("vocabulary entry {index} ({token:?}) {problem}")]
+    Entry {
+        /// Its index.
+        index: usize,
+        /// The token.
+        token: String,
+        /// Which family it is and which setting excludes it.
+        problem: String,
+    },
+    /// A token listed twice.
+    #[error("vocabulary token {0:?} appears twice")]
+    Duplicate(String),
 }

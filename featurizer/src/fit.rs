@@ -38,9 +38,7 @@ impl Featurizer {
             }
         }
         if n == 0 {
-            return Err(FeaturizerError::Invalid(
-                "cannot fit on an empty corpus (0 requests)".into(),
-            ));
+            return Err(FeaturizerError::EmptyCorpus);
         }
         let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
         // Highest document frequency first; ties by token, ascending (deterministic).
@@ -65,10 +63,13 @@ impl Featurizer {
                 0
             };
         if config.top_k <= reserved {
-            return Err(FeaturizerError::Invalid(format!(
-                "top_k = {} leaves no place for tokens: {reserved} places are reserved for the unseen-shape and rarity features",
-                config.top_k
-            )));
+            return Err(FeaturizerError::Setting {
+                key: "top_k",
+                reason: format!(
+                    "{} leaves no place for tokens: {reserved} places are reserved for the unseen-shape and rarity features",
+                    config.top_k
+                ),
+            });
         }
         if config.value_shapes {
             // The last places go to the "unseen name/shape" features, whose document frequency
