@@ -1,19 +1,27 @@
-//! The whole request, end to end: Apache, pate-proxy in block mode and a fixture bundle whose
-//! featurizer reads every placement (`placements`; `test_support::write_placement_fixture_bundle`:
-//! the hand-set model on SQL-injection/XSS tokens). For each placement a known attack is blocked
-//! (403) and a benign value passes (not 403, reaches Apache); an attack after more than 8 KiB of
-//! padding and attacks hidden by Base64, `\u` escapes and XML entities are blocked; the audit
+//! The whole request, end to end: Apache and pate-proxy in block mode with a bundle TRAINED by
+//! `pate-trainer run --config configs/whole-request.yaml` (the in-repo CSIC sample, PATE, the
+//! featurizer's `placements` and public attacks placed into the site's request shapes; fresh OS
+//! randomness; trained once per test binary, ~10 s). For each placement a known attack is blocked
+//! (403) and a benign value of the site passes (neither 403 nor 400) in the site's own request
+//! (`anadir.jsp` with its parameters); an attack after more than 8 KiB of padding and attacks
+//! hidden by Base64, `\u` escapes, XML entities and double percent-encoding are blocked; the audit
 //! line and `patewaf_detections_total` name the placement.
 //!
-//! Why a fixture bundle and not one trained per test run: three fresh runs of
-//! `configs/whole-request.yaml` (2026-11-23, these requests replayed through the proxy) blocked
-//! both attacks in all 13 placements, but at the bundle's own threshold the benign value
-//! "Queso Manchego" was blocked in 3, 13 and 2 of the 13 placements; with a threshold chosen on
-//! a public validation split (EVALUATION.md) one run still blocked it everywhere (it scored
-//! 0.98–0.99, the attacks 0.99–1.0). A per-placement pass/block test on a fresh-trained bundle
-//! would fail in most runs; the config also needs `../shared/datasets` (public examples).
+//! How reliable a fresh bundle is on these requests (2026-11-23,
+//! `bench/placements/e2e_reliability.sh`, 8 fresh trainings): both attacks blocked and the benign
+//! value passed in all 13 placements in 8 of 8 runs, every padding / encoding case blocked and the
+//! padded benign form passed in 8 of 8 (EVALUATION.md, "The whole request"). The comparison of
+//! `pate-trainer score` with the proxy after distinct padding keeps the hand-weighted fixture
+//! bundle (`test_support::write_placement_fixture_bundle`): its many-distinct-pairs case needs
+//! `parts_alone`, which `configs/whole-request.yaml` leaves off.
 
-use e2e::{json_lines, proxy_config, raw_request, Apache, Proxy, ProxyPorts};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use e2e::{
+    json_lines, proxy_config, raw_request, release_binary, repo_root, Apache, Proxy, ProxyPorts,
+};
 use test_support::write_placement_fixture_bundle;
 
 const SQLI: &str = "' union select password from usuarios where '1'='1";
@@ -96,104 +104,123 @@ fn request(
 /// Builds the raw request that carries a value in one placement.
 type RequestBuilder = Box<dyn Fn(&str) -> Vec<u8>>;
 
-/// (placement the proxy should name, request builder for a value).
+const P: &str = "/tienda1/publico/anadir.jsp";
+
+/// The site's own parameters (CSIC's `anadir.jsp`, as its shop sends them) with `nombre` set.
+fn fields(nombre: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("id", "2".into()),
+        ("nombre", nombre.into()),
+        ("precio", "100".into()),
+        ("cantidad", "28".into()),
+        ("B1", "Añadir al carrito".into()),
+    ]
+}
+
+/// The site's query string (or form body) as its shop sends it, with `nombre` set (encoded).
+fn site_query(nombre: &str) -> String {
+    format!(
+        "id=2&nombre={}&precio=100&cantidad=28&B1=A%F1adir+al+carrito",
+        enc(nombre)
+    )
+}
+
+/// The site's own GET with its usual parameters.
+fn site_get() -> String {
+    format!("{P}?id=2&nombre=Queso+Manchego&precio=100&cantidad=28&B1=A%F1adir+al+carrito")
+}
+
+/// A multipart body of the site's fields (`nombre` set) plus `extra` parts.
+fn multipart(nombre: &str, extra: &str) -> String {
+    let mut b: String = fields(nombre)
+        .iter()
+        .map(|(n, v)| {
+            format!("--XyZ\r\nContent-Disposition: form-data; name=\"{n}\"\r\n\r\n{v}\r\n")
+        })
+        .collect();
+    b.push_str(extra);
+    b.push_str("--XyZ--\r\n");
+    b
+}
+
+/// (placement the proxy should name, request builder for a value): the value in one placement
+/// of a request the site itself sends.
 fn cases() -> Vec<(&'static str, RequestBuilder)> {
-    const P: &str = "/tienda1/publico/anadir.jsp";
     let form = "application/x-www-form-urlencoded";
+    let mp = "multipart/form-data; boundary=XyZ";
+    let header = |name: &'static str, value: fn(&str) -> String| -> RequestBuilder {
+        Box::new(move |v: &str| request("GET", &site_get(), &[(name, value(v))], None))
+    };
     vec![
         (
             "query",
-            Box::new(|v: &str| request("GET", &format!("{P}?id=2&nombre={}", enc(v)), &[], None)),
+            Box::new(|v: &str| request("GET", &format!("{P}?{}", site_query(v)), &[], None)),
         ),
         (
             "form",
-            Box::new(move |v: &str| {
-                request(
-                    "POST",
-                    P,
-                    &[],
-                    Some((form, format!("id=2&nombre={}&precio=39", enc(v)))),
-                )
-            }),
+            Box::new(move |v: &str| request("POST", P, &[], Some((form, site_query(v))))),
         ),
         (
             "path",
             Box::new(|v: &str| {
-                request(
-                    "GET",
-                    &format!("/tienda1/publico/{}/anadir.jsp", enc(v)),
-                    &[],
-                    None,
-                )
+                let target = format!(
+                    "/tienda1/publico/{}/anadir.jsp?{}",
+                    enc(v),
+                    site_query(BENIGN)
+                );
+                request("GET", &target, &[], None)
             }),
         ),
-        (
-            "hdr:user-agent",
-            Box::new(|v: &str| request("GET", P, &[("User-Agent", v.to_string())], None)),
-        ),
+        ("hdr:user-agent", header("User-Agent", |v| v.to_string())),
         (
             "hdr:referer",
-            Box::new(|v: &str| {
-                request(
-                    "GET",
-                    P,
-                    &[(
-                        "Referer",
-                        format!("http://localhost:8080/tienda1/?q={}", enc(v)),
-                    )],
-                    None,
-                )
+            header("Referer", |v| {
+                format!("http://localhost:8080/tienda1/?q={}", enc(v))
             }),
         ),
         (
             "hdr:cookie",
-            Box::new(|v: &str| {
-                request(
-                    "GET",
-                    P,
-                    &[("Cookie", format!("JSESSIONID=ABC123; pref={}", enc(v)))],
-                    None,
-                )
-            }),
+            header("Cookie", |v| format!("JSESSIONID=ABC123; pref={}", enc(v))),
         ),
         (
             "hdr:x-forwarded",
-            Box::new(|v: &str| request("GET", P, &[("X-Forwarded-For", v.to_string())], None)),
+            header("X-Forwarded-For", |v| v.to_string()),
         ),
-        (
-            "hdr:other",
-            Box::new(|v: &str| request("GET", P, &[("X-Search", v.to_string())], None)),
-        ),
+        ("hdr:other", header("X-Search", |v| v.to_string())),
         (
             "json:value",
             Box::new(|v: &str| {
+                let body: Vec<String> = fields(v)
+                    .iter()
+                    .map(|(n, x)| format!("\"{n}\": \"{}\"", json_u(x)))
+                    .collect();
                 request(
                     "POST",
                     P,
                     &[],
-                    Some((
-                        "application/json",
-                        format!("{{\"id\": 2, \"nombre\": \"{}\"}}", json_u(v)),
-                    )),
+                    Some(("application/json", format!("{{{}}}", body.join(", ")))),
                 )
             }),
         ),
         (
             "xml:text",
             Box::new(|v: &str| {
-                request("POST", P, &[], Some(("text/xml", format!("<?xml version=\"1.0\"?><soap:Envelope><soap:Body><nombre>{}</nombre></soap:Body></soap:Envelope>", xml_esc(v)))))
+                let body: String = fields(v)
+                    .iter()
+                    .map(|(n, x)| format!("<{n}>{}</{n}>", xml_esc(x)))
+                    .collect();
+                request("POST", P, &[], Some(("text/xml", format!("<?xml version=\"1.0\"?><soap:Envelope><soap:Body>{body}</soap:Body></soap:Envelope>"))))
             }),
         ),
         (
             "mp:field",
-            Box::new(|v: &str| {
-                request("POST", P, &[], Some(("multipart/form-data; boundary=XyZ", format!("--XyZ\r\nContent-Disposition: form-data; name=\"nombre\"\r\n\r\n{v}\r\n--XyZ--\r\n"))))
-            }),
+            Box::new(move |v: &str| request("POST", P, &[], Some((mp, multipart(v, ""))))),
         ),
         (
             "mp:filename",
-            Box::new(|v: &str| {
-                request("POST", P, &[], Some(("multipart/form-data; boundary=XyZ", format!("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"{}\"\r\n\r\nhello\r\n--XyZ--\r\n", v.replace('"', "%22")))))
+            Box::new(move |v: &str| {
+                let file = format!("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"{}\"\r\n\r\nhello\r\n", v.replace('"', "%22"));
+                request("POST", P, &[], Some((mp, multipart(BENIGN, &file))))
             }),
         ),
         (
@@ -203,11 +230,52 @@ fn cases() -> Vec<(&'static str, RequestBuilder)> {
     ]
 }
 
-fn start() -> (Proxy, Apache, std::path::PathBuf, tempfile::TempDir) {
+/// `configs/whole-request.yaml` trained once for this test binary (fresh OS randomness); its
+/// bundle directory. The run directory is under Cargo's target tmp dir.
+fn trained_bundle() -> &'static Path {
+    static BUNDLE: OnceLock<PathBuf> = OnceLock::new();
+    BUNDLE.get_or_init(|| {
+        let run = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("placements-run-{}", std::process::id()));
+        // A run directory left by an earlier process with the same id would be resumed.
+        let _ = std::fs::remove_dir_all(&run);
+        let out = Command::new(release_binary("pate-trainer", "PATE_TRAINER_BIN"))
+            .args(["run", "-q", "--config"])
+            .arg(repo_root().join("configs/whole-request.yaml"))
+            .arg("--out")
+            .arg(&run)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pate-trainer run --config configs/whole-request.yaml failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The threshold was chosen the way the proxy scores (the highest window of each
+        // validation request), on the validation requests and placed public examples.
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+        let rule = report["student_options"]["threshold_rule"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(rule.contains("scored as served"), "threshold rule: {rule}");
+        run.join("bundle")
+    })
+}
+
+/// Apache and the proxy in block mode with `bundle` (the fixture bundle, written into the
+/// temporary directory, when `None`).
+fn start(bundle: Option<&Path>) -> (Proxy, Apache, PathBuf, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let apache = Apache::start(&tmp.path().join("apache"));
-    let bundle = tmp.path().join("bundle");
-    write_placement_fixture_bundle(&bundle, 0.5).unwrap();
+    let bundle = match bundle {
+        Some(b) => b.to_path_buf(),
+        None => {
+            let b = tmp.path().join("bundle");
+            write_placement_fixture_bundle(&b, 0.5).unwrap();
+            b
+        }
+    };
     let audit = tmp.path().join("audit.jsonl");
     let config = proxy_config(
         &ProxyPorts::free(),
@@ -223,7 +291,7 @@ fn start() -> (Proxy, Apache, std::path::PathBuf, tempfile::TempDir) {
 
 #[test]
 fn every_placement_blocks_an_attack_and_passes_a_benign_value() {
-    let (proxy, _apache, audit, _tmp) = start();
+    let (proxy, _apache, audit, _tmp) = start(Some(trained_bundle()));
     let mut failures = Vec::new();
     for (placement, build) in cases() {
         for attack in [SQLI, XSS] {
@@ -257,11 +325,12 @@ fn every_placement_blocks_an_attack_and_passes_a_benign_value() {
 
 #[test]
 fn padding_and_encodings_do_not_hide_an_attack() {
-    let (proxy, _apache, _audit, _tmp) = start();
-    const P: &str = "/tienda1/publico/anadir.jsp";
+    let (proxy, _apache, _audit, _tmp) = start(Some(trained_bundle()));
     let form = "application/x-www-form-urlencoded";
-    // An attack after 9 KiB of benign padding in a form body, and in a text body.
-    let padding = "precio=39&".repeat(920);
+    // An attack after 9 KiB of benign padding in a form body (copies of the site's own
+    // parameters), and in a text body.
+    let site = "id=2&nombre=Queso+Manchego&precio=100&cantidad=28&B1=A%F1adir+al+carrito&";
+    let padding = site.repeat(9300 / site.len() + 1);
     let padded = request(
         "POST",
         P,
@@ -275,8 +344,14 @@ fn padding_and_encodings_do_not_hide_an_attack() {
         Some(("text/plain", format!("{} {XSS}", "a ".repeat(5000)))),
     );
     // Base64 in a query value and in a header; \u escapes in JSON; entities in XML.
-    let base64_query = request("GET", &format!("{P}?data={}", enc(&b64(SQLI))), &[], None);
-    let base64_header = request("GET", P, &[("X-Data", b64(XSS))], None);
+    // In the site's own GET: Base64 in an extra query value and in a header.
+    let base64_query = request(
+        "GET",
+        &format!("{}&data={}", site_get(), enc(&b64(SQLI))),
+        &[],
+        None,
+    );
+    let base64_header = request("GET", &site_get(), &[("X-Data", b64(XSS))], None);
     let json = request(
         "POST",
         P,
@@ -292,7 +367,7 @@ fn padding_and_encodings_do_not_hide_an_attack() {
         &[],
         Some(("application/soap+xml", format!("<q>{}</q>", xml_esc(XSS)))),
     );
-    let double = request("GET", &format!("{P}?q={}", enc(&enc(SQLI))), &[], None);
+    let double = request("GET", &format!("{P}?{}", site_query(&enc(SQLI))), &[], None);
     for (what, req) in [
         ("padded form", padded),
         ("padded text", padded_text),
@@ -387,7 +462,7 @@ fn distinct_pairs(bytes: usize) -> String {
 /// benign tail passes both.
 #[test]
 fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
-    let (proxy, _apache, audit, tmp) = start();
+    let (proxy, _apache, audit, tmp) = start(None);
     let bundle = tmp.path().join("bundle");
     let max_input = bundle::Bundle::load(&bundle)
         .unwrap()

@@ -423,6 +423,15 @@ pub struct PublicExamplesConfig {
     /// half requests the teachers labelled benign re-shaped with their own values; each at a
     /// random placement, one in five encoded.
     pub count: usize,
+    /// How many more are made for the student's VALIDATION samples (early stopping and the
+    /// threshold; 0, the default, makes none): public attack values of a held-out tenth of the
+    /// files' values (never trained on) placed into the student's benign validation requests,
+    /// and those requests re-shaped with their own values, half each, at random placements.
+    /// With the featurizer's `placements`, the threshold is chosen on every validation request
+    /// scored as pate-proxy scores it (`bundle::score_request`: the highest score over its
+    /// windows), these included.
+    #[serde(default)]
+    pub validation: usize,
 }
 
 impl Default for StudentConfig {

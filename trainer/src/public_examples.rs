@@ -9,9 +9,10 @@
 //! a request of the site's own public split — its paths, its parameter names, its headers — in
 //! one of the placements the featurizer reads ([`PLACEMENTS`]: a query or form parameter, a path
 //! segment, User-Agent, Referer, a cookie, X-Forwarded-For, a custom header, a JSON value, an
-//! XML element, a multipart field or file name), sometimes encoded as attackers do (Base64,
-//! `\uXXXX`, XML entities). The result is a labelled [`datasets::Record`] featurized like any
-//! other and added to the student's training rows beside the PATE-labelled queries.
+//! XML element, a multipart field or file name, a text/plain body), sometimes encoded as
+//! attackers do (Base64, `\uXXXX`, XML entities). The result is a labelled [`datasets::Record`]
+//! featurized like any other and added to the student's training rows beside the PATE-labelled
+//! queries.
 
 use rand::{Rng, RngExt};
 
@@ -44,10 +45,12 @@ pub enum Spot {
     MultipartField,
     /// A multipart file name.
     MultipartFilename,
+    /// A `text/plain` body (the value alone).
+    Text,
 }
 
 /// Every spot, each drawn with the same probability.
-pub const PLACEMENTS: [Spot; 12] = [
+pub const PLACEMENTS: [Spot; 13] = [
     Spot::Query,
     Spot::Form,
     Spot::Path,
@@ -60,6 +63,7 @@ pub const PLACEMENTS: [Spot; 12] = [
     Spot::Xml,
     Spot::MultipartField,
     Spot::MultipartFilename,
+    Spot::Text,
 ];
 
 /// Percent-encodes everything but unreserved characters.
@@ -311,8 +315,9 @@ pub fn place(
             let (name, v) = header_spot(spot, &path, &params[pick].0, &shown, header_safe);
             set_header(&mut headers, name, v);
         }
-        Spot::Json | Spot::Xml | Spot::MultipartField | Spot::MultipartFilename => {
+        Spot::Json | Spot::Xml | Spot::MultipartField | Spot::MultipartFilename | Spot::Text => {
             let (b, ct) = match spot {
+                Spot::Text => (shown.clone().into_bytes(), "text/plain".to_string()),
                 Spot::Json => (
                     json_body(&params, pick, &text, encode),
                     "application/json".to_string(),

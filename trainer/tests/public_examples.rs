@@ -41,6 +41,7 @@ fn expected(spot: Spot) -> &'static [Placement] {
         Spot::Xml => &[Placement::XmlText],
         Spot::MultipartField => &[Placement::MpField],
         Spot::MultipartFilename => &[Placement::MpFilename],
+        Spot::Text => &[Placement::Text],
     }
 }
 

@@ -36,9 +36,20 @@ pub fn label_agreement(labels: &[Option<bool>], truth: &[Option<bool>]) -> Optio
     })
 }
 
+/// What `student.public_examples` made: labelled rows for training and placed requests for
+/// the validation samples.
+struct PublicExamples {
+    /// Training rows (features and labels).
+    train: LabeledRows,
+    /// Placed requests added to the validation samples (`public_examples.validation`).
+    validation: Vec<datasets::Record>,
+}
+
 /// `student.public_examples`: public attacks placed into the site's public request shapes and
-/// the queries the teachers labelled benign (public data and post-processing: no ε). Returns
-/// their features and labels.
+/// the queries the teachers labelled benign (public data and post-processing: no ε). With
+/// `validation` > 0, a tenth of the public attack values is held out of training and placed into
+/// the student's benign validation requests instead (beside those requests re-shaped with their
+/// own values).
 fn public_examples(
     config: &RunConfig,
     data: &RunData,
@@ -46,7 +57,7 @@ fn public_examples(
     features: &Features,
     benign_answered: &[usize],
     rng: &RunRng,
-) -> Result<Option<LabeledRows>> {
+) -> Result<Option<PublicExamples>> {
     let Some(pe) = &config.student.public_examples else {
         return Ok(None);
     };
@@ -71,6 +82,22 @@ fn public_examples(
             }
         }
     }
+    // The held-out values: every value of a random tenth (distinct values, so none of them is
+    // also trained on).
+    let mut held_out = Vec::new();
+    if pe.validation > 0 {
+        malicious.sort();
+        malicious.dedup();
+        let order = pipeline::shuffled(malicious.len(), &mut rng.stream("public-examples-holdout"));
+        let keep = malicious.len().div_ceil(10);
+        let mut hold = vec![false; malicious.len()];
+        for &i in order.iter().take(keep) {
+            hold[i] = true;
+        }
+        let (h, t): (Vec<_>, Vec<_>) = malicious.into_iter().zip(hold).partition(|(_, held)| *held);
+        held_out = h.into_iter().map(|(v, _)| v).collect();
+        malicious = t.into_iter().map(|(v, _)| v).collect();
+    }
     let templates: Vec<&datasets::Record> =
         plan.distinct_public.iter().map(|&i| &records[i]).collect();
     // The queries the teachers labelled benign (post-processing of the private labels).
@@ -94,13 +121,95 @@ fn public_examples(
         templates.len(),
         benign_templates.len()
     );
-    Ok(Some(LabeledRows {
-        x: pipeline::featurize_rows(&features.featurizer, &examples, &rows),
-        y: examples
-            .iter()
-            .map(|r| r.label == Some(datasets::Label::Malicious))
-            .collect(),
+    // Validation: the student's labelled benign validation requests as templates.
+    let benign_validation: Vec<&datasets::Record> = plan
+        .validation_rows
+        .iter()
+        .map(|&i| &records[i])
+        .filter(|r| r.label == Some(datasets::Label::Benign))
+        .collect();
+    let validation = crate::public_examples::synthesize(
+        &benign_validation,
+        &benign_validation,
+        &held_out,
+        pe.validation,
+        &mut rng.stream("public-examples-validation"),
+    );
+    if pe.validation > 0 {
+        tracing::info!(
+            "student: {} placed validation examples: {} held-out public attack values and {} benign validation requests",
+            validation.len(),
+            held_out.len(),
+            benign_validation.len()
+        );
+    }
+    Ok(Some(PublicExamples {
+        train: LabeledRows {
+            x: pipeline::featurize_rows(&features.featurizer, &examples, &rows),
+            y: is_malicious(&examples),
+        },
+        validation,
     }))
+}
+
+fn is_malicious(records: &[datasets::Record]) -> Vec<bool> {
+    records
+        .iter()
+        .map(|r| r.label == Some(datasets::Label::Malicious))
+        .collect()
+}
+
+/// `a` with the rows of `b` appended.
+fn concat(a: LabeledRows, b: LabeledRows) -> Result<LabeledRows> {
+    Ok(LabeledRows {
+        x: DenseMatrix::new(
+            a.x.rows + b.x.rows,
+            a.x.cols,
+            [a.x.values, b.x.values].concat(),
+        )?,
+        y: [a.y, b.y].concat(),
+    })
+}
+
+/// The scores of `records` as pate-proxy and `pate-trainer score` compute them: through
+/// `bundle::score_request`, the highest score over every window of the request, with the student
+/// run by libtorch on the windows' dense vectors (the proxy runs the same network in ONNX Runtime;
+/// the two agree to float rounding).
+pub fn served_scores(
+    model: &ModelFile,
+    featurizer: &featurizer::Featurizer,
+    records: &[&datasets::Record],
+    device: tch::Device,
+) -> Result<Vec<f32>> {
+    // First pass: every window, in the order score_request visits them.
+    let mut windows: Vec<featurizer::SparseVector> = Vec::new();
+    for r in records {
+        let _ = bundle::score_request(featurizer, &r.parts(), |v| {
+            windows.push(v.clone());
+            Ok::<f32, std::convert::Infallible>(0.0)
+        });
+    }
+    let dim = featurizer.dim();
+    let mut values = vec![0f32; windows.len() * dim];
+    for (k, w) in windows.iter().enumerate() {
+        w.write_dense(&mut values[k * dim..(k + 1) * dim]);
+    }
+    let scores = super::evaluate::model_scores(
+        model,
+        &DenseMatrix::new(windows.len(), dim, values)?,
+        device,
+    )?;
+    // Second pass: the same windows get their scores; score_request keeps the highest.
+    let mut next = scores.into_iter();
+    let mut out = Vec::with_capacity(records.len());
+    for r in records {
+        let scored = bundle::score_request(featurizer, &r.parts(), |_| {
+            next.next()
+                .ok_or_else(|| Error::Invalid("a request has more windows than scored".into()))
+        })?;
+        out.push(scored.score);
+    }
+    Ok(out)
 }
 
 /// Trains the student of a run on the answered queries' original features and their noisy
@@ -148,16 +257,20 @@ pub fn run(
             .collect(),
     };
     let examples = public_examples(config, data, plan, features, &benign_answered, &env.rng)?;
-    let public_examples = examples.as_ref().map_or(0, |e| e.y.len());
+    let public_examples = examples.as_ref().map_or(0, |e| e.train.y.len());
+    let mut validation = features.validation.clone();
+    let mut placed_validation = Vec::new();
     if let Some(e) = examples {
-        train = LabeledRows {
-            x: DenseMatrix::new(
-                train.x.rows + e.x.rows,
-                train.x.cols,
-                [train.x.values, e.x.values].concat(),
-            )?,
-            y: [train.y, e.y].concat(),
-        };
+        train = concat(train, e.train)?;
+        let rows: Vec<usize> = (0..e.validation.len()).collect();
+        validation = concat(
+            validation,
+            LabeledRows {
+                x: pipeline::featurize_rows(&features.featurizer, &e.validation, &rows),
+                y: is_malicious(&e.validation),
+            },
+        )?;
+        placed_validation = e.validation;
     }
     let copies = config.student.multiplicity_cap.map(|_| {
         (
@@ -166,12 +279,16 @@ pub fn run(
                 .map(|&i| plan.query_copies[i])
                 .chain(std::iter::repeat_n(1, public_examples))
                 .collect::<Vec<_>>(),
-            plan.validation_copies.clone(),
+            plan.validation_copies
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(1, placed_validation.len()))
+                .collect::<Vec<_>>(),
         )
     });
-    let (model, extras) = pipeline::train_student_full(
+    let (mut model, mut extras) = pipeline::train_student_full(
         train,
-        features.validation.clone(),
+        validation,
         copies.as_ref().map(|(a, v)| (a.as_slice(), v.as_slice())),
         features.pool_x.as_ref(),
         Some((&benign_answered_x, &benign_answered_weights)),
@@ -180,6 +297,19 @@ pub fn run(
         &env.rng,
         env.device,
     )?;
+    if features.featurizer.config().placements.is_some() {
+        served_threshold(
+            config,
+            data,
+            plan,
+            features,
+            &placed_validation,
+            &benign_answered,
+            copies.as_ref().map(|(_, v)| v.as_slice()),
+            (&mut model, &mut extras),
+            env.device,
+        )?;
+    }
     Ok(Student {
         model,
         extras,
@@ -187,6 +317,94 @@ pub fn run(
         label_agreement,
         public_examples,
     })
+}
+
+/// With the featurizer's `placements` the proxy scores a request by the highest score of its
+/// windows, so the threshold is chosen again on the validation requests (and the placed
+/// validation examples) scored that way ([`served_scores`]), by the same `threshold_rule`
+/// (`answered_benign`: the answered queries labelled benign, scored that way); the validation
+/// figures of `extras` are recomputed on those scores. Public data only: never the test split.
+#[allow(clippy::too_many_arguments)]
+fn served_threshold(
+    config: &RunConfig,
+    data: &RunData,
+    plan: &QueryPlan,
+    features: &Features,
+    placed_validation: &[datasets::Record],
+    benign_answered: &[usize],
+    validation_copies: Option<&[usize]>,
+    (model, extras): (&mut ModelFile, &mut StudentExtras),
+    device: tch::Device,
+) -> Result<()> {
+    let student = &config.student;
+    let records: Vec<&datasets::Record> = plan
+        .validation_rows
+        .iter()
+        .map(|&i| &data.records[i])
+        .chain(placed_validation)
+        .collect();
+    let mut scores = served_scores(model, &features.featurizer, &records, device)?;
+    let mut labels: Vec<bool> = records
+        .iter()
+        .map(|r| r.label == Some(datasets::Label::Malicious))
+        .collect();
+    if let Some(copies) = validation_copies {
+        let (s, l): (Vec<f32>, Vec<bool>) = scores
+            .iter()
+            .zip(&labels)
+            .zip(copies)
+            .flat_map(|((&s, &l), &c)| std::iter::repeat_n((s, l), c.max(1)))
+            .unzip();
+        (scores, labels) = (s, l);
+    }
+    let both = || {
+        Error::Invalid(
+            "the student validation samples need both classes to choose a threshold".into(),
+        )
+    };
+    let threshold = match student.threshold_rule {
+        crate::config::ThresholdRule::Youden => {
+            crate::metrics::youden_threshold(&scores, &labels).ok_or_else(both)?
+        }
+        crate::config::ThresholdRule::TargetFpr => {
+            pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr).ok_or_else(both)?
+        }
+        crate::config::ThresholdRule::AnsweredBenign => {
+            let benign: Vec<&datasets::Record> = benign_answered
+                .iter()
+                .map(|&i| &data.records[plan.query_rows[i]])
+                .collect();
+            let weights: Vec<usize> = benign_answered
+                .iter()
+                .map(|&i| plan.public_multiplicity[plan.query_order[i]])
+                .collect();
+            let s = served_scores(model, &features.featurizer, &benign, device)?;
+            pipeline::weighted_quantile_threshold(&s, &weights, student.target_fpr).ok_or_else(
+                || {
+                    Error::Invalid(
+                        "no answered query was labelled benign: cannot choose a threshold".into(),
+                    )
+                },
+            )?
+        }
+    };
+    model.info.threshold = threshold;
+    let (m, roc) = super::evaluate::evaluate_scores(&scores, &labels, threshold);
+    extras.threshold_rule = format!(
+        "{} on {} validation requests ({} placed public examples) scored as served (highest window)",
+        extras.threshold_rule,
+        records.len(),
+        placed_validation.len()
+    );
+    extras.validation_operating_point = m.fpr.zip(m.tpr);
+    extras.validation_roc_auc = m.roc_auc;
+    extras.validation_tpr_at_1pct_fpr = super::evaluate::tpr_at_fpr(&roc, 0.01);
+    tracing::info!(
+        "student: threshold {threshold} ({}) on {} validation requests scored as pate-proxy scores them",
+        extras.threshold_rule,
+        records.len()
+    );
+    Ok(())
 }
 
 /// The student from the queries' features and their noisy labels alone (the `student`
@@ -225,4 +443,111 @@ pub fn from_labels(
         rng,
         device,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ensemble::TrainConfig;
+    use crate::pipeline::train_student;
+
+    fn record(target: &str, body: Option<&str>) -> datasets::Record {
+        datasets::Record {
+            method: if body.is_some() { "POST" } else { "GET" }.into(),
+            target: target.as_bytes().to_vec(),
+            body: body.map(|b| b.as_bytes().to_vec()),
+            headers: body
+                .map(|_| vec![("Content-Type".to_string(), b"text/plain".to_vec())])
+                .unwrap_or_default(),
+            label: None,
+            line: 1,
+        }
+    }
+
+    /// Served scores are the highest window's score of each request, windows scored in one batch
+    /// and given back to the right request: a request whose attack lies beyond its first window
+    /// scores as its attack window, others as their one window.
+    #[test]
+    fn served_scores_are_the_highest_window_of_each_request() {
+        let config = featurizer::FeaturizerConfig {
+            top_k: 50,
+            max_input_bytes: 64,
+            placements: Some(featurizer::PlacementConfig::default()),
+            ..featurizer::FeaturizerConfig::default()
+        };
+        let docs = [
+            record("/a?q=' or 1=1--", None),
+            record("/a?q=hello+world", None),
+        ];
+        let f = featurizer::Featurizer::fit(config, docs.iter().map(|r| r.parts())).unwrap();
+        let dense = |r: &datasets::Record| f.transform_dense(&r.parts());
+        let rows = |rs: &[datasets::Record]| {
+            DenseMatrix::new(rs.len(), f.dim(), rs.iter().flat_map(&dense).collect()).unwrap()
+        };
+        let train_set = [
+            record("/a?q=' or 1=1--", None),
+            record("/a?q=hello+world", None),
+            record("/a?q=' union select 1--", None),
+            record("/a?q=hello", None),
+        ];
+        let y = vec![true, false, true, false];
+        let train = LabeledRows {
+            x: rows(&train_set),
+            y: y.clone(),
+        };
+        let training = TrainConfig {
+            hidden: vec![4],
+            max_epochs: 60,
+            batch_size: 4,
+            learning_rate: 0.05,
+            patience: 60,
+            ..TrainConfig::default()
+        };
+        let rng = RunRng::new(Some(7)).unwrap();
+        let model =
+            train_student(train.clone(), train, &training, "h", &rng, tch::Device::Cpu).unwrap();
+        let padded = format!("{}' or 1=1--", "hello world ".repeat(20));
+        let requests = [
+            record("/a?q=hello+world", None),
+            record("/a", Some(&padded)),
+            record("/a?q=' or 1=1--", None),
+        ];
+        let refs: Vec<&datasets::Record> = requests.iter().collect();
+        let served = served_scores(&model, &f, &refs, tch::Device::Cpu).unwrap();
+        // Each request on its own: every window scored alone, the highest kept.
+        for (r, &s) in requests.iter().zip(&served) {
+            let mut windows = Vec::new();
+            f.transform_windows(&r.parts(), &mut windows);
+            let best = windows
+                .iter()
+                .map(|w| {
+                    let mut v = vec![0f32; f.dim()];
+                    w.write_dense(&mut v);
+                    super::super::evaluate::model_scores(
+                        &model,
+                        &DenseMatrix::new(1, f.dim(), v).unwrap(),
+                        tch::Device::Cpu,
+                    )
+                    .unwrap()[0]
+                })
+                .fold(f32::MIN, f32::max);
+            assert!((best - s).abs() < 1e-6, "{best} vs {s}");
+        }
+        let first_window = |r: &datasets::Record| {
+            super::super::evaluate::model_scores(
+                &model,
+                &DenseMatrix::new(1, f.dim(), dense(r)).unwrap(),
+                tch::Device::Cpu,
+            )
+            .unwrap()[0]
+        };
+        // The padded attack: its first window is benign text, its served score the attack's.
+        assert!(
+            first_window(&requests[1]) < 0.5,
+            "{}",
+            first_window(&requests[1])
+        );
+        assert!(served[1] > 0.5, "{served:?}");
+        assert!(served[0] < 0.5 && served[2] > 0.5, "{served:?}");
+    }
 }
