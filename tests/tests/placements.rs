@@ -255,10 +255,12 @@ fn trained_bundle() -> &'static Path {
         // validation request), on the validation requests and placed public examples.
         let report: serde_json::Value =
             serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
-        let rule = report["student_options"]["threshold_rule"]
-            .as_str()
-            .unwrap_or_default();
-        assert!(rule.contains("scored as served"), "threshold rule: {rule}");
+        let served = &report["student_options"]["threshold_scored_as_served"];
+        assert_eq!(served["placed_public_examples"], 600, "{served}");
+        assert!(
+            served["validation_requests"].as_u64().unwrap_or(0) > 600,
+            "{served}"
+        );
         run.join("bundle")
     })
 }

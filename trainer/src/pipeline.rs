@@ -620,6 +620,8 @@ pub struct StudentExtras {
     pub validation_roc_auc: Option<f64>,
     /// The best TPR at FPR ≤ 1 % on the same validation ROC.
     pub validation_tpr_at_1pct_fpr: Option<f64>,
+    /// Set when the threshold was chosen on the validation requests scored as served.
+    pub served: Option<crate::report::ServedThreshold>,
 }
 
 /// [`train_student`] plus the `student:` options of the run configuration: self-training on

@@ -187,6 +187,22 @@ pub struct StudentOptions {
     pub pseudo_labels_malicious_benign_per_round: Vec<(usize, usize)>,
     /// Unlabelled public rows in the self-training pool.
     pub unlabelled_pool: usize,
+    /// With the featurizer's `placements`: the threshold rule was applied to requests scored as
+    /// pate-proxy scores them (the highest window): the validation requests (`answered_benign`:
+    /// the answered queries labelled benign); the validation figures above are on those too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_scored_as_served: Option<ServedThreshold>,
+}
+
+/// The validation requests a threshold was chosen on, scored as served
+/// ([`StudentOptions::threshold_scored_as_served`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedThreshold {
+    /// Validation requests scored (the placed public examples included).
+    pub validation_requests: usize,
+    /// Of them, public examples placed into validation requests
+    /// (`student.public_examples.validation`).
+    pub placed_public_examples: usize,
 }
 
 /// Records per role.

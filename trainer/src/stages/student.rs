@@ -390,19 +390,18 @@ fn served_threshold(
     };
     model.info.threshold = threshold;
     let (m, roc) = super::evaluate::evaluate_scores(&scores, &labels, threshold);
-    extras.threshold_rule = format!(
-        "{} on {} validation requests ({} placed public examples) scored as served (highest window)",
-        extras.threshold_rule,
-        records.len(),
-        placed_validation.len()
-    );
+    extras.served = Some(crate::report::ServedThreshold {
+        validation_requests: records.len(),
+        placed_public_examples: placed_validation.len(),
+    });
     extras.validation_operating_point = m.fpr.zip(m.tpr);
     extras.validation_roc_auc = m.roc_auc;
     extras.validation_tpr_at_1pct_fpr = super::evaluate::tpr_at_fpr(&roc, 0.01);
     tracing::info!(
-        "student: threshold {threshold} ({}) on {} validation requests scored as pate-proxy scores them",
+        "student: threshold {threshold} ({}) on {} validation requests ({} placed public examples) scored as pate-proxy scores them (highest window)",
         extras.threshold_rule,
-        records.len()
+        records.len(),
+        placed_validation.len()
     );
     Ok(())
 }
