@@ -204,8 +204,10 @@ pub fn served_scores(
     let mut out = Vec::with_capacity(records.len());
     for r in records {
         let scored = bundle::score_request(featurizer, &r.parts(), |_| {
-            next.next()
-                .ok_or_else(|| Error::Invalid("a request has more windows than scored".into()))
+            next.next().ok_or_else(|| Error::Empty {
+                what: "served scores".into(),
+                missing: "a score for every window of the request",
+            })
         })?;
         out.push(scored.score);
     }
@@ -357,11 +359,7 @@ fn served_threshold(
             .unzip();
         (scores, labels) = (s, l);
     }
-    let both = || {
-        Error::Invalid(
-            "the student validation samples need both classes to choose a threshold".into(),
-        )
-    };
+    let both = || Error::Threshold("the student validation samples need both classes");
     let threshold = match student.threshold_rule {
         crate::config::ThresholdRule::Youden => {
             crate::metrics::youden_threshold(&scores, &labels).ok_or_else(both)?
@@ -379,13 +377,8 @@ fn served_threshold(
                 .map(|&i| plan.public_multiplicity[plan.query_order[i]])
                 .collect();
             let s = served_scores(model, &features.featurizer, &benign, device)?;
-            pipeline::weighted_quantile_threshold(&s, &weights, student.target_fpr).ok_or_else(
-                || {
-                    Error::Invalid(
-                        "no answered query was labelled benign: cannot choose a threshold".into(),
-                    )
-                },
-            )?
+            pipeline::weighted_quantile_threshold(&s, &weights, student.target_fpr)
+                .ok_or(Error::Threshold("no answered query was labelled benign"))?
         }
     };
     model.info.threshold = threshold;
