@@ -530,28 +530,35 @@ pub struct AccountOptions {
 
 fn validate(votes: &VoteMatrix, opts: &AccountOptions, moments: bool) -> Result<()> {
     if !(opts.delta > 0.0 && opts.delta < 1.0) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "delta must be in (0, 1), got {}",
-            opts.delta
-        )));
+        return Err(PrivacyError::Parameter {
+            name: "delta",
+            reason: format!("must be in (0, 1), got {}", opts.delta),
+        });
     }
     if votes.queries() == 0 {
-        return Err(PrivacyError::InvalidInput(
-            "the vote matrix has no queries".into(),
-        ));
+        return Err(PrivacyError::NoQueries);
     }
     if let Some(orders) = &opts.orders {
         if orders.is_empty() {
-            return Err(PrivacyError::InvalidParameter("--orders is empty".into()));
+            return Err(PrivacyError::Parameter {
+                name: "--orders",
+                reason: "is empty".into(),
+            });
         }
         for &o in orders {
             let ok = o.is_finite() && if moments { o > 0.0 } else { o > 1.0 };
             if !ok {
-                return Err(PrivacyError::InvalidParameter(if moments {
-                    format!("moments-accountant orders λ must be finite and > 0, got {o}")
+                return Err(if moments {
+                    PrivacyError::Parameter {
+                        name: "moments-accountant orders λ",
+                        reason: format!("must be finite and > 0, got {o}"),
+                    }
                 } else {
-                    format!("RDP orders α must be finite and > 1, got {o}")
-                }));
+                    PrivacyError::Parameter {
+                        name: "RDP orders α",
+                        reason: format!("must be finite and > 1, got {o}"),
+                    }
+                });
             }
         }
     }
@@ -687,11 +694,10 @@ pub(crate) fn analyse(
             let t = m.integer_threshold()?;
             if let Some(a) = answered {
                 if a.len() != votes.queries() {
-                    return Err(PrivacyError::InvalidInput(format!(
-                        "the answered list has {} entries but the vote file has {} queries",
-                        a.len(),
-                        votes.queries()
-                    )));
+                    return Err(PrivacyError::AnsweredLength {
+                        answered: a.len(),
+                        queries: votes.queries(),
+                    });
                 }
             }
             let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
@@ -835,9 +841,11 @@ fn check_finite(r: &EpsilonReport) -> Result<()> {
         ("data_dependent_order", r.data_dependent_order),
     ] {
         if !v.is_finite() {
-            return Err(PrivacyError::InvalidInput(format!(
-                "accounting produced a non-finite {name} ({v})"
-            )));
+            return Err(PrivacyError::NonFinite {
+                step: "accounting",
+                quantity: name,
+                value: v,
+            });
         }
     }
     Ok(())

@@ -57,7 +57,7 @@ pub trait Aggregator {
 
 fn noisy_argmax(counts: &[u64], mut noise: impl FnMut() -> i128) -> Result<usize> {
     if counts.is_empty() {
-        return Err(PrivacyError::InvalidInput("a query has no classes".into()));
+        return Err(PrivacyError::NoClasses);
     }
     let mut best = (0usize, i128::MIN);
     for (j, &c) in counts.iter().enumerate() {
@@ -107,10 +107,10 @@ impl ConfidentGnmax {
     /// ⌈T⌉ as an integer (T must be finite; negative thresholds always pass).
     pub fn integer_threshold(&self) -> Result<i128> {
         if !self.threshold.is_finite() || self.threshold.abs() > 1e15 {
-            return Err(PrivacyError::InvalidParameter(format!(
-                "threshold must be a finite number of votes, got {}",
-                self.threshold
-            )));
+            return Err(PrivacyError::Parameter {
+                name: "threshold",
+                reason: format!("must be a finite number of votes, got {}", self.threshold),
+            });
         }
         Ok(self.threshold.ceil() as i128)
     }
@@ -126,7 +126,7 @@ impl ConfidentGnmax {
             .iter()
             .copied()
             .max()
-            .ok_or_else(|| PrivacyError::InvalidInput("a query has no classes".into()))?;
+            .ok_or(PrivacyError::NoClasses)?;
         if max as i128 + d1.sample(rng) >= t {
             noisy_argmax(counts, || d2.sample(rng)).map(Some)
         } else {

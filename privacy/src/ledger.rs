@@ -64,9 +64,10 @@ impl LedgerEntry {
 /// [`default_rdp_orders`] and a fine grid in (1, 1.25): `(ε, α)`.
 pub fn composed_epsilon(entries: &[LedgerEntry], delta: f64) -> Result<(f64, f64)> {
     if !(delta > 0.0 && delta < 1.0) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "delta must be in (0, 1), got {delta}"
-        )));
+        return Err(PrivacyError::Parameter {
+            name: "delta",
+            reason: format!("must be in (0, 1), got {delta}"),
+        });
     }
     let mut orders: Vec<f64> = (1..25).map(|i| 1.0 + i as f64 / 100.0).collect();
     orders.extend(default_rdp_orders());
@@ -91,8 +92,10 @@ pub fn append(path: &Path, entry: &LedgerEntry) -> Result<()> {
         path: path.to_path_buf(),
         source,
     };
-    let mut line = serde_json::to_string(entry)
-        .map_err(|e| PrivacyError::InvalidInput(format!("ledger entry: {e}")))?;
+    let mut line = serde_json::to_string(entry).map_err(|source| PrivacyError::Serialize {
+        what: "ledger entry",
+        source,
+    })?;
     line.push('\n');
     let mut f = std::fs::OpenOptions::new()
         .create(true)

@@ -31,11 +31,11 @@ impl F32Matrix {
     /// Builds a matrix, checking `values.len() == rows·cols`.
     pub fn new(rows: usize, cols: usize, values: Vec<f32>) -> Result<Self> {
         if rows.checked_mul(cols) != Some(values.len()) {
-            return Err(PrivacyError::InvalidInput(format!(
-                "matrix of {rows}×{cols} needs {} values, got {}",
-                rows.saturating_mul(cols),
-                values.len()
-            )));
+            return Err(PrivacyError::MatrixSize {
+                rows,
+                cols,
+                values: values.len(),
+            });
         }
         Ok(F32Matrix { rows, cols, values })
     }
@@ -55,10 +55,11 @@ impl F32Matrix {
         let mut n = 0;
         for (i, row) in rows.into_iter().enumerate() {
             if row.len() != cols {
-                return Err(PrivacyError::InvalidInput(format!(
-                    "row {i} has {} values, expected {cols}",
-                    row.len()
-                )));
+                return Err(PrivacyError::RowLength {
+                    row: i,
+                    found: row.len(),
+                    expected: cols,
+                });
             }
             values.extend_from_slice(&row);
             n += 1;

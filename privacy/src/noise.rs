@@ -80,16 +80,20 @@ impl DiscreteLaplace {
     /// Discrete Laplace with P(x) ∝ exp(−γ|x|), γ rounded down to a multiple of 10⁻⁶.
     pub fn new(gamma: f64) -> Result<Self> {
         if !gamma.is_finite() || gamma <= 0.0 || gamma > Self::MAX_GAMMA {
-            return Err(PrivacyError::InvalidParameter(format!(
-                "gamma must be a finite number in (0, {}], got {gamma}",
-                Self::MAX_GAMMA
-            )));
+            return Err(PrivacyError::Parameter {
+                name: "gamma",
+                reason: format!(
+                    "must be a finite number in (0, {}], got {gamma}",
+                    Self::MAX_GAMMA
+                ),
+            });
         }
         let g = Rational::floor_of(gamma);
         if g.num == 0 {
-            return Err(PrivacyError::InvalidParameter(format!(
-                "gamma must be at least 1e-6, got {gamma}"
-            )));
+            return Err(PrivacyError::Parameter {
+                name: "gamma",
+                reason: format!("must be at least 1e-6, got {gamma}"),
+            });
         }
         Ok(DiscreteLaplace { gamma: g })
     }
@@ -115,11 +119,14 @@ impl DiscreteGaussian {
     /// N_ℤ(0, σ²) with σ² rounded up to a multiple of 10⁻⁶.
     pub fn new(sigma: f64) -> Result<Self> {
         if !sigma.is_finite() || !(Self::MIN_SIGMA..=Self::MAX_SIGMA).contains(&sigma) {
-            return Err(PrivacyError::InvalidParameter(format!(
-                "sigma must be a finite number in [{}, {}], got {sigma}",
-                Self::MIN_SIGMA,
-                Self::MAX_SIGMA
-            )));
+            return Err(PrivacyError::Parameter {
+                name: "sigma",
+                reason: format!(
+                    "must be a finite number in [{}, {}], got {sigma}",
+                    Self::MIN_SIGMA,
+                    Self::MAX_SIGMA
+                ),
+            });
         }
         Ok(DiscreteGaussian {
             sigma2: Rational::ceil_of(sigma * sigma),

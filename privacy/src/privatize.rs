@@ -34,9 +34,10 @@ pub fn local_epsilon(rho: f64) -> f64 {
 /// most 10⁶.
 pub fn check_rho(rho: f64) -> Result<()> {
     if !rho.is_finite() || !(1e-6..=1e6).contains(&rho) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "rho must be a finite number in [1e-6, 1e6], got {rho}"
-        )));
+        return Err(PrivacyError::Parameter {
+            name: "rho",
+            reason: format!("must be a finite number in [1e-6, 1e6], got {rho}"),
+        });
     }
     Ok(())
 }
@@ -46,9 +47,7 @@ pub fn check_rho(rho: f64) -> Result<()> {
 pub fn laplace(x: &mut [f32], rho: f64, rng: &mut NoiseRng) -> Result<()> {
     check_rho(rho)?;
     if x.iter().any(|v| !v.is_finite()) {
-        return Err(PrivacyError::InvalidInput(
-            "a feature vector holds NaN or infinity".into(),
-        ));
+        return Err(PrivacyError::NonFiniteFeatures);
     }
     let rho = Rational::floor_of(rho);
     let one: i128 = 1 << GRID_BITS;
@@ -84,10 +83,10 @@ pub fn laplace(x: &mut [f32], rho: f64, rng: &mut NoiseRng) -> Result<()> {
 pub fn laplace_rows(values: &mut [f32], cols: usize, rho: f64, rng: &mut NoiseRng) -> Result<()> {
     check_rho(rho)?;
     if cols == 0 || !values.len().is_multiple_of(cols) {
-        return Err(PrivacyError::InvalidInput(format!(
-            "{} values are not rows of {cols} columns",
-            values.len()
-        )));
+        return Err(PrivacyError::NotRows {
+            values: values.len(),
+            cols,
+        });
     }
     for row in values.chunks_mut(cols) {
         laplace(row, rho, rng)?;

@@ -101,6 +101,15 @@ pub struct PrivacyReport {
     pub delta_warning: Option<String>,
 }
 
+/// Why a run's ε does not hold ([`PrivacyReport::not_private_reasons`]); displayed as the
+/// reasons joined by `, `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .reasons.join(", "))]
+pub struct NotPrivate {
+    /// Seeded noise, a featurizer fitted on private data.
+    pub reasons: Vec<&'static str>,
+}
+
 impl PrivacyReport {
     /// Why this run's ε does not hold (empty when it does): seeded noise, a featurizer fitted on
     /// the private data.
@@ -118,7 +127,7 @@ impl PrivacyReport {
     /// The whitelist for the bundle. `Err(reasons)` when the run is not private and
     /// `allow_not_private` is false; with `allow_not_private` such a run gets no ε and the kind
     /// `none (not private: <reasons>)`. A private run publishes its data-independent ε.
-    pub fn published(&self, allow_not_private: bool) -> Result<PublishedPrivacy, String> {
+    pub fn published(&self, allow_not_private: bool) -> Result<PublishedPrivacy, NotPrivate> {
         let reasons = self.not_private_reasons();
         let (published_epsilon, published_epsilon_kind) = if reasons.is_empty() {
             (
@@ -131,7 +140,7 @@ impl PrivacyReport {
                 format!("{}{})", kind::NOT_PRIVATE_PREFIX, reasons.join(", ")),
             )
         } else {
-            return Err(reasons.join(", "));
+            return Err(NotPrivate { reasons });
         };
         Ok(PublishedPrivacy {
             mechanism: self.mechanism,

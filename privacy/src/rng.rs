@@ -47,7 +47,7 @@ impl NoiseRng {
     /// A generator seeded with 256 bits from the operating system (`getrandom`).
     pub fn from_os() -> crate::Result<Self> {
         let inner = ChaCha20Rng::try_from_rng(&mut rand::rngs::SysRng)
-            .map_err(|e| crate::PrivacyError::Entropy(e.to_string()))?;
+            .map_err(crate::PrivacyError::Entropy)?;
         Ok(NoiseRng {
             inner,
             provenance: RngProvenance::Os,

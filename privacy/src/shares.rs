@@ -48,16 +48,20 @@ pub struct NoisyShare {
 
 fn share_distribution(sigma: f64, organizations: usize) -> Result<DiscreteGaussian> {
     if organizations < 1 {
-        return Err(PrivacyError::InvalidParameter(
-            "the number of organizations must be at least 1".into(),
-        ));
+        return Err(PrivacyError::Parameter {
+            name: "the number of organizations",
+            reason: "must be at least 1".into(),
+        });
     }
     let share = sigma / (organizations as f64).sqrt();
     if share.is_nan() || share < MIN_SHARE_SIGMA {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "sigma / sqrt(organizations) = {share} is below {MIN_SHARE_SIGMA}: the shares would \
+        return Err(PrivacyError::Parameter {
+            name: "sigma / sqrt(organizations)",
+            reason: format!(
+                "= {share} is below {MIN_SHARE_SIGMA}: the shares would \
              not sum to a discrete Gaussian closely enough; use a larger sigma"
-        )));
+            ),
+        });
     }
     DiscreteGaussian::new(share)
 }
@@ -178,41 +182,41 @@ pub fn parse_share(text: &str, path: &Path) -> Result<NoisyShare> {
 /// same queries and classes. Errors name the files.
 pub fn sum_shares(shares: &[(PathBuf, NoisyShare)]) -> Result<Vec<Vec<i64>>> {
     let Some((first_path, first)) = shares.first() else {
-        return Err(PrivacyError::InvalidInput("no vote shares".into()));
+        return Err(PrivacyError::NoShares);
     };
     for (path, s) in shares {
         if s.sigma != first.sigma || s.organizations != first.organizations {
-            return Err(PrivacyError::InvalidInput(format!(
-                "{} has sigma={} organizations={}, {} has sigma={} organizations={}: the shares of one aggregation must agree",
-                path.display(), s.sigma, s.organizations, first_path.display(), first.sigma, first.organizations
-            )));
+            return Err(PrivacyError::ShareParameters {
+                path: path.clone(),
+                sigma: s.sigma,
+                organizations: s.organizations,
+                first: first_path.clone(),
+                first_sigma: first.sigma,
+                first_organizations: first.organizations,
+            });
         }
         if s.rows.len() != first.rows.len() {
-            return Err(PrivacyError::InvalidInput(format!(
-                "{} has {} queries, {} has {}: every organization must vote on the same queries",
-                path.display(),
-                s.rows.len(),
-                first_path.display(),
-                first.rows.len()
-            )));
+            return Err(PrivacyError::ShareQueries {
+                path: path.clone(),
+                queries: s.rows.len(),
+                first: first_path.clone(),
+                first_queries: first.rows.len(),
+            });
         }
         if s.rows[0].len() != first.rows[0].len() {
-            return Err(PrivacyError::InvalidInput(format!(
-                "{} has {} classes, {} has {}",
-                path.display(),
-                s.rows[0].len(),
-                first_path.display(),
-                first.rows[0].len()
-            )));
+            return Err(PrivacyError::ShareClasses {
+                path: path.clone(),
+                classes: s.rows[0].len(),
+                first: first_path.clone(),
+                first_classes: first.rows[0].len(),
+            });
         }
     }
     if shares.len() != first.organizations {
-        return Err(PrivacyError::InvalidInput(format!(
-            "{} vote shares given but they were drawn for organizations={}: with fewer, the noise \
-             is smaller than σ and the accounting would not hold",
-            shares.len(),
-            first.organizations
-        )));
+        return Err(PrivacyError::ShareCount {
+            given: shares.len(),
+            organizations: first.organizations,
+        });
     }
     let mut sum = vec![vec![0i64; first.rows[0].len()]; first.rows.len()];
     for (_, s) in shares {

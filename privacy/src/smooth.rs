@@ -283,16 +283,17 @@ pub fn sanitize(
     let (analysis, _) = analyse(votes, mechanism, opts.answered.as_deref())?;
     let moments = analysis.is_moments();
     if !(sopts.noise_multiplier.is_finite() && sopts.noise_multiplier > 0.0) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "noise multiplier must be positive, got {}",
-            sopts.noise_multiplier
-        )));
+        return Err(PrivacyError::Parameter {
+            name: "noise multiplier",
+            reason: format!("must be positive, got {}", sopts.noise_multiplier),
+        });
     }
     let p = sopts.failure_probability;
     if !(p > 0.0 && p < 0.5) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "failure probability must be in (0, 0.5), got {p}"
-        )));
+        return Err(PrivacyError::Parameter {
+            name: "failure probability",
+            reason: format!("must be in (0, 0.5), got {p}"),
+        });
     }
     let ln_inv_delta = -opts.delta.ln();
     let (order, order_choice) = match sopts.order {
@@ -304,18 +305,21 @@ pub fn sanitize(
         ),
     };
     if !(order.is_finite() && if moments { order > 0.0 } else { order > 1.0 }) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "sanitization order must be > {} , got {order}",
-            if moments { 0 } else { 1 }
-        )));
+        return Err(PrivacyError::Parameter {
+            name: "sanitization order",
+            reason: format!("must be > {} , got {order}", if moments { 0 } else { 1 }),
+        });
     }
     let alpha = if moments { order + 1.0 } else { order };
     let beta = sopts.beta.unwrap_or(0.4 / alpha);
     if !(beta > 0.0 && 2.0 * alpha * beta < 1.0) {
-        return Err(PrivacyError::InvalidParameter(format!(
-            "beta must be in (0, 1/(2α)) = (0, {}), got {beta}",
-            1.0 / (2.0 * alpha)
-        )));
+        return Err(PrivacyError::Parameter {
+            name: "beta",
+            reason: format!(
+                "must be in (0, 1/(2α)) = (0, {}), got {beta}",
+                1.0 / (2.0 * alpha)
+            ),
+        });
     }
     let rdp_dep = if moments {
         analysis.dependent_total(order).0 / order
@@ -337,9 +341,11 @@ pub fn sanitize(
     let cost = gnss_rdp(beta, sopts.noise_multiplier / inflation, alpha);
     let epsilon = upper_bound + cost + ln_inv_delta / (alpha - 1.0);
     if !epsilon.is_finite() {
-        return Err(PrivacyError::InvalidInput(format!(
-            "sanitization produced a non-finite epsilon ({epsilon})"
-        )));
+        return Err(PrivacyError::NonFinite {
+            step: "sanitization",
+            quantity: "epsilon",
+            value: epsilon,
+        });
     }
     report.epsilons.push(LabelledEpsilon {
         label: LABEL_SANITIZED.into(),

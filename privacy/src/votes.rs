@@ -16,18 +16,17 @@ impl VoteMatrix {
     pub fn from_rows<R: AsRef<[u64]>>(rows: &[R]) -> Result<Self> {
         let classes = rows.first().map(|r| r.as_ref().len()).unwrap_or(2);
         if classes < 2 {
-            return Err(PrivacyError::InvalidInput(format!(
-                "a vote row needs at least 2 classes, got {classes}"
-            )));
+            return Err(PrivacyError::TooFewClasses(classes));
         }
         let mut counts = Vec::with_capacity(rows.len() * classes);
         for (i, r) in rows.iter().enumerate() {
             let r = r.as_ref();
             if r.len() != classes {
-                return Err(PrivacyError::InvalidInput(format!(
-                    "vote row {i} has {} classes, expected {classes}",
-                    r.len()
-                )));
+                return Err(PrivacyError::RowClasses {
+                    row: i,
+                    found: r.len(),
+                    expected: classes,
+                });
             }
             counts.extend_from_slice(r);
         }

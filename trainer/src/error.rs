@@ -215,7 +215,7 @@ pub enum Error {
     Plot(String),
     /// The privacy whitelist refused the run's privacy report.
     #[error("privacy whitelist: {0}")]
-    Whitelist(String),
+    Whitelist(#[source] privacy::report::NotPrivate),
     /// The featurizer failed.
     #[error(transparent)]
     Featurizer(#[from] featurizer::FeaturizerError),
