@@ -194,29 +194,46 @@ fn deserialize_routes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rout
         .collect()
 }
 
-impl TryFrom<RouteYaml> for Route {
-    type Error = String;
+/// Why a `routes:` entry is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// Neither or both of `path` and `prefix`.
+    #[error("expected exactly one of `path` or `prefix`")]
+    PathOrPrefix,
+    /// A path or prefix not starting with '/'.
+    #[error("a path or prefix starts with '/', got {0:?}")]
+    NotAbsolute(String),
+    /// `mode: off` on a route.
+    #[error("`mode: off` is global only; use `exclude: true` for a route")]
+    ModeOff,
+    /// Both `exclude: true` and a `mode`.
+    #[error("`exclude: true` and `mode` exclude each other")]
+    ExcludeAndMode,
+    /// Neither `exclude: true` nor a `mode`.
+    #[error("expected `exclude: true` or a `mode`")]
+    NoAction,
+}
 
-    fn try_from(raw: RouteYaml) -> Result<Self, String> {
+impl TryFrom<RouteYaml> for Route {
+    type Error = RouteError;
+
+    fn try_from(raw: RouteYaml) -> Result<Self, RouteError> {
         let matches = match (raw.path, raw.prefix) {
             (Some(p), None) => RouteMatch::Exact(p),
             (None, Some(p)) => RouteMatch::Prefix(p),
-            _ => return Err("expected exactly one of `path` or `prefix`".to_string()),
+            _ => return Err(RouteError::PathOrPrefix),
         };
         if !matches.pattern().starts_with('/') {
-            return Err(format!(
-                "a path or prefix starts with '/', got {:?}",
-                matches.pattern()
-            ));
+            return Err(RouteError::NotAbsolute(matches.pattern().to_string()));
         }
         if raw.mode == Some(Mode::Off) {
-            return Err("`mode: off` is global only; use `exclude: true` for a route".to_string());
+            return Err(RouteError::ModeOff);
         }
         if raw.exclude && raw.mode.is_some() {
-            return Err("`exclude: true` and `mode` exclude each other".to_string());
+            return Err(RouteError::ExcludeAndMode);
         }
         if !raw.exclude && raw.mode.is_none() {
-            return Err("expected `exclude: true` or a `mode`".to_string());
+            return Err(RouteError::NoAction);
         }
         Ok(Route {
             matches,

@@ -22,7 +22,7 @@ pub enum ProxyError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The bundle could not be loaded or verified.
+    /// The bundle does not pass the proxy's checks (dimensions, scorer vs ONNX Runtime).
     #[error("bundle {}: {message}", path.display())]
     Bundle {
         /// The bundle directory.
@@ -30,9 +30,33 @@ pub enum ProxyError {
         /// What is wrong.
         message: String,
     },
+    /// The bundle could not be loaded, or its scorer built or run (`what`: which step).
+    #[error("bundle {}: {what}{source}", path.display())]
+    BundleLoad {
+        /// The bundle directory.
+        path: PathBuf,
+        /// The step (`""` for loading, `"ONNX Runtime check, e_3: "`, ...).
+        what: String,
+        /// The bundle crate's error.
+        source: Box<bundle::BundleError>,
+    },
+    /// The warm-up request of a freshly loaded bundle failed.
+    #[error("bundle {}: warm-up: {source}", path.display())]
+    WarmUp {
+        /// The bundle directory.
+        path: PathBuf,
+        /// The scoring error.
+        source: Box<ProxyError>,
+    },
     /// Scoring one request failed (featurizer output or ONNX Runtime).
     #[error("scoring failed: {0}")]
-    Scoring(String),
+    Scoring(#[source] Box<bundle::BundleError>),
+    /// A request arrived with no model loaded.
+    #[error("scoring failed: no model loaded")]
+    NoModel,
+    /// The model returned NaN or infinity.
+    #[error("scoring failed: the model returned {0}")]
+    NonFiniteScore(f32),
     /// A metric could not be registered (a programming error caught at start-up).
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),

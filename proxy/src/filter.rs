@@ -543,7 +543,7 @@ impl ProxyHttp for WafProxy {
         };
         let scored = match model.as_deref() {
             Some(m) => m.score(&parts),
-            None => Err(ProxyError::Scoring("no model loaded".to_string())),
+            None => Err(ProxyError::NoModel),
         };
         let verdict = match &scored {
             Ok(s) if s.malicious => shadow::malicious_verdict(mode),

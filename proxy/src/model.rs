@@ -152,7 +152,15 @@ impl ServingModel {
             path: dir.to_path_buf(),
             message,
         };
-        let bundle = Bundle::load(dir).map_err(|e| fail(e.to_string()))?;
+        let load = |what: &str| {
+            let what = what.to_string();
+            move |source| ProxyError::BundleLoad {
+                path: dir.to_path_buf(),
+                what,
+                source: Box::new(source),
+            }
+        };
+        let bundle = Bundle::load(dir).map_err(load(""))?;
         if bundle.featurizer.dim() != bundle.manifest.input_dim {
             return Err(fail(format!(
                 "featurizer dimension {} differs from the model's input dimension {}",
@@ -162,13 +170,13 @@ impl ServingModel {
         }
         let network = match scorer {
             ScorerKind::Native => {
-                let mlp = bundle.mlp().map_err(|e| fail(e.to_string()))?;
-                Network::Native(SparseMlp::new(&mlp).map_err(|e| fail(e.to_string()))?)
+                let mlp = bundle.mlp().map_err(load(""))?;
+                Network::Native(SparseMlp::new(&mlp).map_err(load("the native scorer: "))?)
             }
             ScorerKind::Onnxruntime => {
                 let mut sessions = Vec::with_capacity(worker_threads.max(1));
                 for _ in 0..worker_threads.max(1) {
-                    let session = Scorer::new(&bundle).map_err(|e| fail(e.to_string()))?;
+                    let session = Scorer::new(&bundle).map_err(load("ONNX Runtime session: "))?;
                     if !session.has_sparse_session() {
                         // Not a graph `bundle` writes: score_sparse would densify and run the
                         // dense graph per request, 3x slower; refuse rather than serve slowly.
@@ -186,7 +194,7 @@ impl ServingModel {
                 }
             }
         };
-        let mut reference = Scorer::new(&bundle).map_err(|e| fail(e.to_string()))?;
+        let mut reference = Scorer::new(&bundle).map_err(load("ONNX Runtime session: "))?;
         let privacy = bundle.manifest.privacy_labels();
         let model = ServingModel {
             dir: dir.to_path_buf(),
@@ -210,9 +218,10 @@ impl ServingModel {
         // pays for a session's first sparse run.
         let mut features = None;
         for _ in 0..model.sessions().max(1) {
-            let scored = model
-                .score(&warm)
-                .map_err(|e| fail(format!("warm-up: {e}")))?;
+            let scored = model.score(&warm).map_err(|e| ProxyError::WarmUp {
+                path: dir.to_path_buf(),
+                source: Box::new(e),
+            })?;
             if !(0.0..=1.0).contains(&scored.score) {
                 return Err(fail(format!(
                     "warm-up score {} is not a probability",
@@ -249,12 +258,20 @@ impl ServingModel {
             }
             let ort = reference
                 .score(&dense)
-                .map_err(|e| fail(format!("ONNX Runtime check, {}: {e}", what())))?;
+                .map_err(|source| ProxyError::BundleLoad {
+                    path: self.dir.clone(),
+                    what: format!("ONNX Runtime check, {}: ", what()),
+                    source: Box::new(source),
+                })?;
             let kind = self.network.kind().as_str();
-            let serving = self
-                .network
-                .score(indices, values)
-                .map_err(|e| fail(format!("{kind} scorer check, {}: {e}", what())))?;
+            let serving =
+                self.network
+                    .score(indices, values)
+                    .map_err(|source| ProxyError::BundleLoad {
+                        path: self.dir.clone(),
+                        what: format!("{kind} scorer check, {}: ", what()),
+                        source: Box::new(source),
+                    })?;
             if (ort - serving).abs() > SCORER_VS_ORT_TOLERANCE || !serving.is_finite() {
                 return Err(fail(format!(
                     "the {kind} scorer gives {serving} but ONNX Runtime's dense graph of \
@@ -308,9 +325,9 @@ impl ServingModel {
         let score = self
             .network
             .score(&features.indices, &features.values)
-            .map_err(|e| ProxyError::Scoring(e.to_string()))?;
+            .map_err(|e| ProxyError::Scoring(Box::new(e)))?;
         if !score.is_finite() {
-            return Err(ProxyError::Scoring(format!("the model returned {score}")));
+            return Err(ProxyError::NonFiniteScore(score));
         }
         Ok(score)
     }
