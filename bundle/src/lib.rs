@@ -24,6 +24,45 @@ pub use request::{score_request, RequestScore};
 pub use runtime::{init_onnxruntime, Scorer};
 pub use sparse::SparseMlp;
 
+/// What is wrong with a scoring input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputProblem {
+    /// Not one value per index.
+    #[error("{indices} indices but {values} values")]
+    IndexValueCount {
+        /// Indices given.
+        indices: usize,
+        /// Values given.
+        values: usize,
+    },
+    /// An index past the input width.
+    #[error("feature index {index} ≥ input dimension {dim}")]
+    FeatureIndex {
+        /// The index.
+        index: u32,
+        /// The model's input width.
+        dim: usize,
+    },
+    /// Values that are not a positive number of rows.
+    #[error("{values} values are not a positive number of rows of {width}")]
+    NotRows {
+        /// Values given.
+        values: usize,
+        /// The model's input width.
+        width: usize,
+    },
+    /// A dense input of another width.
+    #[error("{what} has {found} values, the model expects {expected}")]
+    Width {
+        /// `input` or `row i`.
+        what: String,
+        /// Values given.
+        found: usize,
+        /// The model's input width.
+        expected: usize,
+    },
+}
+
 /// Errors of the bundle crate; each names the file or the layer concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
@@ -63,9 +102,29 @@ pub enum BundleError {
         reason: String,
     },
     /// ONNX Runtime reported an error.
-    #[error("ONNX Runtime: {0}")]
-    Ort(String),
+    #[error("ONNX Runtime: {what}: {source}")]
+    Ort {
+        /// What was being done (`creating the session`, `scoring 3 row(s)`).
+        what: String,
+        /// ONNX Runtime's error.
+        source: ort::Error,
+    },
+    /// ONNX Runtime returned an output of another shape than the graph declares.
+    #[error("ONNX Runtime: output `{output}`{graph} has shape {shape}, expected {expected}")]
+    OutputShape {
+        /// The output's name.
+        output: &'static str,
+        /// Which graph (`" of the sparse graph"`, or empty).
+        graph: &'static str,
+        /// The shape returned.
+        shape: String,
+        /// The shape expected.
+        expected: String,
+    },
+    /// The model returned NaN or infinity.
+    #[error("ONNX Runtime: the model returned {0}")]
+    NonFiniteScore(f32),
     /// A scoring input has the wrong shape.
     #[error("invalid scoring input: {0}")]
-    Input(String),
+    Input(InputProblem),
 }

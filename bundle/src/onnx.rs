@@ -14,7 +14,7 @@ use crate::proto::{
     OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
     TypeProtoTensor, ValueInfoProto, ATTRIBUTE_TYPE_INT, DATA_TYPE_FLOAT, DATA_TYPE_INT64,
 };
-use crate::BundleError;
+use crate::{BundleError, InputProblem};
 
 /// ONNX IR version written into the model (IR 8 = ONNX 1.10+, read by every ONNX Runtime ≥ 1.10).
 pub const IR_VERSION: i64 = 8;
@@ -152,11 +152,11 @@ impl Mlp {
     pub fn forward(&self, input: &[f32]) -> Result<f32, BundleError> {
         self.validate()?;
         if input.len() != self.input_dim() {
-            return Err(BundleError::Input(format!(
-                "input has {} values, the model expects {}",
-                input.len(),
-                self.input_dim()
-            )));
+            return Err(BundleError::Input(InputProblem::Width {
+                what: "input".into(),
+                found: input.len(),
+                expected: self.input_dim(),
+            }));
         }
         let mut activation = input.to_vec();
         let last = self.layers.len() - 1;

@@ -81,7 +81,7 @@ impl Scorer {
             if s.is_finite() {
                 Ok(s)
             } else {
-                Err(BundleError::Ort(format!("the model returned {s}")))
+                Err(BundleError::NonFiniteScore(s))
             }
         })
     }

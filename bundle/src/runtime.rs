@@ -14,7 +14,7 @@ use crate::onnx::{
     decode_onnx, encode_sparse_onnx, INPUT_NAME, OUTPUT_NAME, SPARSE_INDICES_NAME,
     SPARSE_VALUES_NAME,
 };
-use crate::{Bundle, BundleError};
+use crate::{Bundle, BundleError, InputProblem};
 
 /// The environment variable naming the ONNX Runtime library.
 pub const ORT_DYLIB_ENV: &str = "ORT_DYLIB_PATH";
@@ -164,7 +164,10 @@ impl Scorer {
                 "model.onnx must have one input `{INPUT_NAME}` and one output `{OUTPUT_NAME}`"
             )));
         }
-        let ort_error = |e: ort::Error| BundleError::Ort(format!("creating the run options: {e}"));
+        let ort_error = |source: ort::Error| BundleError::Ort {
+            what: "creating the run options".into(),
+            source,
+        };
         let output = Tensor::<f32>::new(&Allocator::default(), [1usize, 1]).map_err(ort_error)?;
         let sparse_run = RunOptions::new()
             .map_err(ort_error)?
@@ -219,17 +222,16 @@ impl Scorer {
     /// nnz·H1 multiply-adds instead of K·H1.
     pub fn score_sparse(&mut self, indices: &[u32], values: &[f32]) -> Result<f32, BundleError> {
         if indices.len() != values.len() {
-            return Err(BundleError::Input(format!(
-                "{} indices but {} values",
-                indices.len(),
-                values.len()
-            )));
+            return Err(BundleError::Input(InputProblem::IndexValueCount {
+                indices: indices.len(),
+                values: values.len(),
+            }));
         }
         if let Some(&i) = indices.iter().find(|&&i| i as usize >= self.input_dim) {
-            return Err(BundleError::Input(format!(
-                "feature index {i} ≥ input dimension {}",
-                self.input_dim
-            )));
+            return Err(BundleError::Input(InputProblem::FeatureIndex {
+                index: i,
+                dim: self.input_dim,
+            }));
         }
         if let Some(session) = self.sparse.as_mut() {
             self.sparse_indices.clear();
@@ -243,8 +245,9 @@ impl Scorer {
                 self.sparse_values.push(0.0);
             }
             let nnz = self.sparse_indices.len();
-            let run_error = |e: ort::Error| {
-                BundleError::Ort(format!("scoring a sparse row of {nnz} non-zeros: {e}"))
+            let run_error = |source: ort::Error| BundleError::Ort {
+                what: format!("scoring a sparse row of {nnz} non-zeros"),
+                source,
             };
             let index_tensor = TensorRef::from_array_view(([nnz], self.sparse_indices.as_slice()))
                 .map_err(run_error)?;
@@ -262,7 +265,12 @@ impl Scorer {
                 .map_err(run_error)?;
             return match scores {
                 [score] => Ok(*score),
-                _ => Err(BundleError::Ort(format!("output `{OUTPUT_NAME}` of the sparse graph has shape {shape:?}, expected [1, 1]"))),
+                _ => Err(BundleError::OutputShape {
+                    output: OUTPUT_NAME,
+                    graph: " of the sparse graph",
+                    shape: format!("{shape:?}"),
+                    expected: "[1, 1]".into(),
+                }),
             };
         }
         let mut dense = std::mem::take(&mut self.dense);
@@ -273,10 +281,10 @@ impl Scorer {
             match dense.get_mut(i as usize) {
                 Some(slot) => *slot += v,
                 None => {
-                    result = Err(BundleError::Input(format!(
-                        "feature index {i} ≥ input dimension {}",
-                        self.input_dim
-                    )));
+                    result = Err(BundleError::Input(InputProblem::FeatureIndex {
+                        index: i,
+                        dim: self.input_dim,
+                    }));
                     break;
                 }
             }
@@ -293,11 +301,11 @@ impl Scorer {
             .enumerate()
             .find(|(_, r)| r.len() != self.input_dim)
         {
-            return Err(BundleError::Input(format!(
-                "row {i} has {} values, the model expects {}",
-                row.len(),
-                self.input_dim
-            )));
+            return Err(BundleError::Input(InputProblem::Width {
+                what: format!("row {i}"),
+                found: row.len(),
+                expected: self.input_dim,
+            }));
         }
         self.score_flat(&rows.concat())
     }
@@ -306,13 +314,15 @@ impl Scorer {
     pub fn score_flat(&mut self, flat: &[f32]) -> Result<Vec<f32>, BundleError> {
         let rows = flat.len().checked_div(self.input_dim).unwrap_or(0);
         if rows == 0 || rows * self.input_dim != flat.len() {
-            return Err(BundleError::Input(format!(
-                "{} values are not a positive number of rows of {}",
-                flat.len(),
-                self.input_dim
-            )));
+            return Err(BundleError::Input(InputProblem::NotRows {
+                values: flat.len(),
+                width: self.input_dim,
+            }));
         }
-        let run_error = |e: ort::Error| BundleError::Ort(format!("scoring {rows} row(s): {e}"));
+        let run_error = |source: ort::Error| BundleError::Ort {
+            what: format!("scoring {rows} row(s)"),
+            source,
+        };
         let input =
             TensorRef::from_array_view(([rows, self.input_dim], flat)).map_err(run_error)?;
         let outputs = self
@@ -323,9 +333,12 @@ impl Scorer {
             .try_extract_tensor::<f32>()
             .map_err(run_error)?;
         if scores.len() != rows {
-            return Err(BundleError::Ort(format!(
-                "output `{OUTPUT_NAME}` has shape {shape:?}, expected [{rows}, 1]"
-            )));
+            return Err(BundleError::OutputShape {
+                output: OUTPUT_NAME,
+                graph: "",
+                shape: format!("{shape:?}"),
+                expected: format!("[{rows}, 1]"),
+            });
         }
         Ok(scores.to_vec())
     }
@@ -338,21 +351,24 @@ impl Scorer {
 /// which changes with every request).
 fn session_from_memory(model: &[u8]) -> Result<Session, BundleError> {
     let (env, _) = environment(None)?;
-    let ort_error = |e: String| BundleError::Ort(format!("creating the session: {e}"));
+    let ort_error = |source: ort::Error| BundleError::Ort {
+        what: "creating the session".into(),
+        source,
+    };
     Session::builder(&env)
-        .map_err(|e| ort_error(e.to_string()))?
+        .map_err(ort_error)?
         .with_intra_threads(1)
-        .map_err(|e| ort_error(e.to_string()))?
+        .map_err(|e| ort_error(e.into()))?
         .with_inter_threads(1)
-        .map_err(|e| ort_error(e.to_string()))?
+        .map_err(|e| ort_error(e.into()))?
         .with_intra_op_spinning(false)
-        .map_err(|e| ort_error(e.to_string()))?
+        .map_err(|e| ort_error(e.into()))?
         .with_inter_op_spinning(false)
-        .map_err(|e| ort_error(e.to_string()))?
+        .map_err(|e| ort_error(e.into()))?
         .with_parallel_execution(false)
-        .map_err(|e| ort_error(e.to_string()))?
+        .map_err(|e| ort_error(e.into()))?
         .with_memory_pattern(false)
-        .map_err(|e| ort_error(e.to_string()))?
+        .map_err(|e| ort_error(e.into()))?
         .commit_from_memory(model)
-        .map_err(|e| ort_error(e.to_string()))
+        .map_err(ort_error)
 }

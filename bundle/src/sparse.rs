@@ -17,7 +17,7 @@
 use std::cell::RefCell;
 
 use crate::onnx::{sigmoid, Mlp};
-use crate::BundleError;
+use crate::{BundleError, InputProblem};
 
 /// One layer with its weights transposed: row `j` of `weight_t` is column `j` of `W`, i.e. the
 /// weights from input `j` to every output (contiguous, so `y += x_j · row` vectorizes).
@@ -81,18 +81,17 @@ impl SparseMlp {
     /// thread's first call.
     pub fn score(&self, indices: &[u32], values: &[f32]) -> Result<f32, BundleError> {
         if indices.len() != values.len() {
-            return Err(BundleError::Input(format!(
-                "{} indices but {} values",
-                indices.len(),
-                values.len()
-            )));
+            return Err(BundleError::Input(InputProblem::IndexValueCount {
+                indices: indices.len(),
+                values: values.len(),
+            }));
         }
         let first = &self.layers[0];
         if let Some(&i) = indices.iter().find(|&&i| i as usize >= first.in_dim) {
-            return Err(BundleError::Input(format!(
-                "feature index {i} ≥ input dimension {}",
-                first.in_dim
-            )));
+            return Err(BundleError::Input(InputProblem::FeatureIndex {
+                index: i,
+                dim: first.in_dim,
+            }));
         }
         ACTIVATIONS.with(|buffers| {
             let mut buffers = buffers.borrow_mut();
