@@ -24,6 +24,16 @@ pub enum DatasetError {
         /// What is there (shortened, escaped).
         found: String,
     },
+    /// A format or label name that is not one of the known ones.
+    #[error("unknown {what} {found:?} (expected {expected})")]
+    UnknownName {
+        /// `dataset format` or `label`.
+        what: &'static str,
+        /// The name given.
+        found: String,
+        /// The names accepted.
+        expected: &'static str,
+    },
     /// A label file does not match its data file.
     #[error("{label_file}: {message}")]
     LabelFile {

@@ -49,13 +49,15 @@ impl fmt::Display for Format {
 }
 
 impl FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::DatasetError;
+    fn from_str(s: &str) -> Result<Self, crate::DatasetError> {
         Format::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                format!("unknown dataset format {s:?} (expected csic|fwaf|httpparams|csv|apache)")
+            .ok_or_else(|| crate::DatasetError::UnknownName {
+                what: "dataset format",
+                found: s.to_string(),
+                expected: "csic|fwaf|httpparams|csv|apache",
             })
     }
 }

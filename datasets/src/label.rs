@@ -53,10 +53,12 @@ impl fmt::Display for Label {
 }
 
 impl FromStr for Label {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Label::parse(s).ok_or_else(|| {
-            format!("unknown label {s:?} (expected benign|malicious, 0|1, norm|anom)")
+    type Err = crate::DatasetError;
+    fn from_str(s: &str) -> Result<Self, crate::DatasetError> {
+        Label::parse(s).ok_or_else(|| crate::DatasetError::UnknownName {
+            what: "label",
+            found: s.to_string(),
+            expected: "benign|malicious, 0|1, norm|anom",
         })
     }
 }

@@ -385,6 +385,7 @@ fn stats_json_shape_and_names() {
     assert!("xml"
         .parse::<Format>()
         .unwrap_err()
+        .to_string()
         .contains("csic|fwaf|httpparams|csv|apache"));
     assert_eq!(
         serde_json::to_string(&Label::Malicious).unwrap(),
