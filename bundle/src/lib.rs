@@ -24,6 +24,138 @@ pub use request::{score_request, RequestScore};
 pub use runtime::{init_onnxruntime, Scorer};
 pub use sparse::SparseMlp;
 
+/// What is wrong with a network or `model.onnx`.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelProblem {
+    /// A layer is not a valid dense layer.
+    #[error("layer {layer}: {problem}")]
+    Layer {
+        /// The 0-based layer.
+        layer: usize,
+        /// What is wrong.
+        problem: LayerProblem,
+    },
+    /// No layers.
+    #[error("the network has no layers")]
+    NoLayers,
+    /// Layers that do not chain.
+    #[error(
+        "layer {layer}: in_dim {in_dim} does not match layer {previous}'s out_dim {previous_out}"
+    )]
+    Chain {
+        /// The layer.
+        layer: usize,
+        /// Its in_dim.
+        in_dim: usize,
+        /// The layer before.
+        previous: usize,
+        /// Its out_dim.
+        previous_out: usize,
+    },
+    /// A last layer of more than one output.
+    #[error("layer {layer} (the last) must have out_dim 1 (one logit), got {out_dim}")]
+    LastWidth {
+        /// The last layer.
+        layer: usize,
+        /// Its out_dim.
+        out_dim: usize,
+    },
+    /// `model.onnx` is not protobuf.
+    #[error("model.onnx: not an ONNX ModelProto: {0}")]
+    Decode(#[source] prost::DecodeError),
+    /// `model.onnx` is not the graph `encode_onnx` writes (the decoder says where it differs).
+    #[error("model.onnx: {0}")]
+    Graph(String),
+    /// `model.onnx` decodes to an invalid network.
+    #[error("model.onnx: {0}")]
+    GraphNetwork(Box<ModelProblem>),
+    /// A threshold that is not a probability.
+    #[error("threshold {0} is not a probability in [0, 1]")]
+    Threshold(f32),
+    /// Featurizer and model of different widths.
+    #[error("the featurizer has dimension {featurizer} but the model's input has {model}")]
+    Dimension {
+        /// The featurizer's dimension.
+        featurizer: usize,
+        /// The model's input width.
+        model: usize,
+    },
+    /// The ONNX Runtime session does not have the model's input and output.
+    #[error("model.onnx must have one input `{input}` and one output `{output}`")]
+    SessionNames {
+        /// The input name expected.
+        input: &'static str,
+        /// The output name expected.
+        output: &'static str,
+    },
+    /// The warm-up run gave NaN or infinity.
+    #[error("warm-up run scored the zero vector as {0}")]
+    WarmUp(f32),
+    /// The sparse and dense graphs disagree.
+    #[error("the sparse graph scored the zero vector {sparse}, the dense graph {dense}")]
+    SparseDense {
+        /// The sparse graph's score.
+        sparse: f32,
+        /// The dense graph's score.
+        dense: f32,
+    },
+}
+
+/// What is wrong with one dense layer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LayerProblem {
+    /// A zero dimension.
+    #[error("dimensions must be positive, got in_dim={in_dim} out_dim={out_dim}")]
+    ZeroDimension {
+        /// in_dim.
+        in_dim: usize,
+        /// out_dim.
+        out_dim: usize,
+    },
+    /// More weights than fit in memory.
+    #[error("{out_dim}×{in_dim} weights are too many")]
+    TooLarge {
+        /// in_dim.
+        in_dim: usize,
+        /// out_dim.
+        out_dim: usize,
+    },
+    /// A weight buffer of another length.
+    #[error("weight has {found} values, expected out_dim×in_dim = {out_dim}×{in_dim} = {}", out_dim * in_dim)]
+    WeightLength {
+        /// Values given.
+        found: usize,
+        /// out_dim.
+        out_dim: usize,
+        /// in_dim.
+        in_dim: usize,
+    },
+    /// A bias buffer of another length.
+    #[error("bias has {found} values, expected out_dim = {out_dim}")]
+    BiasLength {
+        /// Values given.
+        found: usize,
+        /// out_dim.
+        out_dim: usize,
+    },
+    /// A NaN or infinite weight.
+    #[error("weight[{index}] is not finite ({value})")]
+    Weight {
+        /// Its position.
+        index: usize,
+        /// Its value.
+        value: f32,
+    },
+    /// A NaN or infinite bias.
+    #[error("bias[{index}] is not finite ({value})")]
+    Bias {
+        /// Its position.
+        index: usize,
+        /// Its value.
+        value: f32,
+    },
+}
+
 /// What is wrong with a scoring input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputProblem {
@@ -84,7 +216,15 @@ pub enum BundleError {
     },
     /// The network (or `model.onnx`) is not a valid MLP of the expected shape.
     #[error("invalid model: {0}")]
-    InvalidModel(String),
+    InvalidModel(ModelProblem),
+    /// A bundle's `model.onnx` is not a valid model (the directory named).
+    #[error("{}: {source}", dir.display())]
+    InBundle {
+        /// The bundle directory.
+        dir: PathBuf,
+        /// What is wrong with its model.
+        source: Box<BundleError>,
+    },
     /// The featurizer artifact was rejected.
     #[error("{path}: {source}")]
     Featurizer {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::onnx::{decode_onnx, encode_onnx, Mlp, IR_VERSION, OPSET_VERSION};
-use crate::BundleError;
+use crate::{BundleError, ModelProblem};
 
 /// Version of the bundle layout and of `bundle.yaml`; [`Bundle::load`] rejects any other.
 /// Version 2: the `privacy:` section is the typed whitelist [`PublishedPrivacy`] (version 1 held
@@ -148,16 +148,15 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
         ..
     } = *contents;
     if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
-        return Err(BundleError::InvalidModel(format!(
-            "threshold {threshold} is not a probability in [0, 1]"
+        return Err(BundleError::InvalidModel(ModelProblem::Threshold(
+            threshold,
         )));
     }
     if featurizer.dim() != mlp.input_dim() {
-        return Err(BundleError::InvalidModel(format!(
-            "the featurizer has dimension {} but the model's input has {}",
-            featurizer.dim(),
-            mlp.input_dim()
-        )));
+        return Err(BundleError::InvalidModel(ModelProblem::Dimension {
+            featurizer: featurizer.dim(),
+            model: mlp.input_dim(),
+        }));
     }
     let model_bytes = encode_onnx(mlp)?;
     let featurizer_bytes = featurizer.to_json();
@@ -357,8 +356,10 @@ impl Bundle {
                 featurizer.content_hash()
             )));
         }
-        let mlp = decode_onnx(&model_onnx)
-            .map_err(|e| BundleError::InvalidModel(format!("{}: {e}", dir.display())))?;
+        let mlp = decode_onnx(&model_onnx).map_err(|e| BundleError::InBundle {
+            dir: dir.to_path_buf(),
+            source: Box::new(e),
+        })?;
         if featurizer.dim() != mlp.input_dim() || manifest.input_dim != mlp.input_dim() {
             return Err(bad(format!(
                 "dimensions disagree: featurizer.json has {}, model.onnx's input has {}, input_dim says {}",

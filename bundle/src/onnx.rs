@@ -14,7 +14,7 @@ use crate::proto::{
     OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
     TypeProtoTensor, ValueInfoProto, ATTRIBUTE_TYPE_INT, DATA_TYPE_FLOAT, DATA_TYPE_INT64,
 };
-use crate::{BundleError, InputProblem};
+use crate::{BundleError, InputProblem, LayerProblem, ModelProblem};
 
 /// ONNX IR version written into the model (IR 8 = ONNX 1.10+, read by every ONNX Runtime ≥ 1.10).
 pub const IR_VERSION: i64 = 8;
@@ -57,42 +57,44 @@ pub struct Mlp {
 impl Dense {
     /// Checks the dimensions against the buffers and that every parameter is finite.
     fn validate(&self, index: usize) -> Result<(), BundleError> {
-        let invalid = |msg: String| Err(BundleError::InvalidModel(format!("layer {index}: {msg}")));
-        if self.in_dim == 0 || self.out_dim == 0 {
-            return invalid(format!(
-                "dimensions must be positive, got in_dim={} out_dim={}",
-                self.in_dim, self.out_dim
-            ));
+        let invalid = |problem: LayerProblem| {
+            Err(BundleError::InvalidModel(ModelProblem::Layer {
+                layer: index,
+                problem,
+            }))
+        };
+        let (in_dim, out_dim) = (self.in_dim, self.out_dim);
+        if in_dim == 0 || out_dim == 0 {
+            return invalid(LayerProblem::ZeroDimension { in_dim, out_dim });
         }
-        let expected = match self.in_dim.checked_mul(self.out_dim) {
+        let expected = match in_dim.checked_mul(out_dim) {
             Some(n) if n <= i64::MAX as usize / 4 => n,
-            _ => {
-                return invalid(format!(
-                    "{}×{} weights are too many",
-                    self.out_dim, self.in_dim
-                ))
-            }
+            _ => return invalid(LayerProblem::TooLarge { in_dim, out_dim }),
         };
         if self.weight.len() != expected {
-            return invalid(format!(
-                "weight has {} values, expected out_dim×in_dim = {}×{} = {expected}",
-                self.weight.len(),
-                self.out_dim,
-                self.in_dim
-            ));
+            return invalid(LayerProblem::WeightLength {
+                found: self.weight.len(),
+                out_dim,
+                in_dim,
+            });
         }
-        if self.bias.len() != self.out_dim {
-            return invalid(format!(
-                "bias has {} values, expected out_dim = {}",
-                self.bias.len(),
-                self.out_dim
-            ));
+        if self.bias.len() != out_dim {
+            return invalid(LayerProblem::BiasLength {
+                found: self.bias.len(),
+                out_dim,
+            });
         }
         if let Some(i) = self.weight.iter().position(|w| !w.is_finite()) {
-            return invalid(format!("weight[{i}] is not finite ({})", self.weight[i]));
+            return invalid(LayerProblem::Weight {
+                index: i,
+                value: self.weight[i],
+            });
         }
         if let Some(i) = self.bias.iter().position(|b| !b.is_finite()) {
-            return invalid(format!("bias[{i}] is not finite ({})", self.bias[i]));
+            return invalid(LayerProblem::Bias {
+                index: i,
+                value: self.bias[i],
+            });
         }
         Ok(())
     }
@@ -103,27 +105,25 @@ impl Mlp {
     /// layer has one output, and every layer's buffers.
     pub fn validate(&self) -> Result<(), BundleError> {
         if self.layers.is_empty() {
-            return Err(BundleError::InvalidModel(
-                "the network has no layers".into(),
-            ));
+            return Err(BundleError::InvalidModel(ModelProblem::NoLayers));
         }
         for (i, layer) in self.layers.iter().enumerate() {
             layer.validate(i)?;
             if i > 0 && layer.in_dim != self.layers[i - 1].out_dim {
-                return Err(BundleError::InvalidModel(format!(
-                    "layer {i}: in_dim {} does not match layer {}'s out_dim {}",
-                    layer.in_dim,
-                    i - 1,
-                    self.layers[i - 1].out_dim
-                )));
+                return Err(BundleError::InvalidModel(ModelProblem::Chain {
+                    layer: i,
+                    in_dim: layer.in_dim,
+                    previous: i - 1,
+                    previous_out: self.layers[i - 1].out_dim,
+                }));
             }
         }
         let last = self.layers.len() - 1;
         if self.layers[last].out_dim != 1 {
-            return Err(BundleError::InvalidModel(format!(
-                "layer {last} (the last) must have out_dim 1 (one logit), got {}",
-                self.layers[last].out_dim
-            )));
+            return Err(BundleError::InvalidModel(ModelProblem::LastWidth {
+                layer: last,
+                out_dim: self.layers[last].out_dim,
+            }));
         }
         Ok(())
     }
@@ -462,9 +462,9 @@ fn layer_summary(mlp: &Mlp) -> String {
 /// operators, other input/output names, missing initializers) is an error: the bundle loader uses
 /// this to check that `model.onnx` is the graph the proxy expects and to learn its input width.
 pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
-    let bad = |msg: String| BundleError::InvalidModel(format!("model.onnx: {msg}"));
-    let model =
-        ModelProto::decode(bytes).map_err(|e| bad(format!("not an ONNX ModelProto: {e}")))?;
+    let bad = |msg: String| BundleError::InvalidModel(ModelProblem::Graph(msg));
+    let model = ModelProto::decode(bytes)
+        .map_err(|e| BundleError::InvalidModel(ModelProblem::Decode(e)))?;
     let graph = model.graph.ok_or_else(|| bad("has no graph".into()))?;
     if graph.input.len() != 1 || graph.input[0].name != INPUT_NAME {
         return Err(bad(format!(
@@ -560,7 +560,12 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
         }
     }
     let mlp = Mlp { layers };
-    mlp.validate().map_err(|e| bad(e.to_string()))?;
+    mlp.validate().map_err(|e| match e {
+        BundleError::InvalidModel(p) => {
+            BundleError::InvalidModel(ModelProblem::GraphNetwork(Box::new(p)))
+        }
+        other => other,
+    })?;
     // The declared shapes must be what the proxy feeds and reads: [batch, K] → [batch, 1].
     for (value, width) in [(&graph.input[0], mlp.input_dim()), (&graph.output[0], 1)] {
         let tensor_type = value.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());

@@ -14,7 +14,7 @@ use crate::onnx::{
     decode_onnx, encode_sparse_onnx, INPUT_NAME, OUTPUT_NAME, SPARSE_INDICES_NAME,
     SPARSE_VALUES_NAME,
 };
-use crate::{Bundle, BundleError, InputProblem};
+use crate::{Bundle, BundleError, InputProblem, ModelProblem};
 
 /// The environment variable naming the ONNX Runtime library.
 pub const ORT_DYLIB_ENV: &str = "ORT_DYLIB_PATH";
@@ -160,9 +160,10 @@ impl Scorer {
             && session.outputs().len() == 1
             && session.outputs()[0].name() == OUTPUT_NAME;
         if !names_ok {
-            return Err(BundleError::InvalidModel(format!(
-                "model.onnx must have one input `{INPUT_NAME}` and one output `{OUTPUT_NAME}`"
-            )));
+            return Err(BundleError::InvalidModel(ModelProblem::SessionNames {
+                input: INPUT_NAME,
+                output: OUTPUT_NAME,
+            }));
         }
         let ort_error = |source: ort::Error| BundleError::Ort {
             what: "creating the run options".into(),
@@ -184,17 +185,16 @@ impl Scorer {
         // The first run allocates and plans; do it now rather than on the first request.
         let warm = scorer.score(&vec![0.0; input_dim])?;
         if !warm.is_finite() {
-            return Err(BundleError::InvalidModel(format!(
-                "warm-up run scored the zero vector as {warm}"
-            )));
+            return Err(BundleError::InvalidModel(ModelProblem::WarmUp(warm)));
         }
         if scorer.sparse.is_some() {
             let warm_sparse = scorer.score_sparse(&[], &[])?;
             // The zero vector through both graphs: b1 → … → sigmoid, the same sums.
             if (warm_sparse - warm).abs() > 1e-6 {
-                return Err(BundleError::InvalidModel(format!(
-                    "the sparse graph scored the zero vector {warm_sparse}, the dense graph {warm}"
-                )));
+                return Err(BundleError::InvalidModel(ModelProblem::SparseDense {
+                    sparse: warm_sparse,
+                    dense: warm,
+                }));
             }
         }
         Ok(scorer)

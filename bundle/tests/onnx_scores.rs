@@ -238,6 +238,7 @@ fn bad_networks_are_errors_not_panics() {
     for (mlp, expected) in cases {
         match encode_onnx(&mlp) {
             Err(BundleError::InvalidModel(msg)) => {
+                let msg = msg.to_string();
                 assert!(msg.contains(expected), "{msg:?} lacks {expected:?}")
             }
             other => panic!("expected InvalidModel({expected}), got {other:?}"),
