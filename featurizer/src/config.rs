@@ -79,6 +79,12 @@ pub struct FeaturizerConfig {
     /// minimum count (the 3). Off when absent; not written when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rarity_min_count: Option<u32>,
+    /// Share-based oddity features ([`params`]: `odd:char<τ`, `odd:len<τ`, `odd:name<τ`,
+    /// `odd:method<τ`, `odd:any<τ`) at these levels τ, in thousandths (`[10, 50]`: 1 % and 5 %),
+    /// against per-name character-class, length, name and method counts of the featurizer's
+    /// corpus (the public side). Needs `rarity_min_count`. Off when empty; not written when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub odd_permille: Vec<u32>,
     /// l1 (default, the seeds') or l2 normalization of the vectors. Not written when l1.
     #[serde(skip_serializing_if = "is_l1")]
     pub norm: Norm,
@@ -158,6 +164,7 @@ impl Default for FeaturizerConfig {
             sublinear_tf: false,
             params: false,
             rarity_min_count: None,
+            odd_permille: Vec::new(),
             norm: Norm::L1,
             placements: None,
         }
@@ -215,6 +222,28 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
             key: "rarity_min_count",
             reason: "must be at least 1 (or absent for off)".into(),
         });
+    }
+    if !c.odd_permille.is_empty() {
+        if c.rarity_min_count.is_none() {
+            return Err(FeaturizerError::Setting {
+                key: "odd_permille",
+                reason: "needs rarity_min_count (the oddity counts live in the rarity table)"
+                    .into(),
+            });
+        }
+        let ascending = c.odd_permille.windows(2).all(|w| w[0] < w[1]);
+        if c.odd_permille.len() > 4
+            || !ascending
+            || c.odd_permille.iter().any(|&p| p == 0 || p >= 1000)
+        {
+            return Err(FeaturizerError::Setting {
+                key: "odd_permille",
+                reason: format!(
+                    "{:?} (expected at most 4 levels, strictly ascending, each 1 to 999 thousandths)",
+                    c.odd_permille
+                ),
+            });
+        }
     }
     if c.decode_rounds > 16 {
         return Err(FeaturizerError::Setting {

@@ -85,13 +85,15 @@ pub enum ArtifactProblem {
     /// An IDF value that is not a positive finite number.
     #[error("idf value {0} is not a positive finite number")]
     Idf(f64),
-    /// The rarity table and `rarity_min_count` disagree.
-    #[error("rarity table ({}) does not match rarity_min_count {min_count:?}", table.map_or("absent".to_string(), |t| format!("min_count {t}")))]
+    /// The rarity table and `rarity_min_count` / `odd_permille` disagree.
+    #[error("rarity table ({}) does not match rarity_min_count {min_count:?} and odd_permille {odd_permille:?}", table.as_ref().map_or("absent".to_string(), |(t, o)| format!("min_count {t}, odd_permille {o:?}")))]
     Rarity {
-        /// The table's min_count (None: no table).
-        table: Option<u64>,
+        /// The table's min_count and oddity levels (None: no table).
+        table: Option<(u64, Vec<u32>)>,
         /// The setting.
         min_count: Option<u64>,
+        /// The oddity levels setting.
+        odd_permille: Vec<u32>,
     },
     /// A vocabulary entry of a feature family the settings do not have.
     #[error("vocabulary entry {index} ({token:?}) {problem}")]

@@ -48,9 +48,10 @@ impl Featurizer {
         let (rarity, rarity_entries) = match config.rarity_min_count {
             None => (None, Vec::new()),
             Some(min_count) => {
-                let mut table = RarityTable::new(min_count);
-                for (_, text) in &doc_texts {
-                    table.add(text, &mut scratch.params);
+                let mut table =
+                    RarityTable::new(min_count).with_odd_permille(config.odd_permille.clone());
+                for (method, text) in &doc_texts {
+                    table.add(method, text, &mut scratch.params);
                 }
                 let entries = rarity_entries(&table, &doc_texts, &mut scratch.params);
                 (Some(table), entries)
@@ -113,7 +114,8 @@ impl Featurizer {
 }
 
 /// The rarity features' vocabulary entries (with their document frequency over the corpus
-/// `docs`): `rare:<name>` for [`RarityTable::reserved_names`], then `rare:any` and `unseen:path`.
+/// `docs`): `rare:<name>` for [`RarityTable::reserved_names`], then `rare:any` and `unseen:path`, then the
+/// oddity features of each level ([`params::ODD_KINDS`]).
 pub(crate) fn rarity_entries(
     table: &RarityTable,
     docs: &[(String, String)],
@@ -126,6 +128,11 @@ pub(crate) fn rarity_entries(
         .collect();
     bodies.push(params::RARE_ANY.into());
     bodies.push(params::UNSEEN_PATH.into());
+    for &permille in &table.odd_permille {
+        for kind in params::ODD_KINDS {
+            bodies.push(params::odd_feature(kind, permille));
+        }
+    }
     let position: HashMap<&str, usize> = bodies
         .iter()
         .enumerate()

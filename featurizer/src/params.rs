@@ -21,6 +21,24 @@
 //! holds only public requests' paths, names and patterns (no private data), and is part of the
 //! artifact (and of its content hash).
 //!
+//! With [`crate::FeaturizerConfig::odd_permille`] (levels τ in thousandths, e.g. `[10, 50]` for
+//! 1 % and 5 %) the table also
+//! counts, per parameter name, which character classes (letters, digits, each other character)
+//! and length buckets its public values have, which names each path has and which methods: a
+//! request gets `odd:<kind><τ` when one of its parameters has a character class, a length
+//! bucket or a name (or the request a method) that fewer than a share τ of the public requests
+//! with that name (path) have — or fewer than `rarity_min_count` of them —, for kind `char`,
+//! `len`, `name`, `method`, and `odd:any<τ` when any kind is odd at τ. Why shares and not
+//! counts: the public pool holds attacks too, and a site's attacks repeat (CSIC 2010 tampers the
+//! same parameters the same way again and again), so a tampering that occurs 3 or more times
+//! in the public pool is no longer "rare" by count, while it stays a small share of the values
+//! of that name; and a site's benign values vary (random passwords) so exact patterns are rare
+//! for benign requests too (`rare:any` fires on ~28 % of CSIC's benign requests), while their
+//! character classes are not. Measured on CSIC 2010 (20 % public, the rest scored):
+//! `odd:any<0.01` on 49 % of attacks and 0.5 % of benign requests, `odd:any<0.05` on 79 % and
+//! 3.5 % (issue 16). Small teachers learn "odd" from a few dozen attacks; the public table
+//! holds no private data.
+//!
 //! Every feature is written `p:` + its body in the vocabulary ([`crate::FeatureKind::Param`]).
 use std::collections::BTreeMap;
 
@@ -39,6 +57,29 @@ pub const RARE_ANY: &str = "rare:any";
 pub const UNSEEN_PATH: &str = "unseen:path";
 /// Prefix of the per-name rarity features.
 pub const RARE_PREFIX: &str = "rare:";
+/// Prefix of the share-based oddity features ([`crate::FeaturizerConfig::odd_permille`]).
+pub const ODD_PREFIX: &str = "odd:";
+/// The oddity kinds, in vocabulary order (per level): `method`, `name`, `char`, `len`, then
+/// `any`.
+pub const ODD_KINDS: [&str; 5] = ["method", "name", "char", "len", "any"];
+
+/// The body of the oddity feature of `kind` (one of [`ODD_KINDS`]) at level `permille`
+/// thousandths: `odd:<kind><<share>`, e.g. `odd:char<0.01` for 10.
+pub fn odd_feature(kind: &str, permille: u32) -> String {
+    format!("{ODD_PREFIX}{kind}<{}", f64::from(permille) / 1000.0)
+}
+
+/// The character class of a value's character in the oddity table: `a` for a letter, `9` for
+/// a digit, the character itself otherwise.
+fn char_class(c: char) -> char {
+    if c.is_alphabetic() {
+        'a'
+    } else if c.is_numeric() {
+        '9'
+    } else {
+        c
+    }
+}
 
 /// How a feature vector is normalized ([`crate::FeaturizerConfig::norm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -155,9 +196,17 @@ pub fn for_each_param_feature(
         emit(&["path:", path], feature);
     }
     let mut any_rare = false;
+    // The smallest share of each oddity kind (method, name, char, len) over the request.
+    let mut odd = [f64::INFINITY; 4];
+    if let Some(r) = rarity.filter(|r| !r.odd_shares.is_empty()) {
+        odd[0] = r.method_share(path, method, key);
+    }
     for (name, value) in pairs {
         let name = clip(name, MAX_NAME_CHARS);
         value_pattern(value, pattern);
+        if let Some(r) = rarity.filter(|r| !r.odd_shares.is_empty()) {
+            r.param_shares(path, name, value, key, &mut odd);
+        }
         if params {
             emit(&["n:", name], feature);
             emit(&["s:", name, "=", pattern], feature);
@@ -198,6 +247,18 @@ pub fn for_each_param_feature(
         if r.path_count(path) < r.min_count {
             emit(&[UNSEEN_PATH], feature);
         }
+        for (level, &tau) in r.odd_shares.iter().enumerate() {
+            let mut any = false;
+            for (kind, &share) in odd.iter().enumerate() {
+                if share < tau {
+                    any = true;
+                    emit(&[&r.odd_tokens[level][kind]], feature);
+                }
+            }
+            if any {
+                emit(&[&r.odd_tokens[level][4]], feature);
+            }
+        }
     }
     count
 }
@@ -236,6 +297,26 @@ pub struct RarityTable {
     pub shapes: BTreeMap<String, u32>,
     /// path → number of corpus requests with it.
     pub paths: BTreeMap<String, u32>,
+    /// The oddity levels τ in thousandths ([`crate::FeaturizerConfig::odd_permille`]); empty:
+    /// no oddity features, and none of the oddity counts below (not written when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub odd_permille: Vec<u32>,
+    /// name → number of corpus requests with a parameter of that name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, u32>,
+    /// `name \t class` → number of corpus requests with a value of that name holding a
+    /// character of that class (`a` letter, `9` digit, else the character).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub name_classes: BTreeMap<String, u32>,
+    /// `name \t length bucket` → number of corpus requests with such a value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub name_lengths: BTreeMap<String, u32>,
+    /// `path \t name` → number of corpus requests of that path with that name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub path_names: BTreeMap<String, u32>,
+    /// `path \t method` → number of corpus requests of that path with that method.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub path_methods: BTreeMap<String, u32>,
 }
 
 impl RarityTable {
@@ -247,12 +328,34 @@ impl RarityTable {
         }
     }
 
-    /// Counts one corpus request (normalized text); each key once per request.
-    pub fn add(&mut self, text: &str, scratch: &mut ParamScratch) {
+    /// With the oddity levels `odd_permille` (thousandths, ascending, each in 1..1000; empty
+    /// for none).
+    pub fn with_odd_permille(mut self, odd_permille: Vec<u32>) -> Self {
+        self.odd_permille = odd_permille;
+        self
+    }
+
+    /// Counts one corpus request (method and normalized text); each key once per request.
+    pub fn add(&mut self, method: &str, text: &str, scratch: &mut ParamScratch) {
         let (path, pairs) = split_request(text);
         *self.paths.entry(path.to_owned()).or_default() += 1;
         let mut keys: Vec<String> = Vec::new();
+        // (map, key) pairs of the oddity counts, each once per request.
+        let mut odd_keys: Vec<(u8, String)> = Vec::new();
+        let odd = !self.odd_permille.is_empty();
+        if odd {
+            odd_keys.push((4, format!("{path}\t{}", method_key(method))));
+        }
         for (name, value) in pairs {
+            if odd {
+                let name = clip(name, MAX_NAME_CHARS);
+                odd_keys.push((0, name.to_owned()));
+                odd_keys.push((3, format!("{path}\t{name}")));
+                odd_keys.push((2, format!("{name}\t{}", length_bucket(value))));
+                for c in value.chars() {
+                    odd_keys.push((1, format!("{name}\t{}", char_class(c))));
+                }
+            }
             value_pattern(value, &mut scratch.pattern);
             shape_key(
                 path,
@@ -266,6 +369,18 @@ impl RarityTable {
         keys.dedup();
         for k in keys {
             *self.shapes.entry(k).or_default() += 1;
+        }
+        odd_keys.sort_unstable();
+        odd_keys.dedup();
+        for (map, k) in odd_keys {
+            let map = match map {
+                0 => &mut self.names,
+                1 => &mut self.name_classes,
+                2 => &mut self.name_lengths,
+                3 => &mut self.path_names,
+                _ => &mut self.path_methods,
+            };
+            *map.entry(k).or_default() += 1;
         }
     }
 
@@ -290,7 +405,25 @@ impl RarityTable {
 
     /// The lookup form (hash maps) of the table.
     pub fn lookup(&self) -> RarityLookup {
+        let index = |m: &BTreeMap<String, u32>| -> crate::VocabIndex {
+            m.iter().map(|(k, &v)| (k.as_str().into(), v)).collect()
+        };
         RarityLookup {
+            odd_shares: self
+                .odd_permille
+                .iter()
+                .map(|&p| f64::from(p) / 1000.0)
+                .collect(),
+            odd_tokens: self
+                .odd_permille
+                .iter()
+                .map(|&p| ODD_KINDS.map(|kind| odd_feature(kind, p)))
+                .collect(),
+            names: index(&self.names),
+            name_classes: index(&self.name_classes),
+            name_lengths: index(&self.name_lengths),
+            path_names: index(&self.path_names),
+            path_methods: index(&self.path_methods),
             min_count: self.min_count,
             shapes: self
                 .shapes
@@ -312,6 +445,19 @@ pub struct RarityLookup {
     min_count: u32,
     shapes: crate::VocabIndex,
     paths: crate::VocabIndex,
+    odd_shares: Vec<f64>,
+    /// Per level, the feature body of each of [`ODD_KINDS`].
+    odd_tokens: Vec<[String; 5]>,
+    names: crate::VocabIndex,
+    name_classes: crate::VocabIndex,
+    name_lengths: crate::VocabIndex,
+    path_names: crate::VocabIndex,
+    path_methods: crate::VocabIndex,
+}
+
+/// The method as the table keys it (lower case, at most 16 characters).
+fn method_key(method: &str) -> String {
+    clip(method, 16).to_ascii_lowercase()
 }
 
 impl RarityLookup {
@@ -322,6 +468,85 @@ impl RarityLookup {
 
     fn path_count(&self, path: &str) -> u32 {
         self.paths.get(path).copied().unwrap_or(0)
+    }
+
+    /// `count / of`, or 0 when `count` is below the minimum count (a share of a handful of
+    /// requests says little; fewer than `min_count` is odd at any level).
+    fn share(&self, count: u32, of: u32) -> f64 {
+        if count < self.min_count || of == 0 {
+            0.0
+        } else {
+            f64::from(count) / f64::from(of)
+        }
+    }
+
+    fn count(map: &crate::VocabIndex, key: &str) -> u32 {
+        map.get(key).copied().unwrap_or(0)
+    }
+
+    /// The share of the path's corpus requests with this method (∞ for a path too rare to say:
+    /// `unseen:path` covers it).
+    fn method_share(&self, path: &str, method: &str, key: &mut String) -> f64 {
+        let of = self.path_count(path);
+        if of < self.min_count {
+            return f64::INFINITY;
+        }
+        key.clear();
+        key.push_str(path);
+        key.push('\t');
+        key.push_str(&method_key(method));
+        self.share(Self::count(&self.path_methods, key), of)
+    }
+
+    /// Lowers `odd` ([method, name, char, len]) to the shares of one parameter: its name among
+    /// the path's requests, and each character class and the length bucket of its value among
+    /// the name's values.
+    fn param_shares(
+        &self,
+        path: &str,
+        name: &str,
+        value: &str,
+        key: &mut String,
+        odd: &mut [f64; 4],
+    ) {
+        let of_path = self.path_count(path);
+        if of_path >= self.min_count {
+            key.clear();
+            key.push_str(path);
+            key.push('\t');
+            key.push_str(name);
+            odd[1] = odd[1].min(self.share(Self::count(&self.path_names, key), of_path));
+        }
+        let of_name = Self::count(&self.names, name);
+        if of_name < self.min_count {
+            // A name the corpus hardly has: its values' classes say nothing more.
+            odd[1] = 0.0;
+            return;
+        }
+        let mut seen_ascii = 0u128;
+        for (i, c) in value.char_indices() {
+            let class = char_class(c);
+            if class.is_ascii() {
+                let bit = 1u128 << (class as u32);
+                if seen_ascii & bit != 0 {
+                    continue;
+                }
+                seen_ascii |= bit;
+            } else if value[..i].chars().any(|d| char_class(d) == class) {
+                continue;
+            }
+            key.clear();
+            key.push_str(name);
+            key.push('\t');
+            key.push(class);
+            odd[2] = odd[2].min(self.share(Self::count(&self.name_classes, key), of_name));
+        }
+        key.clear();
+        key.push_str(name);
+        key.push('\t');
+        let mut digits = [0u8; 10];
+        key.push_str(u32_str(length_bucket(value), &mut digits));
+        odd[3] = odd[3].min(self.share(Self::count(&self.name_lengths, key), of_name));
     }
 }
 
@@ -401,9 +626,9 @@ mod tests {
         let mut table = RarityTable::new(3);
         let mut s = ParamScratch::default();
         for _ in 0..3 {
-            table.add("/shop/buy.jsp?id=2&email=a@b.es", &mut s);
+            table.add("GET", "/shop/buy.jsp?id=2&email=a@b.es", &mut s);
         }
-        table.add("/shop/rare.jsp?id=2", &mut s);
+        table.add("GET", "/shop/rare.jsp?id=2", &mut s);
         let lookup = table.lookup();
         let rare = |text: &str| -> Vec<String> {
             features("GET", text, Some(&lookup))
@@ -425,5 +650,88 @@ mod tests {
         );
         assert_eq!(table.reserved_names(), ["id", "email"].map(String::from));
         assert_eq!(table.paths["/shop/buy.jsp"], 3);
+    }
+
+    #[test]
+    fn oddity_is_a_share_of_the_corpus_values_not_a_count() {
+        // 200 corpus requests of one path: e-mails with letters, '@' and '.'; ids of 1 digit
+        // (a '/' tampering 4 times: 2 %, so "rare" by count no more, but odd at 5 %); a PUT
+        // 3 times (1.5 %); a tampered name `idA` 4 times (2 %).
+        let mut table = RarityTable::new(3).with_odd_permille(vec![10, 50]);
+        let mut s = ParamScratch::default();
+        for k in 0..200 {
+            let method = if k < 3 { "PUT" } else { "GET" };
+            let id = if (10..14).contains(&k) { "7/" } else { "7" };
+            let name = if (20..24).contains(&k) { "idA" } else { "id" };
+            let text = format!("/shop/buy.jsp?{name}={id}&email=ab{k}@c.es");
+            table.add(method, &text, &mut s);
+        }
+        let lookup = table.lookup();
+        let odd = |method: &str, text: &str| -> Vec<String> {
+            features(method, text, Some(&lookup))
+                .into_iter()
+                .filter(|f| f.starts_with(ODD_PREFIX))
+                .collect()
+        };
+        // A value like the corpus's (digits in an e-mail are common: every corpus one has).
+        assert!(odd("GET", "/shop/buy.jsp?id=3&email=zz9@q.org").is_empty());
+        // A character class no corpus value of that name has: odd at both levels.
+        assert_eq!(
+            odd("GET", "/shop/buy.jsp?id=3'&email=zz@q.org"),
+            [
+                "odd:char<0.01",
+                "odd:any<0.01",
+                "odd:char<0.05",
+                "odd:any<0.05"
+            ]
+        );
+        // '/' in 2 % of the ids: odd at 5 %, not at 1 %.
+        assert_eq!(
+            odd("GET", "/shop/buy.jsp?id=3/&email=zz@q.org"),
+            ["odd:char<0.05", "odd:any<0.05"]
+        );
+        // A length bucket no id has (1 character → bucket 1; 20 characters → bucket 4).
+        assert_eq!(
+            odd(
+                "GET",
+                &format!("/shop/buy.jsp?id={}&email=zz@q.org", "9".repeat(20))
+            ),
+            [
+                "odd:len<0.01",
+                "odd:any<0.01",
+                "odd:len<0.05",
+                "odd:any<0.05"
+            ]
+        );
+        // A name 2 % of the path's requests have, and a method 1.5 % have.
+        assert_eq!(
+            odd("GET", "/shop/buy.jsp?idA=3&email=zz@q.org"),
+            ["odd:name<0.05", "odd:any<0.05"]
+        );
+        assert_eq!(
+            odd("PUT", "/shop/buy.jsp?id=3&email=zz@q.org"),
+            ["odd:method<0.05", "odd:any<0.05"]
+        );
+        // A name the corpus never has: odd at every level.
+        assert_eq!(
+            odd("GET", "/shop/buy.jsp?id=3&x=1"),
+            [
+                "odd:name<0.01",
+                "odd:any<0.01",
+                "odd:name<0.05",
+                "odd:any<0.05"
+            ]
+        );
+        // The table round-trips through the artifact's serde form; without levels it has no
+        // oddity counts (older artifacts keep their bytes).
+        let json = serde_json::to_string(&table).unwrap();
+        assert_eq!(serde_json::from_str::<RarityTable>(&json).unwrap(), table);
+        let mut plain = RarityTable::new(3);
+        plain.add("GET", "/shop/buy.jsp?id=1", &mut s);
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(
+            !json.contains("odd_permille") && !json.contains("name_classes"),
+            "{json}"
+        );
     }
 }
