@@ -109,6 +109,7 @@ fn bench(c: &mut Criterion) {
         sublinear_tf: true,
         params: true,
         rarity_min_count: Some(3),
+        odd_permille: vec![10, 50],
         norm: featurizer::Norm::L2,
         ..Default::default()
     });

@@ -69,6 +69,7 @@ fn train_yaml() -> FeaturizerConfig {
         sublinear_tf: true,
         params: true,
         rarity_min_count: Some(3),
+        odd_permille: vec![10, 50],
         norm: Norm::L2,
         ..Default::default()
     }

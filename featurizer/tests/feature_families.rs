@@ -238,7 +238,12 @@ fn sublinear_tf_damps_repeated_tokens() {
 fn default_artifacts_do_not_mention_the_new_settings_and_bad_ones_are_refused() {
     let f = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
     let json = String::from_utf8(f.to_json()).unwrap();
-    for key in ["char_ngrams", "value_shapes", "sublinear_tf"] {
+    for key in [
+        "char_ngrams",
+        "value_shapes",
+        "sublinear_tf",
+        "odd_permille",
+    ] {
         assert!(!json.contains(key), "{key} in a default artifact");
     }
     for bad in [[0, 3], [4, 3], [3, 9]] {
@@ -251,6 +256,30 @@ fn default_artifacts_do_not_mention_the_new_settings_and_bad_ones_are_refused() 
         )
         .unwrap_err();
         assert!(err.to_string().contains("char_ngrams"), "{err}");
+    }
+    // Oddity levels need the rarity table, and are 1 to 4 ascending thousandths.
+    for (rarity, levels) in [
+        (None, vec![10]),
+        (Some(3), vec![0]),
+        (Some(3), vec![1000]),
+        (Some(3), vec![50, 10]),
+        (Some(3), vec![10, 10]),
+        (Some(3), vec![1, 2, 3, 4, 5]),
+    ] {
+        let err = Featurizer::fit(
+            FeaturizerConfig {
+                params: true,
+                rarity_min_count: rarity,
+                odd_permille: levels.clone(),
+                ..Default::default()
+            },
+            corpus(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("odd_permille"),
+            "{levels:?}: {err}"
+        );
     }
 }
 

@@ -1,5 +1,5 @@
 //! The issue-16 levers through the real `pate-trainer run` on the in-repo sample: parameter and
-//! rarity features with l2 norm, logistic-regression teachers with weight decay and threshold 0.5,
+//! rarity features (count-based and share-based oddity) with l2 norm, logistic-regression teachers with weight decay and threshold 0.5,
 //! head query selection, calibrated aggregation, the answered-benign threshold and the novel-test
 //! metrics.
 mod common;
@@ -18,7 +18,7 @@ fn run(dir: &Path, share: f64) -> Report {
     // The sample config with the issue-16 featurizer and the vote share.
     let text = std::fs::read_to_string(&config).unwrap().replace(
         "config: {top_k: 300, value_shapes: true}",
-        "config: {top_k: 1500, char_ngrams: [1, 3], sublinear_tf: true, params: true, rarity_min_count: 3, norm: l2}",
+        "config: {top_k: 1500, char_ngrams: [1, 3], sublinear_tf: true, params: true, rarity_min_count: 3, odd_permille: [10, 50], norm: l2}",
     ) + &format!("aggregation: {{malicious_vote_share: {share}}}\n");
     std::fs::write(&config, text).unwrap();
     let out = dir.join("run");
@@ -58,6 +58,31 @@ fn the_issue16_levers_run_end_to_end_and_the_vote_shift_leaves_the_published_eps
     // The rarity table travels in the bundle's featurizer.
     let featurizer = std::fs::read_to_string(shifted.bundle.join("featurizer.json")).unwrap();
     assert!(featurizer.contains("\"rarity\"") && featurizer.contains("p:rare:any"));
+    // So do the oddity levels and their counts, and each level's features are in the vocabulary.
+    let artifact: serde_json::Value = serde_json::from_str(&featurizer).unwrap();
+    assert_eq!(
+        artifact["rarity"]["odd_permille"],
+        serde_json::json!([10, 50])
+    );
+    assert!(
+        artifact["rarity"]["name_classes"]
+            .as_object()
+            .unwrap()
+            .len()
+            > 10
+    );
+    let vocabulary: Vec<&str> = artifact["vocabulary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for kind in ["method", "name", "char", "len", "any"] {
+        for level in ["0.01", "0.05"] {
+            let token = format!("p:odd:{kind}<{level}");
+            assert!(vocabulary.contains(&token.as_str()), "{token} missing");
+        }
+    }
     // The same run at plurality: the same data-independent ε (the shift is data-independent).
     let plain = run(&tmp.path().join("plain"), 0.5);
     assert_eq!(plain.vote_shift, 0);

@@ -95,7 +95,7 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     assert_eq!(report.queries, 280);
     assert_eq!(report.mechanism, MechanismName::Lnmax);
     match report.mechanism_parameters {
-        privacy::Mechanism::Lnmax(m) => assert_eq!(m.gamma, 0.3),
+        privacy::Mechanism::Lnmax(m) => assert_eq!(m.gamma, 0.5),
         other => panic!("quick.yaml's mechanism is lnmax, not {other:?}"),
     }
     assert_eq!(report.delta, 1e-5);
