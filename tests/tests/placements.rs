@@ -1,16 +1,17 @@
 //! The whole request, end to end: Apache and pate-proxy in block mode with a bundle TRAINED by
 //! `pate-trainer run --config configs/whole-request.yaml` (the in-repo CSIC sample, PATE, the
 //! featurizer's `placements` and public attacks placed into the site's request shapes; fresh OS
-//! randomness; trained once per test binary, ~10 s). For each placement a known attack is blocked
+//! randomness; trained once per test binary). For each placement a known attack is blocked
 //! (403) and a benign value of the site passes (neither 403 nor 400) in the site's own request
 //! (`anadir.jsp` with its parameters); an attack after more than 8 KiB of padding and attacks
 //! hidden by Base64, `\u` escapes, XML entities and double percent-encoding are blocked; the audit
 //! line and `patewaf_detections_total` name the placement.
 //!
 //! How reliable a fresh bundle is on these requests (2026-11-23,
-//! `bench/placements/e2e_reliability.sh`, 8 fresh trainings): both attacks blocked and the benign
-//! value passed in all 13 placements in 8 of 8 runs, every padding / encoding case blocked and the
-//! padded benign form passed in 8 of 8 (EVALUATION.md, "The whole request"). The comparison of
+//! `bench/placements/e2e_reliability.sh`, 20 fresh trainings): both attacks blocked and the
+//! benign value passed in all 13 placements in 20 of 20 runs, every padding / encoding case
+//! blocked and the padded benign form passed in 20 of 20 (EVALUATION.md, "The whole request";
+//! the earlier recipe got the 13 placements right in 1 run of 8). The comparison of
 //! `pate-trainer score` with the proxy after distinct padding keeps the hand-weighted fixture
 //! bundle (`test_support::write_placement_fixture_bundle`): its many-distinct-pairs case needs
 //! `parts_alone`, which `configs/whole-request.yaml` leaves off.
