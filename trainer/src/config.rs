@@ -657,6 +657,19 @@ impl RunConfig {
                     .into(),
             );
         }
+        if self.featurizer.fit_on == FitOn::Private
+            && self.featurizer.config.rarity_min_count.is_some()
+        {
+            // The rarity table (and the oddity counts of `odd_permille`) holds exact counts of
+            // the corpus it is fitted on, and it travels in the bundle's featurizer.json: fitted
+            // on the private data, it would publish exact private counts that no ε covers.
+            return bad(
+                "featurizer.config.rarity_min_count",
+                "needs featurizer.fit_on: public (the rarity and oddity counts are written into \
+                 the bundle; counted on private data they would publish exact private counts)"
+                    .into(),
+            );
+        }
         let c = self.student.self_training.confidence;
         if !(c > 0.5 && c < 1.0) {
             return bad(
@@ -898,6 +911,13 @@ mod tests {
         ))
         .unwrap_err().to_string();
         assert!(e.contains("featurizer.config.norm"), "{e}");
+        // Rarity / oddity counts travel in the bundle: only from the public side.
+        let rarity = "featurizer: {fit_on: FIT, config: {params: true, rarity_min_count: 3, odd_permille: [10, 50]}}\n";
+        let e = RunConfig::parse(&format!("{base}{}", rarity.replace("FIT", "private")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("featurizer.config.rarity_min_count"), "{e}");
+        RunConfig::parse(&format!("{base}{}", rarity.replace("FIT", "public"))).unwrap();
         let ok = RunConfig::parse(&format!(
             "{base}student: {{query_selection: head, head_share: 0.3, threshold_rule: answered_benign}}\n"
         ))
