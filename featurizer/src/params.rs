@@ -344,7 +344,9 @@ impl RarityTable {
         let mut odd_keys: Vec<(u8, String)> = Vec::new();
         let odd = !self.odd_permille.is_empty();
         if odd {
-            odd_keys.push((4, format!("{path}\t{}", method_key(method))));
+            let mut key = format!("{path}\t");
+            push_method_key(method, &mut key);
+            odd_keys.push((4, key));
         }
         for (name, value) in pairs {
             if odd {
@@ -455,9 +457,10 @@ pub struct RarityLookup {
     path_methods: crate::VocabIndex,
 }
 
-/// The method as the table keys it (lower case, at most 16 characters).
-fn method_key(method: &str) -> String {
-    clip(method, 16).to_ascii_lowercase()
+/// Appends the method as the table keys it (lower case, at most 16 characters) to `key`,
+/// without allocating (it runs per scored request).
+fn push_method_key(method: &str, key: &mut String) {
+    key.extend(clip(method, 16).chars().map(|c| c.to_ascii_lowercase()));
 }
 
 impl RarityLookup {
@@ -494,7 +497,7 @@ impl RarityLookup {
         key.clear();
         key.push_str(path);
         key.push('\t');
-        key.push_str(&method_key(method));
+        push_method_key(method, key);
         self.share(Self::count(&self.path_methods, key), of)
     }
 
