@@ -25,7 +25,7 @@ pub enum Error {
         source: Box<Error>,
     },
     /// A sweep file's base config is invalid.
-    #[error("invalid configuration: {base} (base of {sweep}): {source}")]
+    #[error("{sweep}: its base config: {source}")]
     BaseConfig {
         /// The base config.
         base: PathBuf,

@@ -34,9 +34,10 @@ impl FromStr for DeviceChoice {
                 .and_then(|i| i.parse().ok())
                 .map(DeviceChoice::Cuda)
                 .ok_or_else(|| {
-                    Error::Config(format!(
-                        "device: expected auto, cpu, cuda or cuda:<index>, got {s:?}"
-                    ))
+                    Error::key(
+                        "device",
+                        format!("expected auto, cpu, cuda or cuda:<index>, got {s:?}"),
+                    )
                 }),
         }
     }

@@ -29,8 +29,16 @@ pub enum Error {
         /// The serializer's error.
         source: serde_json::Error,
     },
+    /// A value could not be written as YAML.
+    #[error("{what}: cannot serialize: {source}")]
+    SerializeYaml {
+        /// What was being written.
+        what: String,
+        /// The serializer's error.
+        source: serde_yaml::Error,
+    },
     /// A configuration file is invalid.
-    #[error("invalid configuration: {path}: {source}")]
+    #[error("{path}: {source}")]
     ConfigFile {
         /// The configuration file.
         path: PathBuf,
@@ -39,14 +47,14 @@ pub enum Error {
     },
     /// The YAML of a configuration does not parse or does not match the schema (serde_yaml's
     /// message names the key, the line and the column).
-    #[error("{source}")]
+    #[error("invalid configuration: {source}")]
     ConfigYaml {
         /// The parser's error.
         #[from]
         source: serde_yaml::Error,
     },
     /// A configuration key has a value it cannot have.
-    #[error("{key}: {reason}")]
+    #[error("invalid configuration: {key}: {reason}")]
     ConfigKey {
         /// The key (dotted: `teachers.count`).
         key: String,

@@ -719,8 +719,9 @@ fn self_train(
 ) -> Result<ModelFile> {
     let rounds = student.self_training.rounds;
     let pool = pool.ok_or_else(|| {
-        Error::Config(
-            "student.self_training.rounds > 0 needs the unlabelled public pool's features".into(),
+        Error::key(
+            "student.self_training.rounds",
+            "> 0 needs the unlabelled public pool's features",
         )
     })?;
     if pool.cols != train.x.cols {
@@ -794,9 +795,9 @@ fn apply_threshold_rule(
         }
         crate::config::ThresholdRule::AnsweredBenign => {
             let (x, weights) = answered_benign.ok_or_else(|| {
-                Error::Config(
-                    "student.threshold_rule: answered_benign needs the answered queries labelled benign"
-                        .into(),
+                Error::key(
+                    "student.threshold_rule",
+                    "answered_benign needs the answered queries labelled benign",
                 )
             })?;
             let scores = model_scores(model, x, device)?;

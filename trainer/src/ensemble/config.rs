@@ -68,7 +68,7 @@ impl Default for TrainConfig {
 impl TrainConfig {
     /// Checks the values, naming the offending key under `prefix` (e.g. `teachers.batch_size`).
     pub fn validate(&self, prefix: &str) -> Result<()> {
-        let bad = |key: &str, why: &str| Err(Error::Config(format!("{prefix}.{key}: {why}")));
+        let bad = |key: &str, why: &str| Err(Error::key(format!("{prefix}.{key}"), why));
         if self.hidden.contains(&0) {
             return bad("hidden", "every hidden width must be at least 1");
         }

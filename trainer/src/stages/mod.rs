@@ -76,9 +76,13 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
     // Only now, with the config and the data valid and the device usable, does the run
     // directory appear (a bad data file leaves no half-written run directory behind).
     run.create()?;
-    let config_yaml = serde_yaml::to_string(config).map_err(|e| Error::Config(e.to_string()))?;
+    let config_yaml = serde_yaml::to_string(config).map_err(|source| Error::SerializeYaml {
+        what: run.config().display().to_string(),
+        source,
+    })?;
     pipeline::write_file(&run.config(), config_yaml.as_bytes())?;
-    let config_json = serde_json::to_value(config).map_err(|e| Error::Config(e.to_string()))?;
+    let config_json =
+        serde_json::to_value(config).map_err(Error::serialize("the configuration"))?;
     let mut manifest =
         RunManifest::new(env.rng.provenance(), device::name(env.device), config_json);
     manifest.record(run, "config", &[run.config()])?;

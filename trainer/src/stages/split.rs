@@ -104,11 +104,14 @@ pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
     );
     let teachers = config.teachers.count;
     if splits.private.len() < 2 * teachers {
-        return Err(Error::Config(format!(
-            "teachers.count: {teachers} teachers need at least {} private requests, the split has {}",
-            2 * teachers,
-            splits.private.len()
-        )));
+        return Err(Error::key(
+            "teachers.count",
+            format!(
+                "{teachers} teachers need at least {} private requests, the split has {}",
+                2 * teachers,
+                splits.private.len()
+            ),
+        ));
     }
     Ok(data)
 }
@@ -123,11 +126,14 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
     // hundreds of times, and the hash split keeps all copies in one split).
     let distinct_public = pipeline::distinct(records, &splits.public);
     if distinct_public.len() < student.queries {
-        return Err(Error::Config(format!(
-            "student.queries: {} queries asked but the public split has only {} distinct requests",
-            student.queries,
-            distinct_public.len()
-        )));
+        return Err(Error::key(
+            "student.queries",
+            format!(
+                "{} queries asked but the public split has only {} distinct requests",
+                student.queries,
+                distinct_public.len()
+            ),
+        ));
     }
     let public_multiplicity = pipeline::multiplicities(records, &splits.public);
     let mut query_rng = rng.stream("queries");

@@ -46,10 +46,13 @@ pub fn shards(
         config.teachers.copies_on_one_teacher,
     );
     if let Some(k) = shards.iter().position(|s| s.len() < 2) {
-        return Err(Error::Config(format!(
-            "teachers.count: shard {k} of {count} has {} private requests (at least 2 needed); use fewer teachers",
-            shards[k].len()
-        )));
+        return Err(Error::key(
+            "teachers.count",
+            format!(
+                "shard {k} of {count} has {} private requests (at least 2 needed); use fewer teachers",
+                shards[k].len()
+            ),
+        ));
     }
     Ok(shards)
 }
