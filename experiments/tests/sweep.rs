@@ -318,3 +318,25 @@ fn the_committed_sweep_config_loads() {
         panic!("{}: {e}", path.display());
     }
 }
+
+/// The committed split tables (`results/sweep/splits/*.json`, written before the split's third
+/// share was renamed `validation`) still read: `--report-only` rebuilds splits.csv/.md from them.
+#[test]
+fn the_committed_split_tables_read() {
+    let dir = repo().join("results/sweep/splits");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let table: experiments::sweep::report::SplitTable =
+            trainer::report::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let f = table.fractions;
+        assert!(f.validation > 0.0, "{}: {f:?}", path.display());
+        assert!(
+            (f.private + f.public + f.validation + f.test - 1.0).abs() < 1e-9,
+            "{}: {f:?}",
+            path.display()
+        );
+        n += 1;
+    }
+    assert!(n >= 2, "{n} tables in {}", dir.display());
+}

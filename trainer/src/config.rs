@@ -185,7 +185,10 @@ pub struct SplitConfig {
     pub private: f64,
     /// The public side: the featurizer's fitting corpus and the query pool.
     pub public: f64,
-    /// Labelled public samples for the student's early stopping and threshold.
+    /// Labelled public samples for the student's early stopping and threshold. Runs and sweeps
+    /// written before ee46a94 named it `student_validation` (the committed `results/sweep/splits/`
+    /// files); the alias reads those as what they are, the same fraction.
+    #[serde(alias = "student_validation")]
     pub validation: f64,
     /// The test split (evaluation only).
     pub test: f64,
@@ -255,15 +258,10 @@ pub struct TeachersConfig {
     pub holdout_fraction: f64,
     /// At most this many held-out samples per teacher (the seeds used 800).
     pub holdout_max: usize,
-    /// Train on distinct private requests only (each repeated request once), so that the
-    /// teachers learn the distribution the student's distinct queries come from rather than one
-    /// dominated by a few requests repeated thousands of times.
-    /// Kept for compatibility: `distinct: true` is `multiplicity: distinct`.
-    pub distinct: bool,
     /// How often each distinct private request appears in its teacher's shard
     /// ([`TeacherMultiplicity`]): `traffic` (every private record, the default), `distinct`
     /// (once), `log` (round(1 + ln m) times for a request occurring m times) or `cap:N`
-    /// (min(m, N) times). null = what `distinct` says.
+    /// (min(m, N) times). null = `traffic`.
     pub multiplicity: Option<TeacherMultiplicity>,
     /// Deal all records of one distinct request to the same teacher (a request-level partition)
     /// instead of record by record (false, the default and `traffic`'s behaviour: a request with
@@ -276,14 +274,9 @@ pub struct TeachersConfig {
 }
 
 impl TeachersConfig {
-    /// The effective weighting: [`TeachersConfig::multiplicity`] when set, else `distinct` or
-    /// `traffic` from [`TeachersConfig::distinct`].
+    /// The effective weighting: [`TeachersConfig::multiplicity`] when set, else `traffic`.
     pub fn weighting(&self) -> TeacherMultiplicity {
-        match (self.multiplicity, self.distinct) {
-            (Some(m), _) => m,
-            (None, true) => TeacherMultiplicity::Distinct,
-            (None, false) => TeacherMultiplicity::Traffic,
-        }
+        self.multiplicity.unwrap_or(TeacherMultiplicity::Traffic)
     }
 }
 
@@ -361,7 +354,6 @@ impl Default for TeachersConfig {
             mode: Mode::Batched,
             holdout_fraction: 0.2,
             holdout_max: 800,
-            distinct: false,
             multiplicity: None,
             copies_on_one_teacher: false,
             training: TrainConfig::default(),
@@ -760,24 +752,6 @@ impl RunConfig {
         if self.teachers.holdout_max < 1 {
             return bad("teachers.holdout_max", "must be at least 1".into());
         }
-        if self.teachers.distinct
-            && self
-                .teachers
-                .multiplicity
-                .is_some_and(|m| m != TeacherMultiplicity::Distinct)
-        {
-            return bad(
-                "teachers.distinct",
-                format!(
-                    "true conflicts with teachers.multiplicity: {}; set only one",
-                    String::from(
-                        self.teachers
-                            .multiplicity
-                            .unwrap_or(TeacherMultiplicity::Traffic)
-                    )
-                ),
-            );
-        }
         self.teachers.training.validate("teachers.training")?;
         Ok(())
     }
@@ -1002,7 +976,7 @@ mod tests {
     }
 
     #[test]
-    fn teacher_multiplicity_parses_and_keeps_distinct_working() {
+    fn teacher_multiplicity_parses() {
         let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
         let weighting = |teachers: &str| {
             RunConfig::parse(&format!("{base}teachers: {teachers}\n"))
@@ -1010,7 +984,7 @@ mod tests {
         };
         assert_eq!(weighting("{}").unwrap(), TeacherMultiplicity::Traffic);
         assert_eq!(
-            weighting("{distinct: true}").unwrap(),
+            weighting("{multiplicity: distinct}").unwrap(),
             TeacherMultiplicity::Distinct
         );
         assert_eq!(
@@ -1021,14 +995,9 @@ mod tests {
             weighting("{multiplicity: 'cap:5'}").unwrap(),
             TeacherMultiplicity::Cap(5)
         );
-        assert_eq!(
-            weighting("{distinct: true, multiplicity: distinct}").unwrap(),
-            TeacherMultiplicity::Distinct
-        );
-        let e = weighting("{distinct: true, multiplicity: log}")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("teachers.distinct") && e.contains("log"), "{e}");
+        // The old `teachers.distinct` flag is gone (`multiplicity: distinct` says it).
+        let e = weighting("{distinct: true}").unwrap_err().to_string();
+        assert!(e.contains("unknown field `distinct`"), "{e}");
         for bad in ["'cap:0'", "'cap:x'", "sqrt"] {
             let e = weighting(&format!("{{multiplicity: {bad}}}"))
                 .unwrap_err()
