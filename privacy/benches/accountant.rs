@@ -41,6 +41,7 @@ fn bench(c: &mut Criterion) {
                 threshold: 200.0,
                 sigma1: 150.0,
                 sigma2: 40.0,
+                max_answered: None,
             }
             .aggregate(black_box(&v), &mut rng)
             .unwrap()
@@ -60,6 +61,7 @@ fn bench(c: &mut Criterion) {
                 threshold: 200.0,
                 sigma1: 150.0,
                 sigma2: 40.0,
+                max_answered: None,
             }),
         ),
     ] {

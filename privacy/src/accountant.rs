@@ -26,9 +26,14 @@
 //!   Gaussian that is actually added (an upper bound, see [`crate::special::DiscreteGaussianTails`]).
 //! * Confident-GNMax's threshold step: a Gaussian mechanism on max_j n_j (sensitivity 1), i.e. the
 //!   same bounds with σ₁·√2 (Papernot et al. 2018, §4.1 and App. B.2); q = min(P(answer),
-//!   P(no answer)). The GNMax step is charged only for answered queries (the set of answered
-//!   queries is an output of the mechanism; without `answered`, every query is charged:
-//!   conservative).
+//!   P(no answer)). Data-independent: the GNMax step is charged min(queries, `max_answered`)
+//!   times — every query when there is no cap — because the number of answered queries depends
+//!   on the private votes: charging only the realized answers is a privacy odometer, not a
+//!   bound (Rogers et al. 2016). With a cap fixed in advance and the aggregator declining every
+//!   query past it, the sum is a Rényi privacy filter (Feldman & Zrnic 2021), so
+//!   the data-independent total holds whatever the votes. Data-dependent (never published as
+//!   is): the GNMax step is charged for the answered queries only (Papernot et al. 2018, §4.1;
+//!   without `answered`, every query).
 //!
 //! For each query and order the data-dependent value is the minimum of the valid bounds, so the
 //! data-dependent total never exceeds the data-independent total at any order, hence neither does
@@ -394,6 +399,11 @@ pub(crate) enum Analysis {
         sigma1: f64,
         sigma2: f64,
         queries: usize,
+        /// GNMax steps the data-independent total charges: the cap fixed in advance, or every
+        /// query — never the number answered, which depends on the votes.
+        gnmax_steps_bound: usize,
+        /// GNMax steps the data-dependent total charges: the answered queries (or every query
+        /// when no answered list was given).
         charged: usize,
         threshold_ln_qs: Vec<(f64, usize)>,
         gnmax_ln_qs: Vec<(f64, usize)>,
@@ -417,12 +427,12 @@ impl Analysis {
                 sigma1,
                 sigma2,
                 queries,
-                charged,
+                gnmax_steps_bound,
                 ..
             } => {
                 *queries as f64
                     * gnmax_rdp_data_independent(sigma1 * std::f64::consts::SQRT_2, order)
-                    + *charged as f64 * gnmax_rdp_data_independent(*sigma2, order)
+                    + *gnmax_steps_bound as f64 * gnmax_rdp_data_independent(*sigma2, order)
             }
         }
     }
@@ -713,6 +723,12 @@ pub(crate) fn analyse(
                 .filter(|(i, _)| answered.is_none_or(|a| a[*i]))
                 .map(|(_, r)| r)
                 .collect();
+            if let Some(cap) = m.max_answered.filter(|&cap| charged_rows.len() > cap) {
+                return Err(PrivacyError::AnsweredOverCap {
+                    answered: charged_rows.len(),
+                    cap,
+                });
+            }
             let gnmax_ln_qs = group(per_row(charged_rows.iter().copied(), |r| {
                 gnmax_ln_q(r, &tails2)
             }));
@@ -727,6 +743,7 @@ pub(crate) fn analyse(
                     sigma1: d1.sigma(),
                     sigma2: d2.sigma(),
                     queries: votes.queries(),
+                    gnmax_steps_bound: m.gnmax_steps_bound(votes.queries()),
                     charged: charged_rows.len(),
                     threshold_ln_qs,
                     gnmax_ln_qs,

@@ -41,6 +41,12 @@ pub struct ConfidentGnmax {
     pub sigma1: f64,
     /// σ₂ of the GNMax step.
     pub sigma2: f64,
+    /// The most queries answered, fixed before the votes are looked at: once this many are
+    /// answered the rest are declined unexamined. The data-independent ε charges the GNMax step
+    /// min(queries, cap) times — without a cap, every query — because the number actually
+    /// answered depends on the private votes (charging it would be a data-dependent ε).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_answered: Option<usize>,
 }
 
 /// A noisy aggregator: one label per query, `None` when it declined to answer.
@@ -104,6 +110,11 @@ impl Aggregator for Gnmax {
 }
 
 impl ConfidentGnmax {
+    /// How many queries out of `queries` the data-independent analysis charges for the GNMax
+    /// step: the cap fixed in advance ([`ConfidentGnmax::max_answered`]), or every query.
+    pub fn gnmax_steps_bound(&self, queries: usize) -> usize {
+        self.max_answered.map_or(queries, |cap| cap.min(queries))
+    }
     /// ⌈T⌉ as an integer (T must be finite; negative thresholds always pass).
     pub fn integer_threshold(&self) -> Result<i128> {
         if !self.threshold.is_finite() || self.threshold.abs() > 1e15 {
@@ -145,6 +156,9 @@ impl Aggregator for ConfidentGnmax {
             DiscreteGaussian::new(self.sigma2)?,
             self.integer_threshold()?,
         );
+        if self.max_answered == Some(0) {
+            return Ok(None);
+        }
         self.run(counts, rng, &d1, &d2, t)
     }
     fn aggregate(&self, votes: &VoteMatrix, rng: &mut NoiseRng) -> Result<Vec<Option<usize>>> {
@@ -153,9 +167,19 @@ impl Aggregator for ConfidentGnmax {
             DiscreteGaussian::new(self.sigma2)?,
             self.integer_threshold()?,
         );
+        let mut answered = 0;
         votes
             .rows()
-            .map(|r| self.run(r, rng, &d1, &d2, t))
+            .map(|r| {
+                // Past the cap a query is declined without looking at its votes (the stopping
+                // rule of a privacy filter: the GNMax step runs at most `max_answered` times).
+                if self.max_answered.is_some_and(|cap| answered >= cap) {
+                    return Ok(None);
+                }
+                let label = self.run(r, rng, &d1, &d2, t)?;
+                answered += usize::from(label.is_some());
+                Ok(label)
+            })
             .collect()
     }
 }

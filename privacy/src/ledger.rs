@@ -10,7 +10,9 @@
 //! Each entry's data-independent RDP curve, as in [`crate::accountant`]:
 //! * LNMax(γ): its moments bound 2γ²λ(λ+1) is λ·RDP(λ+1), so RDP(α) = 2γ²α per query;
 //! * GNMax(σ): α/σ² per query;
-//! * Confident-GNMax(T, σ₁, σ₂): α/(2σ₁²) per query plus α/σ₂² per answered query.
+//! * Confident-GNMax(T, σ₁, σ₂): α/(2σ₁²) per query plus α/σ₂² for min(queries, max_answered)
+//!   queries — every query without a cap: the number actually answered depends on the votes
+//!   (see [`crate::accountant`]).
 //!
 //! Only data-independent values are composed: the ledger is meant to be read by whoever holds the
 //! teachers, and its composed ε is publishable.
@@ -33,9 +35,10 @@ pub struct LedgerEntry {
     pub by: String,
     /// The mechanism and its parameters.
     pub mechanism: Mechanism,
-    /// Queries answered by the teachers' votes (every query is charged for LNMax and GNMax).
+    /// Queries asked of the teachers' votes.
     pub queries: usize,
-    /// Confident-GNMax: queries answered (charged for the GNMax step).
+    /// Queries answered (a record; the data-independent RDP never charges it: it depends on the
+    /// votes).
     pub answered: usize,
 }
 
@@ -54,7 +57,8 @@ impl LedgerEntry {
             Mechanism::ConfidentGnmax(m) => {
                 let s1 = DiscreteGaussian::new(m.sigma1)?.sigma2.to_f64();
                 let s2 = DiscreteGaussian::new(m.sigma2)?.sigma2.to_f64();
-                self.queries as f64 * alpha / (2.0 * s1) + self.answered as f64 * alpha / s2
+                self.queries as f64 * alpha / (2.0 * s1)
+                    + m.gnmax_steps_bound(self.queries) as f64 * alpha / s2
             }
         })
     }

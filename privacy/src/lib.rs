@@ -100,6 +100,15 @@ pub enum PrivacyError {
         /// Queries of the vote file.
         queries: usize,
     },
+    /// The answered list answers more queries than the mechanism's `max_answered` allows (it is
+    /// not the output of this mechanism).
+    #[error("the answered list answers {answered} queries, more than max_answered = {cap}")]
+    AnsweredOverCap {
+        /// Answered entries of the list.
+        answered: usize,
+        /// The mechanism's cap.
+        cap: usize,
+    },
     /// A computation gave a non-finite number.
     #[error("invalid input: {step} produced a non-finite {quantity} ({value})")]
     NonFinite {

@@ -44,7 +44,7 @@ pub struct SanitizeOptions {
     pub beta: Option<f64>,
     /// The order (same unit as the report: λ for LNMax, α for RDP). Default: the report's
     /// data-independent order, which depends only on the mechanism's parameters, δ and the number
-    /// of (answered) queries, never on the votes. The order must be fixed without looking at the
+    /// of queries and the cap on answers, never on the votes. The order must be fixed without looking at the
     /// private votes: choosing it by the data-dependent value is an unaccounted release.
     pub order: Option<f64>,
     /// p: the probability that the published value is below the data-dependent RDP total. It

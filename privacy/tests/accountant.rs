@@ -200,26 +200,50 @@ fn confident_gnmax_threshold_step_hand_computed() {
     }
 }
 
+/// The published (data-independent) ε of Confident-GNMax must not depend on how many queries the
+/// votes made it answer: that number is a function of the private votes. It charges the GNMax
+/// step for every query, or for the cap on answers fixed in advance; only the data-dependent ε
+/// (never published as is) charges the answered queries.
 #[test]
-fn confident_gnmax_data_independent_charges_answered_queries() {
-    // 4 queries, 2 answered, σ₁ = 20, σ₂ = 40, α = 5: RDP = 4·5/(2·400) + 2·5/1600 = 0.03125,
-    // ε = 0.03125 + ln(1e5)/4 = 2.909481. Without the answered list all 4 are charged:
-    // 0.0375 + 2.878231 = 2.915731.
+fn confident_gnmax_data_independent_charges_the_cap_not_the_answers() {
+    // 4 queries, σ₁ = 20, σ₂ = 40, α = 5. Every query charged: RDP = 4·5/(2·400) + 4·5/1600
+    // = 0.0375, ε = 0.0375 + ln(1e5)/4 = 2.915731. Cap 2: 4·5/800 + 2·5/1600 = 0.03125,
+    // ε = 2.909481.
     let v = votes(&[[200, 50], [130, 120], [250, 0], [125, 125]]);
-    let m = Mechanism::ConfidentGnmax(ConfidentGnmax {
-        threshold: 150.0,
-        sigma1: 20.0,
-        sigma2: 40.0,
-    });
+    let confident = |max_answered| {
+        Mechanism::ConfidentGnmax(ConfidentGnmax {
+            threshold: 150.0,
+            sigma1: 20.0,
+            sigma2: 40.0,
+            max_answered,
+        })
+    };
+    let m = confident(None);
     let mut o = opts(1e-5, Some(vec![5.0]));
-    let all = account(&v, &m, &o).unwrap();
+    let every = account(&v, &m, &o).unwrap();
     assert!(
-        (all.data_independent_epsilon - 2.915_731).abs() < 1e-6,
+        (every.data_independent_epsilon - 2.915_731).abs() < 1e-6,
         "{}",
-        all.data_independent_epsilon
+        every.data_independent_epsilon
     );
+    // Two answered, or none: the same data-independent ε (the bug this replaces charged 2).
+    for answered in [
+        vec![true, false, true, false],
+        vec![false; 4],
+        vec![true; 4],
+    ] {
+        o.answered = Some(answered.clone());
+        let r = account(&v, &m, &o).unwrap();
+        assert_eq!(
+            r.data_independent_epsilon, every.data_independent_epsilon,
+            "{answered:?}"
+        );
+        assert!(r.data_dependent_epsilon <= r.data_independent_epsilon);
+    }
+    // A cap of 2 fixed in advance: the filter's bound.
+    let capped = confident(Some(2));
     o.answered = Some(vec![true, false, true, false]);
-    let r = account(&v, &m, &o).unwrap();
+    let r = account(&v, &capped, &o).unwrap();
     assert!(
         (r.data_independent_epsilon - 2.909_481).abs() < 1e-6,
         "{}",
@@ -227,6 +251,14 @@ fn confident_gnmax_data_independent_charges_answered_queries() {
     );
     assert_eq!(r.answered, Some(2));
     assert!(r.data_dependent_epsilon <= r.data_independent_epsilon);
+    // A cap above the number of queries charges every query.
+    o.answered = None;
+    let r = account(&v, &confident(Some(10)), &o).unwrap();
+    assert_eq!(r.data_independent_epsilon, every.data_independent_epsilon);
+    // An answered list this mechanism could not have produced is an error, not a smaller ε.
+    o.answered = Some(vec![true, true, true, false]);
+    let e = account(&v, &capped, &o).unwrap_err().to_string();
+    assert!(e.contains("max_answered = 2"), "{e}");
     o.answered = Some(vec![true]);
     assert!(
         account(&v, &m, &o).is_err(),
@@ -260,11 +292,13 @@ fn unanimous_binary_votes_work_for_every_mechanism() {
             threshold: 200.0,
             sigma1: 150.0,
             sigma2: 40.0,
+            max_answered: None,
         }),
         Mechanism::ConfidentGnmax(ConfidentGnmax {
             threshold: 10.0,
             sigma1: 0.5,
             sigma2: 0.5,
+            max_answered: None,
         }),
     ] {
         for orders in [None, Some(vec![1.5, 2.0, 100.0])] {
@@ -392,7 +426,7 @@ proptest! {
         threshold in 0.0f64..300.0,
     ) {
         let v = VoteMatrix::from_rows(&rows).unwrap();
-        for m in [lnmax(gamma), gnmax(sigma), Mechanism::ConfidentGnmax(ConfidentGnmax { threshold, sigma1: sigma, sigma2: sigma })] {
+        for m in [lnmax(gamma), gnmax(sigma), Mechanism::ConfidentGnmax(ConfidentGnmax { threshold, sigma1: sigma, sigma2: sigma, max_answered: None })] {
             for orders in [None, Some(vec![2.0, 8.0, 32.0])] {
                 let r = account(&v, &m, &opts(1e-5, orders)).unwrap();
                 prop_assert!(r.data_dependent_epsilon <= r.data_independent_epsilon + 1e-12, "{:?}", r);

@@ -58,6 +58,7 @@ fn confident_gnmax_abstains_below_the_threshold() {
         threshold: 400.0,
         sigma1: 1.0,
         sigma2: 10.0,
+        max_answered: None,
     }
     .aggregate(&votes, &mut rng)
     .unwrap();
@@ -67,6 +68,7 @@ fn confident_gnmax_abstains_below_the_threshold() {
         threshold: 0.0,
         sigma1: 1.0,
         sigma2: 10.0,
+        max_answered: None,
     }
     .aggregate(&votes, &mut rng)
     .unwrap();
@@ -76,6 +78,7 @@ fn confident_gnmax_abstains_below_the_threshold() {
         threshold: 210.0,
         sigma1: 20.0,
         sigma2: 40.0,
+        max_answered: None,
     };
     let mut answered = 0;
     for _ in 0..TRIALS {
@@ -90,11 +93,69 @@ fn confident_gnmax_abstains_below_the_threshold() {
         ConfidentGnmax {
             threshold: 209.5,
             sigma1: 20.0,
-            sigma2: 40.0
+            sigma2: 40.0,
+            max_answered: None,
         }
         .integer_threshold()
         .unwrap(),
         210
+    );
+}
+
+/// The cap on answers is a stopping rule: the aggregator answers at most `max_answered` queries
+/// and declines every later one, whatever its votes (the accountant's data-independent ε charges
+/// the GNMax step this many times).
+#[test]
+fn confident_gnmax_stops_answering_at_the_cap() {
+    let mut rng = NoiseRng::seeded_for_experiments(9);
+    let votes = VoteMatrix::from_rows(&vec![[250u64, 0]; 50]).unwrap();
+    let capped = |max_answered| ConfidentGnmax {
+        threshold: 0.0,
+        sigma1: 1.0,
+        sigma2: 10.0,
+        max_answered,
+    };
+    let labels = capped(Some(7)).aggregate(&votes, &mut rng).unwrap();
+    assert!(labels[..7].iter().all(|l| *l == Some(0)), "{labels:?}");
+    assert!(labels[7..].iter().all(Option::is_none), "{labels:?}");
+    // Unanswered queries do not count: with T above every count nothing is answered, and the
+    // cap never binds.
+    let mixed = VoteMatrix::from_rows(
+        &(0..40)
+            .map(|i| if i % 2 == 0 { [120u64, 130] } else { [250, 0] })
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let labels = ConfidentGnmax {
+        threshold: 200.0,
+        ..capped(Some(5))
+    }
+    .aggregate(&mixed, &mut rng)
+    .unwrap();
+    let answered: Vec<usize> = (0..40).filter(|&i| labels[i].is_some()).collect();
+    assert_eq!(answered, vec![1, 3, 5, 7, 9], "{labels:?}");
+    assert_eq!(
+        capped(Some(0))
+            .aggregate_query(&[250, 0], &mut rng)
+            .unwrap(),
+        None
+    );
+    assert_eq!(capped(Some(0)).gnmax_steps_bound(50), 0);
+    assert_eq!(capped(Some(70)).gnmax_steps_bound(50), 50);
+    assert_eq!(capped(None).gnmax_steps_bound(50), 50);
+    // It parses in the config's tagged form.
+    let m: privacy::Mechanism = serde_json::from_str(
+        r#"{"mechanism": "confident_gnmax", "threshold": 200, "sigma1": 150, "sigma2": 40, "max_answered": 1500}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        m,
+        privacy::Mechanism::ConfidentGnmax(ConfidentGnmax {
+            threshold: 200.0,
+            sigma1: 150.0,
+            sigma2: 40.0,
+            max_answered: Some(1500),
+        })
     );
 }
 
@@ -110,7 +171,8 @@ fn invalid_parameters_are_errors_not_panics() {
     assert!(ConfidentGnmax {
         threshold: f64::NAN,
         sigma1: 1.0,
-        sigma2: 1.0
+        sigma2: 1.0,
+        max_answered: None,
     }
     .aggregate_query(&[1, 2], &mut rng)
     .is_err());

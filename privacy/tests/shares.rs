@@ -129,6 +129,29 @@ fn ledger_composes_every_aggregation_that_used_the_teachers() {
         ..entry(100)
     };
     assert!(composed_epsilon(&[l.clone(), entry(500)], 1e-5).unwrap().0 > one);
+    // Confident-GNMax: the entry's answered count (data-dependent) is never charged; the cap
+    // fixed in advance is, or every query without one.
+    let confident = |max_answered, answered| LedgerEntry {
+        mechanism: Mechanism::ConfidentGnmax(privacy::aggregate::ConfidentGnmax {
+            threshold: 200.0,
+            sigma1: 150.0,
+            sigma2: 40.0,
+            max_answered,
+        }),
+        answered,
+        ..entry(1000)
+    };
+    let eps = |e: LedgerEntry| composed_epsilon(&[e], 1e-5).unwrap().0;
+    assert_eq!(eps(confident(None, 10)), eps(confident(None, 1000)));
+    assert_eq!(
+        eps(confident(Some(400), 10)),
+        eps(confident(Some(400), 400))
+    );
+    assert!(eps(confident(Some(400), 10)) < eps(confident(None, 10)));
+    assert!(
+        eps(confident(None, 10)) > double,
+        "the threshold step costs on top of GNMax"
+    );
     std::fs::write(&path, "{not json}\n").unwrap();
     let e = read(&path).unwrap_err().to_string();
     assert!(e.contains("ledger.jsonl:1"), "{e}");

@@ -109,6 +109,7 @@ fn confident_gnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
         threshold: 8.0,
         sigma1: 1.0,
         sigma2: 1.5,
+        max_answered: None,
     });
     check(&[[10, 0], [7, 3], [9, 1]], m, 5.0, 0.08);
 }

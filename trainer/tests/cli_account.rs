@@ -163,15 +163,54 @@ fn aggregate_then_account_confident_gnmax_with_answered() {
     let j = ok_json(&with);
     assert_eq!(j["answered"], answered);
     assert_eq!(all["answered"], 300);
-    // Charging the GNMax step only for answered queries costs less.
-    assert!(
-        j["data_independent_epsilon"].as_f64().unwrap()
-            < all["data_independent_epsilon"].as_f64().unwrap()
+    // The answered list changes the data-dependent ε only: how many queries were answered
+    // depends on the private votes, so the data-independent ε charges every query.
+    assert_eq!(
+        j["data_independent_epsilon"],
+        all["data_independent_epsilon"]
     );
     assert!(
         j["data_dependent_epsilon"].as_f64().unwrap()
             <= j["data_independent_epsilon"].as_f64().unwrap()
     );
+
+    // A cap on answers fixed in advance: `aggregate` stops answering at it, and the
+    // data-independent ε charges the GNMax step that many times.
+    let cap = (answered / 2).to_string();
+    let mut capped_args = args.to_vec();
+    capped_args.extend(["--max-answered", &cap]);
+    let summary = ok_json(&capped_args);
+    assert_eq!(summary["answered"], answered / 2);
+    let capped_text = std::fs::read_to_string(&labels).unwrap();
+    assert_eq!(
+        capped_text.lines().filter(|l| *l != "-").count(),
+        answered / 2
+    );
+    let mut capped_account = with.clone();
+    capped_account.extend(["--max-answered", &cap]);
+    let c = ok_json(&capped_account);
+    assert!(
+        c["data_independent_epsilon"].as_f64().unwrap()
+            < all["data_independent_epsilon"].as_f64().unwrap()
+    );
+    // The uncapped run's answers exceed the cap: not this mechanism's output, an error.
+    std::fs::write(&labels, &text).unwrap();
+    let out = trainer(&capped_account);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("max_answered = "), "{e}");
+    let out = trainer(&[
+        "account",
+        "--votes",
+        &votes,
+        "--mechanism",
+        "gnmax",
+        "--sigma",
+        "40",
+        "--max-answered",
+        "5",
+    ]);
+    assert!(!out.status.success(), "--max-answered is Confident-GNMax's");
 
     // GNMax with sanitization: three labelled values.
     let j = ok_json(&[

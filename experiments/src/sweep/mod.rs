@@ -175,6 +175,7 @@ fn resolve_mechanism(
                     threshold,
                     sigma1: *sigma1,
                     sigma2: s2,
+                    max_answered: None,
                 })
             };
             let s2 = match sigma2.value() {

@@ -49,6 +49,11 @@ pub struct MechanismArgs {
     /// Confident-GNMax: σ₂ of the GNMax step.
     #[arg(long)]
     pub sigma2: Option<f64>,
+    /// Confident-GNMax: the most queries answered, fixed in advance (the aggregator declines
+    /// every query past it). The data-independent ε charges the GNMax step this many times
+    /// (at most the number of queries); without it, every query.
+    #[arg(long)]
+    pub max_answered: Option<usize>,
 }
 
 impl MechanismArgs {
@@ -57,6 +62,11 @@ impl MechanismArgs {
         let need = |v: Option<f64>, flag: &str, mech: &str| {
             v.ok_or_else(|| Error::Config(format!("--{flag} is required with --mechanism {mech}")))
         };
+        if self.max_answered.is_some() && self.mechanism != MechanismName::ConfidentGnmax {
+            return Err(Error::Config(
+                "--max-answered only applies to --mechanism confident-gnmax".into(),
+            ));
+        }
         Ok(match self.mechanism {
             MechanismName::Lnmax => Mechanism::Lnmax(Lnmax {
                 gamma: need(self.gamma, "gamma", "lnmax")?,
@@ -68,6 +78,7 @@ impl MechanismArgs {
                 threshold: need(self.threshold, "threshold", "confident-gnmax")?,
                 sigma1: need(self.sigma1, "sigma1", "confident-gnmax")?,
                 sigma2: need(self.sigma2, "sigma2", "confident-gnmax")?,
+                max_answered: self.max_answered,
             }),
         })
     }
@@ -90,7 +101,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub orders: Option<Vec<f64>>,
     /// Confident-GNMax: the labels file written by `aggregate` (class index or `-` per query);
-    /// only answered queries are charged for the GNMax step. Without it every query is charged.
+    /// the data-dependent ε charges the GNMax step for the answered queries only (without it,
+    /// every query). The data-independent ε never depends on it (see `--max-answered`).
     #[arg(long)]
     pub answered: Option<PathBuf>,
     /// Also release a smooth-sensitivity sanitized ε (Papernot et al. 2018, App. C).
