@@ -479,7 +479,9 @@ impl Analysis {
                     &|q| gnmax_rdp_data_dependent(q, *sigma2, order),
                     gnmax_rdp_data_independent(*sigma2, order),
                 );
-                (a + b, better)
+                // Without an answered list every query is charged, which can exceed the cap the
+                // data-independent total charges; both are bounds, so the smaller holds.
+                ((a + b).min(self.independent_total(order)), better)
             }
         }
     }
@@ -723,7 +725,10 @@ pub(crate) fn analyse(
                 .filter(|(i, _)| answered.is_none_or(|a| a[*i]))
                 .map(|(_, r)| r)
                 .collect();
-            if let Some(cap) = m.max_answered.filter(|&cap| charged_rows.len() > cap) {
+            if let Some(cap) = m
+                .max_answered
+                .filter(|&cap| answered.is_some() && charged_rows.len() > cap)
+            {
                 return Err(PrivacyError::AnsweredOverCap {
                     answered: charged_rows.len(),
                     cap,

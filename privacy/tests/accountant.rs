@@ -251,6 +251,12 @@ fn confident_gnmax_data_independent_charges_the_cap_not_the_answers() {
     );
     assert_eq!(r.answered, Some(2));
     assert!(r.data_dependent_epsilon <= r.data_independent_epsilon);
+    // Without an answered list the data-dependent analysis charges every query, yet never
+    // reports more than the capped data-independent bound.
+    o.answered = None;
+    let r = account(&v, &capped, &o).unwrap();
+    assert!((r.data_independent_epsilon - 2.909_481).abs() < 1e-6);
+    assert!(r.data_dependent_epsilon <= r.data_independent_epsilon);
     // A cap above the number of queries charges every query.
     o.answered = None;
     let r = account(&v, &confident(Some(10)), &o).unwrap();
