@@ -6,7 +6,8 @@
 # result. Logs and report.json files go to $OUT (or /tmp/gpu-out).
 #
 #   bash .gpu/gpu-run.sh                                    # RUNS="auto cpu"
-#   RUNS="auto auto cpu" CONFIG=configs/seeds.yaml MODE=sequential bash .gpu/gpu-run.sh
+#   RUNS="auto auto cpu" CONFIG=configs/seeds.yaml bash .gpu/gpu-run.sh
+# (the sequential teacher mode left the CLI: `cargo bench -p trainer --bench ensemble` compares it)
 #   SEED=7 RUNS="auto cpu" bash .gpu/gpu-run.sh             # same seed on both: same ε and metrics
 #
 # An `auto` run that falls back to the CPU (libtorch_cuda.so did not load) is stopped at once and
@@ -18,7 +19,6 @@ PACK=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/gpu-out}
 RUNS=${RUNS:-auto cpu}
 CONFIG=${CONFIG:-configs/train.yaml}
-MODE=${MODE:-}
 TIMEOUT=${TIMEOUT:-280}
 mkdir -p "$OUT" ../shared/datasets
 [ -d ../shared/datasets/csic2010 ] || tar -xJf "$PACK/csic.tar.xz" -C ../shared/datasets
@@ -32,7 +32,7 @@ if [ -n "${SEED:-}" ]; then
   CONFIG=${CONFIG%.yaml}-seed$SEED.yaml
   trap 'rm -f "$CONFIG"' EXIT
 fi
-echo "== $(nproc) cores; $(nvidia-smi -L 2>/dev/null); torch at $TORCH; config $CONFIG${MODE:+, mode $MODE}"
+echo "== $(nproc) cores; $(nvidia-smi -L 2>/dev/null); torch at $TORCH; config $CONFIG"
 ldd "$B" | grep -E "libtorch|libc10|not found"
 
 one() { # NAME DEVICE [ENV=VALUE]
@@ -40,7 +40,7 @@ one() { # NAME DEVICE [ENV=VALUE]
   rm -rf "/tmp/gpu-run-$name"
   t0=$(date +%s.%N)
   env ${3:-} timeout "$TIMEOUT" "$B" run --config "$CONFIG" --out "/tmp/gpu-run-$name" \
-    --device "$dev" ${MODE:+--mode $MODE} > "$OUT/$name.log" 2>&1 &
+    --device "$dev" > "$OUT/$name.log" 2>&1 &
   pid=$!
   if [ "$dev" = auto ]; then
     for _ in $(seq 1 100); do grep -q "^device:" "$OUT/$name.log" && break; sleep 0.2; done

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::device::DeviceChoice;
-use crate::ensemble::{MemberThreshold, Mode, TrainConfig};
+use crate::ensemble::{MemberThreshold, TrainConfig};
 use crate::error::{Error, Result};
 
 /// The whole run configuration.
@@ -247,8 +247,13 @@ impl Default for FeaturizerSection {
 pub struct TeachersConfig {
     /// Number of teachers (disjoint shards of the private data).
     pub count: usize,
-    /// `batched` (one `[N, in, out]` model) or `sequential`.
-    pub mode: Mode,
+    /// The removed `teachers.mode` key: the teachers always train batched (one `[N, in, out]`
+    /// model). Configs and run directories written before it left still say `mode: batched`
+    /// (the committed `results/` configs among them), so that value is accepted and ignored;
+    /// anything else is an error naming the key. The sequential path is benchmark-only
+    /// (`trainer::ensemble::train` with `Mode::Sequential`, see `trainer/benches/ensemble.rs`).
+    #[serde(default, rename = "mode", skip_serializing)]
+    _legacy_mode: LegacyTeacherMode,
     /// Share of each shard held out for early stopping and the teacher's threshold. `0` holds
     /// nothing out: every teacher trains on its whole shard for exactly `max_epochs` epochs and
     /// keeps its last weights (requires `member_threshold: half`). On shards of ~150 records the
@@ -277,6 +282,24 @@ impl TeachersConfig {
     /// The effective weighting: [`TeachersConfig::multiplicity`] when set, else `traffic`.
     pub fn weighting(&self) -> TeacherMultiplicity {
         self.multiplicity.unwrap_or(TeacherMultiplicity::Traffic)
+    }
+}
+
+/// What an old config's `teachers.mode` may say: only `batched`, the one mode there is (see
+/// [`TeachersConfig`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct LegacyTeacherMode;
+
+impl<'de> Deserialize<'de> for LegacyTeacherMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let value = String::deserialize(d)?;
+        if value == "batched" {
+            return Ok(LegacyTeacherMode);
+        }
+        Err(serde::de::Error::custom(format!(
+            "`teachers.mode: {value}` is not accepted any more: the teachers always train batched; \
+             remove the key (the sequential path is benchmark-only: trainer/benches/ensemble.rs)"
+        )))
     }
 }
 
@@ -351,7 +374,7 @@ impl Default for TeachersConfig {
     fn default() -> Self {
         TeachersConfig {
             count: 250,
-            mode: Mode::Batched,
+            _legacy_mode: LegacyTeacherMode,
             holdout_fraction: 0.2,
             holdout_max: 800,
             multiplicity: None,
@@ -973,6 +996,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("datasets"), "{e}");
+    }
+
+    #[test]
+    fn teachers_mode_left_the_config() {
+        let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
+        // Old configs and run directories say `mode: batched`: accepted, and not written back.
+        let config = RunConfig::parse(&format!("{base}teachers: {{mode: batched}}\n")).unwrap();
+        let yaml = serde_yaml::to_string(&config).unwrap();
+        assert!(!yaml.contains("mode"), "{yaml}");
+        let again = RunConfig::parse(&yaml).unwrap();
+        assert_eq!(again.teachers.count, config.teachers.count);
+        // Anything else is an error naming the key, with the hint.
+        for bad in ["sequential", "parallel"] {
+            let e = RunConfig::parse(&format!("{base}teachers: {{mode: {bad}}}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("teachers.mode: {bad}")) && e.contains("remove the key"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

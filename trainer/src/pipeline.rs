@@ -266,8 +266,6 @@ pub struct TeachJob<'a> {
     pub holdout_max: usize,
     /// Network and optimizer.
     pub training: &'a TrainConfig,
-    /// Batched or sequential.
-    pub mode: Mode,
     /// The featurizer's content hash (recorded in every teacher).
     pub featurizer_hash: String,
     /// Where `teacher-*.safetensors` go.
@@ -343,18 +341,23 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
     }
     let init = ensemble::init_members(&dims, &mut rngs);
     tracing::info!(
-        "teach: training {} teacher(s) ({} reused) of widths {dims:?}, {} mode, ~{} samples per shard",
+        "teach: training {} teacher(s) ({} reused) of widths {dims:?}, ~{} samples per shard",
         todo.len(),
         reused,
-        match job.mode {
-            Mode::Batched => "batched",
-            Mode::Sequential => "sequential",
-        },
-        data.iter().map(|d| d.train.y.len() + d.holdout.y.len()).sum::<usize>() / data.len()
+        data.iter()
+            .map(|d| d.train.y.len() + d.holdout.y.len())
+            .sum::<usize>()
+            / data.len()
     );
     let model = Ensemble::from_members(&init, job.device)?;
-    let (model, reports) =
-        ensemble::train(model, &data, job.training, &mut rngs, job.mode, "teach")?;
+    let (model, reports) = ensemble::train(
+        model,
+        &data,
+        job.training,
+        &mut rngs,
+        Mode::Batched,
+        "teach",
+    )?;
     for (((k, hash), weights), report) in todo.iter().zip(model.members()?).zip(reports) {
         let file = ModelFile {
             weights,

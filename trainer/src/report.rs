@@ -13,7 +13,7 @@ use privacy::{Mechanism, PrivacyReport, RngProvenance};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{FitOn, QuerySelection, SelfTrainingConfig, SplitConfig, TeacherMultiplicity};
-use crate::ensemble::{MemberReport, Mode};
+use crate::ensemble::MemberReport;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 
@@ -223,8 +223,6 @@ pub struct SplitSizes {
 pub struct TrainingSummary {
     /// The libtorch device.
     pub device: String,
-    /// Batched or sequential.
-    pub teacher_mode: Mode,
     /// Teachers trained in this run.
     pub teachers_trained: usize,
     /// Teachers reused from an earlier run on the same data.

@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use crate::config::RunConfig;
 use crate::device::DeviceChoice;
-use crate::ensemble::Mode;
 use crate::error::{Error, Result};
 use crate::rundir::RunDir;
 
@@ -27,9 +26,6 @@ pub struct Args {
     /// `auto`, `cpu`, `cuda` or `cuda:<i>` (overrides the config's `device`).
     #[arg(long, value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
-    /// Teacher training mode (overrides `teachers.mode`).
-    #[arg(long, value_enum)]
-    pub mode: Option<Mode>,
     /// libtorch CPU threads (overrides the config's `threads`).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -49,9 +45,6 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.threads.is_some() {
         config.threads = args.threads;
-    }
-    if let Some(m) = args.mode {
-        config.teachers.mode = m;
     }
     let report = crate::stages::run(&config, &RunDir::new(&args.out), started)?;
     tracing::info!(

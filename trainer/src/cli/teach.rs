@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use crate::cli::run::parse_device;
 use crate::config::RunConfig;
 use crate::device::{self, DeviceChoice};
-use crate::ensemble::Mode;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, RunRng};
 use crate::rundir::RunDir;
@@ -49,9 +48,6 @@ pub struct Args {
     /// Featurizer artifact (default: RUN_DIR/featurizer.json).
     #[arg(long, value_name = "FILE")]
     pub featurizer: Option<PathBuf>,
-    /// `batched` (default) or `sequential`.
-    #[arg(long, value_enum)]
-    pub mode: Option<Mode>,
     /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
     #[arg(long, value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
@@ -132,7 +128,6 @@ pub fn run(args: Args) -> Result<()> {
         let mut shards = vec![None; n];
         shards[i] = Some((x, y));
         return train(
-            &args,
             &config,
             shards,
             featurizer.content_hash(),
@@ -186,7 +181,6 @@ pub fn run(args: Args) -> Result<()> {
             })
             .collect::<Result<Vec<_>>>()?;
         train(
-            &args,
             &config,
             shards,
             featurizer.content_hash(),
@@ -198,7 +192,6 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn train(
-    args: &Args,
     config: &RunConfig,
     shards: Vec<Option<(crate::dense::DenseMatrix, Vec<bool>)>>,
     featurizer_hash: &str,
@@ -206,12 +199,8 @@ fn train(
     rng: &RunRng,
     device: tch::Device,
 ) -> Result<()> {
-    let mut config = config.clone();
-    if let Some(mode) = args.mode {
-        config.teachers.mode = mode;
-    }
     let (trained, reused) = stages::teach::train(
-        &config,
+        config,
         shards,
         featurizer_hash,
         &run.teachers(),

@@ -99,8 +99,10 @@ impl TrainConfig {
     }
 }
 
-/// Batched (all members at once) or one member after the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+/// Batched (all members at once) or one member after the other. The pipeline always trains
+/// batched; `Sequential` is for the benchmark (`trainer/benches/ensemble.rs`) and the tests that
+/// compare the two (it is not a configuration or command-line option).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// One `[N, in, out]` model, one `bmm` per layer.

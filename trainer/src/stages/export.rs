@@ -150,7 +150,6 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
         },
         training: TrainingSummary {
             device: device::name(p.env.device),
-            teacher_mode: config.teachers.mode,
             teachers_trained: p.teachers.trained,
             teachers_reused: p.teachers.reused,
             teach_seconds: p.teachers.seconds,

@@ -86,7 +86,6 @@ pub fn train(
         holdout_fraction: config.teachers.holdout_fraction,
         holdout_max: config.teachers.holdout_max,
         training: &config.teachers.training,
-        mode: config.teachers.mode,
         featurizer_hash: featurizer_hash.to_string(),
         out_dir: dir,
         device,
