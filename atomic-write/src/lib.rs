@@ -1,7 +1,6 @@
 //! The one way pate-waf writes an artifact file (featurizer, models, vote files, matrices,
 //! reports): readers see the old file or the new one, never a partial one.
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,6 @@
 //! `prost`), the featurizer artifact it was trained with (`featurizer.json`), and a manifest
 //! (`bundle.yaml`: threshold, the privacy whitelist, student metrics, sha256 of every file); written atomically,
 //! loaded with every hash checked, and scored through ONNX Runtime.
-#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;

@@ -23,7 +23,6 @@
 //!   handshakes sent to the plain-HTTP port) are skipped.
 //!
 //! Errors name the file, the line and what was expected.
-#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};

@@ -2,8 +2,7 @@
 //! grids ([`sweep`], `pate-experiments sweep`) and the raw-TCP replay client against a running WAF
 //! ([`cli::replay`], `pate-experiments replay`). The sweep computes its cells with the trainer's
 //! stages (`trainer::stages`), the same functions `pate-trainer run` calls.
-#![warn(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod error;

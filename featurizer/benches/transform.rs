@@ -6,6 +6,8 @@
 //! 3-5-grams + shapes + sublinear tf.
 //!
 //! `cargo bench --release -p featurizer --bench transform`
+// criterion_group! defines an undocumented `pub fn` (workspace lint missing_docs).
+#![allow(missing_docs)]
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use featurizer::{Featurizer, FeaturizerConfig, RequestParts, Scratch, SparseVector};
 

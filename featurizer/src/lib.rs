@@ -43,7 +43,6 @@
 //! The fitted [`Featurizer`] is a versioned JSON artifact ([`Featurizer::to_json`]) holding every
 //! setting, the vocabulary, the document frequencies, the IDF and a sha256 content hash; fitting
 //! is deterministic, so the same corpus and settings give a byte-identical artifact.
-#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;

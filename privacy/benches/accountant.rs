@@ -1,4 +1,6 @@
 //! Aggregation and accounting of 1 000 queries × 250 teachers (binary task).
+// criterion_group! defines an undocumented `pub fn` (workspace lint missing_docs).
+#![allow(missing_docs)]
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use privacy::accountant::{account, AccountOptions, Mechanism};
 use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};

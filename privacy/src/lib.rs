@@ -13,7 +13,6 @@
 //! * [`ledger`]: the privacy ledger of a teacher set and the ε composed over it.
 //! * [`report`]: the typed privacy report of a run and the whitelist that may leave it.
 //! * [`votes`] and [`matrix`]: the vote file and the little-endian f32 feature-matrix file.
-#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod accountant;

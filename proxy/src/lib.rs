@@ -4,7 +4,6 @@
 //!
 //! The request path is in [`filter`], the model and its hot swap in [`model`] and [`state`],
 //! operations in [`admin`], [`metrics`] and [`audit`], the configuration contract in [`config`].
-#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod admin;

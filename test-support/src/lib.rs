@@ -8,7 +8,6 @@
 //!
 //! A workspace member of its own (`publish = false`), used only as a dev-dependency (proxy's
 //! tests, benchmarks and `fixture_bundle` example; the end-to-end tests): nothing shipped links it.
-#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 use std::path::Path;

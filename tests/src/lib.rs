@@ -6,7 +6,6 @@
 //! -p trainer`, which `scripts/test.sh` runs before `cargo test`): Cargo only exposes
 //! `CARGO_BIN_EXE_*` to tests of the package that owns the binary, and a test cannot safely run
 //! cargo itself (the build lock is held). `PATE_PROXY_BIN` / `PATE_TRAINER_BIN` override the paths.
-#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 use std::io::{Read, Write};
