@@ -737,12 +737,16 @@ pub(crate) fn analyse(
             let gnmax_ln_qs = group(per_row(charged_rows.iter().copied(), |r| {
                 gnmax_ln_q(r, &tails2)
             }));
-            let params = serde_json::json!({
+            let mut params = serde_json::json!({
                 "threshold": t, "sigma1": d1.sigma(), "sigma2": d2.sigma(),
                 "sigma1_squared_rational": d1.sigma2, "sigma2_squared_rational": d2.sigma2,
                 "noise": "discrete Gaussian N_Z(0, sigma^2)",
-                "gnmax_step_charged_for": if answered.is_some() { "answered queries (from --answered)" } else { "every query (no answered list given: conservative)" },
+                "gnmax_steps_data_independent": m.gnmax_steps_bound(votes.queries()),
+                "gnmax_steps_data_dependent": if answered.is_some() { "answered queries (from the answered list)" } else { "every query (no answered list given: conservative)" },
             });
+            if let (Some(cap), Some(obj)) = (m.max_answered, params.as_object_mut()) {
+                obj.insert("max_answered".into(), cap.into());
+            }
             (
                 Analysis::Confident {
                     sigma1: d1.sigma(),
