@@ -46,9 +46,28 @@ pub enum Error {
         /// What was expected.
         reason: String,
     },
-    /// A command line or a combination of settings is invalid (a usage error).
+    /// A command line or a combination of settings is invalid (a usage error without a typed
+    /// variant).
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A command-line flag has a value it cannot have.
+    #[error("invalid configuration: --{flag} {value}: {problem}")]
+    FlagValue {
+        /// The flag (without `--`).
+        flag: &'static str,
+        /// The value given, quoted.
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A numeric command-line flag is out of its range.
+    #[error("invalid configuration: --{flag} must be {expected}")]
+    FlagRange {
+        /// The flag (without `--`).
+        flag: &'static str,
+        /// Its range (`at least 1`, `1-64`).
+        expected: &'static str,
+    },
     /// A result the sweep computed is missing when the tables are written.
     #[error("{path}: missing or unreadable result")]
     MissingResult {

@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use tch::Device;
 
-use crate::error::{Error, Result};
+use crate::error::{CudaProblem, Error, Result};
 
 /// The device requested on the command line or in the config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,22 +166,22 @@ pub fn resolve(choice: DeviceChoice) -> Result<Device> {
             }
         },
         DeviceChoice::Cuda(i) => {
-            let path = load_cuda_library().map_err(|why| {
-                Error::Config(format!(
-                    "device cuda:{i}: cannot load libtorch_cuda.so: {why}"
-                ))
+            let path = load_cuda_library().map_err(|why| Error::Cuda {
+                index: i,
+                problem: CudaProblem::Load(why),
             })?;
             if !tch::Cuda::is_available() {
-                return Err(Error::Config(format!(
-                    "device cuda:{i}: {} loaded but libtorch sees no CUDA device",
-                    path.display()
-                )));
+                return Err(Error::Cuda {
+                    index: i,
+                    problem: CudaProblem::NoDevice(path),
+                });
             }
             let count = tch::Cuda::device_count() as usize;
             if i >= count {
-                return Err(Error::Config(format!(
-                    "device cuda:{i}: only {count} CUDA device(s)"
-                )));
+                return Err(Error::Cuda {
+                    index: i,
+                    problem: CudaProblem::Count(count),
+                });
             }
             tracing::info!("device: cuda:{i} (requested; {} loaded)", path.display());
             Ok(Device::Cuda(i))

@@ -61,9 +61,114 @@ pub enum Error {
         /// What was expected, and what was found.
         reason: String,
     },
-    /// A command line or configuration is invalid (a usage error).
+    /// A command line or configuration is invalid (a usage error without a typed variant).
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A command-line flag that another one requires is missing.
+    #[error("invalid configuration: --{flag} is required with {with}")]
+    FlagRequired {
+        /// The missing flag (without `--`).
+        flag: &'static str,
+        /// What requires it (`--mechanism lnmax`).
+        with: String,
+    },
+    /// A command-line flag was given where it has no effect.
+    #[error("invalid configuration: --{flag} only applies {applies}")]
+    FlagNotApplicable {
+        /// The flag (without `--`).
+        flag: &'static str,
+        /// Where it applies (`to --mechanism confident-gnmax`).
+        applies: &'static str,
+    },
+    /// A command-line flag has a value it cannot have.
+    #[error("invalid configuration: --{flag} {value} {problem}")]
+    FlagValue {
+        /// The flag (without `--`).
+        flag: &'static str,
+        /// The value given, as written in the message.
+        value: String,
+        /// What is wrong with it (`is not a probability in [0, 1]`).
+        problem: &'static str,
+    },
+    /// A stage command's input or output is given neither by its flag nor by `--run`.
+    #[error("invalid configuration: {command}: pass --{flag} or --run RUN_DIR")]
+    MissingPath {
+        /// The subcommand.
+        command: String,
+        /// The flag that gives it (without `--`).
+        flag: String,
+    },
+    /// `export` lacks an input that neither its flag nor `--run` gives.
+    #[error("invalid configuration: export: no {what}: pass --{flag} FILE or --run RUN_DIR")]
+    ExportInput {
+        /// The input (`student`, `featurizer`, `output directory`).
+        what: &'static str,
+        /// The flag that gives it (without `--`).
+        flag: &'static str,
+    },
+    /// `export` of a run report without a privacy report, without `--not-private`.
+    #[error(
+        "invalid configuration: export: {report} has no privacy report (`privacy`), so no ε can be \
+         claimed; pass --not-private to export a bundle that claims none"
+    )]
+    NoPrivacyReport {
+        /// The report file.
+        report: String,
+    },
+    /// `export` of a run that is not private, without `--not-private`.
+    #[error(
+        "invalid configuration: export: the run of {report} is not private ({source}): its ε does \
+         not hold; pass --not-private to export it with no ε (the dashboard then says so)"
+    )]
+    NotPrivate {
+        /// The report file.
+        report: String,
+        /// Why its ε does not hold.
+        source: privacy::report::NotPrivate,
+    },
+    /// `export` finds no threshold: neither `--threshold` nor the student file records one.
+    #[error("invalid configuration: export: no threshold: {} does not record one; pass --threshold", .student.display())]
+    NoThreshold {
+        /// The student model file.
+        student: PathBuf,
+    },
+    /// The CUDA device asked for (`device: cuda:<i>`, `--device`) cannot be used.
+    #[error("invalid configuration: device cuda:{index}: {problem}")]
+    Cuda {
+        /// The device index asked for.
+        index: usize,
+        /// Why it cannot be used.
+        problem: CudaProblem,
+    },
+    /// A malicious vote share (`aggregation.malicious_vote_share`, `--malicious-vote-share`)
+    /// outside (0, 1).
+    #[error("invalid configuration: malicious vote share: must be in (0, 1), got {0}")]
+    VoteShare(f64),
+    /// A split the evaluation needs holds one class only.
+    #[error(
+        "invalid configuration: the {split} split needs both benign and malicious requests; add \
+         data or change split"
+    )]
+    SplitClasses {
+        /// The split (`student validation`, `test`).
+        split: &'static str,
+    },
+    /// The same file is listed as private and as public data.
+    #[error(
+        "invalid configuration: {}:{line} is a private record and also a public one ({}:{line}): \
+         the same file is under private: and public:; a record cannot be both protected by ε and \
+         public",
+        private.display(),
+        public.display()
+    )]
+    PrivateAndPublic {
+        /// The file under `private:`.
+        private: PathBuf,
+        /// The file under `public:`.
+        public: PathBuf,
+        /// The first record's 1-based line.
+        line: usize,
+    },
     /// A line of a label file is not a label the input needs.
     #[error("{path}:{line}: {found} (expected {expected})")]
     Label {
@@ -428,3 +533,17 @@ impl Error {
 
 /// The trainer's result type.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// Why a CUDA device cannot be used ([`Error::Cuda`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CudaProblem {
+    /// libtorch_cuda.so did not load.
+    #[error("cannot load libtorch_cuda.so: {0}")]
+    Load(String),
+    /// It loaded, but libtorch sees no device.
+    #[error("{} loaded but libtorch sees no CUDA device", .0.display())]
+    NoDevice(PathBuf),
+    /// Fewer devices than the index asked for.
+    #[error("only {0} CUDA device(s)")]
+    Count(usize),
+}

@@ -66,7 +66,10 @@ pub fn resolve_path(
     given
         .clone()
         .or_else(|| run.map(default))
-        .ok_or_else(|| Error::Config(format!("{command}: pass --{flag} or --run RUN_DIR")))
+        .ok_or_else(|| Error::MissingPath {
+            command: command.to_string(),
+            flag: flag.to_string(),
+        })
 }
 
 impl RunDir {

@@ -109,10 +109,10 @@ pub fn request_hash(record: &Record) -> u64 {
 
 /// Checks that `url` is `http://HOST:PORT[/]` with a loopback HOST and resolves it.
 pub fn parse_loopback_url(url: &str) -> Result<SocketAddr> {
-    let bad = |why: &str| {
-        Error::Config(format!(
-            "--url {url:?}: {why} (expected http://127.0.0.1:PORT)"
-        ))
+    let bad = |why: &str| Error::FlagValue {
+        flag: "url",
+        value: format!("{url:?}"),
+        problem: format!("{why} (expected http://127.0.0.1:PORT)"),
     };
     let rest = url
         .strip_prefix("http://")
@@ -156,24 +156,30 @@ pub fn header_set(drop: &[String], extra: &[String]) -> Result<Vec<(String, Stri
         .map(|(n, v)| (n.to_string(), v.to_string()))
         .collect();
     for h in extra {
-        let (name, value) = h
-            .split_once(':')
-            .ok_or_else(|| Error::Config(format!("--header {h:?}: expected \"Name: value\"")))?;
+        let (name, value) = h.split_once(':').ok_or_else(|| Error::FlagValue {
+            flag: "header",
+            value: format!("{h:?}"),
+            problem: "expected \"Name: value\"".into(),
+        })?;
         let (name, value) = (name.trim(), value.trim());
         let token_ok = !name.is_empty()
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !token_ok || value.bytes().any(|b| b == b'\r' || b == b'\n') {
-            return Err(Error::Config(format!(
-                "--header {h:?}: not a valid header name and value"
-            )));
+            return Err(Error::FlagValue {
+                flag: "header",
+                value: format!("{h:?}"),
+                problem: "not a valid header name and value".into(),
+            });
         }
         for reserved in ["content-length", "content-type", "connection"] {
             if name.eq_ignore_ascii_case(reserved) {
-                return Err(Error::Config(format!(
-                    "--header {h:?}: {name} is set by replay itself"
-                )));
+                return Err(Error::FlagValue {
+                    flag: "header",
+                    value: format!("{h:?}"),
+                    problem: format!("{name} is set by replay itself"),
+                });
             }
         }
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
@@ -357,7 +363,10 @@ pub fn select(
     limit: Option<usize>,
 ) -> Result<Vec<Selected>> {
     if every == 0 {
-        return Err(Error::Config("--every must be at least 1".into()));
+        return Err(Error::FlagRange {
+            flag: "every",
+            expected: "at least 1",
+        });
     }
     let options = datasets::LoadOptions {
         label,
@@ -596,10 +605,16 @@ pub fn run(args: Args) -> Result<()> {
     let addr = parse_loopback_url(&args.url)?;
     let headers = header_set(&args.drop_headers, &args.headers)?;
     if args.concurrency == 0 || args.concurrency > 64 {
-        return Err(Error::Config("--concurrency must be 1-64".into()));
+        return Err(Error::FlagRange {
+            flag: "concurrency",
+            expected: "1-64",
+        });
     }
     if args.timeout_ms == 0 {
-        return Err(Error::Config("--timeout-ms must be positive".into()));
+        return Err(Error::FlagRange {
+            flag: "timeout-ms",
+            expected: "positive",
+        });
     }
     let selected = select(args.format, &args.paths, args.label, args.every, args.limit)?;
     tracing::info!(

@@ -59,13 +59,17 @@ pub struct MechanismArgs {
 impl MechanismArgs {
     /// The mechanism with its parameters; a missing parameter is a configuration error.
     pub fn mechanism(&self) -> Result<Mechanism> {
-        let need = |v: Option<f64>, flag: &str, mech: &str| {
-            v.ok_or_else(|| Error::Config(format!("--{flag} is required with --mechanism {mech}")))
+        let need = |v: Option<f64>, flag: &'static str, mech: &str| {
+            v.ok_or_else(|| Error::FlagRequired {
+                flag,
+                with: format!("--mechanism {mech}"),
+            })
         };
         if self.max_answered.is_some() && self.mechanism != MechanismName::ConfidentGnmax {
-            return Err(Error::Config(
-                "--max-answered only applies to --mechanism confident-gnmax".into(),
-            ));
+            return Err(Error::FlagNotApplicable {
+                flag: "max-answered",
+                applies: "to --mechanism confident-gnmax",
+            });
         }
         Ok(match self.mechanism {
             MechanismName::Lnmax => Mechanism::Lnmax(Lnmax {
@@ -143,9 +147,10 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
         Some(path) => {
             if !matches!(mechanism, Mechanism::ConfidentGnmax(_)) {
-                return Err(Error::Config(
-                    "--answered only applies to --mechanism confident-gnmax".into(),
-                ));
+                return Err(Error::FlagNotApplicable {
+                    flag: "answered",
+                    applies: "to --mechanism confident-gnmax",
+                });
             }
             let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
                 path: path.clone(),
@@ -171,9 +176,10 @@ pub fn run(args: Args) -> Result<()> {
         };
         sanitize(&votes, &mechanism, &opts, &mut report, &sopts, &mut rng)?;
     } else if args.seed.is_some() {
-        return Err(Error::Config(
-            "--seed only applies with --sanitize (accounting itself uses no randomness)".into(),
-        ));
+        return Err(Error::FlagNotApplicable {
+            flag: "seed",
+            applies: "with --sanitize (accounting itself uses no randomness)",
+        });
     }
     let json = serde_json::to_string(&report).map_err(Error::serialize("the report"))?;
     if let Some(out) = &args.out {

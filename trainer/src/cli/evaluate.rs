@@ -97,10 +97,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     let roc = match (&args.roc, &run) {
         (Some(svg), _) if svg.extension().is_some_and(|e| e == "png") => {
-            return Err(Error::Config(format!(
-                "--roc {}: names the SVG file; the PNG is written beside it",
-                svg.display()
-            )))
+            return Err(Error::FlagValue {
+                flag: "roc",
+                value: format!("{}:", svg.display()),
+                problem: "names the SVG file; the PNG is written beside it",
+            })
         }
         (Some(svg), _) => Some((svg.clone(), svg.with_extension("png"))),
         (None, Some(r)) => Some((r.roc(), r.roc_png())),

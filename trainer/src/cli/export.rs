@@ -161,19 +161,16 @@ pub fn published_privacy(
         return if allow_not_private {
             Ok(None)
         } else {
-            Err(Error::Config(format!(
-                "export: {source} has no privacy report (`privacy`), so no ε can be claimed; \
-                 pass --not-private to export a bundle that claims none"
-            )))
+            Err(Error::NoPrivacyReport {
+                report: source.to_string(),
+            })
         };
     };
     full.published(allow_not_private)
         .map(Some)
-        .map_err(|reasons| {
-            Error::Config(format!(
-                "export: the run of {source} is not private ({reasons}): its ε does not hold; \
-                 pass --not-private to export it with no ε (the dashboard then says so)"
-            ))
+        .map_err(|reasons| Error::NotPrivate {
+            report: source.to_string(),
+            source: reasons,
         })
 }
 
@@ -210,11 +207,7 @@ fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
 /// Runs `pate-trainer export`.
 pub fn run(args: Args) -> Result<()> {
     let in_run = |name: &str| args.run.as_ref().map(|r| r.join(name));
-    let missing = |what: &str, flag: &str| {
-        Error::Config(format!(
-            "export: no {what}: pass --{flag} FILE or --run RUN_DIR"
-        ))
-    };
+    let missing = |what: &'static str, flag: &'static str| Error::ExportInput { what, flag };
     let student_path = args
         .student
         .clone()
@@ -266,11 +259,8 @@ pub fn run(args: Args) -> Result<()> {
         .threshold
         .or(file_threshold)
         .or(report_threshold)
-        .ok_or_else(|| {
-            Error::Config(format!(
-                "export: no threshold: {} does not record one; pass --threshold",
-                student_path.display()
-            ))
+        .ok_or_else(|| Error::NoThreshold {
+            student: student_path.clone(),
         })?;
     let metrics = report
         .metrics

@@ -91,9 +91,11 @@ pub fn run(args: Args) -> Result<()> {
     let bundle = Bundle::load(&args.bundle)?;
     let threshold = args.threshold.unwrap_or(bundle.manifest.threshold);
     if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
-        return Err(Error::Config(format!(
-            "--threshold {threshold} is not a probability in [0, 1]"
-        )));
+        return Err(Error::FlagValue {
+            flag: "threshold",
+            value: threshold.to_string(),
+            problem: "is not a probability in [0, 1]",
+        });
     }
     bundle::init_onnxruntime(args.onnxruntime.as_deref())?;
     let mut scorer = Scorer::new(&bundle)?;
@@ -194,9 +196,11 @@ fn parse_header(header: &str) -> Result<(String, Vec<u8>)> {
                 value.trim_matches([' ', '\t']).as_bytes().to_vec(),
             ))
         }
-        _ => Err(Error::Config(format!(
-            "--header {header:?} is not `Name: value` with a valid header name"
-        ))),
+        _ => Err(Error::FlagValue {
+            flag: "header",
+            value: format!("{header:?}"),
+            problem: "is not `Name: value` with a valid header name",
+        }),
     }
 }
 

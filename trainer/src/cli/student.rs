@@ -133,9 +133,13 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     if config.student.multiplicity_cap.is_some() {
-        return Err(Error::Config(
-            "student.multiplicity_cap needs each request's multiplicity in its split, which only `pate-trainer run` has; set it to null for the student stage".into(),
-        ));
+        return Err(Error::ConfigKey {
+            key: "student.multiplicity_cap".into(),
+            reason:
+                "needs each request's multiplicity in its split, which only `pate-trainer run` \
+                     has; set it to null for the student stage"
+                    .into(),
+        });
     }
     let pool = if config.student.self_training.rounds > 0 {
         let pool_path = pick(&args.pool, &|r| r.features(PUBLIC_POOL_SET), "pool")?;

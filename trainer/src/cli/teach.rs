@@ -101,9 +101,10 @@ pub fn run(args: Args) -> Result<()> {
     if !args.data.is_empty() {
         // Multi-organization mode: the organization's files are its whole shard.
         let (i, n) = args.shard.expect("clap: --data requires --shard");
-        let format = args
-            .format
-            .ok_or_else(|| Error::Config("teach: --data needs --format".into()))?;
+        let format = args.format.ok_or(Error::FlagRequired {
+            flag: "format",
+            with: "--data".into(),
+        })?;
         if !featurizer_path.exists() {
             return Err(Error::Config(format!(
                 "teach: {} does not exist; pass --featurizer with the featurizer fitted on the public side",

@@ -57,9 +57,7 @@ pub fn calibrate(
     teachers: usize,
 ) -> Result<privacy::VoteMatrix> {
     if !(share > 0.0 && share < 1.0) {
-        return Err(crate::error::Error::Config(format!(
-            "malicious vote share: must be in (0, 1), got {share}"
-        )));
+        return Err(crate::error::Error::VoteShare(share));
     }
     if share == 0.5 {
         return Ok(votes);

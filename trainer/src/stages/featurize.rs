@@ -160,7 +160,7 @@ impl Features {
             ("test", &self.test.y),
         ] {
             if !y.contains(&true) || !y.contains(&false) {
-                return Err(Error::Config(format!("the {what} split needs both benign and malicious requests; add data or change split")));
+                return Err(Error::SplitClasses { split: what });
             }
         }
         Ok(())

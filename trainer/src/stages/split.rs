@@ -68,11 +68,10 @@ pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
         names.join(", ")
     };
     if records.is_empty() {
-        return Err(Error::Config(format!(
-            "{}: no requests in {}",
-            roles_name(config, "split.simulate_from", "datasets"),
-            files()
-        )));
+        return Err(Error::ConfigKey {
+            key: roles_name(config, "split.simulate_from", "datasets").to_string(),
+            reason: format!("no requests in {}", files()),
+        });
     }
     let has = |label: datasets::Label| {
         splits
@@ -81,18 +80,20 @@ pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
             .any(|&i| records[i].label == Some(label))
     };
     if !has(datasets::Label::Benign) || !has(datasets::Label::Malicious) {
-        return Err(Error::Config(format!(
-            "{}: the private data needs both benign and malicious requests, {} has only {}",
-            roles_name(config, "split.simulate_from", "private"),
-            files(),
-            if has(datasets::Label::Benign) {
-                "benign ones"
-            } else if has(datasets::Label::Malicious) {
-                "malicious ones"
-            } else {
-                "unlabelled ones"
-            }
-        )));
+        return Err(Error::ConfigKey {
+            key: roles_name(config, "split.simulate_from", "private").to_string(),
+            reason: format!(
+                "the private data needs both benign and malicious requests, {} has only {}",
+                files(),
+                if has(datasets::Label::Benign) {
+                    "benign ones"
+                } else if has(datasets::Label::Malicious) {
+                    "malicious ones"
+                } else {
+                    "unlabelled ones"
+                }
+            ),
+        });
     }
     tracing::info!(
         "{}: {} private, {} public, {} student validation, {} test",
@@ -467,12 +468,11 @@ fn check_private_not_public(private: &[DatasetSource], public: &[DatasetSource])
             let first = load_sources(std::slice::from_ref(p), false)?
                 .first()
                 .map_or(1, |r| r.line);
-            return Err(Error::Config(format!(
-                "{}:{first} is a private record and also a public one ({}:{first}): the same file \
-                 is under private: and public:; a record cannot be both protected by ε and public",
-                p.path.display(),
-                q.path.display()
-            )));
+            return Err(Error::PrivateAndPublic {
+                private: p.path.clone(),
+                public: q.path.clone(),
+                line: first,
+            });
         }
     }
     Ok(())
