@@ -462,7 +462,7 @@ fn layer_summary(mlp: &Mlp) -> String {
 /// operators, other input/output names, missing initializers) is an error: the bundle loader uses
 /// this to check that `model.onnx` is the graph the proxy expects and to learn its input width.
 pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
-    let bad = |msg: String| BundleError::InvalidModel(ModelProblem::Graph(msg));
+    let bad = graph_error;
     let model = ModelProto::decode(bytes)
         .map_err(|e| BundleError::InvalidModel(ModelProblem::Decode(e)))?;
     let graph = model.graph.ok_or_else(|| bad("has no graph".into()))?;
@@ -476,34 +476,7 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
             "expected exactly one output named `{OUTPUT_NAME}`"
         )));
     }
-    let tensor = |name: &str| -> Result<(Vec<i64>, Vec<f32>), BundleError> {
-        let t = graph
-            .initializer
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| bad(format!("initializer `{name}` is missing")))?;
-        if t.data_type != DATA_TYPE_FLOAT {
-            return Err(bad(format!(
-                "initializer `{name}` is not float (data_type {})",
-                t.data_type
-            )));
-        }
-        let values = if !t.raw_data.is_empty() {
-            if t.raw_data.len() % 4 != 0 {
-                return Err(bad(format!(
-                    "initializer `{name}` has {} raw bytes, not a multiple of 4",
-                    t.raw_data.len()
-                )));
-            }
-            t.raw_data
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        } else {
-            t.float_data.clone()
-        };
-        Ok((t.dims.clone(), values))
-    };
+    let tensor = |name: &str| initializer(&graph, name);
     let mut layers = Vec::new();
     let mut current = INPUT_NAME.to_string();
     let mut nodes = graph.node.iter().peekable();
@@ -567,22 +540,63 @@ pub fn decode_onnx(bytes: &[u8]) -> Result<Mlp, BundleError> {
         other => other,
     })?;
     // The declared shapes must be what the proxy feeds and reads: [batch, K] → [batch, 1].
-    for (value, width) in [(&graph.input[0], mlp.input_dim()), (&graph.output[0], 1)] {
-        let tensor_type = value.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());
-        let dims: Vec<Option<&DimensionValue>> = tensor_type
-            .and_then(|t| t.shape.as_ref())
-            .map(|s| s.dim.iter().map(|d| d.value.as_ref()).collect())
-            .unwrap_or_default();
-        let shape_ok = tensor_type.is_some_and(|t| t.elem_type == DATA_TYPE_FLOAT)
-            && dims.len() == 2
-            && matches!(dims[0], Some(DimensionValue::DimParam(_)))
-            && dims[1] == Some(&DimensionValue::DimValue(width as i64));
-        if !shape_ok {
-            return Err(bad(format!(
-                "`{}` is not declared float[{BATCH_DIM}, {width}]",
-                value.name
+    check_declared_shape(&graph.input[0], mlp.input_dim())?;
+    check_declared_shape(&graph.output[0], 1)?;
+    Ok(mlp)
+}
+
+/// A structural mismatch of a decoded graph ([`ModelProblem::Graph`]).
+fn graph_error(msg: String) -> BundleError {
+    BundleError::InvalidModel(ModelProblem::Graph(msg))
+}
+
+/// The dims and float values of the graph's initializer `name` (raw little-endian bytes or
+/// `float_data`).
+fn initializer(graph: &GraphProto, name: &str) -> Result<(Vec<i64>, Vec<f32>), BundleError> {
+    let t = graph
+        .initializer
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| graph_error(format!("initializer `{name}` is missing")))?;
+    if t.data_type != DATA_TYPE_FLOAT {
+        return Err(graph_error(format!(
+            "initializer `{name}` is not float (data_type {})",
+            t.data_type
+        )));
+    }
+    let values = if !t.raw_data.is_empty() {
+        if t.raw_data.len() % 4 != 0 {
+            return Err(graph_error(format!(
+                "initializer `{name}` has {} raw bytes, not a multiple of 4",
+                t.raw_data.len()
             )));
         }
+        t.raw_data
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    } else {
+        t.float_data.clone()
+    };
+    Ok((t.dims.clone(), values))
+}
+
+/// Refuses a graph input or output not declared `float[batch, width]` (a named batch dimension).
+fn check_declared_shape(value: &ValueInfoProto, width: usize) -> Result<(), BundleError> {
+    let tensor_type = value.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());
+    let dims: Vec<Option<&DimensionValue>> = tensor_type
+        .and_then(|t| t.shape.as_ref())
+        .map(|s| s.dim.iter().map(|d| d.value.as_ref()).collect())
+        .unwrap_or_default();
+    let shape_ok = tensor_type.is_some_and(|t| t.elem_type == DATA_TYPE_FLOAT)
+        && dims.len() == 2
+        && matches!(dims[0], Some(DimensionValue::DimParam(_)))
+        && dims[1] == Some(&DimensionValue::DimValue(width as i64));
+    if !shape_ok {
+        return Err(graph_error(format!(
+            "`{}` is not declared float[{BATCH_DIM}, {width}]",
+            value.name
+        )));
     }
-    Ok(mlp)
+    Ok(())
 }

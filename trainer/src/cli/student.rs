@@ -3,10 +3,11 @@
 //! threshold on the labelled student-validation samples, or the `student:` options of the config:
 //! `threshold_rule: target_fpr` and `self_training` (pseudo-labels on the unlabelled public pool,
 //! `--pool`).
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::cli::run::parse_device;
 use crate::config::RunConfig;
+use crate::dense::DenseMatrix;
 use crate::device::{self, DeviceChoice};
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
@@ -76,14 +77,7 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     let featurizer_path = pick(&args.featurizer, &|r| r.featurizer(), "featurizer")?;
     let out = pick(&args.out, &|r| r.student(), "out")?;
-    let config = match args
-        .config
-        .clone()
-        .or_else(|| run.as_ref().map(|r| r.config()).filter(|p| p.exists()))
-    {
-        Some(p) => RunConfig::load(&p)?,
-        None => RunConfig::without_datasets(),
-    };
+    let config = stage_config(&args, run.as_ref())?;
     if let Some(t) = args.threads.or(config.threads) {
         tch::set_num_threads(t as i32);
     }
@@ -91,47 +85,14 @@ pub fn run(args: Args) -> Result<()> {
     let rng = RunRng::new(config.seed)?;
     let featurizer = featurizer::Featurizer::load(&featurizer_path)?;
 
-    let queries = pipeline::read_matrix(&queries_path)?;
-    let labels = pipeline::read_labels(&labels_path)?;
-    if labels.len() != queries.rows {
-        return Err(Error::RowCount {
-            path: labels_path,
-            what: "labels",
-            found: labels.len(),
-            other: queries_path,
-            expected: queries.rows,
-        });
-    }
-    let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
-    if answered.is_empty() {
-        return Err(Error::Empty {
-            what: labels_path.display().to_string(),
-            missing: "no answered query",
-        });
-    }
+    let (queries, labels, answered) = read_answered_queries(&queries_path, &labels_path)?;
     let validation = pipeline::read_matrix(&validation_path)?;
-    let validation_labels = pipeline::read_labels(&validation_labels_path)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            l.ok_or_else(|| Error::Label {
-                path: validation_labels_path.clone(),
-                line: i + 1,
-                found: "no label".into(),
-                expected: "validation labels must all be 0 or 1",
-            })
-        })
-        .collect::<Result<Vec<bool>>>()?;
-    for (path, m) in [(&queries_path, &queries), (&validation_path, &validation)] {
-        if m.cols != featurizer.dim() {
-            return Err(Error::FeatureWidth {
-                what: path.display().to_string(),
-                found: m.cols,
-                of: format!("the featurizer {}", featurizer_path.display()),
-                expected: featurizer.dim(),
-            });
-        }
-    }
+    let validation_labels = read_validation_labels(&validation_labels_path)?;
+    let check_width = |path: &Path, m: &DenseMatrix| {
+        check_featurizer_width(path, m, &featurizer_path, featurizer.dim())
+    };
+    check_width(&queries_path, &queries)?;
+    check_width(&validation_path, &validation)?;
     if config.student.multiplicity_cap.is_some() {
         return Err(Error::ConfigKey {
             key: "student.multiplicity_cap".into(),
@@ -144,14 +105,7 @@ pub fn run(args: Args) -> Result<()> {
     let pool = if config.student.self_training.rounds > 0 {
         let pool_path = pick(&args.pool, &|r| r.features(PUBLIC_POOL_SET), "pool")?;
         let m = pipeline::read_matrix(&pool_path)?;
-        if m.cols != featurizer.dim() {
-            return Err(Error::FeatureWidth {
-                what: pool_path.display().to_string(),
-                found: m.cols,
-                of: format!("the featurizer {}", featurizer_path.display()),
-                expected: featurizer.dim(),
-            });
-        }
+        check_width(&pool_path, &m)?;
         Some(m)
     } else {
         None
@@ -181,6 +135,80 @@ pub fn run(args: Args) -> Result<()> {
         "{}",
         serde_json::to_string(&summary).expect("a summary serializes")
     );
+    Ok(())
+}
+
+/// The stage's config: `--config`, else the run directory's `config.yaml` when there is one, else
+/// the defaults.
+fn stage_config(args: &Args, run: Option<&RunDir>) -> Result<RunConfig> {
+    match args
+        .config
+        .clone()
+        .or_else(|| run.map(|r| r.config()).filter(|p| p.exists()))
+    {
+        Some(p) => RunConfig::load(&p),
+        None => Ok(RunConfig::without_datasets()),
+    }
+}
+
+/// The query features and their aggregated labels (one per row, `None` = unanswered) and the
+/// answered rows; refuses a label file of another length or without a single answer.
+fn read_answered_queries(
+    queries_path: &Path,
+    labels_path: &Path,
+) -> Result<(DenseMatrix, Vec<Option<bool>>, Vec<usize>)> {
+    let queries = pipeline::read_matrix(queries_path)?;
+    let labels = pipeline::read_labels(labels_path)?;
+    if labels.len() != queries.rows {
+        return Err(Error::RowCount {
+            path: labels_path.to_owned(),
+            what: "labels",
+            found: labels.len(),
+            other: queries_path.to_owned(),
+            expected: queries.rows,
+        });
+    }
+    let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
+    if answered.is_empty() {
+        return Err(Error::Empty {
+            what: labels_path.display().to_string(),
+            missing: "no answered query",
+        });
+    }
+    Ok((queries, labels, answered))
+}
+
+/// The validation labels, every one 0 or 1.
+fn read_validation_labels(path: &Path) -> Result<Vec<bool>> {
+    pipeline::read_labels(path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            l.ok_or_else(|| Error::Label {
+                path: path.to_owned(),
+                line: i + 1,
+                found: "no label".into(),
+                expected: "validation labels must all be 0 or 1",
+            })
+        })
+        .collect()
+}
+
+/// Refuses a feature matrix that is not as wide as the featurizer's output.
+fn check_featurizer_width(
+    path: &Path,
+    m: &DenseMatrix,
+    featurizer_path: &Path,
+    dim: usize,
+) -> Result<()> {
+    if m.cols != dim {
+        return Err(Error::FeatureWidth {
+            what: path.display().to_string(),
+            found: m.cols,
+            of: format!("the featurizer {}", featurizer_path.display()),
+            expected: dim,
+        });
+    }
     Ok(())
 }
 
