@@ -299,15 +299,19 @@ fn check_content(c: &Content, content_hash: &str) -> Result<(), FeaturizerError>
     match (&c.rarity, c.config.rarity_min_count) {
         (None, None) => {}
         (Some(t), Some(m))
-            if t.min_count == m && m > 0 && t.odd_permille == c.config.odd_permille => {}
+            if t.min_count == m
+                && m > 0
+                && t.odd_permille == c.config.odd_permille
+                && t.odd_shape_path == c.config.odd_shape_path => {}
         _ => {
             return Err(FeaturizerError::Artifact(ArtifactProblem::Rarity {
                 table: c
                     .rarity
                     .as_ref()
-                    .map(|t| (t.min_count as u64, t.odd_permille.clone())),
+                    .map(|t| (t.min_count as u64, t.odd_permille.clone(), t.odd_shape_path)),
                 min_count: c.config.rarity_min_count.map(|m| m as u64),
                 odd_permille: c.config.odd_permille.clone(),
+                odd_shape_path: c.config.odd_shape_path,
             }))
         }
     }

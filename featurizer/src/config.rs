@@ -85,6 +85,13 @@ pub struct FeaturizerConfig {
     /// corpus (the public side). Needs `rarity_min_count`. Off when empty; not written when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub odd_permille: Vec<u32>,
+    /// Two more oddity kinds at the `odd_permille` levels ([`params`]): `odd:shape<τ`, a value
+    /// pattern that fewer than τ of the name's public values have (only for names whose 3 most
+    /// common patterns cover ≥ 80 % of their values: postal codes, DNIs, e-mails, not free text
+    /// or passwords), and `odd:path<τ`, a path that fewer than τ of the public requests have.
+    /// Both count in `odd:any<τ`. Needs `odd_permille`. Off by default; not written when off.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub odd_shape_path: bool,
     /// l1 (default, the seeds') or l2 normalization of the vectors. Not written when l1.
     #[serde(skip_serializing_if = "is_l1")]
     pub norm: Norm,
@@ -165,6 +172,7 @@ impl Default for FeaturizerConfig {
             params: false,
             rarity_min_count: None,
             odd_permille: Vec::new(),
+            odd_shape_path: false,
             norm: Norm::L1,
             placements: None,
         }
@@ -244,6 +252,12 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
                 ),
             });
         }
+    }
+    if c.odd_shape_path && c.odd_permille.is_empty() {
+        return Err(FeaturizerError::Setting {
+            key: "odd_shape_path",
+            reason: "needs odd_permille (the levels τ of the oddity features)".into(),
+        });
     }
     if c.decode_rounds > 16 {
         return Err(FeaturizerError::Setting {

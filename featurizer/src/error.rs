@@ -85,15 +85,17 @@ pub enum ArtifactProblem {
     /// An IDF value that is not a positive finite number.
     #[error("idf value {0} is not a positive finite number")]
     Idf(f64),
-    /// The rarity table and `rarity_min_count` / `odd_permille` disagree.
-    #[error("rarity table ({}) does not match rarity_min_count {min_count:?} and odd_permille {odd_permille:?}", table.as_ref().map_or("absent".to_string(), |(t, o)| format!("min_count {t}, odd_permille {o:?}")))]
+    /// The rarity table and `rarity_min_count` / `odd_permille` / `odd_shape_path` disagree.
+    #[error("rarity table ({}) does not match rarity_min_count {min_count:?}, odd_permille {odd_permille:?} and odd_shape_path {odd_shape_path}", table.as_ref().map_or("absent".to_string(), |(t, o, s)| format!("min_count {t}, odd_permille {o:?}, odd_shape_path {s}")))]
     Rarity {
-        /// The table's min_count and oddity levels (None: no table).
-        table: Option<(u64, Vec<u32>)>,
+        /// The table's min_count, oddity levels and shape/path kinds (None: no table).
+        table: Option<(u64, Vec<u32>, bool)>,
         /// The setting.
         min_count: Option<u64>,
         /// The oddity levels setting.
         odd_permille: Vec<u32>,
+        /// The shape/path oddity setting.
+        odd_shape_path: bool,
     },
     /// A vocabulary entry of a feature family the settings do not have.
     #[error("vocabulary entry {index} ({token:?}) {problem}")]

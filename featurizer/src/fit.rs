@@ -48,8 +48,9 @@ impl Featurizer {
         let (rarity, rarity_entries) = match config.rarity_min_count {
             None => (None, Vec::new()),
             Some(min_count) => {
-                let mut table =
-                    RarityTable::new(min_count).with_odd_permille(config.odd_permille.clone());
+                let mut table = RarityTable::new(min_count)
+                    .with_odd_permille(config.odd_permille.clone())
+                    .with_odd_shape_path(config.odd_shape_path);
                 for (method, text) in &doc_texts {
                     table.add(method, text, &mut scratch.params);
                 }
@@ -115,7 +116,8 @@ impl Featurizer {
 
 /// The rarity features' vocabulary entries (with their document frequency over the corpus
 /// `docs`): `rare:<name>` for [`RarityTable::reserved_names`], then `rare:any` and `unseen:path`, then the
-/// oddity features of each level ([`params::ODD_KINDS`]).
+/// oddity features of each level ([`params::ODD_KINDS`], then [`params::ODD_SHAPE_PATH_KINDS`]
+/// when on).
 pub(crate) fn rarity_entries(
     table: &RarityTable,
     docs: &[(String, String)],
@@ -131,6 +133,11 @@ pub(crate) fn rarity_entries(
     for &permille in &table.odd_permille {
         for kind in params::ODD_KINDS {
             bodies.push(params::odd_feature(kind, permille));
+        }
+        if table.odd_shape_path {
+            for kind in params::ODD_SHAPE_PATH_KINDS {
+                bodies.push(params::odd_feature(kind, permille));
+            }
         }
     }
     let position: HashMap<&str, usize> = bodies

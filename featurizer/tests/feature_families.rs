@@ -243,6 +243,7 @@ fn default_artifacts_do_not_mention_the_new_settings_and_bad_ones_are_refused() 
         "value_shapes",
         "sublinear_tf",
         "odd_permille",
+        "odd_shape_path",
     ] {
         assert!(!json.contains(key), "{key} in a default artifact");
     }
@@ -281,6 +282,18 @@ fn default_artifacts_do_not_mention_the_new_settings_and_bad_ones_are_refused() 
             "{levels:?}: {err}"
         );
     }
+    // The shape/path kinds need the oddity levels.
+    let err = Featurizer::fit(
+        FeaturizerConfig {
+            params: true,
+            rarity_min_count: Some(3),
+            odd_shape_path: true,
+            ..Default::default()
+        },
+        corpus(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("odd_shape_path"), "{err}");
 }
 
 proptest! {
