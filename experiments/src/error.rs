@@ -46,10 +46,26 @@ pub enum Error {
         /// What was expected.
         reason: String,
     },
-    /// A command line or a combination of settings is invalid (a usage error without a typed
-    /// variant).
+    /// The sweep cannot compute what its file asks of its data.
     #[error("invalid configuration: {0}")]
-    Config(String),
+    Sweep(SweepProblem),
+    /// A cell's mechanism cannot be resolved (a `matched` parameter, say).
+    #[error(
+        "invalid configuration: experiments {experiment}: {mechanism} with {teachers} teachers, \
+         {queries} queries: {source}"
+    )]
+    CellMechanism {
+        /// The experiment's name.
+        experiment: String,
+        /// The mechanism's label.
+        mechanism: String,
+        /// The cell's teacher count.
+        teachers: usize,
+        /// The cell's query count.
+        queries: usize,
+        /// Why.
+        source: Box<Error>,
+    },
     /// A command-line flag has a value it cannot have.
     #[error("invalid configuration: --{flag} {value}: {problem}")]
     FlagValue {
@@ -112,3 +128,79 @@ pub enum Error {
 
 /// The experiments' result type.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// What the sweep cannot compute ([`Error::Sweep`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SweepProblem {
+    /// No σ meets a `matched` reference's ε.
+    #[error(
+        "no σ ≤ 1e4 brings the data-independent ε of {queries} queries down to the reference's \
+         {target:.4} (for Confident-GNMax: σ₁'s threshold check alone costs more; raise σ₁)"
+    )]
+    NoMatchingSigma {
+        /// The cell's queries.
+        queries: usize,
+        /// The reference's ε.
+        target: f64,
+    },
+    /// `matched` as the first mechanism of a list.
+    #[error("`matched` needs a reference mechanism first in the list")]
+    NoReference,
+    /// More queries than the public split has distinct requests.
+    #[error(
+        "experiment {experiment}: {queries} queries asked but the public split of data `{data}` \
+         has only {distinct} distinct requests"
+    )]
+    TooManyQueries {
+        /// The experiment.
+        experiment: String,
+        /// Queries asked.
+        queries: usize,
+        /// The data list's label.
+        data: String,
+        /// Distinct public requests.
+        distinct: usize,
+    },
+    /// The base config is not a simulation.
+    #[error("the sweep's base config must be a simulation (split: {{simulate_from: [...]}})")]
+    BaseNotSimulation,
+    /// A split of a data list is empty.
+    #[error(
+        "data `{data}`: a split is empty ({private} private, {public} public, {validation} student \
+         validation, {test} test)"
+    )]
+    EmptySplit {
+        /// The data list's label.
+        data: String,
+        /// Private requests.
+        private: usize,
+        /// Public requests.
+        public: usize,
+        /// Student-validation requests.
+        validation: usize,
+        /// Test requests.
+        test: usize,
+    },
+    /// A split of a data list holds one class only.
+    #[error("data `{data}`: the {split} split needs both benign and malicious requests")]
+    SplitClasses {
+        /// The data list's label.
+        data: String,
+        /// The split.
+        split: &'static str,
+    },
+    /// Too few private requests for the teacher count.
+    #[error(
+        "{teachers} teachers need at least {needed} private requests, data `{data}` has {found}"
+    )]
+    TooFewPrivate {
+        /// The teacher count.
+        teachers: usize,
+        /// 2 per teacher.
+        needed: usize,
+        /// The data list's label.
+        data: String,
+        /// Private requests.
+        found: usize,
+    },
+}

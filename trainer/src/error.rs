@@ -61,9 +61,14 @@ pub enum Error {
         /// What was expected, and what was found.
         reason: String,
     },
-    /// A command line or configuration is invalid (a usage error without a typed variant).
-    #[error("invalid configuration: {0}")]
-    Config(String),
+    /// A subcommand's flags do not fit together (a usage error).
+    #[error("invalid configuration: {command}: {problem}")]
+    Usage {
+        /// The subcommand (`aggregate`, `teach`, `score`).
+        command: &'static str,
+        /// What is wrong.
+        problem: UsageProblem,
+    },
     /// A command-line flag that another one requires is missing.
     #[error("invalid configuration: --{flag} is required with {with}")]
     FlagRequired {
@@ -546,4 +551,62 @@ pub enum CudaProblem {
     /// Fewer devices than the index asked for.
     #[error("only {0} CUDA device(s)")]
     Count(usize),
+}
+
+/// How a subcommand's flags do not fit together ([`Error::Usage`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UsageProblem {
+    /// `aggregate` without a vote file.
+    #[error("no --votes file")]
+    NoVotes,
+    /// `aggregate --malicious-vote-share` on noisy shares.
+    #[error("--malicious-vote-share needs clean vote files, not noisy shares")]
+    VoteShareWithShares,
+    /// `aggregate` of noisy shares with another mechanism than the shares' GNMax.
+    #[error(
+        "the vote shares carry distributed GNMax noise with sigma {sigma}; pass --mechanism gnmax \
+         --sigma {sigma} (got {} {:?})",
+        .got.name(),
+        .got
+    )]
+    ShareSigma {
+        /// The shares' σ.
+        sigma: f64,
+        /// The mechanism given.
+        got: privacy::Mechanism,
+    },
+    /// `aggregate` of noisy shares and clean vote files together.
+    #[error(
+        "{shares} of the {files} --votes files are noisy shares and the others clean vote files; \
+         give all of one kind"
+    )]
+    MixedVoteFiles {
+        /// Files that are noisy shares.
+        shares: usize,
+        /// All files.
+        files: usize,
+    },
+    /// `score` with neither `--target` nor `--input` and `--format`.
+    #[error("pass --target or --input FILE --format F")]
+    ScoreInput,
+    /// `teach` with neither `--config` nor `--data`.
+    #[error("pass --config CFG, or --shard i/N with --data FILE")]
+    TeachInput,
+    /// `teach --data` without a fitted featurizer.
+    #[error(
+        "{} does not exist; pass --featurizer with the featurizer fitted on the public side",
+        .0.display()
+    )]
+    MissingFeaturizer(PathBuf),
+    /// `teach` without `--data` and without `--config`.
+    #[error("without --data, --config is needed for the datasets")]
+    ConfigForDatasets,
+    /// `teach --shard i/N` with N other than the config's `teachers.count`.
+    #[error("--shard i/{shards} but teachers.count is {config} in the config; they must agree")]
+    ShardCount {
+        /// N of `--shard i/N`.
+        shards: usize,
+        /// The config's `teachers.count`.
+        config: usize,
+    },
 }

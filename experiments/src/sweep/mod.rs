@@ -27,7 +27,7 @@ use privacy::VoteMatrix;
 use sha2::{Digest, Sha256};
 use tch::Device;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SweepProblem};
 use config::{ExperimentKind, MechanismSpec, SplitName, SweepConfig, SweepDataset};
 use report::{EpsilonPoint, ResultRow, SplitTable, SplitTableFile, SplitTableRow};
 use trainer::config::RunConfig;
@@ -106,9 +106,10 @@ fn match_sigma(
     let eps =
         |ln_sigma: f64| data_independent_epsilon(&make(ln_sigma.exp()), teachers, queries, delta);
     if eps(hi)? > target {
-        return Err(Error::Config(format!(
-            "no σ ≤ 1e4 brings the data-independent ε of {queries} queries down to the reference's {target:.4} (for Confident-GNMax: σ₁'s threshold check alone costs more; raise σ₁)"
-        )));
+        return Err(Error::Sweep(SweepProblem::NoMatchingSigma {
+            queries,
+            target,
+        }));
     }
     if eps(lo)? < target {
         return Ok(lo.exp());
@@ -133,9 +134,7 @@ fn resolve_mechanism(
     delta: f64,
 ) -> Result<ResolvedMechanism> {
     let target = || -> Result<f64> {
-        let r = reference.ok_or_else(|| {
-            Error::Config("`matched` needs a reference mechanism first in the list".into())
-        })?;
+        let r = reference.ok_or(Error::Sweep(SweepProblem::NoReference))?;
         data_independent_epsilon(&r.mechanism, teachers, queries, delta)
     };
     let (mechanism, parameters) = match spec {
@@ -428,10 +427,12 @@ fn check_queries(pending: &[&Unit], data: usize, spec: &DataSpec, ctx: &Context)
     for u in pending.iter().filter(|u| u.data == data) {
         if let Some(q) = u.kind.queries() {
             if q > ctx.distinct_public {
-                return Err(Error::Config(format!(
-                    "experiment {}: {q} queries asked but the public split of data `{}` has only {} distinct requests",
-                    u.experiment, spec.label, ctx.distinct_public
-                )));
+                return Err(Error::Sweep(SweepProblem::TooManyQueries {
+                    experiment: u.experiment.clone(),
+                    queries: q,
+                    data: spec.label.clone(),
+                    distinct: ctx.distinct_public,
+                }));
             }
         }
     }
@@ -628,12 +629,12 @@ fn experiment_cells(
                     for &rho in &rhos {
                         for spec in &e.mechanisms {
                             let mechanism = resolve_mechanism(spec, Some(&reference), t, q, delta)
-                                .map_err(|err| {
-                                    Error::Config(format!(
-                                        "experiments {}: {} with {t} teachers, {q} queries: {err}",
-                                        e.name,
-                                        spec.label()
-                                    ))
+                                .map_err(|err| Error::CellMechanism {
+                                    experiment: e.name.clone(),
+                                    mechanism: spec.label(),
+                                    teachers: t,
+                                    queries: q,
+                                    source: Box::new(err),
                                 })?;
                             let cell = format!(
                                 "{}/t{t}-q{q}-rho{}-{}",
@@ -723,11 +724,11 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
         files.extend(std::iter::repeat_n(d.path.clone(), r.len()));
         records.extend(r);
     }
-    let fractions = base.split.as_ref().map(|s| s.fractions()).ok_or_else(|| {
-        Error::Config(
-            "the sweep's base config must be a simulation (split: {simulate_from: [...]})".into(),
-        )
-    })?;
+    let fractions = base
+        .split
+        .as_ref()
+        .map(|s| s.fractions())
+        .ok_or(Error::Sweep(SweepProblem::BaseNotSimulation))?;
     pipeline::drop_unread_headers(&mut records, &base.featurizer.config);
     let s = pipeline::split_by_record(&records, &fractions);
     let keep = |rows: Vec<usize>, split: SplitName| -> Vec<usize> {
@@ -785,14 +786,13 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
         },
     )?;
     if roles.iter().any(|r| r.is_empty()) {
-        return Err(Error::Config(format!(
-            "data `{}`: a split is empty ({} private, {} public, {} student validation, {} test)",
-            spec.label,
-            splits.private.len(),
-            splits.public.len(),
-            splits.student_validation.len(),
-            splits.test.len()
-        )));
+        return Err(Error::Sweep(SweepProblem::EmptySplit {
+            data: spec.label.clone(),
+            private: splits.private.len(),
+            public: splits.public.len(),
+            validation: splits.student_validation.len(),
+            test: splits.test.len(),
+        }));
     }
     Ok(RunData {
         records,
@@ -832,10 +832,10 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         ("private", &shared.private.y),
     ] {
         if !y.contains(&true) || !y.contains(&false) {
-            return Err(Error::Config(format!(
-                "data `{}`: the {what} split needs both benign and malicious requests",
-                spec.label
-            )));
+            return Err(Error::Sweep(SweepProblem::SplitClasses {
+                data: spec.label.clone(),
+                split: what,
+            }));
         }
     }
     let distinct_public = pipeline::distinct(records, &data.splits.public).len();
@@ -871,12 +871,12 @@ fn teacher_set(
 ) -> Result<TeacherSet> {
     let private_rows = &ctx.shared.private_rows;
     if private_rows.len() < 2 * count {
-        return Err(Error::Config(format!(
-            "{count} teachers need at least {} private requests, data `{}` has {}",
-            2 * count,
-            spec.label,
-            private_rows.len()
-        )));
+        return Err(Error::Sweep(SweepProblem::TooFewPrivate {
+            teachers: count,
+            needed: 2 * count,
+            data: spec.label.clone(),
+            found: private_rows.len(),
+        }));
     }
     let mut config = base.clone();
     config.teachers.count = count;

@@ -25,7 +25,7 @@ use privacy::aggregate::format_labels;
 use privacy::Mechanism;
 
 use super::account::MechanismArgs;
-use crate::error::{Error, Result, VoteProblem};
+use crate::error::{Error, Result, UsageProblem, VoteProblem};
 use crate::report::MechanismName;
 
 /// Arguments of `pate-trainer aggregate`.
@@ -87,7 +87,10 @@ fn merged_votes(files: &[(PathBuf, String)]) -> Result<privacy::VoteMatrix> {
             }
         }
     }
-    let (_, rows) = sum.ok_or_else(|| Error::Config("aggregate: no --votes file".into()))?;
+    let (_, rows) = sum.ok_or(Error::Usage {
+        command: "aggregate",
+        problem: UsageProblem::NoVotes,
+    })?;
     Ok(privacy::VoteMatrix::from_rows(&rows)?)
 }
 
@@ -105,9 +108,10 @@ pub fn run(args: Args) -> Result<()> {
         .count();
     let mut rng = privacy::NoiseRng::from_option(args.seed)?;
     if shares > 0 && args.malicious_vote_share != 0.5 {
-        return Err(Error::Config(
-            "aggregate: --malicious-vote-share needs clean vote files, not noisy shares".into(),
-        ));
+        return Err(Error::Usage {
+            command: "aggregate",
+            problem: UsageProblem::VoteShareWithShares,
+        });
     }
     let (labels, queries, classes, distributed) = if shares == 0 {
         let votes = merged_votes(&files)?;
@@ -127,12 +131,13 @@ pub fn run(args: Args) -> Result<()> {
         match mechanism {
             Mechanism::Gnmax(m) if m.sigma == sigma => {}
             _ => {
-                return Err(Error::Config(format!(
-                    "aggregate: the vote shares carry distributed GNMax noise with sigma {sigma}; \
-                     pass --mechanism gnmax --sigma {sigma} (got {} {:?})",
-                    mechanism.name(),
-                    mechanism
-                )))
+                return Err(Error::Usage {
+                    command: "aggregate",
+                    problem: UsageProblem::ShareSigma {
+                        sigma,
+                        got: mechanism,
+                    },
+                })
             }
         }
         let sum = privacy::shares::sum_shares(&parsed)?;
@@ -144,10 +149,13 @@ pub fn run(args: Args) -> Result<()> {
             true,
         )
     } else {
-        return Err(Error::Config(format!(
-            "aggregate: {shares} of the {} --votes files are noisy shares and the others clean vote files; give all of one kind",
-            files.len()
-        )));
+        return Err(Error::Usage {
+            command: "aggregate",
+            problem: UsageProblem::MixedVoteFiles {
+                shares,
+                files: files.len(),
+            },
+        });
     };
     let mut per_class = vec![0usize; classes];
     for l in labels.iter().flatten() {

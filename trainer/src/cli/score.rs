@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use bundle::{Bundle, Scorer};
 use featurizer::{Headers, RequestParts};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UsageProblem};
 
 /// Arguments of `pate-trainer score`.
 #[derive(Debug, clap::Args)]
@@ -135,9 +135,10 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let (Some(input), Some(format)) = (&args.input, args.format) else {
-        return Err(Error::Config(
-            "score: pass --target or --input FILE --format F".into(),
-        ));
+        return Err(Error::Usage {
+            command: "score",
+            problem: UsageProblem::ScoreInput,
+        });
     };
     let options = datasets::LoadOptions {
         label: args.label,

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use crate::cli::run::parse_device;
 use crate::config::RunConfig;
 use crate::device::{self, DeviceChoice};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UsageProblem};
 use crate::pipeline::{self, RunRng};
 use crate::rundir::RunDir;
 use crate::stages;
@@ -83,9 +83,10 @@ pub fn run(args: Args) -> Result<()> {
         Some(p) => RunConfig::load(p)?,
         None if !args.data.is_empty() => RunConfig::without_datasets(),
         None => {
-            return Err(Error::Config(
-                "teach: pass --config CFG, or --shard i/N with --data FILE".into(),
-            ))
+            return Err(Error::Usage {
+                command: "teach",
+                problem: UsageProblem::TeachInput,
+            })
         }
     };
     if let Some(t) = args.threads.or(config.threads) {
@@ -106,10 +107,10 @@ pub fn run(args: Args) -> Result<()> {
             with: "--data".into(),
         })?;
         if !featurizer_path.exists() {
-            return Err(Error::Config(format!(
-                "teach: {} does not exist; pass --featurizer with the featurizer fitted on the public side",
-                featurizer_path.display()
-            )));
+            return Err(Error::Usage {
+                command: "teach",
+                problem: UsageProblem::MissingFeaturizer(featurizer_path),
+            });
         }
         let featurizer = featurizer::Featurizer::load(&featurizer_path)?;
         let sources: Vec<_> = args
@@ -139,15 +140,19 @@ pub fn run(args: Args) -> Result<()> {
     }
     {
         if args.config.is_none() {
-            return Err(Error::Config(
-                "teach: without --data, --config is needed for the datasets".into(),
-            ));
+            return Err(Error::Usage {
+                command: "teach",
+                problem: UsageProblem::ConfigForDatasets,
+            });
         }
         if args.shard.is_some() && count != config.teachers.count {
-            return Err(Error::Config(format!(
-                "teach: --shard i/{count} but teachers.count is {} in the config; they must agree",
-                config.teachers.count
-            )));
+            return Err(Error::Usage {
+                command: "teach",
+                problem: UsageProblem::ShardCount {
+                    shards: count,
+                    config: config.teachers.count,
+                },
+            });
         }
         let data = pipeline::load_run_data(&config)?;
         let (records, splits) = (data.records, data.splits);
