@@ -279,8 +279,9 @@ pub enum Error {
     Network {
         /// The file or ensemble member.
         what: String,
-        /// What the validation found.
-        source: bundle::BundleError,
+        /// What the validation found (boxed: `BundleError` would make every `Result` of the
+        /// crate large).
+        source: Box<bundle::BundleError>,
     },
     /// The models of an ensemble, or the data given to train it, do not fit together.
     #[error("ensemble: {0}")]
@@ -572,8 +573,8 @@ pub enum UsageProblem {
     ShareSigma {
         /// The shares' σ.
         sigma: f64,
-        /// The mechanism given.
-        got: privacy::Mechanism,
+        /// The mechanism given (boxed: it would make every `Result` of the crate larger).
+        got: Box<privacy::Mechanism>,
     },
     /// `aggregate` of noisy shares and clean vote files together.
     #[error(

@@ -161,7 +161,7 @@ impl ModelFile {
         let weights = Mlp { layers };
         weights.validate().map_err(|source| Error::Network {
             what: path.display().to_string(),
-            source,
+            source: Box::new(source),
         })?;
         Ok(ModelFile { weights, info })
     }

@@ -135,7 +135,7 @@ pub fn run(args: Args) -> Result<()> {
                     command: "aggregate",
                     problem: UsageProblem::ShareSigma {
                         sigma,
-                        got: mechanism,
+                        got: Box::new(mechanism),
                     },
                 })
             }

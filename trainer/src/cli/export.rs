@@ -191,7 +191,7 @@ fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
         })?;
         mlp.validate().map_err(|source| Error::Network {
             what: path.display().to_string(),
-            source,
+            source: Box::new(source),
         })?;
         Ok((mlp, None, None))
     } else {

@@ -40,7 +40,7 @@ impl Ensemble {
         for (k, m) in members.iter().enumerate() {
             m.validate().map_err(|source| Error::Network {
                 what: format!("member {k}"),
-                source,
+                source: Box::new(source),
             })?;
             if m.dims() != dims {
                 return Err(Error::Ensemble(EnsembleProblem::Widths {
