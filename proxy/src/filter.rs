@@ -82,6 +82,63 @@ impl ScoredBody {
     }
 }
 
+/// Whether the body of this request is read and scored: with `whole_request` (placements) any
+/// request with a body; otherwise only an urlencoded POST or PUT.
+fn body_is_scored(header: &RequestHeader, whole_request: bool) -> bool {
+    let has_body = header.headers.contains_key(http::header::TRANSFER_ENCODING)
+        || header
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0");
+    if whole_request {
+        return has_body;
+    }
+    let method = &header.method;
+    if method != http::Method::POST && method != http::Method::PUT {
+        return false;
+    }
+    header
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/x-www-form-urlencoded")
+        })
+}
+
+/// The request's `Content-Length`, if it declares a valid one.
+fn declared_length(header: &RequestHeader) -> Option<u64> {
+    header
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// Whether the client sent `Expect: 100-continue`.
+fn expects_continue(header: &RequestHeader) -> bool {
+    header
+        .headers
+        .get(http::header::EXPECT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"))
+}
+
+/// The request's headers as the featurizer reads them (only with `whole_request`).
+fn header_pairs(header: &RequestHeader, whole_request: bool) -> Vec<(&str, &[u8])> {
+    if !whole_request {
+        return Vec::new();
+    }
+    header
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .collect()
+}
+
 impl WafProxy {
     /// A proxy that forwards to the configured upstream.
     pub fn new(shared: Arc<Shared>) -> Result<Self, ProxyError> {
@@ -96,37 +153,10 @@ impl WafProxy {
         whole_request: bool,
     ) -> Result<ScoredBody> {
         let header = session.req_header();
-        let method = &header.method;
-        let has_body = header.headers.contains_key(http::header::TRANSFER_ENCODING)
-            || header
-                .headers
-                .get(http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.trim() != "0");
-        if whole_request && !has_body {
+        if !body_is_scored(header, whole_request) {
             return Ok(ScoredBody::NotScored);
         }
-        if !whole_request && method != http::Method::POST && method != http::Method::PUT {
-            return Ok(ScoredBody::NotScored);
-        }
-        let urlencoded = whole_request
-            || header
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| {
-                    v.trim_start()
-                        .to_ascii_lowercase()
-                        .starts_with("application/x-www-form-urlencoded")
-                });
-        if !urlencoded {
-            return Ok(ScoredBody::NotScored);
-        }
-        let declared = header
-            .headers
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let declared = declared_length(header);
         let limit = self.shared.config.body_limit_bytes;
         let policy = self.shared.config.body_over_limit;
         if declared.is_some_and(|n| n > limit as u64) {
@@ -150,12 +180,7 @@ impl WafProxy {
         }
         // A client that sent `Expect: 100-continue` waits for it before sending the body; the
         // upstream is not connected yet, so the proxy answers it (and drops the header upstream).
-        let expects_continue = header
-            .headers
-            .get(http::header::EXPECT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"));
-        if expects_continue {
+        if expects_continue(header) {
             session
                 .as_downstream_mut()
                 .write_continue_response()
@@ -521,16 +546,7 @@ impl ProxyHttp for WafProxy {
         };
         let method = session.req_header().method.as_str().to_string();
         let target = session.req_header().raw_path().to_vec();
-        let header_pairs: Vec<(&str, &[u8])> = if whole_request {
-            session
-                .req_header()
-                .headers
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_bytes()))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let header_pairs = header_pairs(session.req_header(), whole_request);
         let parts = RequestParts {
             method: &method,
             target: &target,
