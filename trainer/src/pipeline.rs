@@ -459,6 +459,23 @@ pub fn read_labels(path: &Path) -> Result<Vec<Option<bool>>> {
         .collect()
 }
 
+/// Reads a labels file in which every line must be a label (no `-`): validation or test labels.
+/// `expected` says so in the error of an unlabelled line.
+pub fn read_full_labels(path: &Path, expected: &'static str) -> Result<Vec<bool>> {
+    read_labels(path)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            l.ok_or_else(|| Error::Label {
+                path: path.to_owned(),
+                line: i + 1,
+                found: "no label".into(),
+                expected,
+            })
+        })
+        .collect()
+}
+
 /// Writes labels (true = malicious) in the privacy crate's label-file format, atomically.
 pub fn write_labels(path: &Path, labels: &[Option<bool>]) -> Result<()> {
     let classes: Vec<Option<usize>> = labels.iter().map(|l| l.map(usize::from)).collect();

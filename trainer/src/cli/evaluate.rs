@@ -62,18 +62,7 @@ pub fn run(args: Args) -> Result<()> {
     let device = device::resolve(args.device)?;
     let model = ModelFile::load(&model_path)?;
     let x = pipeline::read_matrix(&features_path)?;
-    let y = pipeline::read_labels(&labels_path)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            l.ok_or_else(|| Error::Label {
-                path: labels_path.clone(),
-                line: i + 1,
-                found: "no label".into(),
-                expected: "test labels must be 0 or 1",
-            })
-        })
-        .collect::<Result<Vec<bool>>>()?;
+    let y = pipeline::read_full_labels(&labels_path, "test labels must be 0 or 1")?;
     if y.len() != x.rows {
         return Err(Error::RowCount {
             path: labels_path,

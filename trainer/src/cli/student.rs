@@ -87,7 +87,10 @@ pub fn run(args: Args) -> Result<()> {
 
     let (queries, labels, answered) = read_answered_queries(&queries_path, &labels_path)?;
     let validation = pipeline::read_matrix(&validation_path)?;
-    let validation_labels = read_validation_labels(&validation_labels_path)?;
+    let validation_labels = pipeline::read_full_labels(
+        &validation_labels_path,
+        "validation labels must all be 0 or 1",
+    )?;
     let check_width = |path: &Path, m: &DenseMatrix| {
         check_featurizer_width(path, m, &featurizer_path, featurizer.dim())
     };
@@ -176,22 +179,6 @@ fn read_answered_queries(
         });
     }
     Ok((queries, labels, answered))
-}
-
-/// The validation labels, every one 0 or 1.
-fn read_validation_labels(path: &Path) -> Result<Vec<bool>> {
-    pipeline::read_labels(path)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            l.ok_or_else(|| Error::Label {
-                path: path.to_owned(),
-                line: i + 1,
-                found: "no label".into(),
-                expected: "validation labels must all be 0 or 1",
-            })
-        })
-        .collect()
 }
 
 /// Refuses a feature matrix that is not as wide as the featurizer's output.
