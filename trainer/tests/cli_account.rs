@@ -199,7 +199,7 @@ fn aggregate_then_account_confident_gnmax_with_answered() {
     assert!(!out.status.success());
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("max_answered = "), "{e}");
-    let out = trainer(&[
+    let gnmax40 = [
         "account",
         "--votes",
         &votes,
@@ -207,26 +207,18 @@ fn aggregate_then_account_confident_gnmax_with_answered() {
         "gnmax",
         "--sigma",
         "40",
-        "--max-answered",
-        "5",
-    ]);
+    ];
+    let out = trainer(&[&gnmax40[..], &["--max-answered", "5"]].concat());
     assert!(!out.status.success(), "--max-answered is Confident-GNMax's");
 
     // GNMax with sanitization: three labelled values.
-    let j = ok_json(&[
-        "account",
-        "--votes",
-        &votes,
-        "--mechanism",
-        "gnmax",
-        "--sigma",
-        "40",
-        "--orders",
-        "2,2.5,3,10,20",
-        "--sanitize",
-        "--seed",
-        "1",
-    ]);
+    let j = ok_json(
+        &[
+            &gnmax40[..],
+            &["--orders", "2,2.5,3,10,20", "--sanitize", "--seed", "1"],
+        ]
+        .concat(),
+    );
     let labels: Vec<&str> = j["epsilons"]
         .as_array()
         .unwrap()
