@@ -115,7 +115,22 @@ fn bench(c: &mut Criterion) {
         norm: featurizer::Norm::L2,
         ..Default::default()
     });
+    // configs/whole-request.yaml's featurizer.config (issue 17), without and with libinjection's
+    // detectors run on every decoded part.
+    let whole_request = |libinjection: bool| {
+        fit_with(FeaturizerConfig {
+            top_k: 500,
+            value_shapes: true,
+            sublinear_tf: true,
+            placements: Some(featurizer::PlacementConfig::default()),
+            libinjection,
+            ..Default::default()
+        })
+    };
+    let (placements, placements_li) = (whole_request(false), whole_request(true));
     for (group_name, featurizer) in [
+        ("transform_into_whole_request", &placements),
+        ("transform_into_whole_request_libinjection", &placements_li),
         ("transform_into_train_yaml", &train_yaml),
         ("transform_into_value_shapes", &shapes),
         ("transform_into_char3to5_shapes_top2000", &chars),

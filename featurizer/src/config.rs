@@ -104,7 +104,24 @@ pub struct FeaturizerConfig {
     /// and scores.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placements: Option<PlacementConfig>,
+    /// libinjection's SQL-injection and XSS detectors as features, a public prior the model
+    /// weighs (`libinjectionrs`, a pure-Rust port of libinjection): every decoded part of the
+    /// placement view whose value libinjection calls SQL injection adds [`LIBINJECTION_SQLI`],
+    /// XSS [`LIBINJECTION_XSS`] (placement features: `pl:li:sqli`, `pl:li:xss` in the
+    /// vocabulary). Both take reserved places at the end of the vocabulary, so `top_k` never
+    /// drops them. Needs `placements`. Off by default; not written when off.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub libinjection: bool,
 }
+
+/// Placement-feature body of a part libinjection calls SQL injection
+/// ([`FeaturizerConfig::libinjection`]; `pl:li:sqli` in the vocabulary).
+pub const LIBINJECTION_SQLI: &str = "li:sqli";
+/// Placement-feature body of a part libinjection calls XSS
+/// ([`FeaturizerConfig::libinjection`]; `pl:li:xss` in the vocabulary).
+pub const LIBINJECTION_XSS: &str = "li:xss";
+/// Every libinjection feature body, in vocabulary order.
+pub const LIBINJECTION_FEATURES: [&str; 2] = [LIBINJECTION_SQLI, LIBINJECTION_XSS];
 
 pub(crate) fn is_l1(n: &Norm) -> bool {
     *n == Norm::L1
@@ -175,6 +192,7 @@ impl Default for FeaturizerConfig {
             odd_shape_path: false,
             norm: Norm::L1,
             placements: None,
+            libinjection: false,
         }
     }
 }
@@ -186,6 +204,12 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
         return Err(FeaturizerError::Setting {
             key: "placements",
             reason: "cannot be combined with params or rarity_min_count".into(),
+        });
+    }
+    if c.libinjection && c.placements.is_none() {
+        return Err(FeaturizerError::Setting {
+            key: "libinjection",
+            reason: "needs placements (libinjection reads each decoded part of the request)".into(),
         });
     }
     if c.top_k == 0 {

@@ -58,7 +58,25 @@ impl Featurizer {
                 (Some(table), entries)
             }
         };
+        // libinjection's features take reserved places too (before the rarity entries), with
+        // their document frequency over the corpus (0 when no document fired them).
+        let li_entries: Vec<(String, u64)> = if config.libinjection {
+            LIBINJECTION_FEATURES
+                .iter()
+                .map(|body| {
+                    let entry = format!("{PLACEMENT_PREFIX}{body}");
+                    let d = ranked
+                        .iter()
+                        .position(|(t, _)| *t == entry)
+                        .map_or(0, |k| ranked.remove(k).1);
+                    (entry, d)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let reserved = rarity_entries.len()
+            + li_entries.len()
             + if config.value_shapes {
                 UNSEEN_SHAPES.len()
             } else {
@@ -88,6 +106,7 @@ impl Featurizer {
         } else {
             ranked.truncate(config.top_k - reserved);
         }
+        ranked.extend(li_entries);
         ranked.extend(rarity_entries);
         let idf = ranked
             .iter()
@@ -191,7 +210,7 @@ fn document_features(
     if let Some(pc) = &config.placements {
         // The document is the request's first window (what `transform` reads).
         let split = placement::split_request(doc, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split);
+        let segments = placement::segments(&split, config.libinjection);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         placement::for_each_window_feature(

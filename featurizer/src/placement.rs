@@ -1083,12 +1083,30 @@ pub(crate) struct Segment {
     pub shapes: bool,
     /// Placement features (bodies after [`crate::PLACEMENT_PREFIX`]).
     pub marks: Vec<String>,
+    /// What libinjection calls the value ([`libinjection_flags`]; all false unless
+    /// [`crate::FeaturizerConfig::libinjection`]).
+    pub li: [bool; 2],
+}
+
+/// Whether libinjection calls `value` SQL injection and XSS, in
+/// [`crate::LIBINJECTION_FEATURES`] order. libinjection is not expected to panic on any input
+/// (the crate's property tests feed it arbitrary bytes); should it ever, the value counts as
+/// both, so a crafted input that crashes the detector does not pass as clean.
+pub fn libinjection_flags(value: &[u8]) -> [bool; 2] {
+    std::panic::catch_unwind(|| {
+        [
+            libinjectionrs::detect_sqli(value).is_injection(),
+            libinjectionrs::detect_xss(value).is_injection(),
+        ]
+    })
+    .unwrap_or([true, true])
 }
 
 /// The segments of a split request. A part repeated with the same placement and text counts
 /// once: repeating a benign pair (`a=1&a=1&…`) would otherwise dilute the weight of an attack
 /// in the same window (padding).
-pub(crate) fn segments(split: &Split) -> Vec<Segment> {
+/// With `libinjection`, each segment also records what libinjection calls its value.
+pub(crate) fn segments(split: &Split, libinjection: bool) -> Vec<Segment> {
     let mut seen = std::collections::HashSet::new();
     split
         .parts
@@ -1112,11 +1130,17 @@ pub(crate) fn segments(split: &Split) -> Vec<Segment> {
             if p.encoded {
                 marks.push(format!("{}={shape}", crate::BASE64_MARK));
             }
+            let li = if libinjection {
+                libinjection_flags(p.value.as_bytes())
+            } else {
+                [false; 2]
+            };
             Segment {
                 placement: p.placement,
                 text,
                 shapes: pair,
                 marks,
+                li,
             }
         })
         .collect()
@@ -1212,6 +1236,12 @@ pub(crate) fn for_each_window_feature(
             for mark in &seg.marks {
                 count += 1;
                 f(crate::FeatureKind::Placement, mark);
+            }
+            for (fired, body) in seg.li.iter().zip(crate::LIBINJECTION_FEATURES) {
+                if *fired {
+                    count += 1;
+                    f(crate::FeatureKind::Placement, body);
+                }
             }
         }
     }

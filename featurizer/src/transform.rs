@@ -229,7 +229,7 @@ impl Featurizer {
     ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
         let config = &self.content.config;
         let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split);
+        let segments = placement::segments(&split, config.libinjection);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         (segments, windows, split.limited())
@@ -318,7 +318,7 @@ impl Featurizer {
         };
         let config = &self.content.config;
         let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split);
+        let segments = placement::segments(&split, config.libinjection);
         let mut out = Vec::new();
         for p in Placement::ALL {
             let mine: Vec<placement::Segment> = segments

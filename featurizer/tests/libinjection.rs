@@ -1,0 +1,175 @@
+//! libinjection's SQLi / XSS detectors as features (`FeaturizerConfig::libinjection`).
+use featurizer::placement::libinjection_flags;
+use featurizer::{
+    Featurizer, FeaturizerConfig, FeaturizerError, Headers, PlacementConfig, RequestParts,
+};
+use proptest::prelude::*;
+
+fn config(libinjection: bool, top_k: usize) -> FeaturizerConfig {
+    FeaturizerConfig {
+        top_k,
+        placements: Some(PlacementConfig::default()),
+        libinjection,
+        ..Default::default()
+    }
+}
+
+/// Benign requests only: no document fires libinjection, and many distinct tokens compete for a
+/// small `top_k`.
+fn benign_corpus() -> Vec<String> {
+    (0..40)
+        .map(|k| {
+            format!(
+                "/tienda/anadir.jsp?id={k}&nombre=producto{k}&precio={}",
+                k * 7
+            )
+        })
+        .collect()
+}
+
+fn fit(libinjection: bool, top_k: usize) -> Featurizer {
+    let docs = benign_corpus();
+    Featurizer::fit(
+        config(libinjection, top_k),
+        docs.iter().map(|d| RequestParts::get(d)),
+    )
+    .unwrap()
+}
+
+fn names<'f>(f: &'f Featurizer, req: &RequestParts) -> Vec<&'f str> {
+    let vocab = f.vocabulary();
+    f.transform(req)
+        .indices
+        .iter()
+        .map(|&i| vocab[i as usize].as_str())
+        .collect()
+}
+
+#[test]
+fn attacks_fire_and_benign_values_do_not() {
+    for sqli in [
+        "1' or '1'='1",
+        "1 union select password from users--",
+        "admin'--",
+    ] {
+        assert!(libinjection_flags(sqli.as_bytes())[0], "{sqli}");
+    }
+    for xss in [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        "\"><svg onload=alert(1)>",
+    ] {
+        assert!(libinjection_flags(xss.as_bytes())[1], "{xss}");
+    }
+    for benign in [
+        "juan perez",
+        "queso manchego",
+        "juan.perez@example.com",
+        "calle mayor 12, 2b",
+        "39",
+        "",
+    ] {
+        assert_eq!(
+            libinjection_flags(benign.as_bytes()),
+            [false, false],
+            "{benign}"
+        );
+    }
+}
+
+#[test]
+fn features_are_reserved_and_fire_in_any_placement() {
+    // top_k 5 keeps 3 tokens of the benign corpus and the 2 reserved libinjection entries, which
+    // no document of the corpus fired.
+    let f = fit(true, 5);
+    let vocab = f.vocabulary();
+    assert_eq!(vocab.len(), 5, "{vocab:?}");
+    assert_eq!(&vocab[3..], ["pl:li:sqli", "pl:li:xss"]);
+    let ua: &[(&str, &[u8])] = &[("User-Agent", b"<script>alert(1)</script>")];
+    let req = RequestParts {
+        method: "GET",
+        target: b"/tienda/anadir.jsp?id=1%27%20or%20%271%27%3D%271",
+        body: None,
+        headers: Headers::Pairs(ua),
+    };
+    let n = names(&f, &req);
+    assert!(
+        n.contains(&"pl:li:sqli") && n.contains(&"pl:li:xss"),
+        "{n:?}"
+    );
+    // A JSON body's \u-escaped SQLi is decoded before libinjection reads it.
+    let json: &[(&str, &[u8])] = &[("Content-Type", b"application/json")];
+    let req = RequestParts {
+        method: "POST",
+        target: b"/tienda/anadir.jsp",
+        body: Some(br#"{"nombre": "1\u0027 or \u00271\u0027=\u00271"}"#),
+        headers: Headers::Pairs(json),
+    };
+    assert!(names(&f, &req).contains(&"pl:li:sqli"));
+    // Benign values fire nothing.
+    let req = RequestParts::get(
+        "/tienda/anadir.jsp?nombre=Queso+Manchego&email=juan.perez%40example.com&n=juan%20perez",
+    );
+    let n = names(&f, &req);
+    assert!(!n.iter().any(|t| t.starts_with("pl:li:")), "{n:?}");
+    // Round trip.
+    let back = Featurizer::from_json(&f.to_json()).unwrap();
+    assert_eq!(back.to_json(), f.to_json());
+}
+
+#[test]
+fn off_means_no_features_and_the_artifact_does_not_mention_it() {
+    let f = fit(false, 500);
+    assert!(!f.vocabulary().iter().any(|t| t.starts_with("pl:li:")));
+    let json = String::from_utf8(f.to_json()).unwrap();
+    assert!(!json.contains("libinjection"), "{json}");
+    let on = fit(true, 500);
+    assert!(String::from_utf8(on.to_json())
+        .unwrap()
+        .contains("\"libinjection\""));
+    // An artifact written before the setting existed (no key) loads with it off.
+    let f2 = Featurizer::from_json(json.as_bytes()).unwrap();
+    assert!(!f2.config().libinjection);
+}
+
+#[test]
+fn libinjection_needs_placements() {
+    let c = FeaturizerConfig {
+        libinjection: true,
+        ..Default::default()
+    };
+    let err = Featurizer::fit(c, [RequestParts::get("/a")]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            FeaturizerError::Setting {
+                key: "libinjection",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// Arbitrary bytes never panic libinjection (a panic would count as both detections).
+    #[test]
+    fn arbitrary_bytes_do_not_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let ok = std::panic::catch_unwind(|| {
+            libinjectionrs::detect_sqli(&bytes).is_injection();
+            libinjectionrs::detect_xss(&bytes).is_injection();
+        });
+        prop_assert!(ok.is_ok());
+    }
+
+    /// Arbitrary ASCII that looks like SQL / HTML never panics either.
+    #[test]
+    fn sql_and_html_like_text_does_not_panic(s in "[-'\"<>=/ ;()a-z0-9#*!`&|]{0,256}") {
+        let ok = std::panic::catch_unwind(|| {
+            libinjectionrs::detect_sqli(s.as_bytes()).is_injection();
+            libinjectionrs::detect_xss(s.as_bytes()).is_injection();
+        });
+        prop_assert!(ok.is_ok());
+    }
+}
