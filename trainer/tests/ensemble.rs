@@ -657,3 +657,109 @@ fn members_without_held_out_samples_train_every_epoch_and_keep_the_last_weights(
     };
     assert!(train(&no_holdout, &youden).is_err());
 }
+
+/// `optimizer: fista` with `l1`: the weights reached satisfy the optimality conditions of the
+/// L1-penalized, class-weighted logistic regression of each member (for a weight at zero
+/// |∂f/∂w| ≤ λ₁, for any other ∂f/∂w = −λ₁·sign(w)), which a wrong proximal step, momentum or
+/// gradient would break; the noise features end exactly at zero; the batched members equal
+/// independent trainings; and `l1` with Adam is refused.
+#[test]
+fn fista_reaches_the_l1_penalized_optimum_of_each_member() {
+    let l1 = 0.01;
+    let cfg = TrainConfig {
+        hidden: vec![],
+        max_epochs: 3000,
+        learning_rate: 1.0,
+        optimizer: ensemble::Optimizer::Fista,
+        l1,
+        member_threshold: ensemble::MemberThreshold::Half,
+        ..config()
+    };
+    cfg.validate("teachers.training").unwrap();
+    let data: Vec<MemberData> = member_data(13)
+        .into_iter()
+        .map(|d| MemberData {
+            holdout: LabeledRows {
+                x: DenseMatrix::new(0, DIM, vec![]).unwrap(),
+                y: vec![],
+            },
+            ..d
+        })
+        .collect();
+    let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(data.len()));
+    let train = |data: &[MemberData], init: &[trainer::model::Mlp]| {
+        let model = Ensemble::from_members(init, Device::Cpu).unwrap();
+        let (model, _) = ensemble::train(
+            model,
+            data,
+            &cfg,
+            &mut streams(data.len()),
+            Mode::Batched,
+            "",
+        )
+        .unwrap();
+        model.members().unwrap()
+    };
+    let members = train(&data, &init);
+    let mut zeros = 0;
+    for (k, (member, d)) in members.iter().zip(&data).enumerate() {
+        let layer = &member.layers[0];
+        let (w, b) = (&layer.weight, f64::from(layer.bias[0]));
+        let rows = d.train.y.len();
+        let positives = d.train.y.iter().filter(|&&y| y).count();
+        let pos_weight = (rows - positives) as f64 / positives as f64;
+        // ∂/∂w_j of mean_i −[p·y·log σ(z) + (1 − y)·log σ(−z)].
+        let mut grad = vec![0f64; DIM];
+        for (i, &y) in d.train.y.iter().enumerate() {
+            let x = d.train.x.row(i);
+            let z = b + x
+                .iter()
+                .zip(w)
+                .map(|(&a, &c)| f64::from(a) * f64::from(c))
+                .sum::<f64>();
+            let s = 1.0 / (1.0 + (-z).exp());
+            let dz = if y { pos_weight * (s - 1.0) } else { s };
+            for j in 0..DIM {
+                grad[j] += dz * f64::from(x[j]) / rows as f64;
+            }
+        }
+        for j in 0..DIM {
+            let wj = f64::from(w[j]);
+            if wj == 0.0 {
+                zeros += 1;
+                assert!(
+                    grad[j].abs() <= l1 * 1.05,
+                    "member {k} w{j} = 0: |grad| {}",
+                    grad[j]
+                );
+            } else {
+                let want = -l1 * wj.signum();
+                assert!(
+                    (grad[j] - want).abs() <= l1 * 0.05,
+                    "member {k} w{j} = {wj}: grad {} instead of {want}",
+                    grad[j]
+                );
+            }
+        }
+    }
+    // Features 4.. carry no signal: the penalty sets weights exactly to zero (15 of 60 here;
+    // none without it).
+    assert!(zeros >= data.len() * 2, "only {zeros} weights at zero");
+    for k in 0..data.len() {
+        let alone = train(&data[k..=k], &init[k..=k]).remove(0);
+        let diff = max_abs_diff(&alone, &members[k]);
+        assert!(
+            diff < 1e-4,
+            "member {k}: batched and alone differ by {diff}"
+        );
+    }
+    let adam = TrainConfig {
+        optimizer: ensemble::Optimizer::Adam,
+        ..cfg.clone()
+    };
+    let err = adam.validate("teachers.training").unwrap_err().to_string();
+    assert!(
+        err.contains("teachers.training.l1") && err.contains("fista"),
+        "{err}"
+    );
+}

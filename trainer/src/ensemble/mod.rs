@@ -19,7 +19,7 @@ mod rows;
 mod train;
 mod votes;
 
-pub use config::{ClassBalance, MemberThreshold, Mode, TrainConfig};
+pub use config::{ClassBalance, MemberThreshold, Mode, Optimizer, TrainConfig};
 pub use data::{LabeledRows, MemberData};
 pub use model::{init_members, Ensemble};
 pub use optimizer::Trainer;

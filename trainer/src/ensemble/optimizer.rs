@@ -1,5 +1,7 @@
-//! The loss and Adam with per-member step counts and masks ([`Trainer`]).
+//! The loss, and Adam or FISTA with per-member step counts and masks ([`Trainer`]).
 use tch::{Device, Kind, Tensor};
+
+use super::config::Optimizer;
 
 use super::model::Ensemble;
 use super::rows::Rows;
@@ -50,12 +52,29 @@ pub struct Trainer {
     steps: Vec<u64>,
     learning_rate: f64,
     weight_decay: f64,
+    optimizer: Optimizer,
+    l1: f64,
+    /// FISTA's previous iterate x_{k−1} of every parameter (empty with Adam).
+    previous: Vec<Tensor>,
 }
 
 impl Trainer {
     /// Sets the L2 penalty ([`TrainConfig::weight_decay`](super::TrainConfig::weight_decay)).
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Self {
         self.weight_decay = weight_decay;
+        self
+    }
+
+    /// Sets the update rule and its L1 penalty ([`TrainConfig::optimizer`](super::TrainConfig::optimizer),
+    /// [`TrainConfig::l1`](super::TrainConfig::l1); the caller has validated that `l1 > 0` comes
+    /// with FISTA).
+    pub fn with_optimizer(mut self, optimizer: Optimizer, l1: f64) -> Self {
+        self.optimizer = optimizer;
+        self.l1 = l1;
+        self.previous = match optimizer {
+            Optimizer::Adam => Vec::new(),
+            Optimizer::Fista => self.params().iter().map(|p| p.detach().copy()).collect(),
+        };
         self
     }
 
@@ -84,6 +103,9 @@ impl Trainer {
             steps: vec![0; n],
             learning_rate,
             weight_decay: 0.0,
+            optimizer: Optimizer::Adam,
+            l1: 0.0,
+            previous: Vec::new(),
             ensemble,
         }
     }
@@ -128,6 +150,9 @@ impl Trainer {
         pos_weight: &Tensor,
         active: &[bool],
     ) -> Result<Vec<f32>> {
+        if self.optimizer == Optimizer::Fista {
+            self.extrapolate(active)?;
+        }
         let losses = member_losses(&self.ensemble.logits_rows(x), y, w, pos_weight);
         let penalized = if self.weight_decay > 0.0 {
             // λ/2 · Σ‖W_l‖² per member (weights [N, in, out]; biases are not penalized).
@@ -147,7 +172,10 @@ impl Trainer {
         } else {
             losses.shallow_clone()
         };
-        self.apply_adam(&penalized, active)?;
+        match self.optimizer {
+            Optimizer::Adam => self.apply_adam(&penalized, active)?,
+            Optimizer::Fista => self.apply_proximal(&penalized, active)?,
+        }
         Ok(Vec::<f32>::try_from(
             losses.detach().to_device(Device::Cpu),
         )?)
@@ -255,6 +283,69 @@ impl Trainer {
         Ok(())
     }
 
+    /// Per-member `[n, 1]` tensor of `value(k)` for the active members and 0 for the others.
+    fn per_member(&self, active: &[bool], value: impl Fn(usize) -> f64) -> Tensor {
+        let values: Vec<f32> = (0..active.len())
+            .map(|k| if active[k] { value(k) as f32 } else { 0.0 })
+            .collect();
+        Tensor::from_slice(&values)
+            .view([active.len() as i64, 1])
+            .to_device(self.ensemble.device)
+    }
+
+    /// FISTA's extrapolation before the gradient of step k (Beck & Teboulle 2009, §4): the
+    /// parameters move from x_{k−1} to y_k = x_{k−1} + β_k·(x_{k−1} − x_{k−2}) with
+    /// β_k = (t_{k−1} − 1) / t_k, t_1 = 1, t_{k+1} = (1 + √(1 + 4t_k²)) / 2; `previous` becomes
+    /// x_{k−1}. Inactive members keep their parameters (β = 0) and their `previous`.
+    fn extrapolate(&mut self, active: &[bool]) -> Result<()> {
+        let n = self.ensemble.len() as i64;
+        let momentum = self.per_member(active, |k| fista_momentum(self.steps[k] + 1));
+        let keep = self.per_member(active, |_| 1.0).eq(0.0);
+        let _guard = tch::no_grad_guard();
+        for (p, previous) in self.params().iter().zip(&mut self.previous) {
+            let per_member = p.numel() as i64 / n;
+            let current = p.detach().copy();
+            let view = |t: &Tensor| t.f_view([n, per_member]);
+            let (pv, xv) = (view(p)?, view(previous)?);
+            // y = x + β (x − x_prev)
+            let y = &pv + (&pv - &xv) * &momentum;
+            let _ = pv.shallow_clone().f_copy_(&y)?;
+            // previous ← x_{k−1} for the active members only.
+            let next_previous = view(&current)?.f_where_self(&keep.logical_not(), &xv)?;
+            let _ = xv.shallow_clone().f_copy_(&next_previous)?;
+        }
+        Ok(())
+    }
+
+    /// FISTA's proximal gradient step from y_k: x_k = prox(y_k − α∇f(y_k)), the proximal map
+    /// of α·λ₁‖W‖₁ being soft-thresholding of the weights by α·λ₁ (biases are not penalized).
+    fn apply_proximal(&mut self, losses: &Tensor, active: &[bool]) -> Result<()> {
+        let n = self.ensemble.len() as i64;
+        let params = self.params();
+        let grads = Tensor::f_run_backward(&[losses.sum(Kind::Float)], &params, false, false)?;
+        for (k, &a) in active.iter().enumerate() {
+            if a {
+                self.steps[k] += 1;
+            }
+        }
+        let step = self.per_member(active, |_| self.learning_rate);
+        let shrink = self.per_member(active, |_| self.learning_rate * self.l1);
+        let weights = self.ensemble.weights.len();
+        let _guard = tch::no_grad_guard();
+        for (i, (p, g)) in params.iter().zip(grads).enumerate() {
+            let per_member = p.numel() as i64 / n;
+            let pv = p.f_view([n, per_member])?;
+            let gv = g.f_contiguous()?.f_view([n, per_member])?;
+            // Inactive members: step 0 and shrink 0 leave them as they are.
+            let mut x = &pv - &gv * &step;
+            if i < weights && self.l1 > 0.0 {
+                x = x.sign() * (x.abs() - &shrink).clamp_min(0.0);
+            }
+            let _ = pv.shallow_clone().f_copy_(&x)?;
+        }
+        Ok(())
+    }
+
     /// The ensemble being trained.
     pub fn ensemble(&self) -> &Ensemble {
         &self.ensemble
@@ -292,7 +383,26 @@ impl Trainer {
             steps: keep.iter().map(|&k| self.steps[k]).collect(),
             learning_rate: self.learning_rate,
             weight_decay: self.weight_decay,
+            optimizer: self.optimizer,
+            l1: self.l1,
+            previous: select(&self.previous),
             ensemble,
         })
+    }
+}
+
+/// FISTA's momentum β_k = (t_{k−1} − 1) / t_k of step k ≥ 1 (β_1 = 0): t_1 = 1,
+/// t_{j+1} = (1 + √(1 + 4t_j²)) / 2.
+fn fista_momentum(step: u64) -> f64 {
+    let mut t_previous = 1.0f64;
+    let mut t = 1.0f64;
+    for _ in 1..step {
+        t_previous = t;
+        t = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
+    }
+    if step <= 1 {
+        0.0
+    } else {
+        (t_previous - 1.0) / t
     }
 }
