@@ -709,7 +709,7 @@ fn fista_reaches_the_l1_penalized_optimum_of_each_member() {
         let positives = d.train.y.iter().filter(|&&y| y).count();
         let pos_weight = (rows - positives) as f64 / positives as f64;
         // ∂/∂w_j of mean_i −[p·y·log σ(z) + (1 − y)·log σ(−z)].
-        let mut grad = vec![0f64; DIM];
+        let mut grad = [0f64; DIM];
         for (i, &y) in d.train.y.iter().enumerate() {
             let x = d.train.x.row(i);
             let z = b + x

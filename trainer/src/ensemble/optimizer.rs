@@ -2,7 +2,6 @@
 use tch::{Device, Kind, Tensor};
 
 use super::config::Optimizer;
-
 use super::model::Ensemble;
 use super::rows::Rows;
 use crate::error::{EnsembleProblem, Error, Result};
@@ -300,7 +299,7 @@ impl Trainer {
     fn extrapolate(&mut self, active: &[bool]) -> Result<()> {
         let n = self.ensemble.len() as i64;
         let momentum = self.per_member(active, |k| fista_momentum(self.steps[k] + 1));
-        let keep = self.per_member(active, |_| 1.0).eq(0.0);
+        let running = self.per_member(active, |_| 1.0).gt(0.0);
         let _guard = tch::no_grad_guard();
         for (p, previous) in self.params().iter().zip(&mut self.previous) {
             let per_member = p.numel() as i64 / n;
@@ -309,10 +308,10 @@ impl Trainer {
             let (pv, xv) = (view(p)?, view(previous)?);
             // y = x + β (x − x_prev)
             let y = &pv + (&pv - &xv) * &momentum;
-            let _ = pv.shallow_clone().f_copy_(&y)?;
+            pv.shallow_clone().f_copy_(&y)?;
             // previous ← x_{k−1} for the active members only.
-            let next_previous = view(&current)?.f_where_self(&keep.logical_not(), &xv)?;
-            let _ = xv.shallow_clone().f_copy_(&next_previous)?;
+            let next_previous = view(&current)?.f_where_self(&running, &xv)?;
+            xv.shallow_clone().f_copy_(&next_previous)?;
         }
         Ok(())
     }
@@ -341,7 +340,7 @@ impl Trainer {
             if i < weights && self.l1 > 0.0 {
                 x = x.sign() * (x.abs() - &shrink).clamp_min(0.0);
             }
-            let _ = pv.shallow_clone().f_copy_(&x)?;
+            pv.shallow_clone().f_copy_(&x)?;
         }
         Ok(())
     }

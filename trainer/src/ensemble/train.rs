@@ -323,19 +323,15 @@ fn train_batched<R: Rng>(
     drop(trainer);
     let ensemble = best_ensemble(dims, best, device);
 
-    // Thresholds: Youden's J on each member's held-out scores.
-    let full = Working::new(
-        (0..n_all).collect(),
-        data,
-        &pos_weight_values,
-        config,
-        cols,
-        layout,
-        device,
-    );
+    // Thresholds: Youden's J on each member's held-out scores. Only the held-out rows are padded
+    // again (the training rows' padded copy, 1.7 GB for train.yaml's dense FISTA teachers, is
+    // freed first).
+    drop(work);
+    let holdout_sets: Vec<&LabeledRows> = data.iter().map(|d| &d.holdout).collect();
+    let holdout = pad(&holdout_sets, cols, layout, device);
     let reports = member_reports(
         &ensemble,
-        &full,
+        &holdout,
         data,
         config,
         &pos_weight_values,
@@ -557,10 +553,10 @@ fn epoch_line(
 }
 
 /// Every member's report, its threshold chosen on its held-out scores under `ensemble` (the best
-/// weights; `full` holds every member's padded data).
+/// weights; `holdout` holds every member's padded held-out rows).
 fn member_reports(
     ensemble: &Ensemble,
-    full: &Working,
+    holdout: &Padded,
     data: &[MemberData],
     config: &TrainConfig,
     pos_weight_values: &[f32],
@@ -573,11 +569,7 @@ fn member_reports(
         Vec::new()
     } else {
         let _guard = tch::no_grad_guard();
-        let logits = ensemble.logits_rows(&full.holdout.narrow(
-            n_all as i64,
-            0,
-            full.holdout.max as i64,
-        ));
+        let logits = ensemble.logits_rows(&holdout.narrow(n_all as i64, 0, holdout.max as i64));
         Vec::<f32>::try_from(
             logits
                 .sigmoid()
@@ -589,7 +581,7 @@ fn member_reports(
     for k in 0..n_all {
         let h = &data[k].holdout;
         let scores = holdout_scores
-            .get(k * full.holdout.max..k * full.holdout.max + h.y.len())
+            .get(k * holdout.max..k * holdout.max + h.y.len())
             .unwrap_or(&[]);
         let (threshold, fallback) = match config.member_threshold {
             MemberThreshold::Half => (0.5, false),
