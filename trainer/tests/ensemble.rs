@@ -46,6 +46,20 @@ fn member_data(seed: u64) -> Vec<MemberData> {
         .collect()
 }
 
+/// [`member_data`] with no held-out rows (`teachers.holdout_fraction: 0`).
+fn member_data_without_holdout(seed: u64) -> Vec<MemberData> {
+    member_data(seed)
+        .into_iter()
+        .map(|d| MemberData {
+            holdout: LabeledRows {
+                x: DenseMatrix::new(0, DIM, vec![]).unwrap(),
+                y: vec![],
+            },
+            ..d
+        })
+        .collect()
+}
+
 fn config() -> TrainConfig {
     TrainConfig {
         hidden: vec![16, 8],
@@ -603,16 +617,7 @@ fn weight_decay_shrinks_the_weights_and_half_fixes_the_member_thresholds() {
 /// with and without held-out samples, or Youden's threshold without any, is refused.
 #[test]
 fn members_without_held_out_samples_train_every_epoch_and_keep_the_last_weights() {
-    let no_holdout: Vec<MemberData> = member_data(12)
-        .into_iter()
-        .map(|d| MemberData {
-            holdout: LabeledRows {
-                x: DenseMatrix::new(0, DIM, vec![]).unwrap(),
-                y: vec![],
-            },
-            ..d
-        })
-        .collect();
+    let no_holdout = member_data_without_holdout(12);
     let cfg = |epochs: usize| TrainConfig {
         hidden: vec![],
         max_epochs: epochs,
@@ -676,16 +681,7 @@ fn fista_reaches_the_l1_penalized_optimum_of_each_member() {
         ..config()
     };
     cfg.validate("teachers.training").unwrap();
-    let data: Vec<MemberData> = member_data(13)
-        .into_iter()
-        .map(|d| MemberData {
-            holdout: LabeledRows {
-                x: DenseMatrix::new(0, DIM, vec![]).unwrap(),
-                y: vec![],
-            },
-            ..d
-        })
-        .collect();
+    let data = member_data_without_holdout(13);
     let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(data.len()));
     let train = |data: &[MemberData], init: &[trainer::model::Mlp]| {
         let model = Ensemble::from_members(init, Device::Cpu).unwrap();
