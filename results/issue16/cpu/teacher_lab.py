@@ -12,6 +12,7 @@ Needs numpy, scipy, scikit-learn.
   python3 results/issue16/cpu/teacher_lab.py RUN "run('LR l2 C=100', LR(100)); run('LR l1 C=100', LR(100, penalty='l1', solver='liblinear'))"
   python3 results/issue16/cpu/teacher_lab.py RUN "run('adam replica', lambda X, y: AdamL1().fit(X, y))"
   python3 results/issue16/cpu/teacher_lab.py RUN "run('fista', lambda X, y: Fista(l1=3e-4, iters=300, step=8).fit(X, y))"
+  python3 results/issue16/cpu/teacher_lab.py RUN "label_budget(500, LR(100, penalty='l1', solver='liblinear'), 80, 500, 0.3)"
 """
 import warnings; warnings.filterwarnings("ignore")
 import numpy as np, scipy.sparse as sp, json, sys, time, os
@@ -105,4 +106,20 @@ class Fista:
         s.w,s.b=w,b; return s
     def predict_proba(s,X):
         p=sig(X@s.w+s.b); return np.stack([1-p,p],1)
+def votes_n(n, fit):
+    """Malicious votes of n teachers (random shards of the private split) on the queries."""
+    perm=np.random.default_rng(5).permutation(len(yp)); sh=np.array_split(perm,n); v=np.zeros(len(yq))
+    for s in sh:
+        if yp[s].min()==yp[s].max(): v+=yp[s][0]; continue
+        v+= fit(Xp[s],yp[s]).predict_proba(Xq)[:,1]>=0.5
+    return v
+def label_budget(n, fit, sigma, Q, share, draws=3):
+    """GNMax labels (sigma, vote share) of n teachers on the first Q queries, a student on them."""
+    v=votes_n(n, fit); res=[]
+    for r in range(draws):
+        lab=noisy(v,n,share,sigma,np.random.default_rng(10+r))[:Q]
+        st=LogisticRegression(C=10,max_iter=3000,class_weight='balanced').fit(Xq[:Q],lab)
+        res.append(((lab==yq[:Q]).mean(), tpr_at(yv,st.decision_function(Xv)), tpr_at(yt,st.decision_function(Xt))))
+    r=np.array(res)
+    print(f'n={n} sigma={sigma} Q={Q} share {share}: labels right {r[:,0].mean():.3f} student val {r[:,1].mean():.3f} (min {r[:,1].min():.3f}) test {r[:,2].mean():.3f}',flush=True)
 exec(sys.argv[2])
