@@ -200,11 +200,9 @@ impl Working {
             .to_device(device);
         let sizes: Vec<usize> = ids.iter().map(|&k| data[k].train.y.len()).collect();
         // A member's batches are the same whatever the others' sizes: with B >= its size it takes
-        // all its rows in one step, exactly as with B = its size. FISTA steps on all rows.
-        let batch = match config.optimizer {
-            Optimizer::Adam => config.batch_size.min(train_data.max),
-            Optimizer::Fista => train_data.max,
-        };
+        // all its rows in one step, exactly as with B = its size. (FISTA takes every row at once:
+        // `full_batch_step`.)
+        let batch = config.batch_size.min(train_data.max);
         Working {
             ids,
             train_data,
