@@ -193,11 +193,7 @@ impl Trainer {
         let params = self.params();
         let grads = Tensor::f_run_backward(&[losses.sum(Kind::Float)], &params, false, false)?;
         let device = self.ensemble.device;
-        for (k, &a) in active.iter().enumerate() {
-            if a {
-                self.steps[k] += 1;
-            }
-        }
+        self.count_step(active);
         let (neg_step_size, eps_hat): (Vec<f32>, Vec<f32>) = self
             .steps
             .iter()
@@ -282,6 +278,15 @@ impl Trainer {
         Ok(())
     }
 
+    /// One more step for each active member (Adam's bias correction, FISTA's momentum).
+    fn count_step(&mut self, active: &[bool]) {
+        for (k, &a) in active.iter().enumerate() {
+            if a {
+                self.steps[k] += 1;
+            }
+        }
+    }
+
     /// Per-member `[n, 1]` tensor of `value(k)` for the active members and 0 for the others.
     fn per_member(&self, active: &[bool], value: impl Fn(usize) -> f64) -> Tensor {
         let values: Vec<f32> = (0..active.len())
@@ -322,11 +327,7 @@ impl Trainer {
         let n = self.ensemble.len() as i64;
         let params = self.params();
         let grads = Tensor::f_run_backward(&[losses.sum(Kind::Float)], &params, false, false)?;
-        for (k, &a) in active.iter().enumerate() {
-            if a {
-                self.steps[k] += 1;
-            }
-        }
+        self.count_step(active);
         let step = self.per_member(active, |_| self.learning_rate);
         let shrink = self.per_member(active, |_| self.learning_rate * self.l1);
         let weights = self.ensemble.weights.len();
@@ -399,9 +400,6 @@ fn fista_momentum(step: u64) -> f64 {
         t_previous = t;
         t = (1.0 + (1.0 + 4.0 * t * t).sqrt()) / 2.0;
     }
-    if step <= 1 {
-        0.0
-    } else {
-        (t_previous - 1.0) / t
-    }
+    // Step 1 (and 0) leave t_previous = t = 1: β = 0.
+    (t_previous - 1.0) / t
 }
