@@ -640,6 +640,10 @@ pub struct StudentExtras {
     pub validation_roc_auc: Option<f64>,
     /// The best TPR at FPR ≤ 1 % on the same validation ROC.
     pub validation_tpr_at_1pct_fpr: Option<f64>,
+    /// The best TPR at FPR ≤ 1 % on the validation ROC with every request counted as often as
+    /// it occurs in the validation split (uncapped): what the traffic-weighted test figure is
+    /// the held-out image of. Set by the run (which knows the multiplicities).
+    pub validation_traffic_tpr_at_1pct_fpr: Option<f64>,
     /// Set when the threshold was chosen on the validation requests scored as served.
     pub served: Option<crate::report::ServedThreshold>,
 }

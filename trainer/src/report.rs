@@ -177,6 +177,10 @@ pub struct StudentOptions {
     pub validation_roc_auc: Option<f64>,
     /// TPR at FPR ≤ 1 % on the validation samples.
     pub validation_tpr_at_1pct_fpr: Option<f64>,
+    /// TPR at FPR ≤ 1 % on the validation samples counted with their copies in the validation
+    /// split (traffic-weighted, uncapped): what recipes are compared on, beside the figure above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_traffic_tpr_at_1pct_fpr: Option<f64>,
     /// Self-training.
     pub self_training: SelfTrainingConfig,
     /// `student.multiplicity_cap`.

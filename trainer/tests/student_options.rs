@@ -31,7 +31,7 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(
         tmp.path(),
-        "{queries: 150, validation_max: 200, query_selection: traffic, multiplicity_cap: 50, \
+        "{queries: 150, validation_max: 200, query_selection: traffic, multiplicity_cap: 100000, \
          threshold_rule: target_fpr, target_fpr: 0.05, self_training: {rounds: 1, confidence: 0.8}, \
          training: {hidden: [16], max_epochs: 30, patience: 4}}",
     );
@@ -53,7 +53,11 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
         options.threshold_rule,
         AppliedThresholdRule::TargetFpr(0.05)
     );
-    assert_eq!(options.multiplicity_cap, Some(50));
+    assert_eq!(options.multiplicity_cap, Some(100000));
+    // A cap above every multiplicity weights validation by its whole traffic: the validation
+    // figure then is the traffic-weighted one (reported for every run, whatever the cap).
+    let traffic = options.validation_traffic_tpr_at_1pct_fpr.unwrap();
+    assert_eq!(Some(traffic), options.validation_tpr_at_1pct_fpr);
     // The target-FPR threshold holds on the (weighted) validation rows it was chosen on.
     let (fpr, _) = options.validation_operating_point_fpr_tpr.unwrap();
     assert!(fpr <= 0.05, "validation FPR {fpr}");

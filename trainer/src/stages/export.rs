@@ -79,6 +79,7 @@ fn student_options(p: &Parts) -> StudentOptions {
         validation_operating_point_fpr_tpr: student.extras.validation_operating_point,
         validation_roc_auc: student.extras.validation_roc_auc,
         validation_tpr_at_1pct_fpr: student.extras.validation_tpr_at_1pct_fpr,
+        validation_traffic_tpr_at_1pct_fpr: student.extras.validation_traffic_tpr_at_1pct_fpr,
         self_training: s.self_training.clone(),
         multiplicity_cap: s.multiplicity_cap,
         answered_rows_after_weighting: s.multiplicity_cap.map(|_| {

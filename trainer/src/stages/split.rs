@@ -32,6 +32,10 @@ pub struct QueryPlan {
     pub query_copies: Vec<usize>,
     /// Traffic weight of each validation sample.
     pub validation_copies: Vec<usize>,
+    /// Copies in the student-validation split of each validation sample, uncapped: the
+    /// traffic-weighted validation figures, the public-side image of the test's traffic-weighted
+    /// ones, are read with these whatever `student.multiplicity_cap` is.
+    pub validation_traffic: Vec<usize>,
 }
 
 fn roles_name(config: &RunConfig, simulated: &'static str, roles: &'static str) -> &'static str {
@@ -183,6 +187,10 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .iter()
         .map(|&i| validation_multiplicity[i].min(cap))
         .collect();
+    let validation_traffic: Vec<usize> = validation_order
+        .iter()
+        .map(|&i| validation_multiplicity[i])
+        .collect();
     Ok(QueryPlan {
         distinct_public,
         query_order,
@@ -193,6 +201,7 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         public_multiplicity,
         query_copies,
         validation_copies,
+        validation_traffic,
     })
 }
 

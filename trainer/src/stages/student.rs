@@ -312,6 +312,8 @@ pub fn run(
             env.device,
         )?;
     }
+    extras.validation_traffic_tpr_at_1pct_fpr =
+        traffic_validation_tpr(&model, data, plan, features, env.device)?;
     Ok(Student {
         model,
         extras,
@@ -319,6 +321,35 @@ pub fn run(
         label_agreement,
         public_examples,
     })
+}
+
+/// TPR at FPR ≤ 1 % on the validation requests, each counted as often as it occurs in the
+/// student-validation split (public data): scored as served when the featurizer reads placements.
+fn traffic_validation_tpr(
+    model: &ModelFile,
+    data: &RunData,
+    plan: &QueryPlan,
+    features: &Features,
+    device: tch::Device,
+) -> Result<Option<f64>> {
+    let scores = if features.featurizer.config().placements.is_some() {
+        let records: Vec<&datasets::Record> = plan
+            .validation_rows
+            .iter()
+            .map(|&i| &data.records[i])
+            .collect();
+        served_scores(model, &features.featurizer, &records, device)?
+    } else {
+        super::evaluate::model_scores(model, &features.validation.x, device)?
+    };
+    let (scores, labels): (Vec<f32>, Vec<bool>) = scores
+        .iter()
+        .zip(&features.validation.y)
+        .zip(&plan.validation_traffic)
+        .flat_map(|((&s, &l), &c)| std::iter::repeat_n((s, l), c.max(1)))
+        .unzip();
+    let (_, roc) = super::evaluate::evaluate_scores(&scores, &labels, model.info.threshold);
+    Ok(super::evaluate::tpr_at_fpr(&roc, 0.01))
 }
 
 /// With the featurizer's `placements` the proxy scores a request by the highest score of its
