@@ -93,10 +93,10 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
     assert_eq!(report.teachers, 10);
     assert_eq!(report.queries, 280);
-    assert_eq!(report.mechanism, MechanismName::Lnmax);
+    assert_eq!(report.mechanism, MechanismName::Gnmax);
     match report.mechanism_parameters {
-        privacy::Mechanism::Lnmax(m) => assert_eq!(m.gamma, 0.5),
-        other => panic!("quick.yaml's mechanism is lnmax, not {other:?}"),
+        privacy::Mechanism::Gnmax(m) => assert_eq!(m.sigma, 2.0),
+        other => panic!("quick.yaml's mechanism is gnmax, not {other:?}"),
     }
     assert_eq!(report.delta, 1e-5);
     assert!(
