@@ -213,6 +213,14 @@ pub struct PlacementConfig {
     /// hash): one more network call per part.
     #[serde(skip_serializing_if = "is_false")]
     pub parts_alone: bool,
+    /// Read a `Referer` URL without its `http://` / `https://` scheme (the authority, path and
+    /// query are read as before, and the query's pairs too). The scheme is the same in every
+    /// Referer and carries nothing an attacker chooses, but as a token `http` is a sign of remote
+    /// file inclusion in the public attack corpora: a student learnt it there and blocked every
+    /// visitor who came with a Referer (EVALUATION.md, "The whole request"). Off by default (and
+    /// then not written into the artifact, so older artifacts keep their hash and their reading).
+    #[serde(skip_serializing_if = "is_false")]
+    pub referer_without_scheme: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -227,6 +235,7 @@ impl Default for PlacementConfig {
             max_bytes: 256 * 1024,
             window_overlap_bytes: 512,
             parts_alone: false,
+            referer_without_scheme: false,
         }
     }
 }
@@ -351,6 +360,16 @@ impl Collector<'_> {
     }
 }
 
+/// `value` without a leading `http://` or `https://` (any case); unchanged otherwise.
+fn without_scheme(value: &[u8]) -> &[u8] {
+    for scheme in [&b"http://"[..], b"https://"] {
+        if value.len() >= scheme.len() && value[..scheme.len()].eq_ignore_ascii_case(scheme) {
+            return &value[scheme.len()..];
+        }
+    }
+    value
+}
+
 /// Splits a request into decoded, placement-tagged parts (see the module documentation).
 pub fn split_request(
     req: &crate::RequestParts,
@@ -411,7 +430,12 @@ pub fn split_request(
         if placement == Placement::HdrCookie {
             c.pairs(placement, value, b';', false);
         } else {
-            c.push(placement, lower.as_bytes(), value, false);
+            let read = if placement == Placement::HdrReferer && config.referer_without_scheme {
+                without_scheme(value)
+            } else {
+                value
+            };
+            c.push(placement, lower.as_bytes(), read, false);
             if placement == Placement::HdrReferer {
                 // A URL: its query pairs too (each decoded, Base64 included).
                 if let Some(q) = value.iter().position(|&b| b == b'?') {

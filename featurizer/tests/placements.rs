@@ -163,6 +163,7 @@ fn limits_bound_parts_depth_and_bytes() {
         max_bytes: 2000,
         window_overlap_bytes: 16,
         parts_alone: false,
+        referer_without_scheme: false,
     };
     let many = format!(
         "/a?{}",
@@ -356,4 +357,57 @@ fn repeated_parts_do_not_use_up_the_parts_bound() {
     let h: &[(&str, &[u8])] = &[("Referer", b"http://x/p?a=JyBvciAxPTEtLQ%3D%3D")];
     let p = split(&parts_of("GET", "/", h, None));
     assert!(has(&p, "hdr:referer", "' or 1=1--"), "{p:?}");
+}
+
+#[test]
+fn referer_without_scheme_drops_only_the_scheme() {
+    let on = PlacementConfig {
+        referer_without_scheme: true,
+        ..PlacementConfig::default()
+    };
+    let referer = |value: &'static [u8], config: &PlacementConfig| -> Vec<String> {
+        let headers: &[(&str, &[u8])] = &[("Referer", value)];
+        split_request(&parts_of("GET", "/a", headers, None), config, 3, true)
+            .parts
+            .into_iter()
+            .filter(|p| p.placement == Placement::HdrReferer)
+            .map(|p| p.value)
+            .collect()
+    };
+    let url = b"HTTPS://www.example.com/search?q=%27+or+1%3D1--";
+    // Off (the default, and every older artifact): the URL as sent, then its query's pairs.
+    assert_eq!(
+        referer(url, &PlacementConfig::default()),
+        ["https://www.example.com/search?q='+or+1=1--", "' or 1=1--"]
+    );
+    // On: the same without the scheme; the authority, path and query are all still read.
+    assert_eq!(
+        referer(url, &on),
+        ["www.example.com/search?q='+or+1=1--", "' or 1=1--"]
+    );
+    let in_authority = b"http://<script>alert(1)</script>/";
+    assert_eq!(referer(in_authority, &on), ["<script>alert(1)</script>/"]);
+    // Not a URL: read whole.
+    assert_eq!(referer(b"' or 1=1--", &on), ["' or 1=1--"]);
+    // Off is not written into the artifact (older artifacts keep their hash); on round-trips.
+    let fit = |placements: PlacementConfig| {
+        let config = FeaturizerConfig {
+            top_k: 50,
+            placements: Some(placements),
+            ..Default::default()
+        };
+        Featurizer::fit(config, [parts_of("GET", "/a?x=1", &[], None)]).unwrap()
+    };
+    let off_json = fit(PlacementConfig::default()).to_json();
+    assert!(!String::from_utf8(off_json)
+        .unwrap()
+        .contains("referer_without_scheme"));
+    let back = Featurizer::from_json(&fit(on).to_json()).unwrap();
+    assert!(
+        back.config()
+            .placements
+            .as_ref()
+            .unwrap()
+            .referer_without_scheme
+    );
 }
