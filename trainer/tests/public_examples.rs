@@ -84,3 +84,53 @@ fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
         assert!(!all.contains("script"), "{all}");
     }
 }
+
+/// The Referer header `place` set on `r`.
+fn referer_of(r: &Record) -> String {
+    let (_, v) = r
+        .headers
+        .iter()
+        .find(|(n, _)| n == "Referer")
+        .expect("a Referer spot sets the header");
+    String::from_utf8_lossy(v).into_owned()
+}
+
+#[test]
+fn referer_examples_of_both_classes_come_from_the_site_and_from_search_engines() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
+    for label in [Label::Benign, Label::Malicious] {
+        let urls: Vec<String> = (0..300)
+            .map(|_| {
+                referer_of(&place(
+                    &template(),
+                    b"queso",
+                    Spot::Referer,
+                    false,
+                    label,
+                    &mut rng,
+                ))
+            })
+            .collect();
+        // Every URL carries the value as a query value, on the template's host or elsewhere.
+        assert!(urls.iter().all(|u| u.ends_with("=queso")), "{urls:?}");
+        let own_page =
+            |u: &&String| u.starts_with("http://localhost:8080/tienda1/publico/anadir.jsp?");
+        let own_dir = |u: &&String| u.starts_with("http://localhost:8080/tienda1/publico/?");
+        let elsewhere = |u: &&String| !u.starts_with("http://localhost:8080/");
+        // Each shape about a third of the time (300 draws: far from 0 and from all).
+        for (what, n) in [
+            ("the site's page", urls.iter().filter(own_page).count()),
+            ("the site's directory", urls.iter().filter(own_dir).count()),
+            ("a search engine", urls.iter().filter(elsewhere).count()),
+        ] {
+            assert!((60..=140).contains(&n), "{label:?}: {what} {n} of 300");
+        }
+        // The site's page keeps one of its own parameter names.
+        assert!(urls
+            .iter()
+            .filter(own_page)
+            .all(|u| ["?id=", "?nombre=", "?precio="]
+                .iter()
+                .any(|p| u.contains(p))));
+    }
+}
