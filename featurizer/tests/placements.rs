@@ -163,7 +163,7 @@ fn limits_bound_parts_depth_and_bytes() {
         max_bytes: 2000,
         window_overlap_bytes: 16,
         parts_alone: false,
-        referer_without_scheme: false,
+        referer_as_url: false,
     };
     let many = format!(
         "/a?{}",
@@ -360,9 +360,9 @@ fn repeated_parts_do_not_use_up_the_parts_bound() {
 }
 
 #[test]
-fn referer_without_scheme_drops_only_the_scheme() {
+fn referer_as_url_reads_authority_and_path_then_each_query_pair() {
     let on = PlacementConfig {
-        referer_without_scheme: true,
+        referer_as_url: true,
         ..PlacementConfig::default()
     };
     let referer = |value: &'static [u8], config: &PlacementConfig| -> Vec<String> {
@@ -374,19 +374,30 @@ fn referer_without_scheme_drops_only_the_scheme() {
             .map(|p| p.value)
             .collect()
     };
-    let url = b"HTTPS://www.example.com/search?q=%27+or+1%3D1--";
+    let url = b"HTTPS://www.example.com/search?q=%27+or+1%3D1--&lang=es";
     // Off (the default, and every older artifact): the URL as sent, then its query's pairs.
     assert_eq!(
         referer(url, &PlacementConfig::default()),
-        ["https://www.example.com/search?q='+or+1=1--", "' or 1=1--"]
+        [
+            "https://www.example.com/search?q='+or+1=1--&lang=es",
+            "' or 1=1--",
+            "es"
+        ]
     );
-    // On: the same without the scheme; the authority, path and query are all still read.
+    // On: authority and path without scheme or query, then every pair of the query as before.
     assert_eq!(
         referer(url, &on),
-        ["www.example.com/search?q='+or+1=1--", "' or 1=1--"]
+        ["www.example.com/search", "' or 1=1--", "es"]
     );
-    let in_authority = b"http://<script>alert(1)</script>/";
-    assert_eq!(referer(in_authority, &on), ["<script>alert(1)</script>/"]);
+    // An attack in the authority or the path is still read; one in the query, pair by pair.
+    assert_eq!(
+        referer(b"http://<script>alert(1)</script>/", &on),
+        ["<script>alert(1)</script>/"]
+    );
+    assert_eq!(
+        referer(b"http://x/?<script>alert(1)</script>", &on),
+        ["x/", "<script>alert(1)</script>"]
+    );
     // Not a URL: read whole.
     assert_eq!(referer(b"' or 1=1--", &on), ["' or 1=1--"]);
     // Off is not written into the artifact (older artifacts keep their hash); on round-trips.
@@ -401,13 +412,7 @@ fn referer_without_scheme_drops_only_the_scheme() {
     let off_json = fit(PlacementConfig::default()).to_json();
     assert!(!String::from_utf8(off_json)
         .unwrap()
-        .contains("referer_without_scheme"));
+        .contains("referer_as_url"));
     let back = Featurizer::from_json(&fit(on).to_json()).unwrap();
-    assert!(
-        back.config()
-            .placements
-            .as_ref()
-            .unwrap()
-            .referer_without_scheme
-    );
+    assert!(back.config().placements.as_ref().unwrap().referer_as_url);
 }
