@@ -119,14 +119,6 @@ def main():
                     return code, json.loads(line).get("score")
             time.sleep(0.01)
         return code, None
-        # The request's audit line (requests are sent one at a time); a refused request has none.
-        for _ in range(100):
-            lines = open(a.audit, encoding="utf-8").read().splitlines() if os.path.exists(a.audit) else []
-            if len(lines) > audit_seen[0]:
-                audit_seen[0] = len(lines)
-                return code, json.loads(lines[-1]).get("score")
-            time.sleep(0.01)
-        return code, None
 
     total = {"attack": [0, 0], "benign": [0, 0]}
     for name, build in CASES.items():
