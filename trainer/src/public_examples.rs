@@ -401,13 +401,12 @@ const SEARCH_ENGINES: [&str; 4] = [
 /// Query parameter names of search pages ([`referer`]).
 const SEARCH_NAMES: [&str; 5] = ["q", "query", "search", "s", "term"];
 
-/// A `Referer` URL carrying `shown` as a query value: the page a visitor came from. A third of the
-/// time one of the site's pages (on `host`) with its own parameter (`path`, `param`), a third a page of the
-/// site's directory with a search parameter, a third a search engine's result page. The query
-/// of a Referer belongs to the referring page, not to the site: with only the site's own pages
-/// there, a student learnt "a Referer query the site does not have" as an attack sign and
-/// blocked visitors arriving from a search engine (`q=queso`: 0.92). Both classes get the same
-/// shapes, so the shape does not decide the label.
+/// A `Referer` URL carrying `shown` as a query value: the page a visitor came from. A third of
+/// the time one of the site's pages (on `host`) with its own parameter (`path`, `param`), a third
+/// a page of the site's directory with a search parameter, a third a search engine's result
+/// page. The query of a Referer belongs to the referring page, not to the site, so the examples
+/// do not only carry the site's own parameters there (the featurizer's `referer_as_url` reads it
+/// the same way); both classes get the same shapes, so the shape does not decide the label.
 fn referer(host: &str, path: &str, param: &str, shown: &str, rng: &mut impl Rng) -> String {
     let value = url_encode(shown.as_bytes());
     let name = SEARCH_NAMES[rng.random_range(0..SEARCH_NAMES.len())];
