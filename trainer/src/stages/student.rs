@@ -299,8 +299,10 @@ pub fn run(
         &env.rng,
         env.device,
     )?;
-    if features.featurizer.config().placements.is_some() {
-        served_threshold(
+    // With placements, the validation requests' scores as served (computed once for the
+    // threshold); without, the model's scores on their features.
+    let served_validation = if features.featurizer.config().placements.is_some() {
+        Some(served_threshold(
             config,
             data,
             plan,
@@ -310,10 +312,16 @@ pub fn run(
             copies.as_ref().map(|(_, v)| v.as_slice()),
             (&mut model, &mut extras),
             env.device,
-        )?;
-    }
+        )?)
+    } else {
+        None
+    };
+    let validation_scores = match served_validation {
+        Some(scores) => scores,
+        None => super::evaluate::model_scores(&model, &features.validation.x, env.device)?,
+    };
     extras.validation_traffic_tpr_at_1pct_fpr =
-        traffic_validation_tpr(&model, data, plan, features, env.device)?;
+        traffic_validation_tpr(&model, &validation_scores, &features.validation.y, plan);
     Ok(Student {
         model,
         extras,
@@ -323,33 +331,23 @@ pub fn run(
     })
 }
 
-/// TPR at FPR ≤ 1 % on the validation requests, each counted as often as it occurs in the
-/// student-validation split (public data): scored as served when the featurizer reads placements.
+/// TPR at FPR ≤ 1 % on the validation requests (`scores`, `labels`: one per
+/// `plan.validation_rows`), each counted as often as it occurs in the student-validation split
+/// (public data).
 fn traffic_validation_tpr(
     model: &ModelFile,
-    data: &RunData,
+    scores: &[f32],
+    labels: &[bool],
     plan: &QueryPlan,
-    features: &Features,
-    device: tch::Device,
-) -> Result<Option<f64>> {
-    let scores = if features.featurizer.config().placements.is_some() {
-        let records: Vec<&datasets::Record> = plan
-            .validation_rows
-            .iter()
-            .map(|&i| &data.records[i])
-            .collect();
-        served_scores(model, &features.featurizer, &records, device)?
-    } else {
-        super::evaluate::model_scores(model, &features.validation.x, device)?
-    };
+) -> Option<f64> {
     let (scores, labels): (Vec<f32>, Vec<bool>) = scores
         .iter()
-        .zip(&features.validation.y)
+        .zip(labels)
         .zip(&plan.validation_traffic)
         .flat_map(|((&s, &l), &c)| std::iter::repeat_n((s, l), c.max(1)))
         .unzip();
     let (_, roc) = super::evaluate::evaluate_scores(&scores, &labels, model.info.threshold);
-    Ok(super::evaluate::tpr_at_fpr(&roc, 0.01))
+    super::evaluate::tpr_at_fpr(&roc, 0.01)
 }
 
 /// With the featurizer's `placements` the proxy scores a request by the highest score of its
@@ -357,6 +355,7 @@ fn traffic_validation_tpr(
 /// validation examples) scored that way ([`served_scores`]), by the same `threshold_rule`
 /// (`answered_benign`: the answered queries labelled benign, scored that way); the validation
 /// figures of `extras` are recomputed on those scores. Public data only: never the test split.
+/// Returns the served scores of the validation requests (one per `plan.validation_rows`).
 #[allow(clippy::too_many_arguments)]
 fn served_threshold(
     config: &RunConfig,
@@ -368,7 +367,7 @@ fn served_threshold(
     validation_copies: Option<&[usize]>,
     (model, extras): (&mut ModelFile, &mut StudentExtras),
     device: tch::Device,
-) -> Result<()> {
+) -> Result<Vec<f32>> {
     let student = &config.student;
     let records: Vec<&datasets::Record> = plan
         .validation_rows
@@ -377,6 +376,7 @@ fn served_threshold(
         .chain(placed_validation)
         .collect();
     let mut scores = served_scores(model, &features.featurizer, &records, device)?;
+    let validation_scores = scores[..plan.validation_rows.len()].to_vec();
     let mut labels: Vec<bool> = records
         .iter()
         .map(|r| r.label == Some(datasets::Label::Malicious))
@@ -427,7 +427,7 @@ fn served_threshold(
         records.len(),
         placed_validation.len()
     );
-    Ok(())
+    Ok(validation_scores)
 }
 
 /// The student from the queries' features and their noisy labels alone (the `student`
