@@ -129,6 +129,54 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     assert!(!tmp.path().join("s3").exists());
 }
 
+/// `student.training: {optimizer: fista, l1}` (configs/train.yaml's sparse student): the run's
+/// student is a logistic regression with most weights exactly zero, kept at the epoch of its
+/// lowest validation loss (the student has held-out samples, the teachers of train.yaml none);
+/// the same run without the penalty leaves almost every weight non-zero.
+#[test]
+fn a_fista_student_with_an_l1_penalty_is_sparse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let student = |l1: f64| -> (usize, usize, trainer::ensemble::MemberReport) {
+        let dir = tmp.path().join(format!("l1-{l1}"));
+        let cfg = config(
+            &dir,
+            &format!(
+                "{{queries: 150, validation_max: 200, training: {{hidden: [], optimizer: fista, \
+                 l1: {l1}, learning_rate: 2.0, max_epochs: 100, patience: 100}}}}"
+            ),
+        );
+        let run_dir = dir.join("run");
+        let out = run(trainer()
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&run_dir));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let model =
+            trainer::model_file::ModelFile::load(&run_dir.join("student.safetensors")).unwrap();
+        assert_eq!(model.weights.layers.len(), 1, "a logistic regression");
+        let w = &model.weights.layers[0].weight;
+        let zeros = w.iter().filter(|&&x| x == 0.0).count();
+        (zeros, w.len(), model.info.training)
+    };
+    let (zeros, weights, report) = student(0.02);
+    assert!(
+        2 * zeros > weights,
+        "{zeros} of {weights} weights at zero: {report:?}"
+    );
+    assert!(report.holdout_samples > 0 && report.best_holdout_loss.is_some());
+    assert!(report.best_epoch <= report.epochs, "{report:?}");
+    let (dense_zeros, _, _) = student(0.0);
+    assert!(
+        10 * dense_zeros < weights,
+        "{dense_zeros} of {weights} weights at zero without the penalty"
+    );
+}
+
 trait TapMkdir {
     fn tap_mkdir(self) -> Self;
 }
