@@ -26,6 +26,20 @@ fn run(cmd: &mut Command) -> std::process::Output {
     cmd.output().expect("pate-trainer starts")
 }
 
+/// `pate-trainer run --config CFG --out RUN_DIR`, which must succeed.
+fn run_ok(cfg: &Path, run_dir: &Path) {
+    let out = run(trainer()
+        .args(["run", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(run_dir));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_pool() {
     let tmp = tempfile::tempdir().unwrap();
@@ -36,16 +50,7 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
          training: {hidden: [16], max_epochs: 30, patience: 4}}",
     );
     let run_dir = tmp.path().join("run");
-    let out = run(trainer()
-        .args(["run", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&run_dir));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&cfg, &run_dir);
     let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
     let options = &report.student_options;
     assert_eq!(options.query_selection, QuerySelection::Traffic);
@@ -146,16 +151,7 @@ fn a_fista_student_with_an_l1_penalty_is_sparse() {
             ),
         );
         let run_dir = dir.join("run");
-        let out = run(trainer()
-            .args(["run", "--config"])
-            .arg(&cfg)
-            .arg("--out")
-            .arg(&run_dir));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_ok(&cfg, &run_dir);
         let model =
             trainer::model_file::ModelFile::load(&run_dir.join("student.safetensors")).unwrap();
         assert_eq!(model.weights.layers.len(), 1, "a logistic regression");
