@@ -198,14 +198,6 @@ impl Default for FeaturizerConfig {
 }
 
 pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
-    if c.placements.is_some() && (c.params || c.rarity_min_count.is_some()) {
-        // The parameter and rarity families read the seeds' joined query text, which the
-        // placement view replaces; combining them is not defined yet.
-        return Err(FeaturizerError::Setting {
-            key: "placements",
-            reason: "cannot be combined with params or rarity_min_count".into(),
-        });
-    }
     if c.libinjection && c.placements.is_none() {
         return Err(FeaturizerError::Setting {
             key: "libinjection",

@@ -210,7 +210,7 @@ fn document_features(
     if let Some(pc) = &config.placements {
         // The document is the request's first window (what `transform` reads).
         let split = placement::split_request(doc, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split, config.libinjection);
+        let segments = placement::segments(&split, config.libinjection, pc.opaque_tokens);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         placement::for_each_window_feature(
@@ -221,22 +221,31 @@ fn document_features(
             &mut scratch.gram,
             &mut collect,
         );
+        if config.params || config.rarity_min_count.is_some() {
+            // The parameter view (`Featurizer::params_view`): the target and a form body.
+            let form = RequestParts {
+                body: doc.body.filter(|_| placement::body_is_form(doc)),
+                ..*doc
+            };
+            normalize_into(config, &form, scratch);
+        }
     } else {
         normalize_into(config, doc, scratch);
         for_each_configured_feature(&scratch.text, config, &mut scratch.gram, collect);
-        if config.params {
-            params::for_each_param_feature(
-                doc.method,
-                &scratch.text,
-                true,
-                None,
-                &mut scratch.params,
-                |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
-            );
-        }
-        if config.rarity_min_count.is_some() {
-            doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
-        }
+    }
+    // `scratch.text` now holds the view the parameter and rarity families read.
+    if config.params {
+        params::for_each_param_feature(
+            doc.method,
+            &scratch.text,
+            true,
+            None,
+            &mut scratch.params,
+            |feature| distinct.push(format!("{PARAM_PREFIX}{feature}")),
+        );
+    }
+    if config.rarity_min_count.is_some() {
+        doc_texts.push((doc.method.to_owned(), scratch.text.clone()));
     }
     distinct.sort_unstable();
     distinct.dedup();

@@ -181,7 +181,8 @@ impl Featurizer {
         if let Some(pc) = &self.content.config.placements {
             let (segments, windows, limited) = self.placement_windows(req, pc);
             out.truncated = limited || windows.len() > 1;
-            self.vectorize_window(&segments, &windows[0], scratch, out);
+            let method = self.params_view(req, scratch);
+            self.vectorize_window(&segments, &windows[0], method, scratch, out);
             return;
         }
         out.truncated = normalize_into(&self.content.config, req, scratch);
@@ -229,30 +230,58 @@ impl Featurizer {
     ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
         let config = &self.content.config;
         let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split, config.libinjection);
+        let segments = placement::segments(&split, config.libinjection, pc.opaque_tokens);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         (segments, windows, split.limited())
     }
 
+    /// With [`FeaturizerConfig::placements`] and the parameter or rarity families on: writes the
+    /// request's parameter view into `scratch.text` — the target and, when the body is a form,
+    /// the body, normalized as without placements (the view those families were defined on) —
+    /// and returns the method to read it with; `None` (nothing written) otherwise.
+    pub(crate) fn params_view<'r>(
+        &self,
+        req: &RequestParts<'r>,
+        scratch: &mut Scratch,
+    ) -> Option<&'r str> {
+        let config = &self.content.config;
+        if config.placements.is_none() || (!config.params && self.rarity.is_none()) {
+            return None;
+        }
+        let form = RequestParts {
+            body: req.body.filter(|_| placement::body_is_form(req)),
+            ..*req
+        };
+        normalize_into(config, &form, scratch);
+        Some(req.method)
+    }
+
+    /// The vector of one window of a request's placement view; with `params_method` (from
+    /// [`Featurizer::params_view`], whose text is in `scratch.text`), the request's parameter
+    /// and rarity features too: they describe the whole request line and form, so every window
+    /// carries them, as the first window the model was trained on does.
     pub(crate) fn vectorize_window(
         &self,
         segments: &[placement::Segment],
         window: &[placement::Piece],
+        params_method: Option<&str>,
         scratch: &mut Scratch,
         out: &mut SparseVector,
     ) {
         let Scratch {
+            text,
             gram,
             counts,
             touched,
             weights,
             unseen,
+            params,
             ..
         } = scratch;
         let (config, plain) = (&self.content.config, &self.plain_config);
         self.vectorize(counts, touched, weights, out, |add| {
-            placement::for_each_window_feature(
+            let mut tokens = placement::for_each_window_feature(
                 config,
                 plain,
                 segments,
@@ -263,7 +292,11 @@ impl Featurizer {
                         add.add(i);
                     }
                 },
-            )
+            );
+            if let Some(method) = params_method {
+                tokens += self.for_each_param_feature(method, text, params, |i| add.add(i));
+            }
+            tokens
         });
     }
 
@@ -285,9 +318,10 @@ impl Featurizer {
             return;
         };
         let (segments, windows, limited) = self.placement_windows(req, pc);
+        let method = self.params_view(req, &mut scratch);
         for (k, window) in windows.iter().enumerate() {
             let mut v = SparseVector::default();
-            self.vectorize_window(&segments, window, &mut scratch, &mut v);
+            self.vectorize_window(&segments, window, method, &mut scratch, &mut v);
             // The first window is `transform`'s, which did not read the rest; together the
             // windows read everything but what a limit cut.
             v.truncated = limited || (k == 0 && windows.len() > 1);
@@ -298,7 +332,9 @@ impl Featurizer {
             // already alone in its windows).
             for piece in windows.iter().filter(|w| w.len() > 1).flatten() {
                 let mut v = SparseVector::default();
-                self.vectorize_window(&segments, std::slice::from_ref(piece), &mut scratch, &mut v);
+                // A part alone: without the request's parameter features.
+                let alone = std::slice::from_ref(piece);
+                self.vectorize_window(&segments, alone, None, &mut scratch, &mut v);
                 v.truncated = limited;
                 out.push(v);
             }
@@ -318,9 +354,13 @@ impl Featurizer {
         };
         let config = &self.content.config;
         let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split, config.libinjection);
+        let segments = placement::segments(&split, config.libinjection, pc.opaque_tokens);
+        let method = self.params_view(req, &mut scratch);
         let mut out = Vec::new();
         for p in Placement::ALL {
+            // The parameter features belong to the request line and the form body.
+            let params_method = method
+                .filter(|_| matches!(p, Placement::Path | Placement::Query | Placement::Form));
             let mine: Vec<placement::Segment> = segments
                 .iter()
                 .filter(|s| s.placement == p)
@@ -332,7 +372,7 @@ impl Featurizer {
             for window in placement::windows(&mine, config.max_input_bytes, pc.window_overlap_bytes)
             {
                 let mut v = SparseVector::default();
-                self.vectorize_window(&mine, &window, &mut scratch, &mut v);
+                self.vectorize_window(&mine, &window, params_method, &mut scratch, &mut v);
                 out.push((p, v));
             }
         }
@@ -444,6 +484,15 @@ impl Featurizer {
                         }
                     },
                 );
+                let mut scratch = Scratch::default();
+                if let Some(method) = self.params_view(req, &mut scratch) {
+                    let Scratch {
+                        text: view, params, ..
+                    } = &mut scratch;
+                    self.for_each_param_feature(method, view, params, |i| {
+                        *counts.entry(i).or_default() += 1
+                    });
+                }
                 (text, limited || windows.len() > 1)
             }
             None => {

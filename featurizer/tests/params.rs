@@ -146,3 +146,62 @@ fn bad_rarity_settings_are_clear_errors() {
     .unwrap_err();
     assert!(e.to_string().contains("top_k"), "{e}");
 }
+
+/// The parameter and rarity families with the whole request (`placements`): read from the
+/// target and a form body, never from a JSON body; carried by every window of a long request.
+#[test]
+fn parameter_features_combine_with_the_placement_view() {
+    use featurizer::{Headers, PlacementConfig};
+    let config = FeaturizerConfig {
+        max_input_bytes: 256,
+        placements: Some(PlacementConfig::default()),
+        ..config()
+    };
+    let f = Featurizer::fit(config, corpus()).unwrap();
+    let vocab = f.vocabulary();
+    assert!(vocab.contains(&"p:rare:email".to_string()), "{vocab:?}");
+    assert!(vocab.iter().any(|t| t.starts_with("pl:")), "{vocab:?}");
+    let index = |name: &str| vocab.iter().position(|t| t == name).unwrap() as u32;
+    let (rare_email, rare_any) = (index("p:rare:email"), index("p:rare:any"));
+
+    let normal = RequestParts::get("/shop/buy.jsp?id=7&email=bob%40x.com&cantidad=99");
+    assert!(!f.transform(&normal).indices.contains(&rare_any));
+    let tampered = RequestParts::get("/shop/buy.jsp?id=7&email=bob%40x%40y.com&cantidad=99");
+    let v = f.transform(&tampered);
+    assert!(v.indices.contains(&rare_email) && v.indices.contains(&rare_any));
+    let t = tokens_of(&f, &tampered);
+    assert!(t.contains(&"p:rare:email".to_string()), "{t:?}");
+
+    // A form body is part of the parameter view: the tampered e-mail in it is rare too.
+    let form: &[(&str, &[u8])] = &[("Content-Type", b"application/x-www-form-urlencoded")];
+    let posted = RequestParts {
+        method: "GET",
+        target: b"/shop/buy.jsp",
+        body: Some(b"id=7&email=bob%40x%40y.com&cantidad=99"),
+        headers: Headers::Pairs(form),
+    };
+    assert!(f.transform(&posted).indices.contains(&rare_email));
+    // A JSON body is not read as form pairs (its values are the placement view's).
+    let json: &[(&str, &[u8])] = &[("Content-Type", b"application/json")];
+    let as_json = RequestParts {
+        body: Some(b"id=7&email=bob%40x%40y.com&cantidad=99"),
+        headers: Headers::Pairs(json),
+        ..posted
+    };
+    assert!(!f.transform(&as_json).indices.contains(&rare_email));
+
+    // Every window of a long request carries the request's parameter features.
+    let mut long = b"/shop/buy.jsp?id=7&email=bob%40x%40y.com&cantidad=99&pad=".to_vec();
+    long.extend(std::iter::repeat_n(b'a', 2000));
+    let long = RequestParts {
+        target: &long,
+        ..RequestParts::get("")
+    };
+    let mut windows = Vec::new();
+    f.transform_windows(&long, &mut windows);
+    assert!(windows.len() > 2, "{}", windows.len());
+    assert!(windows.iter().all(|w| w.indices.contains(&rare_email)));
+    // The artifact round-trips with both views.
+    let back = Featurizer::from_json(&f.to_json()).unwrap();
+    assert_eq!(back.transform(&tampered), v);
+}

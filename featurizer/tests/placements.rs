@@ -164,6 +164,7 @@ fn limits_bound_parts_depth_and_bytes() {
         window_overlap_bytes: 16,
         parts_alone: false,
         referer_as_url: false,
+        opaque_tokens: false,
     };
     let many = format!(
         "/a?{}",
@@ -415,4 +416,77 @@ fn referer_as_url_reads_authority_and_path_then_each_query_pair() {
         .contains("referer_as_url"));
     let back = Featurizer::from_json(&fit(on).to_json()).unwrap();
     assert!(back.config().placements.as_ref().unwrap().referer_as_url);
+}
+
+#[test]
+fn opaque_tokens_are_read_as_their_name_and_a_token_mark_only() {
+    use featurizer::placement::is_opaque_token;
+    assert!(is_opaque_token("1f767f17239c9b670a39e9b10c3825f4"));
+    assert!(is_opaque_token("123e4567-e89b-12d3-a456-426614174000"));
+    assert!(!is_opaque_token("administratoradministrator")); // no digit
+    assert!(!is_opaque_token("8784759528812572")); // no letter
+    assert!(!is_opaque_token("1f767f17239c9b6")); // too short
+    assert!(!is_opaque_token("1f767f17239c9b670a39' or 1=1--")); // an attack is never a token
+
+    let fit = |opaque_tokens: bool| {
+        let config = FeaturizerConfig {
+            top_k: 2000,
+            char_ngrams: Some([3, 3]),
+            placements: Some(PlacementConfig {
+                opaque_tokens,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let cookies: Vec<Vec<u8>> = [
+            "1f767f17239c9b670a39e9b10c3825f4",
+            "8af6b635aebcd053b136669662597271",
+        ]
+        .iter()
+        .map(|id| format!("JSESSIONID={id}").into_bytes())
+        .collect();
+        let headers: Vec<[(&str, &[u8]); 1]> =
+            cookies.iter().map(|c| [("Cookie", c.as_slice())]).collect();
+        let docs: Vec<RequestParts> = headers
+            .iter()
+            .map(|h| parts_of("GET", "/a?x=1", h, None))
+            .collect();
+        Featurizer::fit(config, docs).unwrap()
+    };
+    let on = fit(true);
+    let vocab = on.vocabulary();
+    assert!(
+        vocab.iter().any(|t| t == "pl:hdr:cookie=token"),
+        "{vocab:?}"
+    );
+    assert!(
+        vocab.iter().any(|t| t == "c:ses"),
+        "the name is read: {vocab:?}"
+    );
+    assert!(
+        !vocab.iter().any(|t| t == "c:f76"),
+        "the value is not: {vocab:?}"
+    );
+    let off = fit(false);
+    assert!(off.vocabulary().iter().any(|t| t == "c:f76"));
+    assert!(!off.vocabulary().iter().any(|t| t.ends_with("=token")));
+    // Off, the option is not written (older artifacts keep their hash); on, it round-trips.
+    assert!(!String::from_utf8(off.to_json())
+        .unwrap()
+        .contains("opaque_tokens"));
+    let back = Featurizer::from_json(&on.to_json()).unwrap();
+    assert_eq!(back.to_json(), on.to_json());
+    // The token's value is not read; an attack in the cookie is read whole.
+    let token: &[(&str, &[u8])] = &[("Cookie", b"JSESSIONID=1F767F17239C9B670A39E9B10C3825F4")];
+    let t = on.explain(&parts_of("GET", "/a?x=1", token, None));
+    assert!(t.normalized.contains("jsessionid=\n"), "{}", t.normalized);
+    assert!(t.weights.iter().any(|w| w.token == "pl:hdr:cookie=token"));
+    let attack: &[(&str, &[u8])] = &[("Cookie", b"JSESSIONID=1f767f17' or 1=1--")];
+    let t = on.explain(&parts_of("GET", "/a?x=1", attack, None));
+    assert!(
+        t.normalized.contains("jsessionid=1f767f17' or 1=1--"),
+        "{}",
+        t.normalized
+    );
+    assert!(!t.weights.iter().any(|w| w.token == "pl:hdr:cookie=token"));
 }
