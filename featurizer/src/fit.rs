@@ -209,8 +209,7 @@ fn document_features(
     };
     if let Some(pc) = &config.placements {
         // The document is the request's first window (what `transform` reads).
-        let split = placement::split_request(doc, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split, config.libinjection, pc.opaque_tokens);
+        let (segments, _) = placement::request_segments(doc, config, pc);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         placement::for_each_window_feature(

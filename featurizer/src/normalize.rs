@@ -60,12 +60,22 @@ pub(crate) fn normalize_into(
     req: &RequestParts,
     scratch: &mut Scratch,
 ) -> bool {
+    normalize_capped_into(config, req, scratch, config.max_input_bytes)
+}
+
+/// [`normalize_into`] reading at most `max_bytes` of input instead of `max_input_bytes`.
+pub(crate) fn normalize_capped_into(
+    config: &FeaturizerConfig,
+    req: &RequestParts,
+    scratch: &mut Scratch,
+    max_bytes: usize,
+) -> bool {
     let Scratch {
         raw, decoded, text, ..
     } = scratch;
     // Copy at most one byte past the limit: enough to know that the input was too long, and the
     // work stays bounded whatever the size of the request.
-    let cap = config.max_input_bytes.saturating_add(1);
+    let cap = max_bytes.saturating_add(1);
     let push_capped = |raw: &mut Vec<u8>, bytes: &[u8]| {
         let room = cap.saturating_sub(raw.len());
         raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
@@ -87,9 +97,9 @@ pub(crate) fn normalize_into(
             push_capped(raw, body);
         }
     }
-    let truncated = raw.len() > config.max_input_bytes;
+    let truncated = raw.len() > max_bytes;
     if truncated {
-        raw.truncate(config.max_input_bytes);
+        raw.truncate(max_bytes);
     }
     let query_start = query_start.map(|q| q.min(raw.len()));
 

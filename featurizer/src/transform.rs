@@ -229,11 +229,10 @@ impl Featurizer {
         pc: &PlacementConfig,
     ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
         let config = &self.content.config;
-        let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split, config.libinjection, pc.opaque_tokens);
+        let (segments, limited) = placement::request_segments(req, config, pc);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
-        (segments, windows, split.limited())
+        (segments, windows, limited)
     }
 
     /// With [`FeaturizerConfig::placements`] and the parameter or rarity families on: writes the
@@ -353,14 +352,17 @@ impl Featurizer {
             return vec![(Placement::Request, v)];
         };
         let config = &self.content.config;
-        let split = placement::split_request(req, pc, config.decode_rounds, config.include_body);
-        let segments = placement::segments(&split, config.libinjection, pc.opaque_tokens);
+        let (segments, _) = placement::request_segments(req, config, pc);
         let method = self.params_view(req, &mut scratch);
         let mut out = Vec::new();
         for p in Placement::ALL {
             // The parameter features belong to the request line and the form body.
-            let params_method = method
-                .filter(|_| matches!(p, Placement::Path | Placement::Query | Placement::Form));
+            let params_method = method.filter(|_| {
+                matches!(
+                    p,
+                    Placement::Request | Placement::Path | Placement::Query | Placement::Form
+                )
+            });
             let mine: Vec<placement::Segment> = segments
                 .iter()
                 .filter(|s| s.placement == p)

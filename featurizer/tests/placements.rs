@@ -165,6 +165,7 @@ fn limits_bound_parts_depth_and_bytes() {
         parts_alone: false,
         referer_as_url: false,
         opaque_tokens: false,
+        request_line_whole: false,
     };
     let many = format!(
         "/a?{}",
@@ -489,4 +490,73 @@ fn opaque_tokens_are_read_as_their_name_and_a_token_mark_only() {
         t.normalized
     );
     assert!(!t.weights.iter().any(|w| w.token == "pl:hdr:cookie=token"));
+}
+
+#[test]
+fn request_line_whole_reads_the_seeds_text_as_one_part_and_still_decodes_and_windows() {
+    let config = |request_line_whole: bool| FeaturizerConfig {
+        top_k: 5000,
+        max_input_bytes: 512,
+        char_ngrams: Some([1, 3]),
+        libinjection: true,
+        placements: Some(PlacementConfig {
+            request_line_whole,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let ua: &[(&str, &[u8])] = &[("User-Agent", b"Mozilla/5.0")];
+    let docs = [
+        parts_of("GET", "/shop/a.jsp?id=2&nombre=Jam%F3n+Ib%E9rico", ua, None),
+        parts_of("GET", "/shop/a.jsp?id=3&q=%27+or+1%3D1--", ua, None),
+    ];
+    let whole = Featurizer::fit(config(true), docs).unwrap();
+    let pairs = Featurizer::fit(config(false), docs).unwrap();
+    // The request line is the seeds' normalized text, one part, first.
+    let seeds = featurizer::normalize(&FeaturizerConfig::default(), &docs[0]).0;
+    let text = whole.explain(&docs[0]).normalized;
+    assert!(
+        text.starts_with(&format!("{seeds}\n")),
+        "{text:?} vs {seeds:?}"
+    );
+    assert!(!pairs.explain(&docs[0]).normalized.contains(&seeds));
+    // Its n-grams cross the pairs' boundaries, as the seeds' do; the header is still a part.
+    assert!(
+        whole.vocabulary().iter().any(|t| t == "c:2&n"),
+        "{:?}",
+        whole.vocabulary()
+    );
+    assert!(!pairs.vocabulary().iter().any(|t| t == "c:2&n"));
+    assert!(whole
+        .vocabulary()
+        .iter()
+        .any(|t| t.starts_with("pl:hdr:user-agent=")));
+    // libinjection still looks at each pair.
+    let sqli = whole
+        .vocabulary()
+        .iter()
+        .position(|t| t == "pl:li:sqli")
+        .unwrap() as u32;
+    assert!(whole.transform(&docs[1]).indices.contains(&sqli));
+    assert!(!whole.transform(&docs[0]).indices.contains(&sqli));
+    // A pair that needs more than percent-decoding is read decoded on its own too.
+    let entity = parts_of("GET", "/shop/a.jsp?id=3&q=%26%2339%3B+or+1%3D1--", ua, None);
+    let text = whole.explain(&entity).normalized;
+    assert!(text.contains("?q=' or 1=1--"), "{text:?}");
+    assert!(whole.transform(&entity).indices.contains(&sqli));
+    // No tail bypass: a query longer than a window is read in windows to its end.
+    let long = format!("/shop/a.jsp?pad={}&q=%27+or+1%3D1--", "a".repeat(3000));
+    let req = parts_of("GET", &long, ua, None);
+    let mut windows = Vec::new();
+    whole.transform_windows(&req, &mut windows);
+    let quote = whole.vocabulary().iter().position(|t| t == "c:'").unwrap() as u32;
+    assert!(windows.len() > 4, "{}", windows.len());
+    assert!(!windows[0].indices.contains(&quote));
+    assert!(windows.iter().any(|w| w.indices.contains(&quote)));
+    // Off, the option is not written; on, it round-trips.
+    assert!(!String::from_utf8(pairs.to_json())
+        .unwrap()
+        .contains("request_line_whole"));
+    let back = Featurizer::from_json(&whole.to_json()).unwrap();
+    assert_eq!(back.transform(&docs[1]), whole.transform(&docs[1]));
 }
