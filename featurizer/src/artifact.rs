@@ -50,6 +50,10 @@ pub(crate) struct Content {
     /// written) otherwise, so older artifacts keep their hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) rarity: Option<RarityTable>,
+    /// The known header values ([`PlacementConfig::known_header_permille`]), sorted keys
+    /// (`placement`, name and value joined by tabs); absent (and not written) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) known_header_values: Option<Vec<String>>,
 }
 
 /// The artifact as stored: the content plus its sha256.
@@ -96,6 +100,8 @@ pub struct Featurizer {
     pub(crate) placement_index: VocabIndex,
     /// The config without value shapes: what every part but a query/form pair is read with.
     pub(crate) plain_config: FeaturizerConfig,
+    /// The known header values in lookup form (empty when off).
+    pub(crate) known: placement::KnownValues,
 }
 
 impl PartialEq for Featurizer {
@@ -152,6 +158,7 @@ impl Featurizer {
             .collect();
         let char_table = NgramTable::new(&packed);
         let rarity = c.rarity.as_ref().map(RarityTable::lookup);
+        let known = c.known_header_values.iter().flatten().cloned().collect();
         let plain_config = FeaturizerConfig {
             value_shapes: false,
             ..c.config.clone()
@@ -168,6 +175,7 @@ impl Featurizer {
             rarity,
             placement_index,
             plain_config,
+            known,
         })
     }
 

@@ -198,6 +198,14 @@ impl Default for FeaturizerConfig {
 }
 
 pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
+    if let Some(permille) = c.placements.as_ref().and_then(|p| p.known_header_permille) {
+        if permille == 0 || permille > 1000 {
+            return Err(FeaturizerError::Setting {
+                key: "placements.known_header_permille",
+                reason: format!("{permille} (expected 1 to 1000 thousandths of the corpus)"),
+            });
+        }
+    }
     if c.libinjection && c.placements.is_none() {
         return Err(FeaturizerError::Setting {
             key: "libinjection",

@@ -9,6 +9,9 @@ impl Featurizer {
         docs: impl IntoIterator<Item = RequestParts<'a>>,
     ) -> Result<Self, FeaturizerError> {
         validate_config(&config)?;
+        let docs: Vec<RequestParts<'a>> = docs.into_iter().collect();
+        let known_header_values = known_header_values(&config, &docs);
+        let known: placement::KnownValues = known_header_values.iter().flatten().cloned().collect();
         let mut df: HashMap<String, u64> = HashMap::new();
         // Each document's value-shape features (for the second pass, with value_shapes only).
         let mut doc_shapes: Vec<Vec<String>> = Vec::new();
@@ -24,7 +27,7 @@ impl Featurizer {
         for doc in docs {
             n += 1;
             let (distinct, shapes) =
-                document_features(&config, &plain, &doc, &mut scratch, &mut doc_texts);
+                document_features(&config, &plain, &known, &doc, &mut scratch, &mut doc_texts);
             if config.value_shapes {
                 doc_shapes.push(shapes);
             }
@@ -124,6 +127,7 @@ impl Featurizer {
             document_frequency,
             idf,
             rarity,
+            known_header_values,
         };
         let content_hash = hash_content(&content);
         Featurizer::from_artifact(Artifact {
@@ -191,6 +195,7 @@ pub(crate) fn rarity_entries(
 fn document_features(
     config: &FeaturizerConfig,
     plain: &FeaturizerConfig,
+    known: &placement::KnownValues,
     doc: &RequestParts,
     scratch: &mut Scratch,
     doc_texts: &mut Vec<(String, String)>,
@@ -209,7 +214,7 @@ fn document_features(
     };
     if let Some(pc) = &config.placements {
         // The document is the request's first window (what `transform` reads).
-        let (segments, _) = placement::request_segments(doc, config, pc);
+        let (segments, _) = placement::request_segments(doc, config, pc, known);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         placement::for_each_window_feature(
@@ -249,6 +254,36 @@ fn document_features(
     distinct.sort_unstable();
     distinct.dedup();
     (distinct, shapes)
+}
+
+/// The header values that at least `known_header_permille` thousandths of `docs` carry
+/// ([`PlacementConfig::known_header_permille`]), as sorted [`placement::known_key`]s; `None`
+/// when the setting is off.
+fn known_header_values(config: &FeaturizerConfig, docs: &[RequestParts]) -> Option<Vec<String>> {
+    let pc = config.placements.as_ref()?;
+    let permille = pc.known_header_permille?;
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    for doc in docs {
+        let split = placement::split_request(doc, pc, config.decode_rounds, config.include_body);
+        let mut keys: Vec<String> = split
+            .parts
+            .iter()
+            .filter_map(placement::known_key)
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            *counts.entry(k).or_default() += 1;
+        }
+    }
+    let n = docs.len() as u64;
+    let mut known: Vec<String> = counts
+        .into_iter()
+        .filter(|(_, c)| c * 1000 >= u64::from(permille) * n)
+        .map(|(k, _)| k)
+        .collect();
+    known.sort_unstable();
+    Some(known)
 }
 
 /// The document frequency of each "unseen name/shape" feature: the documents with a value-shape

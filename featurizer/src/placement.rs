@@ -144,6 +144,18 @@ impl Placement {
         Placement::Text,
     ];
 
+    /// Whether it is a header placement (`hdr:`).
+    pub fn is_header(self) -> bool {
+        matches!(
+            self,
+            Placement::HdrUserAgent
+                | Placement::HdrReferer
+                | Placement::HdrCookie
+                | Placement::HdrForwarded
+                | Placement::HdrOther
+        )
+    }
+
     /// The name in feature names, metrics and audit lines (`hdr:user-agent`, `json:value`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -250,6 +262,29 @@ pub struct PlacementConfig {
     /// into the artifact, so older artifacts keep their hash and their reading).
     #[serde(default, skip_serializing_if = "is_false")]
     pub request_line_whole: bool,
+    /// Known header values, in thousandths: a header value (a `hdr:` placement's name and
+    /// value, a cookie pair included) that at least this share of the featurizer's corpus (the
+    /// public requests) carries is read as its name and `pl:<placement>=known` only, not as
+    /// the n-grams of its value. The site's clients send the same User-Agent, Accept and
+    /// Accept-Language strings with every request: hundreds of constant n-grams that carry
+    /// nothing and dilute the request's own features in every vector. A value an attacker
+    /// changes is not known and is read whole; libinjection still looks at a known value. The
+    /// table (the known values) is part of the artifact. Poisoning: a value repeated in this
+    /// share of the public traffic becomes known, so keep the share well above what one client
+    /// sends (10 = 1 %). Off when absent (and then not written into the artifact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_header_permille: Option<u32>,
+}
+
+/// The placement feature body of a known header value
+/// ([`PlacementConfig::known_header_permille`]).
+pub const KNOWN_VALUE_SHAPE: &str = "known";
+
+/// The key of a header part in the known-values table.
+pub(crate) fn known_key(p: &Part) -> Option<String> {
+    p.placement
+        .is_header()
+        .then(|| format!("{}\t{}\t{}", p.placement.as_str(), p.name, p.value))
 }
 
 /// Shortest value [`PlacementConfig::opaque_tokens`] reads as an opaque token.
@@ -286,6 +321,7 @@ impl Default for PlacementConfig {
             referer_as_url: false,
             opaque_tokens: false,
             request_line_whole: false,
+            known_header_permille: None,
         }
     }
 }
@@ -1218,14 +1254,17 @@ pub(crate) fn request_segments(
     req: &crate::RequestParts,
     config: &crate::FeaturizerConfig,
     pc: &PlacementConfig,
+    known: &KnownValues,
 ) -> (Vec<Segment>, bool) {
     let split = split_request(req, pc, config.decode_rounds, config.include_body);
     let limited = split.limited();
+    let read = Reading {
+        libinjection: config.libinjection,
+        opaque_tokens: pc.opaque_tokens,
+        known,
+    };
     if !pc.request_line_whole {
-        return (
-            segments(&split, config.libinjection, pc.opaque_tokens),
-            limited,
-        );
+        return (segments(&split, &read), limited);
     }
     let line = |p: &Part| {
         matches!(
@@ -1258,11 +1297,26 @@ pub(crate) fn request_segments(
         marks: Vec::new(),
         li,
     }];
-    out.extend(segments(&rest, config.libinjection, pc.opaque_tokens));
+    out.extend(segments(&rest, &read));
     (out, limited)
 }
 
-pub(crate) fn segments(split: &Split, libinjection: bool, opaque_tokens: bool) -> Vec<Segment> {
+/// The known header values ([`PlacementConfig::known_header_permille`]), by [`known_key`].
+pub(crate) type KnownValues = std::collections::HashSet<String>;
+
+/// How [`segments`] reads parts.
+pub(crate) struct Reading<'k> {
+    pub libinjection: bool,
+    pub opaque_tokens: bool,
+    pub known: &'k KnownValues,
+}
+
+pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
+    let Reading {
+        libinjection,
+        opaque_tokens,
+        known,
+    } = *read;
     let mut seen = std::collections::HashSet::new();
     split
         .parts
@@ -1270,6 +1324,22 @@ pub(crate) fn segments(split: &Split, libinjection: bool, opaque_tokens: bool) -
         .filter(|p| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
         .map(|p| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
+            if !known.is_empty() && known_key(p).is_some_and(|k| known.contains(&k)) {
+                // Its name is read, its value (the same in a share of all traffic) is not;
+                // libinjection still looks at it.
+                let li = if libinjection {
+                    libinjection_flags(p.value.as_bytes())
+                } else {
+                    [false; 2]
+                };
+                return Segment {
+                    placement: p.placement,
+                    text: format!("{}=", p.name),
+                    shapes: false,
+                    marks: vec![format!("{}={KNOWN_VALUE_SHAPE}", p.placement.as_str())],
+                    li,
+                };
+            }
             if opaque_tokens && is_opaque_token(&p.value) {
                 // Its name is read (a renamed cookie shows), its random value is not.
                 let text = match (pair, p.name.is_empty()) {

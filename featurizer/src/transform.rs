@@ -229,7 +229,7 @@ impl Featurizer {
         pc: &PlacementConfig,
     ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
         let config = &self.content.config;
-        let (segments, limited) = placement::request_segments(req, config, pc);
+        let (segments, limited) = placement::request_segments(req, config, pc, &self.known);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         (segments, windows, limited)
@@ -352,7 +352,7 @@ impl Featurizer {
             return vec![(Placement::Request, v)];
         };
         let config = &self.content.config;
-        let (segments, _) = placement::request_segments(req, config, pc);
+        let (segments, _) = placement::request_segments(req, config, pc, &self.known);
         let method = self.params_view(req, &mut scratch);
         let mut out = Vec::new();
         for p in Placement::ALL {

@@ -166,6 +166,7 @@ fn limits_bound_parts_depth_and_bytes() {
         referer_as_url: false,
         opaque_tokens: false,
         request_line_whole: false,
+        known_header_permille: None,
     };
     let many = format!(
         "/a?{}",
@@ -559,4 +560,72 @@ fn request_line_whole_reads_the_seeds_text_as_one_part_and_still_decodes_and_win
         .contains("request_line_whole"));
     let back = Featurizer::from_json(&whole.to_json()).unwrap();
     assert_eq!(back.transform(&docs[1]), whole.transform(&docs[1]));
+}
+
+#[test]
+fn known_header_values_are_read_as_their_name_only_and_an_attack_is_not_known() {
+    let config = |known_header_permille: Option<u32>| FeaturizerConfig {
+        top_k: 5000,
+        char_ngrams: Some([3, 3]),
+        libinjection: true,
+        placements: Some(PlacementConfig {
+            known_header_permille,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let common: &[(&str, &[u8])] = &[("User-Agent", b"Konqueror/3.5"), ("Accept", b"text/html")];
+    let rare: &[(&str, &[u8])] = &[("User-Agent", b"Lynx/2.8"), ("Accept", b"text/html")];
+    // The Konqueror string on 9 of 10 requests, Lynx on 1 (10 %).
+    let mut docs: Vec<RequestParts> = (0..9)
+        .map(|_| parts_of("GET", "/a?x=1", common, None))
+        .collect();
+    docs.push(parts_of("GET", "/a?x=1", rare, None));
+    let f = Featurizer::fit(config(Some(500)), docs.clone()).unwrap();
+    let vocab = f.vocabulary();
+    assert!(
+        vocab.iter().any(|t| t == "pl:hdr:user-agent=known"),
+        "{vocab:?}"
+    );
+    assert!(vocab.iter().any(|t| t == "pl:hdr:other=known"));
+    assert!(
+        !vocab.iter().any(|t| t == "c:kon"),
+        "a known value's n-grams: {vocab:?}"
+    );
+    assert!(
+        vocab.iter().any(|t| t == "c:lyn"),
+        "an unknown value is read: {vocab:?}"
+    );
+    // At 10 % or more, Lynx is known too; off, nothing is.
+    let all = Featurizer::fit(config(Some(100)), docs.clone()).unwrap();
+    assert!(!all.vocabulary().iter().any(|t| t == "c:lyn"));
+    let off = Featurizer::fit(config(None), docs).unwrap();
+    assert!(off.vocabulary().iter().any(|t| t == "c:kon"));
+    assert!(!String::from_utf8(off.to_json()).unwrap().contains("known"));
+    // The table is part of the artifact (and its hash).
+    let json = String::from_utf8(f.to_json()).unwrap();
+    assert!(json.contains("known_header_values"), "{json}");
+    assert!(Featurizer::from_json(json.replace("konqueror", "konqueroR").as_bytes()).is_err());
+    let back = Featurizer::from_json(json.as_bytes()).unwrap();
+    // An attack in the header is not the known value: read whole, libinjection sees it.
+    let attack: &[(&str, &[u8])] = &[
+        ("User-Agent", b"Konqueror/3.5' or 1=1--"),
+        ("Accept", b"text/html"),
+    ];
+    let req = parts_of("GET", "/a?x=1", attack, None);
+    let text = back.explain(&req).normalized;
+    assert!(
+        text.contains("user-agent=konqueror/3.5' or 1=1--"),
+        "{text}"
+    );
+    let known = back
+        .explain(&parts_of("GET", "/a?x=1", common, None))
+        .normalized;
+    assert!(
+        known.contains("user-agent=\n") && !known.contains("konqueror"),
+        "{known}"
+    );
+    // Bad settings are clear errors.
+    let err = Featurizer::fit(config(Some(0)), [RequestParts::get("/a")]).unwrap_err();
+    assert!(err.to_string().contains("known_header_permille"), "{err}");
 }
