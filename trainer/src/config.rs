@@ -447,6 +447,12 @@ pub struct PublicExamplesConfig {
     /// windows), these included.
     #[serde(default)]
     pub validation: usize,
+    /// Where the benign re-shaped examples go: `every` placement (the default), or
+    /// `headers_and_bodies` only, so that a site value is never moved into another parameter or
+    /// the path, where the parameter and rarity features read it as anomalous
+    /// ([`crate::public_examples::BenignSpots`]).
+    #[serde(default)]
+    pub benign_spots: crate::public_examples::BenignSpots,
 }
 
 impl Default for StudentConfig {

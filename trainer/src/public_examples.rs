@@ -66,6 +66,32 @@ pub const PLACEMENTS: [Spot; 13] = [
     Spot::Text,
 ];
 
+/// Where the benign (re-shaped) examples are put ([`synthesize`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BenignSpots {
+    /// Every spot of [`PLACEMENTS`], as the attacks.
+    #[default]
+    Every,
+    /// Headers and bodies only: the request line and the form keep the pairs the site sent. A
+    /// site value moved into another parameter or appended to the path is what the parameter
+    /// and rarity features (and the site's own data) call anomalous; labelled benign, it taught
+    /// a CSIC student that those features are not signs (EVALUATION.md, "The whole request on
+    /// full CSIC").
+    HeadersAndBodies,
+}
+
+impl BenignSpots {
+    /// The spots a benign example may take.
+    pub fn spots(self) -> Vec<Spot> {
+        let line = |s: &Spot| matches!(s, Spot::Query | Spot::Form | Spot::Path);
+        PLACEMENTS
+            .into_iter()
+            .filter(|s| self == BenignSpots::Every || !line(s))
+            .collect()
+    }
+}
+
 /// Percent-encodes everything but unreserved characters.
 pub fn url_encode(value: &[u8]) -> String {
     let mut out = String::with_capacity(value.len() * 3);
@@ -488,7 +514,7 @@ pub fn own_value(record: &Record, rng: &mut impl Rng) -> Vec<u8> {
 }
 
 /// `count` labelled examples, half of each class, each at a spot drawn uniformly from
-/// [`PLACEMENTS`] and encoded one time in five:
+/// [`PLACEMENTS`] (a benign one from `benign_spots`' spots) and encoded one time in five:
 /// - malicious: a public attack value (drawn uniformly from `malicious`) placed into a site
 ///   request drawn from `templates`;
 /// - benign: a request the teachers labelled benign (drawn from `benign_templates`), re-shaped
@@ -503,16 +529,22 @@ pub fn synthesize(
     benign_templates: &[&Record],
     malicious: &[Vec<u8>],
     count: usize,
+    benign_spots: BenignSpots,
     rng: &mut impl Rng,
 ) -> Vec<Record> {
     let mut out = Vec::with_capacity(count);
     if templates.is_empty() || malicious.is_empty() {
         return out;
     }
+    let benign = benign_spots.spots();
     for k in 0..count {
-        let spot = PLACEMENTS[rng.random_range(0..PLACEMENTS.len())];
+        let mut spot = PLACEMENTS[rng.random_range(0..PLACEMENTS.len())];
         let encode = rng.random_range(0..5) == 0;
         if k % 2 == 1 && !benign_templates.is_empty() {
+            if benign_spots != BenignSpots::Every {
+                // A draw of its own (the default's draws are unchanged).
+                spot = benign[rng.random_range(0..benign.len())];
+            }
             let template = benign_templates[rng.random_range(0..benign_templates.len())];
             let value = own_value(template, rng);
             out.push(place(template, &value, spot, encode, Label::Benign, rng));

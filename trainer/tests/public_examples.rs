@@ -4,7 +4,7 @@ use datasets::{Label, Record};
 use featurizer::placement::split_request;
 use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
-use trainer::public_examples::{place, synthesize, Spot, PLACEMENTS};
+use trainer::public_examples::{place, synthesize, BenignSpots, Spot, PLACEMENTS};
 
 fn template() -> Record {
     Record {
@@ -72,7 +72,7 @@ fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     let t = template();
     let attacks = vec![b"<script>alert(1)</script>".to_vec()];
-    let out = synthesize(&[&t], &[&t], &attacks, 100, &mut rng);
+    let out = synthesize(&[&t], &[&t], &attacks, 100, BenignSpots::Every, &mut rng);
     assert_eq!(out.len(), 100);
     let malicious = out
         .iter()
@@ -83,6 +83,67 @@ fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
         let all = format!("{:?}", r);
         assert!(!all.contains("script"), "{all}");
     }
+}
+
+/// With `headers_and_bodies`, no benign example moves a site value into a parameter or the path:
+/// its path, query and form pairs are the template's (a body example carries them in its body), while
+/// the attacks still take every spot.
+#[test]
+fn benign_examples_can_keep_the_request_line_and_form_as_the_site_sent_them() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+    let t = template();
+    let attacks = vec![b"<script>alert(1)</script>".to_vec()];
+    let site_pairs = |r: &Record| {
+        let split = split_request(
+            &featurizer::RequestParts {
+                method: &r.method,
+                target: &r.target,
+                body: r.body.as_deref(),
+                headers: featurizer::Headers::Owned(&r.headers),
+            },
+            &PlacementConfig::default(),
+            3,
+            true,
+        );
+        let mut pairs: Vec<(Placement, String, String)> = split
+            .parts
+            .into_iter()
+            .filter(|p| {
+                matches!(
+                    p.placement,
+                    Placement::Query | Placement::Form | Placement::Path
+                )
+            })
+            .map(|p| (p.placement, p.name, p.value))
+            .collect();
+        pairs.sort();
+        pairs
+    };
+    let original = site_pairs(&t);
+    let mut moved = [0usize; 2];
+    for (k, spots) in [BenignSpots::Every, BenignSpots::HeadersAndBodies]
+        .into_iter()
+        .enumerate()
+    {
+        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, &mut rng);
+        for r in out.iter().filter(|r| r.label == Some(Label::Benign)) {
+            // A body example carries the pairs in a JSON/XML/multipart/text body instead, so
+            // fewer stay; none may be new.
+            if site_pairs(r).iter().any(|p| !original.contains(p)) {
+                moved[k] += 1;
+            }
+        }
+        let attacked_line = out
+            .iter()
+            .filter(|r| r.label == Some(Label::Malicious))
+            .any(|r| site_pairs(r).iter().any(|(_, _, v)| v.contains("script")));
+        assert!(
+            attacked_line,
+            "{spots:?}: attacks still ride the request line"
+        );
+    }
+    assert!(moved[0] > 20, "every spot moves values: {moved:?}");
+    assert_eq!(moved[1], 0, "headers and bodies only: {moved:?}");
 }
 
 /// The Referer header `place` set on `r`.

@@ -111,6 +111,7 @@ fn public_examples(
         &benign_templates,
         &malicious,
         pe.count,
+        pe.benign_spots,
         &mut stream,
     );
     let rows: Vec<usize> = (0..examples.len()).collect();
@@ -133,6 +134,7 @@ fn public_examples(
         &benign_validation,
         &held_out,
         pe.validation,
+        pe.benign_spots,
         &mut rng.stream("public-examples-validation"),
     );
     if pe.validation > 0 {
