@@ -128,10 +128,32 @@ fn bench(c: &mut Criterion) {
         })
     };
     let (placements, placements_li) = (whole_request(false), whole_request(true));
+    // configs/train-whole-request.yaml's featurizer.config: train.yaml's families with the whole
+    // request read (issue 17; the cases carry no headers, so this is the request line's cost).
+    let train_whole_request = fit_with(FeaturizerConfig {
+        top_k: 10000,
+        char_ngrams: Some([1, 3]),
+        sublinear_tf: true,
+        params: true,
+        rarity_min_count: Some(3),
+        odd_permille: vec![10, 50],
+        odd_shape_path: true,
+        norm: featurizer::Norm::L2,
+        placements: Some(featurizer::PlacementConfig {
+            referer_as_url: true,
+            opaque_tokens: true,
+            request_line_whole: true,
+            known_header_permille: Some(10),
+            ..Default::default()
+        }),
+        libinjection: true,
+        ..Default::default()
+    });
     for (group_name, featurizer) in [
         ("transform_into_whole_request", &placements),
         ("transform_into_whole_request_libinjection", &placements_li),
         ("transform_into_train_yaml", &train_yaml),
+        ("transform_into_train_whole_request", &train_whole_request),
         ("transform_into_value_shapes", &shapes),
         ("transform_into_char3to5_shapes_top2000", &chars),
     ] {
