@@ -533,7 +533,9 @@ train_yaml_in_step() {
 import yaml
 cm = next(d for d in yaml.safe_load_all(open("deploy/kubernetes/training/configmap.yaml")) if d)
 k8s = yaml.safe_load(cm["data"]["train.yaml"]); repo = yaml.safe_load(open("configs/train.yaml"))
-paths = [d.pop("path") for d in k8s["split"]["simulate_from"]], [d.pop("path") for d in repo["split"]["simulate_from"]]
+def sources(c):  # every dataset source of a config: the split's and the student's public examples'
+    return c["split"]["simulate_from"] + ((c["student"].get("public_examples") or {}).get("files") or [])
+paths = [d.pop("path") for d in sources(k8s)], [d.pop("path") for d in sources(repo)]
 assert all(p.startswith("/data/") for p in paths[0]), paths[0]
 assert [p.split("/data/", 1)[1] for p in paths[0]] == [p.split("datasets/", 1)[1] for p in paths[1]], paths
 diff = sorted(k for k in set(k8s) | set(repo) if k8s.get(k) != repo.get(k))
