@@ -105,16 +105,18 @@ fn bench(c: &mut Criterion) {
         ..Default::default()
     });
     // configs/train.yaml's featurizer.config (the detector's feature set, issue 16).
-    let train_yaml = fit_with(FeaturizerConfig {
+    let train_yaml_config = FeaturizerConfig {
         top_k: 10000,
         char_ngrams: Some([1, 3]),
         sublinear_tf: true,
         params: true,
         rarity_min_count: Some(3),
         odd_permille: vec![10, 50],
+        odd_shape_path: true,
         norm: featurizer::Norm::L2,
         ..Default::default()
-    });
+    };
+    let train_yaml = fit_with(train_yaml_config.clone());
     // configs/whole-request.yaml's featurizer.config (issue 17), without and with libinjection's
     // detectors run on every decoded part.
     let whole_request = |libinjection: bool| {
@@ -131,14 +133,6 @@ fn bench(c: &mut Criterion) {
     // configs/train-whole-request.yaml's featurizer.config: train.yaml's families with the whole
     // request read (issue 17; the cases carry no headers, so this is the request line's cost).
     let train_whole_request = fit_with(FeaturizerConfig {
-        top_k: 10000,
-        char_ngrams: Some([1, 3]),
-        sublinear_tf: true,
-        params: true,
-        rarity_min_count: Some(3),
-        odd_permille: vec![10, 50],
-        odd_shape_path: true,
-        norm: featurizer::Norm::L2,
         placements: Some(featurizer::PlacementConfig {
             referer_as_url: true,
             opaque_tokens: true,
@@ -147,7 +141,7 @@ fn bench(c: &mut Criterion) {
             ..Default::default()
         }),
         libinjection: true,
-        ..Default::default()
+        ..train_yaml_config
     });
     for (group_name, featurizer) in [
         ("transform_into_whole_request", &placements),
