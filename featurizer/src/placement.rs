@@ -552,7 +552,7 @@ pub fn split_request(
     c.take_bytes(body.len());
     let body = clip(body, room);
     let (content_type, mime) = content_type(req);
-    if body_is_form(req) {
+    if is_form(&mime, req) {
         c.pairs(Placement::Form, body, b'&', true);
     } else if mime == "multipart/form-data" {
         match boundary(&content_type) {
@@ -591,7 +591,11 @@ fn content_type(req: &crate::RequestParts) -> (String, String) {
 /// Content-Type says so, or the request has no headers at all (a dataset without them, the seeds'
 /// view).
 pub(crate) fn body_is_form(req: &crate::RequestParts) -> bool {
-    let (_, mime) = content_type(req);
+    is_form(&content_type(req).1, req)
+}
+
+/// [`body_is_form`] with the media type already read.
+fn is_form(mime: &str, req: &crate::RequestParts) -> bool {
     (mime.is_empty() && req.headers.is_empty()) || mime == "application/x-www-form-urlencoded"
 }
 
