@@ -158,7 +158,7 @@ impl Featurizer {
             .collect();
         let char_table = NgramTable::new(&packed);
         let rarity = c.rarity.as_ref().map(RarityTable::lookup);
-        let known = c.known_header_values.iter().flatten().cloned().collect();
+        let known = placement::KnownValues::from_keys(c.known_header_values.iter().flatten());
         let plain_config = FeaturizerConfig {
             value_shapes: false,
             ..c.config.clone()

@@ -11,7 +11,7 @@ impl Featurizer {
         validate_config(&config)?;
         let docs: Vec<RequestParts<'a>> = docs.into_iter().collect();
         let known_header_values = known_header_values(&config, &docs);
-        let known: placement::KnownValues = known_header_values.iter().flatten().cloned().collect();
+        let known = placement::KnownValues::from_keys(known_header_values.iter().flatten());
         let mut df: HashMap<String, u64> = HashMap::new();
         // Each document's value-shape features (for the second pass, with value_shapes only).
         let mut doc_shapes: Vec<Vec<String>> = Vec::new();

@@ -28,6 +28,7 @@
 //! beyond a limit is not read, and [`Split`] says which limit was reached.
 use crate::hex_value;
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 
 /// Borrowed header name/value pairs.
 type BorrowedPairs<'a> = &'a [(&'a str, &'a [u8])];
@@ -1306,8 +1307,54 @@ pub(crate) fn request_segments(
     (out, limited)
 }
 
-/// The known header values ([`PlacementConfig::known_header_permille`]), by [`known_key`].
-pub(crate) type KnownValues = std::collections::HashSet<String>;
+/// The known header values ([`PlacementConfig::known_header_permille`]): placement → name →
+/// values, so that a part is looked up by reference (no key is built per header on the proxy's
+/// hot path).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KnownValues(HashMap<&'static str, NameValues>);
+
+/// A placement's known header names and their known values.
+type NameValues = HashMap<String, HashSet<String>>;
+
+impl KnownValues {
+    /// From [`known_key`]s (`placement`, name and value joined by tabs); a key of an unknown
+    /// placement is skipped.
+    pub(crate) fn from_keys<'k>(keys: impl IntoIterator<Item = &'k String>) -> Self {
+        let mut map: HashMap<&'static str, NameValues> = HashMap::new();
+        for key in keys {
+            let mut fields = key.splitn(3, '\t');
+            let (Some(placement), Some(name), Some(value)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            let Some(p) = Placement::ALL.into_iter().find(|p| p.as_str() == placement) else {
+                continue;
+            };
+            map.entry(p.as_str())
+                .or_default()
+                .entry(name.to_owned())
+                .or_default()
+                .insert(value.to_owned());
+        }
+        KnownValues(map)
+    }
+
+    /// Whether nothing is known.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `p` is a known header value.
+    pub(crate) fn contains(&self, p: &Part) -> bool {
+        p.placement.is_header()
+            && self
+                .0
+                .get(p.placement.as_str())
+                .and_then(|names| names.get(p.name.as_str()))
+                .is_some_and(|values| values.contains(p.value.as_str()))
+    }
+}
 
 /// How [`segments`] reads parts.
 pub(crate) struct Reading<'k> {
@@ -1329,7 +1376,7 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
         .filter(|p| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
         .map(|p| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
-            if !known.is_empty() && known_key(p).is_some_and(|k| known.contains(&k)) {
+            if !known.is_empty() && known.contains(p) {
                 // Its name is read, its value (the same in a share of all traffic) is not;
                 // libinjection still looks at it.
                 let li = if libinjection {
