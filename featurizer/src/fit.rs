@@ -214,7 +214,7 @@ fn document_features(
     };
     if let Some(pc) = &config.placements {
         // The document is the request's first window (what `transform` reads).
-        let (segments, _) = placement::request_segments(doc, config, pc, known);
+        let (segments, _) = placement::request_segments(doc, config, pc, known, None);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         placement::for_each_window_feature(

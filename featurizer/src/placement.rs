@@ -1255,12 +1255,14 @@ pub fn libinjection_flags(value: &[u8]) -> [bool; 2] {
 /// With `libinjection`, each segment also records what libinjection calls its value.
 /// A request's segments under `placements` (`pc`), and whether a limit of the split was
 /// reached: [`split_request`] then [`segments`]; with [`PlacementConfig::request_line_whole`],
-/// the request line and form body as one `request` segment first, in place of their pairs.
+/// the request line and form body as one `request` segment first, in place of their pairs
+/// (`line_text`: its text when the caller already normalized it, read up to `max_bytes`).
 pub(crate) fn request_segments(
     req: &crate::RequestParts,
     config: &crate::FeaturizerConfig,
     pc: &PlacementConfig,
     known: &KnownValues,
+    line_text: Option<&str>,
 ) -> (Vec<Segment>, bool) {
     let split = split_request(req, pc, config.decode_rounds, config.include_body);
     let limited = split.limited();
@@ -1286,19 +1288,25 @@ pub(crate) fn request_segments(
             li = [li[0] || flags[0], li[1] || flags[1]];
         }
     }
-    let form = crate::RequestParts {
-        body: req.body.filter(|_| body_is_form(req)),
-        ..*req
+    let text = match line_text {
+        Some(text) => text.to_owned(),
+        None => {
+            let form = crate::RequestParts {
+                body: req.body.filter(|_| body_is_form(req)),
+                ..*req
+            };
+            let mut scratch = crate::Scratch::default();
+            crate::normalize::normalize_capped_into(config, &form, &mut scratch, pc.max_bytes);
+            scratch.text
+        }
     };
-    let mut scratch = crate::Scratch::default();
-    crate::normalize::normalize_capped_into(config, &form, &mut scratch, pc.max_bytes);
     let rest = Split {
         parts: split.parts.into_iter().filter(|p| !line(p)).collect(),
         ..split
     };
     let mut out = vec![Segment {
         placement: Placement::Request,
-        text: std::mem::take(&mut scratch.text),
+        text,
         shapes: true,
         marks: Vec::new(),
         li,

@@ -2,6 +2,15 @@
 //! explaining it.
 use super::*;
 
+/// What [`Featurizer::params_view`] wrote into `scratch.text`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ParamsView<'r> {
+    /// The request's method (the parameter families read it).
+    pub(crate) method: &'r str,
+    /// The view was cut at `max_input_bytes`.
+    pub(crate) cut: bool,
+}
+
 impl Featurizer {
     /// Vocabulary index of a feature of a kind (`feature` without the kind's prefix).
     #[inline]
@@ -179,9 +188,11 @@ impl Featurizer {
         out.indices.clear();
         out.values.clear();
         if let Some(pc) = &self.content.config.placements {
-            let (segments, windows, limited) = self.placement_windows(req, pc);
+            let view = self.params_view(req, scratch);
+            let line = self.request_line_text(pc, view, scratch);
+            let (segments, windows, limited) = self.placement_windows(req, pc, line);
             out.truncated = limited || windows.len() > 1;
-            let method = self.params_view(req, scratch);
+            let method = view.map(|v| v.method);
             self.vectorize_window(&segments, &windows[0], method, scratch, out);
             return;
         }
@@ -223,13 +234,16 @@ impl Featurizer {
 
     /// The split, segments and windows of a request under [`FeaturizerConfig::placements`], and
     /// whether a limit of the split was reached. There is always at least one window.
+    /// `line`: the request line's text for [`PlacementConfig::request_line_whole`] when the
+    /// caller has it ([`Featurizer::request_line_text`]).
     pub(crate) fn placement_windows(
         &self,
         req: &RequestParts,
         pc: &PlacementConfig,
+        line: Option<&str>,
     ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
         let config = &self.content.config;
-        let (segments, limited) = placement::request_segments(req, config, pc, &self.known);
+        let (segments, limited) = placement::request_segments(req, config, pc, &self.known, line);
         let windows =
             placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         (segments, windows, limited)
@@ -238,12 +252,13 @@ impl Featurizer {
     /// With [`FeaturizerConfig::placements`] and the parameter or rarity families on: writes the
     /// request's parameter view into `scratch.text` — the target and, when the body is a form,
     /// the body, normalized as without placements (the view those families were defined on) —
-    /// and returns the method to read it with; `None` (nothing written) otherwise.
+    /// and returns the method to read it with and whether it was cut; `None` (nothing written)
+    /// otherwise.
     pub(crate) fn params_view<'r>(
         &self,
         req: &RequestParts<'r>,
         scratch: &mut Scratch,
-    ) -> Option<&'r str> {
+    ) -> Option<ParamsView<'r>> {
         let config = &self.content.config;
         if config.placements.is_none() || (!config.params && self.rarity.is_none()) {
             return None;
@@ -252,8 +267,27 @@ impl Featurizer {
             body: req.body.filter(|_| placement::body_is_form(req)),
             ..*req
         };
-        normalize_into(config, &form, scratch);
-        Some(req.method)
+        let cut = normalize_into(config, &form, scratch);
+        Some(ParamsView {
+            method: req.method,
+            cut,
+        })
+    }
+
+    /// The parameter view's text (in `scratch.text`) when it is also the `request` part of
+    /// [`PlacementConfig::request_line_whole`] — the same text, read up to `max_bytes` instead
+    /// of `max_input_bytes`: it was not cut and `max_bytes` reads at least as far — so that the
+    /// request line is normalized once per request, not twice.
+    pub(crate) fn request_line_text<'s>(
+        &self,
+        pc: &PlacementConfig,
+        view: Option<ParamsView>,
+        scratch: &'s Scratch,
+    ) -> Option<&'s str> {
+        let reuse = pc.request_line_whole
+            && pc.max_bytes >= self.content.config.max_input_bytes
+            && view.is_some_and(|v| !v.cut);
+        reuse.then_some(scratch.text.as_str())
     }
 
     /// The vector of one window of a request's placement view; with `params_method` (from
@@ -316,8 +350,10 @@ impl Featurizer {
             out.push(v);
             return;
         };
-        let (segments, windows, limited) = self.placement_windows(req, pc);
-        let method = self.params_view(req, &mut scratch);
+        let view = self.params_view(req, &mut scratch);
+        let line = self.request_line_text(pc, view, &scratch);
+        let (segments, windows, limited) = self.placement_windows(req, pc, line);
+        let method = view.map(|v| v.method);
         for (k, window) in windows.iter().enumerate() {
             let mut v = SparseVector::default();
             self.vectorize_window(&segments, window, method, &mut scratch, &mut v);
@@ -352,8 +388,10 @@ impl Featurizer {
             return vec![(Placement::Request, v)];
         };
         let config = &self.content.config;
-        let (segments, _) = placement::request_segments(req, config, pc, &self.known);
-        let method = self.params_view(req, &mut scratch);
+        let view = self.params_view(req, &mut scratch);
+        let line = self.request_line_text(pc, view, &scratch);
+        let (segments, _) = placement::request_segments(req, config, pc, &self.known, line);
+        let method = view.map(|v| v.method);
         let mut out = Vec::new();
         for p in Placement::ALL {
             // The parameter features belong to the request line and the form body.
@@ -468,7 +506,7 @@ impl Featurizer {
         let (normalized, truncated) = match &self.content.config.placements {
             Some(pc) => {
                 // The first window's segments, one per line.
-                let (segments, windows, limited) = self.placement_windows(req, pc);
+                let (segments, windows, limited) = self.placement_windows(req, pc, None);
                 let mut text = String::new();
                 for piece in &windows[0] {
                     text.push_str(&segments[piece.segment].text[piece.start..piece.end]);
@@ -487,7 +525,7 @@ impl Featurizer {
                     },
                 );
                 let mut scratch = Scratch::default();
-                if let Some(method) = self.params_view(req, &mut scratch) {
+                if let Some(ParamsView { method, .. }) = self.params_view(req, &mut scratch) {
                     let Scratch {
                         text: view, params, ..
                     } = &mut scratch;

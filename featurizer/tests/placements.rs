@@ -629,3 +629,56 @@ fn known_header_values_are_read_as_their_name_only_and_an_attack_is_not_known() 
     let err = Featurizer::fit(config(Some(0)), [RequestParts::get("/a")]).unwrap_err();
     assert!(err.to_string().contains("known_header_permille"), "{err}");
 }
+
+/// With `request_line_whole` and the parameter families, the request line is normalized once
+/// (the parameter view's text stands for the `request` part): the vectors equal those of a
+/// featurizer that cannot reuse it (`max_bytes` below `max_input_bytes`) on requests short
+/// enough for both to read whole.
+#[test]
+fn the_request_part_reuses_the_parameter_view_without_changing_a_vector() {
+    let fit = |max_bytes: usize| {
+        let config = FeaturizerConfig {
+            top_k: 5000,
+            max_input_bytes: 1024,
+            char_ngrams: Some([1, 3]),
+            params: true,
+            rarity_min_count: Some(1),
+            libinjection: true,
+            placements: Some(PlacementConfig {
+                request_line_whole: true,
+                max_bytes,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let ua: &[(&str, &[u8])] = &[("User-Agent", b"Mozilla/5.0")];
+        let docs = [
+            parts_of("GET", "/shop/a.jsp?id=2&nombre=Jam%F3n+Ib%E9rico", ua, None),
+            parts_of("GET", "/shop/a.jsp?id=3&q=%27+or+1%3D1--", ua, None),
+        ];
+        Featurizer::fit(config, docs).unwrap()
+    };
+    let (reuse, fresh) = (fit(256 * 1024), fit(1000));
+    assert_eq!(reuse.vocabulary(), fresh.vocabulary());
+    let form: &[(&str, &[u8])] = &[("Content-Type", b"application/x-www-form-urlencoded")];
+    for req in [
+        parts_of(
+            "GET",
+            "/shop/a.jsp?id=7&q=%26%2339%3B+or+1%3D1--",
+            &[],
+            None,
+        ),
+        parts_of(
+            "POST",
+            "/shop/a.jsp?id=7",
+            form,
+            Some(b"nombre=Queso&q=<script>"),
+        ),
+    ] {
+        assert_eq!(reuse.transform(&req), fresh.transform(&req), "{req:?}");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        reuse.transform_windows(&req, &mut a);
+        fresh.transform_windows(&req, &mut b);
+        assert_eq!(a, b, "{req:?}");
+    }
+}
