@@ -31,11 +31,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.bench_function("aggregate gnmax", |b| {
-        b.iter(|| {
-            Gnmax { sigma: 40.0 }
-                .aggregate(black_box(&v), &mut rng)
-                .unwrap()
-        })
+        b.iter(|| Gnmax::new(40.0).aggregate(black_box(&v), &mut rng).unwrap())
     });
     g.bench_function("aggregate confident-gnmax", |b| {
         b.iter(|| {
@@ -56,7 +52,7 @@ fn bench(c: &mut Criterion) {
     };
     for (name, m) in [
         ("account lnmax", Mechanism::Lnmax(Lnmax { gamma: 0.05 })),
-        ("account gnmax", Mechanism::Gnmax(Gnmax { sigma: 40.0 })),
+        ("account gnmax", Mechanism::Gnmax(Gnmax::new(40.0))),
         (
             "account confident-gnmax",
             Mechanism::ConfidentGnmax(ConfidentGnmax {
@@ -69,7 +65,7 @@ fn bench(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| b.iter(|| account(black_box(&v), &m, &o).unwrap()));
     }
-    let m = Mechanism::Gnmax(Gnmax { sigma: 40.0 });
+    let m = Mechanism::Gnmax(Gnmax::new(40.0));
     let report = account(&v, &m, &o).unwrap();
     g.bench_function("sanitize gnmax", |b| {
         b.iter(|| {

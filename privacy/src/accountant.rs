@@ -16,6 +16,10 @@
 //! **GNMax / Confident-GNMax — Rényi DP** (Mironov 2017; Papernot et al. 2018, §4 and App. B).
 //! RDP of order α > 1 composes additively and converts to (ε, δ)-DP as
 //! ε = min_α (RDP_total(α) + ln(1/δ)/(α−1))  (Mironov 2017, Proposition 3).
+//! * GNMax with a head (the first k queries answered at σ_h, [`crate::aggregate::GnmaxHead`]):
+//!   each query is charged with the σ it was answered with (k·α/σ_h² + (T − k)·α/σ²
+//!   data-independent; the data-dependent bound per query at its own σ). Which queries form the
+//!   head is their position, fixed before any vote is seen, so the sum composes as usual.
 //! * GNMax data-independent: α/σ²  (Papernot et al. 2018, Proposition 8; the vote histogram has
 //!   l2-sensitivity √2; for integer shifts the discrete Gaussian has the same Rényi divergence
 //!   bound α·Δ²/(2σ²) per coordinate as the continuous one, Canonne, Kamath & Steinke 2020, §2,
@@ -357,7 +361,7 @@ impl Mechanism {
     pub fn check(&self) -> Result<()> {
         match self {
             Mechanism::Lnmax(m) => DiscreteLaplace::new(m.gamma).map(|_| ()),
-            Mechanism::Gnmax(m) => DiscreteGaussian::new(m.sigma).map(|_| ()),
+            Mechanism::Gnmax(m) => m.distributions().map(|_| ()),
             Mechanism::ConfidentGnmax(m) => {
                 DiscreteGaussian::new(m.sigma1)?;
                 DiscreteGaussian::new(m.sigma2)?;
@@ -383,6 +387,14 @@ impl Mechanism {
 
 /// Per-run data the per-order totals are computed from. Crate-internal; shared with
 /// [`crate::smooth`].
+/// Queries of a GNMax run answered with one σ.
+#[derive(Debug, Clone)]
+pub(crate) struct GnmaxGroup {
+    pub(crate) sigma: f64,
+    pub(crate) queries: usize,
+    pub(crate) ln_qs: Vec<(f64, usize)>,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Analysis {
     Lnmax {
@@ -390,11 +402,8 @@ pub(crate) enum Analysis {
         queries: usize,
         ln_qs: Vec<(f64, usize)>,
     },
-    Gnmax {
-        sigma: f64,
-        queries: usize,
-        ln_qs: Vec<(f64, usize)>,
-    },
+    /// One group per σ: the head (when the mechanism has one) and the rest.
+    Gnmax { groups: Vec<GnmaxGroup> },
     Confident {
         sigma1: f64,
         sigma2: f64,
@@ -420,9 +429,10 @@ impl Analysis {
             Analysis::Lnmax { gamma, queries, .. } => {
                 *queries as f64 * lnmax_moment_data_independent(*gamma, order)
             }
-            Analysis::Gnmax { sigma, queries, .. } => {
-                *queries as f64 * gnmax_rdp_data_independent(*sigma, order)
-            }
+            Analysis::Gnmax { groups } => groups
+                .iter()
+                .map(|g| g.queries as f64 * gnmax_rdp_data_independent(g.sigma, order))
+                .sum(),
             Analysis::Confident {
                 sigma1,
                 sigma2,
@@ -456,11 +466,19 @@ impl Analysis {
                 &|q| lnmax_moment_data_dependent(q, *gamma, order),
                 lnmax_moment_data_independent(*gamma, order),
             ),
-            Analysis::Gnmax { sigma, ln_qs, .. } => sum(
-                ln_qs,
-                &|q| gnmax_rdp_data_dependent(q, *sigma, order),
-                gnmax_rdp_data_independent(*sigma, order),
-            ),
+            Analysis::Gnmax { groups } => {
+                let (mut total, mut better) = (0.0, 0);
+                for g in groups {
+                    let (t, b) = sum(
+                        &g.ln_qs,
+                        &|q| gnmax_rdp_data_dependent(q, g.sigma, order),
+                        gnmax_rdp_data_independent(g.sigma, order),
+                    );
+                    total += t;
+                    better += b;
+                }
+                (total, better)
+            }
             Analysis::Confident {
                 sigma1,
                 sigma2,
@@ -688,17 +706,33 @@ pub(crate) fn analyse(
         }
         Mechanism::Gnmax(m) => {
             let d = DiscreteGaussian::new(m.sigma)?;
+            let k = m.head_queries(votes.queries());
+            // The head (the first k queries, when the mechanism has one) and the rest, each with
+            // its own σ: RDP composes additively over queries whatever their σ.
+            let mut groups = Vec::new();
+            let mut params = serde_json::json!({"sigma": d.sigma(), "sigma2_rational": d.sigma2, "noise": "discrete Gaussian N_Z(0, sigma^2)"});
+            if let Some(h) = m.head {
+                let dh = DiscreteGaussian::new(h.sigma)?;
+                let tails = DiscreteGaussianTails::new(dh.sigma2.to_f64());
+                groups.push(GnmaxGroup {
+                    sigma: dh.sigma(),
+                    queries: k,
+                    ln_qs: group(per_row(votes.rows().take(k), |r| gnmax_ln_q(r, &tails))),
+                });
+                if let Some(obj) = params.as_object_mut() {
+                    obj.insert(
+                        "head".into(),
+                        serde_json::json!({"queries": k, "sigma": dh.sigma(), "sigma2_rational": dh.sigma2}),
+                    );
+                }
+            }
             let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
-            let ln_qs = group(per_row(votes.rows(), |r| gnmax_ln_q(r, &tails)));
-            let params = serde_json::json!({"sigma": d.sigma(), "sigma2_rational": d.sigma2, "noise": "discrete Gaussian N_Z(0, sigma^2)"});
-            (
-                Analysis::Gnmax {
-                    sigma: d.sigma(),
-                    queries: votes.queries(),
-                    ln_qs,
-                },
-                params,
-            )
+            groups.push(GnmaxGroup {
+                sigma: d.sigma(),
+                queries: votes.queries() - k,
+                ln_qs: group(per_row(votes.rows().skip(k), |r| gnmax_ln_q(r, &tails))),
+            });
+            (Analysis::Gnmax { groups }, params)
         }
         Mechanism::ConfidentGnmax(m) => {
             let d1 = DiscreteGaussian::new(m.sigma1)?;

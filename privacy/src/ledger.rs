@@ -9,7 +9,7 @@
 //!
 //! Each entry's data-independent RDP curve, as in [`crate::accountant`]:
 //! * LNMax(γ): its moments bound 2γ²λ(λ+1) is λ·RDP(λ+1), so RDP(α) = 2γ²α per query;
-//! * GNMax(σ): α/σ² per query;
+//! * GNMax(σ): α/σ² per query (a head of k queries at σ_h: k·α/σ_h² for those);
 //! * Confident-GNMax(T, σ₁, σ₂): α/(2σ₁²) per query plus α/σ₂² for min(queries, max_answered)
 //!   queries — every query without a cap: the number actually answered depends on the votes
 //!   (see [`crate::accountant`]).
@@ -52,7 +52,12 @@ impl LedgerEntry {
             }
             Mechanism::Gnmax(m) => {
                 let s2 = DiscreteGaussian::new(m.sigma)?.sigma2.to_f64();
-                self.queries as f64 * alpha / s2
+                let k = m.head_queries(self.queries);
+                let head = match m.head {
+                    Some(h) => k as f64 * alpha / DiscreteGaussian::new(h.sigma)?.sigma2.to_f64(),
+                    None => 0.0,
+                };
+                head + (self.queries - k) as f64 * alpha / s2
             }
             Mechanism::ConfidentGnmax(m) => {
                 let s1 = DiscreteGaussian::new(m.sigma1)?.sigma2.to_f64();

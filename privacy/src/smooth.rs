@@ -173,14 +173,22 @@ fn smooth_sensitivity_bound(
             }
         }
         Mechanism::Gnmax(m) => {
-            let d = DiscreteGaussian::new(m.sigma)?;
-            let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
-            let table = tail_table(&|x| tails.ln_diff_sf(x as i64));
-            let tail = |x: u64| table[(x as usize).min(table.len() - 1)];
-            let sigma = d.sigma();
-            let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma, order);
-            for (row, times) in sorted_rows(&|_| true) {
-                add(&argmax_query_ls(&row, n, &tail, &f), times);
+            // Each query's bound with the σ it was answered with (the head's first, if any).
+            let k = m.head_queries(votes.queries());
+            let mut groups = vec![(m.sigma, k..votes.queries())];
+            if let Some(h) = m.head {
+                groups.push((h.sigma, 0..k));
+            }
+            for (sigma, rows) in groups {
+                let d = DiscreteGaussian::new(sigma)?;
+                let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
+                let table = tail_table(&|x| tails.ln_diff_sf(x as i64));
+                let tail = |x: u64| table[(x as usize).min(table.len() - 1)];
+                let sigma = d.sigma();
+                let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma, order);
+                for (row, times) in sorted_rows(&|i| rows.contains(&i)) {
+                    add(&argmax_query_ls(&row, n, &tail, &f), times);
+                }
             }
         }
         Mechanism::ConfidentGnmax(m) => {

@@ -5,7 +5,7 @@ use privacy::accountant::{
     threshold_ln_q, AccountOptions, Mechanism, LABEL_DATA_DEPENDENT, LABEL_DATA_INDEPENDENT,
     LABEL_SANITIZED,
 };
-use privacy::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
+use privacy::aggregate::{ConfidentGnmax, Gnmax, GnmaxHead, Lnmax};
 use privacy::smooth::{sanitize, SanitizeOptions};
 use privacy::special::DiscreteGaussianTails;
 use privacy::{EpsilonReport, NoiseRng, VoteMatrix};
@@ -31,7 +31,16 @@ fn lnmax(gamma: f64) -> Mechanism {
     Mechanism::Lnmax(Lnmax { gamma })
 }
 fn gnmax(sigma: f64) -> Mechanism {
-    Mechanism::Gnmax(Gnmax { sigma })
+    Mechanism::Gnmax(Gnmax::new(sigma))
+}
+fn gnmax_head(sigma: f64, queries: usize, head_sigma: f64) -> Mechanism {
+    Mechanism::Gnmax(Gnmax {
+        sigma,
+        head: Some(GnmaxHead {
+            queries,
+            sigma: head_sigma,
+        }),
+    })
 }
 
 #[test]
@@ -453,4 +462,69 @@ fn delta_must_be_below_one_over_the_private_records() {
         delta_warning(1e-4, 10_000).is_some(),
         "δ = 1/n exactly is not below 1/n"
     );
+}
+
+/// A head query at σ/2 costs exactly four queries at σ (RDP α/σ² per query): 1,000 votes with a
+/// head of 50 at σ 20 and the rest at σ 40 are charged as 950 + 4·50 = 1,150 queries at σ 40, at
+/// every order; a head beyond the matrix covers it all; no head, or a head of 0 queries, is plain
+/// GNMax. The data-dependent ε never exceeds the data-independent one.
+#[test]
+fn gnmax_head_is_charged_at_its_own_sigma() {
+    let o = opts(1e-5, None);
+    let with_head = account(
+        &votes(&vec![[250, 0]; 1000]),
+        &gnmax_head(40.0, 50, 20.0),
+        &o,
+    )
+    .unwrap();
+    let as_queries = account(&votes(&vec![[250, 0]; 1150]), &gnmax(40.0), &o).unwrap();
+    assert!(
+        close(
+            with_head.data_independent_epsilon,
+            as_queries.data_independent_epsilon,
+            1e-12
+        ),
+        "{} vs {}",
+        with_head.data_independent_epsilon,
+        as_queries.data_independent_epsilon
+    );
+    assert_eq!(with_head.parameters["head"]["queries"], 50);
+    assert!(with_head.data_dependent_epsilon <= with_head.data_independent_epsilon);
+    // Unanimous votes: the head's data-dependent bound is smaller still (larger margin in σ units).
+    assert!(with_head.data_dependent_epsilon < as_queries.data_dependent_epsilon);
+    let plain = account(&votes(&vec![[200, 50]; 300]), &gnmax(40.0), &o).unwrap();
+    for m in [gnmax_head(40.0, 0, 20.0)] {
+        let r = account(&votes(&vec![[200, 50]; 300]), &m, &o).unwrap();
+        assert_eq!(r.data_independent_epsilon, plain.data_independent_epsilon);
+        assert_eq!(r.data_dependent_epsilon, plain.data_dependent_epsilon);
+    }
+    let all_head = account(
+        &votes(&vec![[200, 50]; 300]),
+        &gnmax_head(40.0, 5000, 20.0),
+        &o,
+    )
+    .unwrap();
+    let at_20 = account(&votes(&vec![[200, 50]; 300]), &gnmax(20.0), &o).unwrap();
+    assert!(close(
+        all_head.data_independent_epsilon,
+        at_20.data_independent_epsilon,
+        1e-12
+    ));
+    assert!(close(
+        all_head.data_dependent_epsilon,
+        at_20.data_dependent_epsilon,
+        1e-12
+    ));
+    // The ledger charges the same curve.
+    let entry = privacy::ledger::LedgerEntry {
+        time: "t".into(),
+        by: "test".into(),
+        mechanism: gnmax_head(40.0, 50, 20.0),
+        queries: 1000,
+        answered: 1000,
+    };
+    for alpha in [1.5, 2.0, 7.5, 32.0] {
+        let expected = 950.0 * alpha / 1600.0 + 50.0 * alpha / 400.0;
+        assert!(close(entry.rdp(alpha).unwrap(), expected, 1e-12));
+    }
 }

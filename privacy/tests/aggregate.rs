@@ -1,6 +1,6 @@
 //! Aggregators: label frequencies against exact probabilities of the discrete noise (numpy values
 //! in the comments), tie-breaking, abstention. Fixed test seeds; 20 000 trials give SE ≤ 0.0035.
-use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, Lnmax};
+use privacy::aggregate::{Aggregator, ConfidentGnmax, Gnmax, GnmaxHead, Lnmax};
 use privacy::{NoiseRng, VoteMatrix};
 
 const TRIALS: usize = 20_000;
@@ -17,10 +17,10 @@ fn frequency_of(label: usize, agg: &dyn Aggregator, counts: &[u64], seed: u64) -
 fn gnmax_label_frequencies_match_the_discrete_gaussian() {
     // Votes [130, 120], σ = 40: label 1 wins iff 120 + Z₁ > 130 + Z₀ (ties go to class 0), i.e.
     // Z₁ − Z₀ ≥ 11: P = 0.426372 (numpy, exact discrete Gaussian sums).
-    let f = frequency_of(1, &Gnmax { sigma: 40.0 }, &[130, 120], 1);
+    let f = frequency_of(1, &Gnmax::new(40.0), &[130, 120], 1);
     assert!((f - 0.426372).abs() < 0.017, "{f}");
     // Votes [120, 130]: label 0 wins iff Z₀ − Z₁ ≥ 10 (ties favour class 0): P = 0.433315.
-    let f0 = frequency_of(0, &Gnmax { sigma: 40.0 }, &[120, 130], 2);
+    let f0 = frequency_of(0, &Gnmax::new(40.0), &[120, 130], 2);
     assert!((f0 - 0.433315).abs() < 0.017, "{f0}");
 }
 
@@ -44,7 +44,7 @@ fn large_margins_and_tiny_noise_return_the_argmax() {
     let votes3 = VoteMatrix::from_rows(&[[0u64, 250, 0], [0, 0, 250]]).unwrap();
     // σ = 10 with a gap of 250: P(error) < erfc(250/20) ≈ 1e-69.
     assert_eq!(
-        Gnmax { sigma: 10.0 }.aggregate(&votes3, &mut rng).unwrap(),
+        Gnmax::new(10.0).aggregate(&votes3, &mut rng).unwrap(),
         vec![Some(1), Some(2)]
     );
 }
@@ -165,9 +165,7 @@ fn invalid_parameters_are_errors_not_panics() {
     assert!(Lnmax { gamma: -1.0 }
         .aggregate_query(&[1, 2], &mut rng)
         .is_err());
-    assert!(Gnmax { sigma: 0.0 }
-        .aggregate_query(&[1, 2], &mut rng)
-        .is_err());
+    assert!(Gnmax::new(0.0).aggregate_query(&[1, 2], &mut rng).is_err());
     assert!(ConfidentGnmax {
         threshold: f64::NAN,
         sigma1: 1.0,
@@ -176,7 +174,7 @@ fn invalid_parameters_are_errors_not_panics() {
     }
     .aggregate_query(&[1, 2], &mut rng)
     .is_err());
-    assert!(Gnmax { sigma: 1.0 }.aggregate_query(&[], &mut rng).is_err());
+    assert!(Gnmax::new(1.0).aggregate_query(&[], &mut rng).is_err());
 }
 
 /// One mechanism type, tagged by `mechanism`, with exactly its own parameters.
@@ -205,7 +203,53 @@ fn mechanism_is_tagged_and_rejects_other_mechanisms_parameters() {
     assert!(serde_json::from_str::<Mechanism>(r#"{"mechanism": "laplace", "gamma": 1}"#).is_err());
     let back = serde_json::to_value(c).unwrap();
     assert_eq!(back["mechanism"], "confident_gnmax");
-    assert!(Mechanism::Gnmax(privacy::aggregate::Gnmax { sigma: -1.0 })
+    assert!(Mechanism::Gnmax(privacy::aggregate::Gnmax::new(-1.0))
         .check()
         .is_err());
+}
+
+/// The head's σ applies to exactly the first `queries` queries: with σ_h = 0.5 a margin of 20 is
+/// never overturned (P < 1e-100), with σ = 200 it is about half the time; so every head row is
+/// answered right and the rest is not. 200 rows per part: P(all 200 rest rows right) ≈ 0.54²⁰⁰.
+#[test]
+fn gnmax_head_answers_the_first_queries_with_its_own_sigma() {
+    let mut rng = NoiseRng::seeded_for_experiments(21);
+    let votes = VoteMatrix::from_rows(&vec![[110u64, 90]; 400]).unwrap();
+    let m = Gnmax {
+        sigma: 200.0,
+        head: Some(GnmaxHead {
+            queries: 200,
+            sigma: 0.5,
+        }),
+    };
+    let labels = m.aggregate(&votes, &mut rng).unwrap();
+    assert!(labels[..200].iter().all(|l| *l == Some(0)));
+    let wrong = labels[200..].iter().filter(|l| **l == Some(1)).count();
+    assert!(
+        (60..=140).contains(&wrong),
+        "{wrong} of 200 flipped at σ 200"
+    );
+    // A head longer than the vote matrix covers every query.
+    let all = Gnmax {
+        sigma: 200.0,
+        head: Some(GnmaxHead {
+            queries: 10_000,
+            sigma: 0.5,
+        }),
+    };
+    assert!(all
+        .aggregate(&votes, &mut rng)
+        .unwrap()
+        .iter()
+        .all(|l| *l == Some(0)));
+    // The head's σ is checked like the run's.
+    let bad = Gnmax {
+        sigma: 40.0,
+        head: Some(GnmaxHead {
+            queries: 3,
+            sigma: 0.0,
+        }),
+    };
+    assert!(bad.aggregate(&votes, &mut rng).is_err());
+    assert!(privacy::Mechanism::Gnmax(bad).check().is_err());
 }

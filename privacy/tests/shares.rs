@@ -92,7 +92,7 @@ fn ledger_composes_every_aggregation_that_used_the_teachers() {
     let entry = |queries| LedgerEntry {
         time: "2026-11-23T00:00:00Z".into(),
         by: "test".into(),
-        mechanism: Mechanism::Gnmax(Gnmax { sigma: 40.0 }),
+        mechanism: Mechanism::Gnmax(Gnmax::new(40.0)),
         queries,
         answered: queries,
     };
@@ -109,7 +109,7 @@ fn ledger_composes_every_aggregation_that_used_the_teachers() {
     let v = VoteMatrix::from_rows(&vec![[125u64, 125]; 1000]).unwrap();
     let r = privacy::accountant::account(
         &v,
-        &Mechanism::Gnmax(Gnmax { sigma: 40.0 }),
+        &Mechanism::Gnmax(Gnmax::new(40.0)),
         &privacy::accountant::AccountOptions {
             delta: 1e-5,
             orders: None,

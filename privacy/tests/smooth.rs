@@ -3,7 +3,7 @@
 //! SS(D) ≥ |f(D′) − f(D)| (an upper bound on the local sensitivity) and SS(D′) ≤ e^β·SS(D)
 //! (β-smoothness), where f is the data-dependent RDP total at the order.
 use privacy::accountant::{account, AccountOptions, Mechanism};
-use privacy::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
+use privacy::aggregate::{ConfidentGnmax, Gnmax, GnmaxHead, Lnmax};
 use privacy::smooth::smooth_sensitivity;
 use privacy::VoteMatrix;
 
@@ -84,13 +84,26 @@ fn check(rows: &[[u64; 2]], m: Mechanism, order: f64, beta: f64) {
 #[test]
 fn gnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
     let rows = [[10, 0], [7, 3], [9, 1]];
-    check(&rows, Mechanism::Gnmax(Gnmax { sigma: 1.5 }), 5.0, 0.08);
+    check(&rows, Mechanism::Gnmax(Gnmax::new(1.5)), 5.0, 0.08);
     check(
         &[[20, 0], [0, 20]],
-        Mechanism::Gnmax(Gnmax { sigma: 2.0 }),
+        Mechanism::Gnmax(Gnmax::new(2.0)),
         8.0,
         0.05,
     );
+}
+
+/// With a head the bound still dominates every neighbour's change (each query at its own σ).
+#[test]
+fn gnmax_with_a_head_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
+    let m = Mechanism::Gnmax(Gnmax {
+        sigma: 1.5,
+        head: Some(GnmaxHead {
+            queries: 1,
+            sigma: 3.0,
+        }),
+    });
+    check(&[[10, 0], [7, 3], [9, 1]], m, 5.0, 0.08);
 }
 
 #[test]
@@ -161,7 +174,7 @@ fn sanitized_epsilon_never_exceeds_the_data_independent_bound_at_its_order() {
         .map(|i| if i % 3 == 0 { [6, 4] } else { [10, 0] })
         .collect();
     let v = VoteMatrix::from_rows(&rows).unwrap();
-    let m = Mechanism::Gnmax(Gnmax { sigma: 2.0 });
+    let m = Mechanism::Gnmax(Gnmax::new(2.0));
     let alpha = 4.0;
     let opts = AccountOptions {
         delta: DELTA,
@@ -230,7 +243,7 @@ fn sanitized_value_upper_bounds_the_data_dependent_total_in_every_draw() {
         })
         .collect();
     let v = VoteMatrix::from_rows(&rows).unwrap();
-    let m = Mechanism::Gnmax(Gnmax { sigma: 40.0 });
+    let m = Mechanism::Gnmax(Gnmax::new(40.0));
     let opts = AccountOptions {
         delta: DELTA,
         orders: None,
@@ -267,7 +280,7 @@ fn sanitized_value_upper_bounds_the_data_dependent_total_in_every_draw() {
 fn sanitization_order_does_not_depend_on_the_votes() {
     use privacy::smooth::{sanitize, SanitizeOptions};
     use privacy::NoiseRng;
-    let m = Mechanism::Gnmax(Gnmax { sigma: 40.0 });
+    let m = Mechanism::Gnmax(Gnmax::new(40.0));
     let opts = AccountOptions {
         delta: DELTA,
         orders: None,
@@ -294,7 +307,7 @@ fn the_serialized_sanitized_release_carries_no_smooth_sensitivity() {
     use privacy::NoiseRng;
     let rows: Vec<[u64; 2]> = (0..50).map(|i| [200 - i, 50 + i]).collect();
     let v = VoteMatrix::from_rows(&rows).unwrap();
-    let m = Mechanism::Gnmax(Gnmax { sigma: 40.0 });
+    let m = Mechanism::Gnmax(Gnmax::new(40.0));
     let opts = AccountOptions {
         delta: DELTA,
         orders: None,

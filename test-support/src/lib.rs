@@ -203,7 +203,7 @@ fn write_fixture_with(
             // A fixture (weights set by code, not trained) with a typed privacy section, so the
             // dashboard labels can be checked end to end.
             privacy: Some(bundle::PublishedPrivacy {
-                mechanism: privacy::Mechanism::Gnmax(privacy::aggregate::Gnmax { sigma: 40.0 }),
+                mechanism: privacy::Mechanism::Gnmax(privacy::aggregate::Gnmax::new(40.0)),
                 delta: 1e-5,
                 answered_queries: 1000,
                 rng: privacy::RngProvenance::Os,

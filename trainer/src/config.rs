@@ -830,6 +830,26 @@ impl RunConfig {
         if let Err(e) = p.mechanism.check() {
             return bad(&format!("privacy ({})", p.mechanism.name()), e.to_string());
         }
+        // GNMax's head answers the FIRST queries with its own σ: only `query_selection: head`
+        // puts the most frequent public requests there, so anything else is a mistake.
+        if let Mechanism::Gnmax(privacy::aggregate::Gnmax {
+            head: Some(head), ..
+        }) = p.mechanism
+        {
+            let s = &self.student;
+            let frequent = (s.head_share * s.queries as f64).round() as usize;
+            if s.query_selection != QuerySelection::Head || head.queries > frequent {
+                return bad(
+                    "privacy.head.queries",
+                    format!(
+                        "answers the first {} queries with their own sigma, so it needs \
+                         student.query_selection: head with at least that many frequent \
+                         requests first (head_share × queries = {frequent}, query_selection: {:?})",
+                        head.queries, s.query_selection
+                    ),
+                );
+            }
+        }
         if !(p.delta > 0.0 && p.delta < 1.0) {
             return bad(
                 "privacy.delta",
@@ -973,6 +993,40 @@ mod tests {
             RunConfig::parse(&dumped).unwrap().privacy.mechanism,
             c.privacy.mechanism
         );
+    }
+
+    /// GNMax's head parses inline, round-trips, and is refused unless the first queries are the
+    /// most frequent requests (`query_selection: head`, enough of them).
+    #[test]
+    fn gnmax_head_needs_head_query_selection() {
+        let base = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
+        let student = "student: {queries: 400, query_selection: head, head_share: 0.25}\n";
+        let privacy = "privacy: {mechanism: gnmax, sigma: 40, head: {queries: 32, sigma: 25}}\n";
+        let c = RunConfig::parse(&format!("{base}{student}{privacy}")).unwrap();
+        let Mechanism::Gnmax(g) = c.privacy.mechanism else {
+            panic!("{:?}", c.privacy.mechanism)
+        };
+        assert_eq!(g.head.map(|h| (h.queries, h.sigma)), Some((32, 25.0)));
+        let dumped = serde_yaml::to_string(&c).unwrap();
+        assert_eq!(
+            RunConfig::parse(&dumped).unwrap().privacy.mechanism,
+            c.privacy.mechanism
+        );
+        for student in [
+            "student: {queries: 400, query_selection: distinct}\n",
+            "student: {queries: 100, query_selection: head, head_share: 0.25}\n",
+        ] {
+            let e = RunConfig::parse(&format!("{base}{student}{privacy}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("privacy.head.queries"), "{e}");
+        }
+        let e = RunConfig::parse(&format!(
+            "{base}{student}privacy: {{mechanism: gnmax, sigma: 40, head: {{queries: 32, sigma: 0}}}}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("privacy (gnmax)"), "{e}");
     }
 
     /// Roles or a simulation, never both, never neither; the simulation's fractions sum to 1.

@@ -565,8 +565,8 @@ pub enum UsageProblem {
     VoteShareWithShares,
     /// `aggregate` of noisy shares with another mechanism than the shares' GNMax.
     #[error(
-        "the vote shares carry distributed GNMax noise with sigma {sigma}; pass --mechanism gnmax \
-         --sigma {sigma} (got {} {:?})",
+        "the vote shares carry distributed GNMax noise with sigma {sigma} on every query; pass \
+         --mechanism gnmax --sigma {sigma} without a head (got {} {:?})",
         .got.name(),
         .got
     )]

@@ -95,7 +95,10 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     assert_eq!(report.queries, 280);
     assert_eq!(report.mechanism, MechanismName::Gnmax);
     match report.mechanism_parameters {
-        privacy::Mechanism::Gnmax(m) => assert_eq!(m.sigma, 2.0),
+        privacy::Mechanism::Gnmax(m) => {
+            assert_eq!(m.sigma, 2.0);
+            assert_eq!(m.head.map(|h| (h.queries, h.sigma)), Some((16, 1.5)));
+        }
         other => panic!("quick.yaml's mechanism is gnmax, not {other:?}"),
     }
     assert_eq!(report.delta, 1e-5);
@@ -150,6 +153,18 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         "{yaml}"
     );
     assert_eq!(published.published_epsilon_kind, "data-independent");
+    // The published mechanism carries the head, and the published ε charges it: 16 queries at
+    // σ 1.5 and 264 at σ 2, i.e. 264 + 16·(2/1.5)² query-equivalents at σ 2 (RDP α/σ² each).
+    assert_eq!(published.mechanism, report.mechanism_parameters);
+    let equivalent = 264.0 + 16.0 * (2.0f64 / 1.5).powi(2);
+    let expected = privacy::accountant::default_rdp_orders()
+        .into_iter()
+        .map(|a| equivalent * a / 4.0 + (1e5f64).ln() / (a - 1.0))
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        (published_epsilon - expected).abs() < 1e-9 * expected,
+        "published {published_epsilon}, the head charged at its σ gives {expected}"
+    );
     assert_eq!(published.answered_queries, report.answered);
     assert_eq!(
         manifest.privacy_labels().epsilon,

@@ -147,7 +147,7 @@ fn resolve_mechanism(
                 Some(s) => s,
                 None => match_sigma(
                     target()?,
-                    &|s| Accounted::Gnmax(Gnmax { sigma: s }),
+                    &|s| Accounted::Gnmax(Gnmax::new(s)),
                     teachers,
                     queries,
                     delta,
@@ -159,7 +159,7 @@ fn resolve_mechanism(
                 ""
             };
             (
-                Accounted::Gnmax(Gnmax { sigma: s }),
+                Accounted::Gnmax(Gnmax::new(s)),
                 format!("σ = {s:.2}{matched}"),
             )
         }

@@ -4,6 +4,7 @@
 //! ```text
 //! pate-trainer account --votes FILE --mechanism lnmax --gamma 0.05 --delta 1e-5 [--orders 1,2,3]
 //! pate-trainer account --votes FILE --mechanism gnmax --sigma 40 --delta 1e-5 [--orders 2,2.5,3]
+//!     [--head-queries 32 --head-sigma 25]
 //! pate-trainer account --votes FILE --mechanism confident-gnmax --threshold 200 --sigma1 150 \
 //!     --sigma2 40 --delta 1e-5 [--answered labels.csv]
 //! ```
@@ -12,7 +13,7 @@
 use std::path::PathBuf;
 
 use privacy::accountant::{account, AccountOptions, Mechanism};
-use privacy::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
+use privacy::aggregate::{ConfidentGnmax, Gnmax, GnmaxHead, Lnmax};
 use privacy::smooth::{sanitize, SanitizeOptions};
 
 use crate::error::{Error, Result};
@@ -54,6 +55,13 @@ pub struct MechanismArgs {
     /// (at most the number of queries); without it, every query.
     #[arg(long)]
     pub max_answered: Option<usize>,
+    /// GNMax: answer the first N queries (a vote file of `query_selection: head` lists the most
+    /// frequent requests first) with `--head-sigma` instead of `--sigma`.
+    #[arg(long, requires = "head_sigma")]
+    pub head_queries: Option<usize>,
+    /// GNMax: σ of the Gaussian noise on the first `--head-queries` queries.
+    #[arg(long, requires = "head_queries")]
+    pub head_sigma: Option<f64>,
 }
 
 impl MechanismArgs {
@@ -71,12 +79,22 @@ impl MechanismArgs {
                 applies: "to --mechanism confident-gnmax",
             });
         }
+        if self.head_queries.is_some() && self.mechanism != MechanismName::Gnmax {
+            return Err(Error::FlagNotApplicable {
+                flag: "head-queries",
+                applies: "to --mechanism gnmax",
+            });
+        }
         Ok(match self.mechanism {
             MechanismName::Lnmax => Mechanism::Lnmax(Lnmax {
                 gamma: need(self.gamma, "gamma", "lnmax")?,
             }),
             MechanismName::Gnmax => Mechanism::Gnmax(Gnmax {
                 sigma: need(self.sigma, "sigma", "gnmax")?,
+                head: self
+                    .head_queries
+                    .zip(self.head_sigma)
+                    .map(|(queries, sigma)| GnmaxHead { queries, sigma }),
             }),
             MechanismName::ConfidentGnmax => Mechanism::ConfidentGnmax(ConfidentGnmax {
                 threshold: need(self.threshold, "threshold", "confident-gnmax")?,

@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<()> {
             .collect::<Result<_>>()?;
         let sigma = parsed[0].1.sigma;
         match mechanism {
-            Mechanism::Gnmax(m) if m.sigma == sigma => {}
+            Mechanism::Gnmax(m) if m.sigma == sigma && m.head.is_none() => {}
             _ => {
                 return Err(Error::Usage {
                     command: "aggregate",
