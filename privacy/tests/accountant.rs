@@ -528,3 +528,32 @@ fn gnmax_head_is_charged_at_its_own_sigma() {
         assert!(close(entry.rdp(alpha).unwrap(), expected, 1e-12));
     }
 }
+
+/// Each query is charged at the σ of ITS position: contested rows in the head and unanimous ones
+/// after it give, at one order, exactly the head rows' data-dependent RDP at σ_h plus the rest's
+/// at σ — not the same rows the other way round.
+#[test]
+fn gnmax_head_charges_the_first_rows_at_its_sigma() {
+    let alpha = 8.0;
+    let o = opts(1e-5, Some(vec![alpha]));
+    let rdp = |rows: &[[u64; 2]], m: &Mechanism| {
+        account(&votes(rows), m, &o).unwrap().data_dependent_epsilon - (1e5f64).ln() / (alpha - 1.0)
+    };
+    let mut rows = vec![[150u64, 100]; 20];
+    rows.extend(vec![[250u64, 0]; 80]);
+    let with_head = rdp(&rows, &gnmax_head(40.0, 20, 20.0));
+    let parts = rdp(&rows[..20], &gnmax(20.0)) + rdp(&rows[20..], &gnmax(40.0));
+    assert!(close(with_head, parts, 1e-9), "{with_head} vs {parts}");
+    let mut reversed = rows.clone();
+    reversed.reverse();
+    let wrong_rows = rdp(&rows[80..], &gnmax(20.0)) + rdp(&rows[..80], &gnmax(40.0));
+    assert!(
+        !close(with_head, wrong_rows, 1e-3),
+        "{with_head} vs {wrong_rows}"
+    );
+    assert!(close(
+        rdp(&reversed, &gnmax_head(40.0, 20, 20.0)),
+        rdp(&reversed[..20], &gnmax(20.0)) + rdp(&reversed[20..], &gnmax(40.0)),
+        1e-9
+    ));
+}

@@ -97,13 +97,54 @@ fn gnmax_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
 #[test]
 fn gnmax_with_a_head_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth() {
     let m = Mechanism::Gnmax(Gnmax {
-        sigma: 1.5,
+        sigma: 3.0,
         head: Some(GnmaxHead {
             queries: 1,
-            sigma: 3.0,
+            sigma: 1.5,
         }),
     });
     check(&[[10, 0], [7, 3], [9, 1]], m, 5.0, 0.08);
+}
+
+/// The smooth sensitivity takes each query at its own σ: a head covering every query is plain
+/// GNMax at the head's σ; a head of k is neither plain σ nor plain σ_h; and which rows form the
+/// head matters (contested rows at the smaller σ move the data-dependent bound more).
+#[test]
+fn gnmax_head_smooth_sensitivity_takes_each_query_at_its_sigma() {
+    let head = |k: usize| {
+        Mechanism::Gnmax(Gnmax {
+            sigma: 40.0,
+            head: Some(GnmaxHead {
+                queries: k,
+                sigma: 20.0,
+            }),
+        })
+    };
+    let ss = |rows: &[[u64; 2]], m: &Mechanism| {
+        smooth_sensitivity(&VoteMatrix::from_rows(rows).unwrap(), m, None, 8.0, 0.05).unwrap()
+    };
+    let mut contested_first = vec![[150u64, 100]; 5];
+    contested_first.extend(vec![[230u64, 20]; 5]);
+    let mut unanimous_first = contested_first.clone();
+    unanimous_first.reverse();
+    assert_eq!(
+        ss(&contested_first, &head(10)),
+        ss(&contested_first, &Mechanism::Gnmax(Gnmax::new(20.0)))
+    );
+    let with_head = ss(&contested_first, &head(5));
+    assert_ne!(
+        with_head,
+        ss(&contested_first, &Mechanism::Gnmax(Gnmax::new(40.0)))
+    );
+    assert_ne!(
+        with_head,
+        ss(&contested_first, &Mechanism::Gnmax(Gnmax::new(20.0)))
+    );
+    assert!(
+        with_head > ss(&unanimous_first, &head(5)),
+        "{with_head} vs {}",
+        ss(&unanimous_first, &head(5))
+    );
 }
 
 #[test]
