@@ -143,6 +143,60 @@ fn bench(c: &mut Criterion) {
         libinjection: true,
         ..train_yaml_config
     });
+    // The same with CSIC's header set (constant values, a per-session cookie): fitted on the
+    // sample with those headers, so the constant values are known (`known_header_permille`) as
+    // they are for a bundle of configs/train-whole-request.yaml; the case is typical_get with them.
+    let csic_headers = |session: usize| -> Vec<(String, Vec<u8>)> {
+        [
+            ("User-Agent", "Mozilla/5.0 (compatible; Konqueror/3.5; Linux) KHTML/3.5.8 (like Gecko)".to_owned()),
+            ("Pragma", "no-cache".to_owned()),
+            ("Cache-control", "no-cache".to_owned()),
+            ("Accept", "text/xml,application/xml,application/xhtml+xml,text/html;q=0.9,text/plain;q=0.8,image/png,*/*;q=0.5".to_owned()),
+            ("Accept-Encoding", "x-gzip, x-deflate, gzip, deflate".to_owned()),
+            ("Accept-Charset", "utf-8, utf-8;q=0.5, *;q=0.5".to_owned()),
+            ("Accept-Language", "en".to_owned()),
+            ("Host", "localhost:8080".to_owned()),
+            ("Cookie", format!("JSESSIONID={:032X}", session.wrapping_mul(0x9E37_79B9_7F4A_7C15))),
+            ("Connection", "close".to_owned()),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_owned(), v.into_bytes()))
+        .collect()
+    };
+    let fit_headers: Vec<Vec<(String, Vec<u8>)>> = (0..docs.len()).map(csic_headers).collect();
+    let train_whole_request_headers = Featurizer::fit(
+        train_whole_request.config().clone(),
+        docs.iter()
+            .zip(&fit_headers)
+            .map(|((t, b), h)| RequestParts {
+                method: "GET",
+                target: t.as_bytes(),
+                body: b.as_deref().map(str::as_bytes),
+                headers: featurizer::Headers::Owned(h),
+            }),
+    )
+    .expect("fit");
+    let case_headers = csic_headers(docs.len() + 1);
+    let with_headers = RequestParts {
+        headers: featurizer::Headers::Owned(&case_headers),
+        ..cases[0].1
+    };
+    {
+        let mut group = c.benchmark_group("transform_into_train_whole_request_csic_headers");
+        let mut scratch = Scratch::default();
+        let mut out = SparseVector::default();
+        group.bench_function("typical_get", |b| {
+            b.iter(|| {
+                train_whole_request_headers.transform_into(
+                    black_box(&with_headers),
+                    &mut scratch,
+                    &mut out,
+                );
+                black_box(out.indices.len())
+            })
+        });
+        group.finish();
+    }
     for (group_name, featurizer) in [
         ("transform_into_whole_request", &placements),
         ("transform_into_whole_request_libinjection", &placements_li),

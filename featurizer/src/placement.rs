@@ -28,7 +28,7 @@
 //! beyond a limit is not read, and [`Split`] says which limit was reached.
 use crate::hex_value;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Borrowed header name/value pairs.
 type BorrowedPairs<'a> = &'a [(&'a str, &'a [u8])];
@@ -1321,8 +1321,10 @@ pub(crate) fn request_segments(
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KnownValues(HashMap<&'static str, NameValues>);
 
-/// A placement's known header names and their known values.
-type NameValues = HashMap<String, HashSet<String>>;
+/// A placement's known header names, their known values, and what libinjection calls each
+/// value (computed once when the table is built: the same values recur in every request, and
+/// libinjection on a User-Agent or Accept value costs more than the rest of a request).
+type NameValues = HashMap<String, HashMap<String, [bool; 2]>>;
 
 impl KnownValues {
     /// From [`known_key`]s (`placement`, name and value joined by tabs); a key of an unknown
@@ -1343,24 +1345,22 @@ impl KnownValues {
                 .or_default()
                 .entry(name.to_owned())
                 .or_default()
-                .insert(value.to_owned());
+                .entry(value.to_owned())
+                .or_insert_with(|| libinjection_flags(value.as_bytes()));
         }
         KnownValues(map)
     }
 
-    /// Whether nothing is known.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Whether `p` is a known header value.
-    pub(crate) fn contains(&self, p: &Part) -> bool {
-        p.placement.is_header()
-            && self
-                .0
-                .get(p.placement.as_str())
-                .and_then(|names| names.get(p.name.as_str()))
-                .is_some_and(|values| values.contains(p.value.as_str()))
+    /// When `p` is a known header value: what libinjection calls it ([`libinjection_flags`]).
+    pub(crate) fn get(&self, p: &Part) -> Option<[bool; 2]> {
+        if self.0.is_empty() || !p.placement.is_header() {
+            return None;
+        }
+        self.0
+            .get(p.placement.as_str())
+            .and_then(|names| names.get(p.name.as_str()))
+            .and_then(|values| values.get(p.value.as_str()))
+            .copied()
     }
 }
 
@@ -1384,14 +1384,10 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
         .filter(|p| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
         .map(|p| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
-            if !known.is_empty() && known.contains(p) {
+            if let Some(known_li) = known.get(p) {
                 // Its name is read, its value (the same in a share of all traffic) is not;
-                // libinjection still looks at it.
-                let li = if libinjection {
-                    libinjection_flags(p.value.as_bytes())
-                } else {
-                    [false; 2]
-                };
+                // libinjection still looks at it (once, when the table was built).
+                let li = if libinjection { known_li } else { [false; 2] };
                 return Segment {
                     placement: p.placement,
                     text: format!("{}=", p.name),
