@@ -633,7 +633,10 @@ fn known_header_values_are_read_as_their_name_only_and_an_attack_is_not_known() 
         .collect();
     let f = Featurizer::fit(config(Some(500)), probed.clone()).unwrap();
     let text = f.explain(&probed[0]).normalized;
-    assert!(text.contains("x-probe=\n") && !text.contains("or '1'"), "known: {text}");
+    assert!(
+        text.contains("x-probe=\n") && !text.contains("or '1'"),
+        "known: {text}"
+    );
     let sqli = f
         .vocabulary()
         .iter()
