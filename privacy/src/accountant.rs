@@ -385,8 +385,6 @@ impl Mechanism {
     }
 }
 
-/// Per-run data the per-order totals are computed from. Crate-internal; shared with
-/// [`crate::smooth`].
 /// Queries of a GNMax run answered with one σ.
 #[derive(Debug, Clone)]
 pub(crate) struct GnmaxGroup {
@@ -395,6 +393,8 @@ pub(crate) struct GnmaxGroup {
     pub(crate) ln_qs: Vec<(f64, usize)>,
 }
 
+/// Per-run data the per-order totals are computed from. Crate-internal; shared with
+/// [`crate::smooth`].
 #[derive(Debug, Clone)]
 pub(crate) enum Analysis {
     Lnmax {
