@@ -706,6 +706,70 @@ pub fn train_student_full(
     Ok((model, extras))
 }
 
+/// Which rows of `train` to keep after cross-validated label cleaning
+/// ([`crate::config::LabelCleaningConfig`]): each fold is scored by a student trained (with
+/// `training`, its rows repeated by `copies` when given) on the other folds; a row whose label the
+/// out-of-fold score contradicts with at least `cleaning.confidence` is not kept. The folds are
+/// drawn from the stream `label-cleaning` of `rng`.
+#[allow(clippy::too_many_arguments)]
+pub fn clean_labels(
+    train: &LabeledRows,
+    copies: Option<&[usize]>,
+    validation: &LabeledRows,
+    cleaning: &crate::config::LabelCleaningConfig,
+    training: &TrainConfig,
+    featurizer_hash: &str,
+    rng: &RunRng,
+    device: Device,
+) -> Result<Vec<bool>> {
+    let n = train.y.len();
+    let folds = cleaning.folds.max(2);
+    let mut fold = vec![0usize; n];
+    for (position, &row) in shuffled(n, &mut rng.stream("label-cleaning"))
+        .iter()
+        .enumerate()
+    {
+        fold[row] = position % folds;
+    }
+    let mut keep = vec![true; n];
+    for f in 0..folds {
+        let (inside, outside): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| fold[i] != f);
+        if outside.is_empty() {
+            continue;
+        }
+        let rows = LabeledRows {
+            x: train.x.select_rows(&inside),
+            y: inside.iter().map(|&i| train.y[i]).collect(),
+        };
+        let rows = match copies {
+            Some(c) => {
+                let c: Vec<usize> = inside.iter().map(|&i| c[i]).collect();
+                repeat_rows(rows, &c, "answered queries")?
+            }
+            None => rows,
+        };
+        let model = train_student(
+            rows,
+            validation.clone(),
+            training,
+            featurizer_hash,
+            rng,
+            device,
+        )?;
+        let scores = model_scores(&model, &train.x.select_rows(&outside), device)?;
+        for (&i, &score) in outside.iter().zip(&scores) {
+            let score = f64::from(score);
+            let contradicted = if train.y[i] {
+                score <= 1.0 - cleaning.confidence
+            } else {
+                score >= cleaning.confidence
+            };
+            keep[i] = !contradicted;
+        }
+    }
+    Ok(keep)
+}
+
 /// `rows` with row i repeated `copies[i]` times (at least once).
 fn repeat_rows(rows: LabeledRows, copies: &[usize], what: &'static str) -> Result<LabeledRows> {
     if copies.len() != rows.y.len() {

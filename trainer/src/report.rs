@@ -191,6 +191,9 @@ pub struct StudentOptions {
     pub pseudo_labels_malicious_benign_per_round: Vec<(usize, usize)>,
     /// Unlabelled public rows in the self-training pool.
     pub unlabelled_pool: usize,
+    /// `student.label_cleaning`: the answered labels left out of the student's training.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_cleaning: Option<crate::stages::student::CleaningReport>,
     /// With the featurizer's `placements`: the threshold rule was applied to requests scored as
     /// pate-proxy scores them (the highest window): the validation requests (`answered_benign`:
     /// the answered queries labelled benign); the validation figures above are on those too.

@@ -576,3 +576,40 @@ fn a_bundle_whose_hash_does_not_match_is_refused() {
         );
     }
 }
+
+/// `--threads 0` (libtorch aborts on it) and a number beyond its range are usage errors naming
+/// the flag, in every subcommand that takes it, before anything runs; `threads: 0` in a config
+/// is a configuration error naming the key.
+#[test]
+fn zero_or_huge_threads_are_refused_not_a_libtorch_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    for threads in ["0", "3000000000", "many"] {
+        for sub in ["run", "teach", "vote", "student", "evaluate"] {
+            let o = run(&[sub, "--threads", threads, "--out", s(&out)]);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{sub} --threads {threads}: {stderr}"
+            );
+            assert!(
+                stderr.contains("--threads") && !stderr.contains("panicked"),
+                "{sub}: {stderr}"
+            );
+        }
+    }
+    assert!(!out.exists());
+    let cfg = tmp.path().join("threads.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "threads: 0\nsplit: {{simulate_from: [{{path: {}, format: csic, label: benign}}]}}\n",
+            sample("csic_normalTrafficTraining_sample.txt")
+        ),
+    )
+    .unwrap();
+    let stderr = refused(run(&["run", "--config", s(&cfg), "--out", s(&out)]));
+    assert!(stderr.contains("threads"), "{stderr}");
+    assert!(!out.exists());
+}

@@ -237,3 +237,105 @@ fn weighted_sampling_draws_heavy_items_first_without_repeats() {
     }
     assert!(heavy_first >= 190, "{heavy_first}/200");
 }
+
+/// Label cleaning leaves out the labels an out-of-fold student contradicts with confidence: on
+/// two separable clusters (malicious: feature 0 high), eight labels flipped on purpose are left
+/// out and none of the 192 right ones is.
+#[test]
+fn label_cleaning_leaves_out_confidently_contradicted_labels() {
+    use trainer::dense::DenseMatrix;
+    use trainer::ensemble::{LabeledRows, TrainConfig};
+    let n = 200;
+    let mut values = Vec::new();
+    let mut truth = Vec::new();
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut uniform = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32
+    };
+    for i in 0..n {
+        let malicious = i % 4 == 0;
+        let jitter = 0.2 * uniform();
+        values.extend([
+            if malicious { 1.0 - jitter } else { jitter },
+            0.5,
+            uniform(),
+        ]);
+        truth.push(malicious);
+    }
+    let flipped = [3usize, 17, 40, 88, 100, 121, 160, 199];
+    let mut y = truth.clone();
+    for &i in &flipped {
+        y[i] = !y[i];
+    }
+    let train = LabeledRows {
+        x: DenseMatrix::new(n, 3, values.clone()).unwrap(),
+        y,
+    };
+    let validation = LabeledRows {
+        x: DenseMatrix::new(n, 3, values).unwrap(),
+        y: truth,
+    };
+    let training = TrainConfig {
+        hidden: vec![],
+        max_epochs: 200,
+        patience: 200,
+        learning_rate: 0.1,
+        ..TrainConfig::default()
+    };
+    let cleaning = trainer::config::LabelCleaningConfig {
+        folds: 5,
+        confidence: 0.8,
+    };
+    let keep = pipeline::clean_labels(
+        &train,
+        None,
+        &validation,
+        &cleaning,
+        &training,
+        "test",
+        &pipeline::RunRng::new(Some(7)).unwrap(),
+        tch::Device::Cpu,
+    )
+    .unwrap();
+    let left_out: Vec<usize> = (0..n).filter(|&i| !keep[i]).collect();
+    assert_eq!(left_out, flipped, "left out: {left_out:?}");
+}
+
+/// A run with `label_cleaning` reports what it left out (and, in a simulation, how many of those
+/// labels were wrong); a bad setting is an error naming the key.
+#[test]
+fn run_with_label_cleaning_reports_the_labels_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(
+        tmp.path(),
+        "{queries: 150, validation_max: 200, label_cleaning: {folds: 3, confidence: 0.9}, \
+         training: {hidden: [16], max_epochs: 30, patience: 4}}",
+    );
+    let run_dir = tmp.path().join("run");
+    run_ok(&cfg, &run_dir);
+    let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
+    let cleaning = report
+        .student_options
+        .label_cleaning
+        .expect("label cleaning reported");
+    let dropped = cleaning.dropped_malicious + cleaning.dropped_benign;
+    assert!(dropped < report.answered, "{cleaning:?}");
+    assert!(cleaning.dropped_wrong.is_some_and(|w| w <= dropped));
+    let bad = config(
+        tmp.path(),
+        "{queries: 150, label_cleaning: {folds: 1, confidence: 0.9}}",
+    );
+    let out = run(trainer()
+        .args(["run", "--config"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(tmp.path().join("bad")));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("student.label_cleaning.folds"),
+        "{err}"
+    );
+}

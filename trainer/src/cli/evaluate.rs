@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long, value_parser = parse_device, default_value = "auto")]
     pub device: DeviceChoice,
     /// libtorch CPU threads.
-    #[arg(long)]
+    #[arg(long, value_parser = super::run::parse_threads)]
     pub threads: Option<usize>,
 }
 

@@ -27,8 +27,20 @@ pub struct Args {
     #[arg(long, value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
     /// libtorch CPU threads (overrides the config's `threads`).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
+}
+
+/// clap parser for `--threads`: a number of libtorch threads, 1 to `i32::MAX` (libtorch refuses
+/// 0 by aborting, so it is refused here first).
+pub fn parse_threads(s: &str) -> std::result::Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(t) if (1..=i32::MAX as usize).contains(&t) => Ok(t),
+        _ => Err(format!(
+            "expected a number of threads from 1 to {}, got {s:?}",
+            i32::MAX
+        )),
+    }
 }
 
 /// clap parser for `--device`.

@@ -53,7 +53,7 @@ pub struct Args {
     #[arg(long, value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
     /// libtorch CPU threads.
-    #[arg(long)]
+    #[arg(long, value_parser = super::run::parse_threads)]
     pub threads: Option<usize>,
 }
 

@@ -91,6 +91,7 @@ fn student_options(p: &Parts) -> StudentOptions {
         }),
         pseudo_labels_malicious_benign_per_round: student.extras.pseudo_labels.clone(),
         unlabelled_pool: p.plan.pool_rows.len(),
+        label_cleaning: student.cleaning,
         threshold_scored_as_served: student.extras.served,
     }
 }

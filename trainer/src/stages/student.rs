@@ -24,6 +24,19 @@ pub struct Student {
     pub label_agreement: Option<f64>,
     /// Public labelled examples added (`student.public_examples`).
     pub public_examples: usize,
+    /// What label cleaning left out (`student.label_cleaning`; None when off).
+    pub cleaning: Option<CleaningReport>,
+}
+
+/// The answered labels [`pipeline::clean_labels`] left out of the student's training.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CleaningReport {
+    /// Labels "malicious" left out.
+    pub dropped_malicious: usize,
+    /// Labels "benign" left out.
+    pub dropped_benign: usize,
+    /// In a simulation (the queries' true labels known): how many of those left out were wrong.
+    pub dropped_wrong: Option<usize>,
 }
 
 /// Share of the answered queries with a known label whose noisy label equals it.
@@ -253,9 +266,70 @@ pub fn run(
         .iter()
         .map(|&i| plan.public_multiplicity[plan.query_order[i]])
         .collect();
+    // The answered queries the student trains on: every one, or those label cleaning keeps.
+    let (trained, cleaning) = match &config.student.label_cleaning {
+        None => (answered.clone(), None),
+        Some(cleaning) => {
+            super::banner(
+                &format!(
+                    "label cleaning: {} folds, confidence {}",
+                    cleaning.folds, cleaning.confidence
+                ),
+                env.started,
+            );
+            let rows = LabeledRows {
+                x: features.queries_x.select_rows(&answered),
+                y: answered
+                    .iter()
+                    .map(|&i| labels[i].expect("answered"))
+                    .collect(),
+            };
+            let copies: Option<Vec<usize>> = config
+                .student
+                .multiplicity_cap
+                .map(|_| answered.iter().map(|&i| plan.query_copies[i]).collect());
+            let keep = pipeline::clean_labels(
+                &rows,
+                copies.as_deref(),
+                &features.validation,
+                cleaning,
+                &config.student.training,
+                &features.hash,
+                &env.rng,
+                env.device,
+            )?;
+            let dropped: Vec<usize> = (0..answered.len())
+                .filter(|&k| !keep[k])
+                .map(|k| answered[k])
+                .collect();
+            let report = CleaningReport {
+                dropped_malicious: dropped.iter().filter(|&&i| labels[i] == Some(true)).count(),
+                dropped_benign: dropped
+                    .iter()
+                    .filter(|&&i| labels[i] == Some(false))
+                    .count(),
+                dropped_wrong: features.queries_y.iter().any(Option::is_some).then(|| {
+                    dropped
+                        .iter()
+                        .filter(|&&i| features.queries_y[i].is_some_and(|t| Some(t) != labels[i]))
+                        .count()
+                }),
+            };
+            tracing::info!(
+                "label cleaning: left out {} malicious and {} benign labels",
+                report.dropped_malicious,
+                report.dropped_benign
+            );
+            let kept = (0..answered.len())
+                .filter(|&k| keep[k])
+                .map(|k| answered[k])
+                .collect();
+            (kept, Some(report))
+        }
+    };
     let mut train = LabeledRows {
-        x: features.queries_x.select_rows(&answered),
-        y: answered
+        x: features.queries_x.select_rows(&trained),
+        y: trained
             .iter()
             .map(|&i| labels[i].expect("answered"))
             .collect(),
@@ -278,7 +352,7 @@ pub fn run(
     }
     let copies = config.student.multiplicity_cap.map(|_| {
         (
-            answered
+            trained
                 .iter()
                 .map(|&i| plan.query_copies[i])
                 .chain(std::iter::repeat_n(1, public_examples))
@@ -330,6 +404,7 @@ pub fn run(
         answered,
         label_agreement,
         public_examples,
+        cleaning,
     })
 }
 
