@@ -509,7 +509,7 @@ fn served_threshold(
 
 /// The student from the queries' features and their noisy labels alone (the `student`
 /// subcommand: no split, so no traffic weights, and each answered query labelled benign counts
-/// once for `threshold_rule: answered_benign`).
+/// once for `threshold_rule: answered_benign`); `label_cleaning` as in `run`, without weights.
 #[allow(clippy::too_many_arguments)]
 pub fn from_labels(
     config: &RunConfig,
@@ -529,11 +529,34 @@ pub fn from_labels(
         .collect();
     let benign_x = queries.select_rows(&benign_rows);
     let benign_weights = vec![1usize; benign_rows.len()];
+    let mut train = LabeledRows {
+        x: queries.select_rows(&answered),
+        y: answered.iter().filter_map(|&i| labels[i]).collect(),
+    };
+    if let Some(cleaning) = &config.student.label_cleaning {
+        let keep = pipeline::clean_labels(
+            &train,
+            None,
+            &validation,
+            cleaning,
+            &config.student.training,
+            featurizer_hash,
+            rng,
+            device,
+        )?;
+        let kept: Vec<usize> = (0..keep.len()).filter(|&k| keep[k]).collect();
+        tracing::info!(
+            "label cleaning: left out {} of {} answered labels",
+            keep.len() - kept.len(),
+            keep.len()
+        );
+        train = LabeledRows {
+            x: train.x.select_rows(&kept),
+            y: kept.iter().map(|&k| train.y[k]).collect(),
+        };
+    }
     pipeline::train_student_full(
-        LabeledRows {
-            x: queries.select_rows(&answered),
-            y: answered.iter().filter_map(|&i| labels[i]).collect(),
-        },
+        train,
         validation,
         None,
         pool,
