@@ -324,6 +324,19 @@ fn run_with_label_cleaning_reports_the_labels_left_out() {
     let dropped = cleaning.dropped_malicious + cleaning.dropped_benign;
     assert!(dropped < report.answered, "{cleaning:?}");
     assert!(cleaning.dropped_wrong.is_some_and(|w| w <= dropped));
+    // The student stage cleans the same way (no weights: the config has none).
+    let student_out = tmp.path().join("student2.safetensors");
+    let out = run(trainer()
+        .args(["-v", "student", "--run"])
+        .arg(&run_dir)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&student_out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("label cleaning: left out"), "{stderr}");
+    assert!(student_out.exists());
     let bad = config(
         tmp.path(),
         "{queries: 150, label_cleaning: {folds: 1, confidence: 0.9}}",
