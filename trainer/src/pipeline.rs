@@ -737,10 +737,7 @@ pub fn clean_labels(
         if outside.is_empty() {
             continue;
         }
-        let rows = LabeledRows {
-            x: train.x.select_rows(&inside),
-            y: inside.iter().map(|&i| train.y[i]).collect(),
-        };
+        let rows = train.select(&inside);
         let rows = match copies {
             Some(c) => {
                 let c: Vec<usize> = inside.iter().map(|&i| c[i]).collect();
@@ -784,10 +781,7 @@ fn repeat_rows(rows: LabeledRows, copies: &[usize], what: &'static str) -> Resul
         .enumerate()
         .flat_map(|(i, &c)| std::iter::repeat_n(i, c.max(1)))
         .collect();
-    Ok(LabeledRows {
-        x: rows.x.select_rows(&idx),
-        y: idx.iter().map(|&i| rows.y[i]).collect(),
-    })
+    Ok(rows.select(&idx))
 }
 
 /// `student.self_training.rounds` (> 0) rounds of self-training from `model`: each round the

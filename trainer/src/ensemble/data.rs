@@ -10,6 +10,16 @@ pub struct LabeledRows {
     pub y: Vec<bool>,
 }
 
+impl LabeledRows {
+    /// The rows `rows` (in that order, repeats allowed) with their labels.
+    pub fn select(&self, rows: &[usize]) -> LabeledRows {
+        LabeledRows {
+            x: self.x.select_rows(rows),
+            y: rows.iter().map(|&i| self.y[i]).collect(),
+        }
+    }
+}
+
 /// One member's data: what it trains on and what it is early-stopped and thresholded on.
 #[derive(Debug, Clone, Default)]
 pub struct MemberData {

@@ -266,9 +266,16 @@ pub fn run(
         .iter()
         .map(|&i| plan.public_multiplicity[plan.query_order[i]])
         .collect();
+    let answered_rows = LabeledRows {
+        x: features.queries_x.select_rows(&answered),
+        y: answered
+            .iter()
+            .map(|&i| labels[i].expect("answered"))
+            .collect(),
+    };
     // The answered queries the student trains on: every one, or those label cleaning keeps.
-    let (trained, cleaning) = match &config.student.label_cleaning {
-        None => (answered.clone(), None),
+    let (trained, mut train, cleaning) = match &config.student.label_cleaning {
+        None => (answered.clone(), answered_rows, None),
         Some(cleaning) => {
             super::banner(
                 &format!(
@@ -277,19 +284,12 @@ pub fn run(
                 ),
                 env.started,
             );
-            let rows = LabeledRows {
-                x: features.queries_x.select_rows(&answered),
-                y: answered
-                    .iter()
-                    .map(|&i| labels[i].expect("answered"))
-                    .collect(),
-            };
             let copies: Option<Vec<usize>> = config
                 .student
                 .multiplicity_cap
                 .map(|_| answered.iter().map(|&i| plan.query_copies[i]).collect());
             let keep = pipeline::clean_labels(
-                &rows,
+                &answered_rows,
                 copies.as_deref(),
                 &features.validation,
                 cleaning,
@@ -320,19 +320,13 @@ pub fn run(
                 report.dropped_malicious,
                 report.dropped_benign
             );
-            let kept = (0..answered.len())
-                .filter(|&k| keep[k])
-                .map(|k| answered[k])
-                .collect();
-            (kept, Some(report))
+            let kept: Vec<usize> = (0..answered.len()).filter(|&k| keep[k]).collect();
+            (
+                kept.iter().map(|&k| answered[k]).collect(),
+                answered_rows.select(&kept),
+                Some(report),
+            )
         }
-    };
-    let mut train = LabeledRows {
-        x: features.queries_x.select_rows(&trained),
-        y: trained
-            .iter()
-            .map(|&i| labels[i].expect("answered"))
-            .collect(),
     };
     let examples = public_examples(config, data, plan, features, &benign_answered, &env.rng)?;
     let public_examples = examples.as_ref().map_or(0, |e| e.train.y.len());
@@ -550,10 +544,7 @@ pub fn from_labels(
             keep.len() - kept.len(),
             keep.len()
         );
-        train = LabeledRows {
-            x: train.x.select_rows(&kept),
-            y: kept.iter().map(|&k| train.y[k]).collect(),
-        };
+        train = train.select(&kept);
     }
     pipeline::train_student_full(
         train,
