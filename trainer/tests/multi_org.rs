@@ -270,6 +270,23 @@ fn organizations_vote_alone_and_the_aggregator_merges_or_sums_noisy_shares() {
         s(&labels),
     ]);
     assert!(failure(&wrong).contains("--mechanism gnmax --sigma 40"));
+    // The shares carry σ on every query: GNMax with a head (a smaller σ on the first queries)
+    // cannot be what they sum to.
+    let mut head = args.clone();
+    head.extend([
+        "--mechanism",
+        "gnmax",
+        "--sigma",
+        "40",
+        "--head-queries",
+        "5",
+        "--head-sigma",
+        "20",
+        "--out",
+        s(&labels),
+    ]);
+    let e = failure(&head);
+    assert!(e.contains("without a head"), "{e}");
     let e = failure(&[
         "aggregate",
         "--votes",
