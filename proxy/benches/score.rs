@@ -54,10 +54,14 @@ fn csic_records() -> Vec<Record> {
     records
 }
 
-/// `featurizer.config` and `student.training.hidden` of configs/train.yaml.
+/// `featurizer.config` and `student.training.hidden` of configs/train.yaml, or of the run
+/// configuration `PATE_BENCH_CONFIG` names (relative to the repository root: e.g.
+/// `configs/train-whole-request.yaml`, whose featurizer reads every header and body, so that
+/// `ServingModel::score` scores every window of the request, headers included).
 fn train_yaml() -> (FeaturizerConfig, Vec<usize>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/train.yaml");
-    let text = std::fs::read_to_string(&path).expect("configs/train.yaml");
+    let name = std::env::var("PATE_BENCH_CONFIG").unwrap_or_else(|_| "configs/train.yaml".into());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(&name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
     let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("train.yaml is YAML");
     let config: FeaturizerConfig =
         serde_yaml::from_value(yaml["featurizer"]["config"].clone()).expect("featurizer.config");
@@ -185,7 +189,8 @@ fn bench(c: &mut Criterion) {
     let typical = with_args[with_args.len() / 2];
     let long = with_args[with_args.len() - 1];
     let mut summary = vec![format!(
-        "featurizer: configs/train.yaml's ({config:?}), K = {k}, fitted on {} CSIC requests",
+        "featurizer: {}'s ({config:?}), K = {k}, fitted on {} CSIC requests",
+        std::env::var("PATE_BENCH_CONFIG").unwrap_or_else(|_| "configs/train.yaml".into()),
         records.len().div_ceil(2)
     )];
     for (name, record) in [("typical", typical), ("long", long)] {
