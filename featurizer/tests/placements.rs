@@ -3,6 +3,22 @@
 use featurizer::placement::{base64_text, decode_value, split_request};
 use featurizer::{Featurizer, FeaturizerConfig, Headers, Placement, PlacementConfig, RequestParts};
 
+/// A User-Agent header, for requests that carry one.
+const USER_AGENT: &[(&str, &[u8])] = &[("User-Agent", b"Mozilla/5.0")];
+
+/// Two GETs of one shop page with a User-Agent: a benign product, and SQL injection in `q`.
+fn shop_gets() -> [RequestParts<'static>; 2] {
+    [
+        parts_of(
+            "GET",
+            "/shop/a.jsp?id=2&nombre=Jam%F3n+Ib%E9rico",
+            USER_AGENT,
+            None,
+        ),
+        parts_of("GET", "/shop/a.jsp?id=3&q=%27+or+1%3D1--", USER_AGENT, None),
+    ]
+}
+
 fn parts_of<'a>(
     method: &'a str,
     target: &'a str,
@@ -506,11 +522,8 @@ fn request_line_whole_reads_the_seeds_text_as_one_part_and_still_decodes_and_win
         }),
         ..Default::default()
     };
-    let ua: &[(&str, &[u8])] = &[("User-Agent", b"Mozilla/5.0")];
-    let docs = [
-        parts_of("GET", "/shop/a.jsp?id=2&nombre=Jam%F3n+Ib%E9rico", ua, None),
-        parts_of("GET", "/shop/a.jsp?id=3&q=%27+or+1%3D1--", ua, None),
-    ];
+    let ua = USER_AGENT;
+    let docs = shop_gets();
     let whole = Featurizer::fit(config(true), docs).unwrap();
     let pairs = Featurizer::fit(config(false), docs).unwrap();
     // The request line is the seeds' normalized text, one part, first.
@@ -670,12 +683,7 @@ fn the_request_part_reuses_the_parameter_view_without_changing_a_vector() {
             }),
             ..Default::default()
         };
-        let ua: &[(&str, &[u8])] = &[("User-Agent", b"Mozilla/5.0")];
-        let docs = [
-            parts_of("GET", "/shop/a.jsp?id=2&nombre=Jam%F3n+Ib%E9rico", ua, None),
-            parts_of("GET", "/shop/a.jsp?id=3&q=%27+or+1%3D1--", ua, None),
-        ];
-        Featurizer::fit(config, docs).unwrap()
+        Featurizer::fit(config, shop_gets()).unwrap()
     };
     let (reuse, fresh) = (fit(256 * 1024), fit(1000));
     assert_eq!(reuse.vocabulary(), fresh.vocabulary());
