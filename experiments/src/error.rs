@@ -66,6 +66,17 @@ pub enum Error {
         /// Why.
         source: Box<Error>,
     },
+    /// A cell's run configuration (the base config with the cell's settings) is invalid (a
+    /// mechanism with GNMax's head on a base config without `query_selection: head`, say).
+    #[error("invalid configuration: experiments {experiment}: cell {cell}: {source}")]
+    CellConfig {
+        /// The experiment's name.
+        experiment: String,
+        /// The cell's id.
+        cell: String,
+        /// Why.
+        source: trainer::Error,
+    },
     /// A command-line flag has a value it cannot have.
     #[error("invalid configuration: --{flag} {value}: {problem}")]
     FlagValue {

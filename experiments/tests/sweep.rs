@@ -225,6 +225,19 @@ fn bad_sweep_files_are_rejected_with_the_key() {
     let e = run_sweep(&config, &base, &out, 1).unwrap_err().to_string();
     assert!(e.contains("100000") && e.contains("distinct"), "{e}");
     assert!(!out.join("cells").exists());
+    // GNMax's head on a base config that does not ask the most frequent requests first: refused
+    // before anything trains, naming the cell and the key (as `run` refuses that config).
+    std::fs::write(&path, "base: base.yaml\nexperiments:\n  - {name: g, kind: pate, teachers: [5], repeats: 1, mechanisms: [{kind: gnmax, sigma: 3, head: {queries: 5, sigma: 2}}]}\n").unwrap();
+    let (config, base) = SweepConfig::load(&path).unwrap();
+    let e = run_sweep(&config, &base, &out, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("gnmax-s3-head5_s2") && e.contains("privacy.head.queries"),
+        "{e}"
+    );
+    assert!(!out.join("cells").exists());
+    std::fs::write(&path, "base: base.yaml\nexperiments:\n  - {name: g, kind: pate, teachers: [5], repeats: 1, mechanisms: [{kind: gnmax, sigma: 3, head: {queries: 0, sigma: 2}}]}\n").unwrap();
+    let e = SweepConfig::load(&path).unwrap_err().to_string();
+    assert!(e.contains("mechanisms[0]"), "{e}");
 }
 
 /// A sweep cell is `pate-trainer run` of the base config with the cell's settings: the first
@@ -238,14 +251,19 @@ fn a_sweep_cell_is_a_run_with_the_same_config_and_seed() {
     let base = dir.path().join("base.yaml");
     let text = std::fs::read_to_string(&base).unwrap().replace(
         "student:\n",
-        "student:\n  query_selection: traffic\n  multiplicity_cap: 20\n  threshold_rule: answered_benign\n  target_fpr: 0.05\n",
+        "student:\n  query_selection: head\n  head_share: 0.5\n  multiplicity_cap: 20\n  threshold_rule: answered_benign\n  target_fpr: 0.05\n",
+    );
+    // GNMax with a head: the cell must answer (and charge) its first queries at the head's σ.
+    let text = text.replace(
+        "privacy: {mechanism: lnmax, gamma: 0.3, delta: 1.0e-5}",
+        "privacy: {mechanism: gnmax, sigma: 3, head: {queries: 5, sigma: 2}, delta: 1.0e-5}",
     );
     let text = text.replace("seed: 7", "seed: 11") + "aggregation: {malicious_vote_share: 0.4}\n";
     std::fs::write(&base, text).unwrap();
     let sweep = dir.path().join("one.yaml");
     std::fs::write(
         &sweep,
-        "base: base.yaml\nseed: 11\njobs: 1\nexperiments:\n  - {name: one, kind: pate, teachers: [5], mechanisms: [{kind: lnmax, gamma: 0.3}], repeats: 1}\n",
+        "base: base.yaml\nseed: 11\njobs: 1\nexperiments:\n  - {name: one, kind: pate, teachers: [5], mechanisms: [{kind: gnmax, sigma: 3, head: {queries: 5, sigma: 2}}], repeats: 1}\n",
     )
     .unwrap();
     let (config, base_config) = SweepConfig::load(&sweep).unwrap();
@@ -265,6 +283,11 @@ fn a_sweep_cell_is_a_run_with_the_same_config_and_seed() {
     )
     .unwrap();
     let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
+    assert!(
+        format!("{:?}", report.mechanism_parameters).contains("head: Some"),
+        "{:?}",
+        report.mechanism_parameters
+    );
     assert_eq!(cell.answered, Some(report.answered), "answered");
     let pairs = [
         (

@@ -163,8 +163,13 @@ pub enum MechanismSpec {
     },
     /// GNMax (Papernot et al. 2018, §4.1): N(0, σ²) on each count.
     Gnmax {
-        /// σ, or `matched`.
+        /// σ, or `matched` (the σ of the queries after the head).
         sigma: Sigma,
+        /// GNMax's head: the first `queries` queries at their own σ (as `privacy.head` of a run
+        /// config; the base config needs `student.query_selection: head`). Without it the cell
+        /// has no head, whatever the base config says.
+        #[serde(default)]
+        head: Option<privacy::aggregate::GnmaxHead>,
     },
     /// Confident-GNMax (Papernot et al. 2018, Algorithm 1).
     ConfidentGnmax {
@@ -182,7 +187,7 @@ impl MechanismSpec {
     pub fn is_matched(&self) -> bool {
         match self {
             MechanismSpec::Lnmax { .. } => false,
-            MechanismSpec::Gnmax { sigma } => sigma.value().is_none(),
+            MechanismSpec::Gnmax { sigma, .. } => sigma.value().is_none(),
             MechanismSpec::ConfidentGnmax { sigma2, .. } => sigma2.value().is_none(),
         }
     }
@@ -192,7 +197,10 @@ impl MechanismSpec {
         let s = |v: &Sigma| v.value().map_or("matched".to_string(), |v| format!("{v}"));
         match self {
             MechanismSpec::Lnmax { gamma } => format!("lnmax-g{gamma}"),
-            MechanismSpec::Gnmax { sigma } => format!("gnmax-s{}", s(sigma)),
+            MechanismSpec::Gnmax { sigma, head } => match head {
+                None => format!("gnmax-s{}", s(sigma)),
+                Some(h) => format!("gnmax-s{}-head{}_s{}", s(sigma), h.queries, h.sigma),
+            },
             MechanismSpec::ConfidentGnmax {
                 threshold_share,
                 sigma1,
@@ -333,7 +341,10 @@ impl SweepConfig {
                         };
                         let ok = match m {
                             MechanismSpec::Lnmax { gamma } => positive(*gamma),
-                            MechanismSpec::Gnmax { sigma } => sigma_ok(sigma),
+                            MechanismSpec::Gnmax { sigma, head } => {
+                                sigma_ok(sigma)
+                                    && head.is_none_or(|h| h.queries > 0 && positive(h.sigma))
+                            }
                             MechanismSpec::ConfidentGnmax {
                                 threshold_share,
                                 sigma1,
@@ -346,7 +357,7 @@ impl SweepConfig {
                             }
                         };
                         if !ok {
-                            return bad(k, "γ, σ, σ₁ must be positive numbers, σ/σ₂ a positive number or `matched`, threshold_share in [0, 1]");
+                            return bad(k, "γ, σ, σ₁ and head.sigma must be positive numbers, head.queries at least 1, σ/σ₂ a positive number or `matched`, threshold_share in [0, 1]");
                         }
                     }
                 }

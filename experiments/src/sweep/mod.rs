@@ -142,26 +142,21 @@ fn resolve_mechanism(
             Accounted::Lnmax(Lnmax { gamma: *gamma }),
             format!("γ = {gamma}"),
         ),
-        MechanismSpec::Gnmax { sigma } => {
+        MechanismSpec::Gnmax { sigma, head } => {
+            let make = |sigma: f64| Accounted::Gnmax(Gnmax { sigma, head: *head });
             let s = match sigma.value() {
                 Some(s) => s,
-                None => match_sigma(
-                    target()?,
-                    &|s| Accounted::Gnmax(Gnmax::new(s)),
-                    teachers,
-                    queries,
-                    delta,
-                )?,
+                None => match_sigma(target()?, &make, teachers, queries, delta)?,
             };
             let matched = if sigma.value().is_none() {
                 " (matched)"
             } else {
                 ""
             };
-            (
-                Accounted::Gnmax(Gnmax::new(s)),
-                format!("σ = {s:.2}{matched}"),
-            )
+            let head = head.map_or(String::new(), |h| {
+                format!(", head: first {} queries at σ = {}", h.queries, h.sigma)
+            });
+            (make(s), format!("σ = {s:.2}{matched}{head}"))
         }
         MechanismSpec::ConfidentGnmax {
             threshold_share,
@@ -592,6 +587,15 @@ fn plan_units(
             .clone()
             .unwrap_or_else(|| vec![base.student.queries]);
         for (cell, repeats, kind) in experiment_cells(e, &queries, base, delta)? {
+            // Every cell runs `pate-trainer run`'s pipeline on its own config: refuse the sweep
+            // before anything trains if one of them is a config `run` would refuse.
+            cell_config(base, &kind)
+                .validate()
+                .map_err(|source| Error::CellConfig {
+                    experiment: e.name.clone(),
+                    cell: cell.clone(),
+                    source,
+                })?;
             for repeat in 0..repeats {
                 units.push(Unit {
                     experiment: e.name.clone(),
