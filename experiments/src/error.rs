@@ -75,7 +75,7 @@ pub enum Error {
         /// The cell's id.
         cell: String,
         /// Why.
-        source: trainer::Error,
+        source: Box<trainer::Error>,
     },
     /// A command-line flag has a value it cannot have.
     #[error("invalid configuration: --{flag} {value}: {problem}")]

@@ -594,7 +594,7 @@ fn plan_units(
                 .map_err(|source| Error::CellConfig {
                     experiment: e.name.clone(),
                     cell: cell.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             for repeat in 0..repeats {
                 units.push(Unit {
