@@ -1,5 +1,7 @@
 //! The stage subcommands compute what `run` computes: `aggregate` and `account` on a run's
-//! `votes.csv`, with the run's mechanism, vote share and seed, give the run's noisy labels and ε.
+//! `votes.csv`, with the run's mechanism, vote share and seed, give the run's noisy labels and ε;
+//! `account --mechanism-from` reads the mechanism (GNMax's head included) and share from the
+//! run's report or aggregate's summary.
 use std::path::Path;
 use std::process::Command;
 
@@ -67,6 +69,56 @@ fn aggregate_and_account_on_a_runs_votes_give_the_runs_labels_and_epsilon() {
     for key in ["data_independent_epsilon", "data_dependent_epsilon"] {
         assert_eq!(account[key], privacy[key], "{key}");
     }
+    // `--mechanism-from` the run's report, or from aggregate's summary beside its labels: the
+    // mechanism and the share come from what ran, and the ε is the run's.
+    for from in [run.join("report.json"), labels.with_extension("json")] {
+        let from = from.to_str().unwrap().to_string();
+        let args = ["account", "--votes", votes_s, "--mechanism-from", &from];
+        let again: serde_json::Value = serde_json::from_str(trainer(&args).trim()).unwrap();
+        for key in ["data_independent_epsilon", "data_dependent_epsilon"] {
+            assert_eq!(again[key], privacy[key], "{key} from {from}");
+        }
+    }
+    // GNMax with a head: the summary carries the head, so the re-accounting charges its first
+    // queries at the head's σ (the flags without the head give a smaller ε).
+    let head_labels = tmp.path().join("head-labels");
+    let gnmax = ["--mechanism", "gnmax", "--sigma", "3"];
+    let head = ["--head-queries", "20", "--head-sigma", "1.5"];
+    let mut args = vec!["aggregate", "--votes", votes_s];
+    args.extend(gnmax);
+    args.extend(head);
+    args.extend(["--malicious-vote-share", "0.35", "--out"]);
+    args.push(head_labels.to_str().unwrap());
+    trainer(&args);
+    let summary = tmp.path().join("head-labels.json");
+    let from: serde_json::Value = serde_json::from_str(
+        trainer(&[
+            "account",
+            "--votes",
+            votes_s,
+            "--mechanism-from",
+            summary.to_str().unwrap(),
+        ])
+        .trim(),
+    )
+    .unwrap();
+    let account_with = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "account",
+            "--votes",
+            votes_s,
+            "--malicious-vote-share",
+            "0.35",
+        ];
+        args.extend(gnmax);
+        args.extend(extra);
+        serde_json::from_str(trainer(&args).trim()).unwrap()
+    };
+    let with_head = account_with(&head);
+    let without_head = account_with(&[]);
+    let eps = |v: &serde_json::Value| v["data_independent_epsilon"].as_f64().unwrap();
+    assert_eq!(eps(&from), eps(&with_head));
+    assert!(eps(&from) > eps(&without_head), "{from} vs {without_head}");
     // Without the share, `account` charges the unshifted counts: another data-dependent ε
     // (the shift moves every query's margin).
     let mut args = vec!["account", "--votes", votes_s, "--delta", "1e-5"];

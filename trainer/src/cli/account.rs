@@ -8,6 +8,12 @@
 //! pate-trainer account --votes FILE --mechanism confident-gnmax --threshold 200 --sigma1 150 \
 //!     --sigma2 40 --delta 1e-5 [--answered labels.csv]
 //! ```
+//! pate-trainer account --votes RUN/votes.csv --mechanism-from RUN/report.json
+//! pate-trainer account --votes votes.csv --mechanism-from labels.json   # aggregate's summary
+//! ```
+//! `--mechanism-from` takes the mechanism with every parameter (GNMax's head included) and the
+//! vote share from what ran them, so a re-accounting cannot leave one out.
+//! ```text
 //! Add `--sanitize` for a smooth-sensitivity sanitized ε (its noise comes from the OS-seeded
 //! CSPRNG, or from `--seed` for experiments, recorded in the output).
 use std::path::PathBuf;
@@ -108,13 +114,18 @@ impl MechanismArgs {
 
 /// Arguments of `pate-trainer account`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("mechanism_source").required(true).args(["mechanism", "mechanism_from"])))]
 pub struct Args {
     /// Vote file: one line per query, per-class counts separated by commas, `#` comments.
     #[arg(long)]
     pub votes: PathBuf,
-    /// Mechanism and its parameters.
+    /// Mechanism and its parameters (or `--mechanism-from`).
     #[command(flatten)]
-    pub mechanism: MechanismArgs,
+    pub mechanism: Option<MechanismArgs>,
+    /// Take the mechanism, its parameters and the vote share from a run's `report.json` or an
+    /// `aggregate` summary (`<labels>.json`) instead of the mechanism flags.
+    #[arg(long, conflicts_with_all = ["mechanism", "malicious_vote_share"])]
+    pub mechanism_from: Option<PathBuf>,
     /// Target δ of the (ε, δ) guarantee.
     #[arg(long, default_value_t = 1e-5)]
     pub delta: f64,
@@ -156,11 +167,44 @@ pub struct Args {
     pub malicious_vote_share: f64,
 }
 
+/// What `--mechanism-from` reads: a run's `report.json` (`mechanism_parameters`) or an
+/// `aggregate` summary (`parameters`); other keys are ignored.
+#[derive(Debug, serde::Deserialize)]
+struct MechanismSource {
+    #[serde(alias = "mechanism_parameters")]
+    parameters: Mechanism,
+    malicious_vote_share: f64,
+}
+
+/// The mechanism and vote share `args` asks for.
+fn mechanism_and_share(args: &Args) -> Result<(Mechanism, f64)> {
+    match (&args.mechanism_from, &args.mechanism) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let source: MechanismSource =
+                serde_json::from_str(&text).map_err(|source| Error::Json {
+                    path: path.clone(),
+                    source,
+                })?;
+            Ok((source.parameters, source.malicious_vote_share))
+        }
+        (None, Some(m)) => Ok((m.mechanism()?, args.malicious_vote_share)),
+        // clap requires one of them; kept as an error, not a panic.
+        (None, None) => Err(Error::FlagRequired {
+            flag: "mechanism",
+            with: "account (or --mechanism-from)".into(),
+        }),
+    }
+}
+
 /// Runs `pate-trainer account`.
 pub fn run(args: Args) -> Result<()> {
+    let (mechanism, share) = mechanism_and_share(&args)?;
     let votes = privacy::votes::read_vote_file(&args.votes)?;
-    let votes = crate::stages::aggregate::calibrate_file(votes, args.malicious_vote_share)?;
-    let mechanism = args.mechanism.mechanism()?;
+    let votes = crate::stages::aggregate::calibrate_file(votes, share)?;
     let answered = match &args.answered {
         None => None,
         Some(path) => {
