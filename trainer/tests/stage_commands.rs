@@ -129,3 +129,28 @@ fn aggregate_and_account_on_a_runs_votes_give_the_runs_labels_and_epsilon() {
         privacy["data_dependent_epsilon"]
     );
 }
+
+/// `run --seed` overrides the config's seed (tests and experiments): the report and the run's
+/// config record it, and the bundle says it is not private.
+#[test]
+fn run_seed_flag_overrides_the_config_seed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let config = config(tmp.path());
+    trainer(&[
+        "run",
+        "--config",
+        &config,
+        "--seed",
+        "9",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["rng"]["seed"], 9, "{}", report["rng"]);
+    let written = std::fs::read_to_string(run.join("config.yaml")).unwrap();
+    assert!(written.contains("seed: 9"), "{written}");
+    let bundle = std::fs::read_to_string(run.join("bundle/bundle.yaml")).unwrap();
+    assert!(bundle.contains("not private"), "{bundle}");
+}

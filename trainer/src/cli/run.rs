@@ -29,6 +29,10 @@ pub struct Args {
     /// libtorch CPU threads (overrides the config's `threads`).
     #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
+    /// EXPERIMENTS AND TESTS ONLY: seed every random draw (overrides the config's `seed`); the
+    /// run is then reproducible and its bundle and report say it is NOT private.
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 /// clap parser for `--threads`: a number of libtorch threads, 1 to `i32::MAX` (libtorch refuses
@@ -57,6 +61,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.threads.is_some() {
         config.threads = args.threads;
+    }
+    if args.seed.is_some() {
+        config.seed = args.seed;
     }
     let report = crate::stages::run(&config, &RunDir::new(&args.out), started)?;
     tracing::info!(
