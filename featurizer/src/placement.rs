@@ -631,10 +631,85 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// The `boundary` parameter of a (lower-cased) multipart Content-Type.
 fn boundary(content_type: &str) -> Option<String> {
-    content_type.split(';').skip(1).find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        (k.trim() == "boundary").then(|| v.trim().trim_matches('"').to_string())
-    })
+    header_params(content_type)
+        .into_iter()
+        .find_map(|(k, v)| (k == "boundary").then_some(v))
+}
+
+/// The parameters of a header value such as `form-data; name="a"; filename="x;y.txt"`: each
+/// `(lower-cased name, value)` after the first item, a quoted value unquoted and `\"` read as a
+/// quote (RFC 9110 §5.6.4 quoted-string; RFC 7578 §4.2). A `;` inside quotes belongs to
+/// the value: split there, a file name `x;<payload>` hid the payload from the detector while the
+/// application reads the name whole. Nothing is dropped: an unterminated quoted string runs to
+/// the end, text after a closing quote is appended to the value, and `filename*`'s RFC 8187
+/// `charset'language'` prefix is removed (its percent-encoding is decoded with every value).
+fn header_params(v: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = v.chars().peekable();
+    // The first item (`form-data`, the media type): up to the first `;` outside quotes.
+    let mut quoted = false;
+    for c in chars.by_ref() {
+        match c {
+            '"' => quoted = !quoted,
+            ';' if !quoted => break,
+            _ => {}
+        }
+    }
+    while chars.peek().is_some() {
+        let mut key = String::new();
+        let mut value = String::new();
+        let mut has_value = false;
+        // The name, up to `=` (or `;`: a parameter without a value, skipped).
+        for c in chars.by_ref() {
+            match c {
+                '=' => {
+                    has_value = true;
+                    break;
+                }
+                ';' => break,
+                _ => key.push(c),
+            }
+        }
+        if has_value {
+            while chars.next_if(|c| c.is_whitespace()).is_some() {}
+            if chars.next_if_eq(&'"').is_some() {
+                while let Some(c) = chars.next() {
+                    match c {
+                        // `\"` is a quote inside the value; any other backslash is kept as
+                        // sent (browsers do not escape them: `..\..\win.ini` stays whole).
+                        '\\' if chars.next_if_eq(&'"').is_some() => value.push('"'),
+                        '"' => break,
+                        _ => value.push(c),
+                    }
+                }
+            }
+            // A token value, or whatever follows a closing quote, up to the next `;`.
+            let mut rest = String::new();
+            for c in chars.by_ref() {
+                if c == ';' {
+                    break;
+                }
+                rest.push(c);
+            }
+            let rest = rest.trim();
+            if !rest.is_empty() && !value.is_empty() {
+                value.push(' ');
+            }
+            value.push_str(rest);
+        }
+        let key = key.trim().to_ascii_lowercase();
+        if !has_value || key.is_empty() {
+            continue;
+        }
+        if key.ends_with('*') {
+            // RFC 8187 ext-value: charset'language'percent-encoded.
+            if let Some(encoded) = value.splitn(3, '\'').nth(2).map(str::to_string) {
+                value = encoded;
+            }
+        }
+        out.push((key, value));
+    }
+    out
 }
 
 /// `multipart/form-data`: each part's field value and its file name. (The boundary is compared
@@ -677,13 +752,9 @@ fn multipart(c: &mut Collector, body: &[u8], boundary: &[u8]) {
             if !k.trim().eq_ignore_ascii_case("content-disposition") {
                 continue;
             }
-            for param in v.split(';').skip(1) {
-                let Some((pk, pv)) = param.split_once('=') else {
-                    continue;
-                };
-                let pv = pv.trim().trim_matches('"');
-                match pk.trim().to_ascii_lowercase().as_str() {
-                    "name" => name = pv.to_string(),
+            for (pk, pv) in header_params(v) {
+                match pk.as_str() {
+                    "name" => name = pv,
                     "filename" | "filename*" => {
                         c.push(Placement::MpFilename, b"filename", pv.as_bytes(), false)
                     }

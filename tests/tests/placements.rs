@@ -4,7 +4,8 @@
 //! trained once per test binary). For each placement a known attack is blocked
 //! (403) and a benign value of the site passes (neither 403 nor 400) in the site's own request
 //! (`anadir.jsp` with its parameters); an attack after more than 8 KiB of padding and attacks
-//! hidden by Base64, `\u` escapes, XML entities and double percent-encoding are blocked; the audit
+//! hidden by Base64, `\u` escapes, XML entities, double percent-encoding or a `;` inside a quoted
+//! multipart file name are blocked; the audit
 //! line and `patewaf_detections_total` name the placement.
 //!
 //! Why a seed: with fresh OS randomness this demo-sized recipe (10 teachers, ~30 % of its 280
@@ -376,7 +377,35 @@ fn padding_and_encodings_do_not_hide_an_attack() {
         Some(("application/soap+xml", format!("<q>{}</q>", xml_esc(XSS)))),
     );
     let double = request("GET", &format!("{P}?{}", site_query(&enc(SQLI))), &[], None);
+    // A `;` inside a quoted file name (the name the application reads is the whole string; the
+    // featurizer used to stop at the `;` and see `report.pdf` only).
+    let mp = "multipart/form-data; boundary=XyZ";
+    let semicolon_filename = request(
+        "POST",
+        P,
+        &[],
+        Some((
+            mp,
+            multipart(
+                BENIGN,
+                &format!("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"report.pdf;{SQLI}\"\r\n\r\nhello\r\n"),
+            ),
+        )),
+    );
+    let plain_filename = request(
+        "POST",
+        P,
+        &[],
+        Some((
+            mp,
+            multipart(
+                BENIGN,
+                "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"report.pdf\"\r\n\r\nhello\r\n",
+            ),
+        )),
+    );
     for (what, req) in [
+        ("file name with a ';'", semicolon_filename),
         ("padded form", padded),
         ("padded text", padded_text),
         ("base64 query", base64_query),
@@ -397,6 +426,9 @@ fn padding_and_encodings_do_not_hide_an_attack() {
     );
     let r = raw_request(proxy.listen, &benign).unwrap();
     assert_ne!(r.status, 403, "padded benign form");
+    // What the old reading saw of the file name passes: the `;` case is blocked for its tail.
+    let r = raw_request(proxy.listen, &plain_filename).unwrap();
+    assert_ne!(r.status, 403, "benign file name");
 }
 
 /// `pate-trainer score --target` with the headers, body and method of a request as the proxy
