@@ -19,6 +19,7 @@ use pingora::{Error, ErrorSource, Result};
 
 use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
 use crate::config::{BodyOverLimit, Mode, OnError, UriOverLimit, MAX_BODY_LIMIT_BYTES};
+use crate::encoding::Decoded;
 use crate::error::ProxyError;
 use crate::model::{Scored, ServingModel};
 use crate::shadow::{self, ShadowJudgement};
@@ -65,8 +66,11 @@ enum ScoredBody {
     OverLimit(String),
     /// The client did not send the body within `client_body_timeout_ms` (a slow client).
     TimedOut(String),
-    /// The body could not be read as HTTP (e.g. a malformed chunk) or the client went away.
+    /// The body could not be read as HTTP (e.g. a malformed chunk), or its `Content-Encoding`
+    /// stream does not inflate.
     Malformed(String),
+    /// The body has a `Content-Encoding` the proxy cannot undo ([`crate::encoding`]).
+    UnsupportedEncoding(String),
 }
 
 impl ScoredBody {
@@ -78,6 +82,7 @@ impl ScoredBody {
             ScoredBody::OverLimit(reason) => Err((413, "Content Too Large", reason)),
             ScoredBody::TimedOut(reason) => Err((408, "Request Timeout", reason)),
             ScoredBody::Malformed(reason) => Err((400, "Bad Request", reason)),
+            ScoredBody::UnsupportedEncoding(reason) => Err((415, "Unsupported Media Type", reason)),
         }
     }
 }
@@ -231,6 +236,38 @@ impl WafProxy {
                 "body_over_limit: {} bytes of a chunked body read before the verdict exceed pingora's replay buffer",
                 body.len()
             )));
+        }
+        // A compressed body is scored as the application will read it: inflated, bounded by
+        // the same limit and policy (`encoding.rs`).
+        let content_encoding = session
+            .req_header()
+            .headers
+            .get(http::header::CONTENT_ENCODING)
+            .map(|v| v.as_bytes().to_vec());
+        if let Some(coding) = content_encoding {
+            match crate::encoding::decode(&coding, &body, limit, !over) {
+                Decoded::AsSent => {}
+                Decoded::Body(inflated) => body = inflated,
+                Decoded::OverLimit(prefix) => {
+                    if !over {
+                        self.count_over_limit(policy);
+                    }
+                    if policy == BodyOverLimit::Reject {
+                        return Ok(ScoredBody::OverLimit(format!(
+                            "body_over_limit: inflates to more than body_limit_bytes {limit}"
+                        )));
+                    }
+                    body = prefix;
+                }
+                Decoded::Unsupported(coding) => {
+                    return Ok(ScoredBody::UnsupportedEncoding(format!(
+                        "content_encoding: {coding} cannot be inspected (gzip, deflate can)"
+                    )))
+                }
+                Decoded::Corrupt(e) => {
+                    return Ok(ScoredBody::Malformed(format!("bad_content_encoding: {e}")))
+                }
+            }
         }
         body.truncate(limit);
         Ok(ScoredBody::Prefix(body))

@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod audit;
 pub mod config;
+pub mod encoding;
 pub mod error;
 pub mod filter;
 pub mod metrics;
