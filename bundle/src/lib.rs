@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+pub mod encoding;
 mod manifest;
 pub mod onnx;
 pub mod proto;

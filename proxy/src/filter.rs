@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bundle::encoding::Decoded;
 use bytes::Bytes;
 use featurizer::{Headers, RequestParts};
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -19,7 +20,6 @@ use pingora::{Error, ErrorSource, Result};
 
 use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
 use crate::config::{BodyOverLimit, Mode, OnError, UriOverLimit, MAX_BODY_LIMIT_BYTES};
-use crate::encoding::Decoded;
 use crate::error::ProxyError;
 use crate::model::{Scored, ServingModel};
 use crate::shadow::{self, ShadowJudgement};
@@ -238,14 +238,14 @@ impl WafProxy {
             )));
         }
         // A compressed body is scored as the application will read it: inflated, bounded by
-        // the same limit and policy (`encoding.rs`).
+        // the same limit and policy (`bundle::encoding`).
         let content_encoding = session
             .req_header()
             .headers
             .get(http::header::CONTENT_ENCODING)
             .map(|v| v.as_bytes().to_vec());
         if let Some(coding) = content_encoding {
-            match crate::encoding::decode(&coding, &body, limit, !over) {
+            match bundle::encoding::decode(&coding, &body, limit, !over) {
                 Decoded::AsSent => {}
                 Decoded::Body(inflated) => body = inflated,
                 Decoded::OverLimit(prefix) => {

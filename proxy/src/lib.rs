@@ -9,7 +9,6 @@
 pub mod admin;
 pub mod audit;
 pub mod config;
-pub mod encoding;
 pub mod error;
 pub mod filter;
 pub mod metrics;

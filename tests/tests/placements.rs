@@ -453,11 +453,11 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 /// body is blocked where the same body uncompressed would be, the site's own form passes; a
 /// coding the proxy cannot undo gets 415, a stream that does not inflate 400, and a small body
 /// that inflates past `body_limit_bytes` is scored up to the limit (and passes when benign)
-/// without the proxy inflating it further. Apache alone would forward all of them to the
-/// application.
+/// without the proxy inflating it further; `pate-trainer score` gives the proxy's score. Apache
+/// alone would forward all of them to the application.
 #[test]
 fn compressed_bodies_are_inflated_before_scoring() {
-    let (proxy, _apache, audit, _tmp) = start(Some(trained_bundle()));
+    let (proxy, _apache, audit, tmp) = start(Some(trained_bundle()));
     let form = "application/x-www-form-urlencoded";
     let attack = gzip(site_query(SQLI).as_bytes());
     let r = raw_request(proxy.listen, &encoded_post(form, "gzip", &attack)).unwrap();
@@ -486,10 +486,35 @@ fn compressed_bodies_are_inflated_before_scoring() {
     assert!(
         proxy.metric("patewaf_over_limit_requests_total{action=\"pass\",limit=\"body\"}") >= 1.0
     );
-    let reasons: Vec<String> = json_lines(&audit)
+    let lines = json_lines(&audit);
+    let reasons: Vec<String> = lines
         .iter()
         .filter_map(|l| l["reason"].as_str().map(str::to_string))
         .collect();
+    // `pate-trainer score` inflates the same body the same way: the score the proxy audited.
+    let file = tmp.path().join("attack.gz");
+    std::fs::write(&file, &attack).unwrap();
+    let out = std::process::Command::new(e2e::release_binary("pate-trainer", "PATE_TRAINER_BIN"))
+        .args(["score", "--bundle"])
+        .arg(trained_bundle())
+        .args(["--method", "POST", "--target", P, "--body-file"])
+        .arg(&file)
+        .args(["--header", "Host: localhost:8080", "--header"])
+        .arg(format!("Content-Type: {form}"))
+        .args(["--header", "Content-Encoding: gzip"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let scored: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let audited = lines[0]["score"].as_f64().unwrap();
+    assert!(
+        (scored["score"].as_f64().unwrap() - audited).abs() < 1e-6,
+        "pate-trainer score {scored} vs the proxy's {audited}"
+    );
     assert!(
         reasons
             .iter()

@@ -34,7 +34,8 @@ pub struct Args {
     pub body_file: Option<PathBuf>,
     /// A header of the `--target` request, `Name: value` (repeatable, in request order). Read
     /// only by a featurizer with placements; give the headers the proxy would see (e.g.
-    /// `Host`, `Content-Type`, `User-Agent`) to get its score.
+    /// `Host`, `Content-Type`, `User-Agent`) to get its score. With `Content-Encoding: gzip` or
+    /// `deflate` the body is inflated first, as the proxy does.
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "target")]
     pub headers: Vec<String>,
     /// A dataset file; prints one JSON line per request
@@ -114,6 +115,10 @@ pub fn run(args: Args) -> Result<()> {
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>>>()?;
+        let body = match body {
+            Some(b) => Some(inflate(&headers, b)?),
+            None => None,
+        };
         let parts = RequestParts {
             method: &args.method,
             target: target.as_bytes(),
@@ -179,6 +184,35 @@ fn stdout_error(source: std::io::Error) -> Error {
         path: PathBuf::from("<stdout>"),
         source,
     }
+}
+
+/// The body as pate-proxy scores it: inflated when a `--header 'Content-Encoding: ...'` says it
+/// is gzip/deflate ([`bundle::encoding`]), up to the proxy's largest (and default)
+/// `body_limit_bytes`, 64 KiB; a coding the proxy refuses is an error here.
+fn inflate(headers: &[(String, Vec<u8>)], body: Vec<u8>) -> Result<Vec<u8>> {
+    let Some((_, coding)) = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
+    else {
+        return Ok(body);
+    };
+    let problem = match bundle::encoding::decode(coding, &body, 64 * 1024, true) {
+        bundle::encoding::Decoded::AsSent => return Ok(body),
+        bundle::encoding::Decoded::Body(b) | bundle::encoding::Decoded::OverLimit(b) => {
+            return Ok(b)
+        }
+        bundle::encoding::Decoded::Unsupported(_) => {
+            "is a coding pate-proxy cannot inflate (it answers 415; gzip, x-gzip, deflate it can)"
+        }
+        bundle::encoding::Decoded::Corrupt(_) => {
+            "does not match the body, which does not inflate (pate-proxy answers 400)"
+        }
+    };
+    Err(Error::FlagValue {
+        flag: "header",
+        value: format!("Content-Encoding: {}", String::from_utf8_lossy(coding)),
+        problem,
+    })
 }
 
 /// `Name: value` of `--header` as the proxy passes a header to the featurizer: the name

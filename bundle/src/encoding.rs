@@ -1,4 +1,5 @@
-//! Request bodies sent with a `Content-Encoding`: decoded before they are scored, bounded.
+//! Request bodies sent with a `Content-Encoding`: decoded before they are scored, bounded
+//! (pate-proxy's request path and `pate-trainer score`).
 //!
 //! An application that inflates request bodies (Apache's `SetInputFilter DEFLATE`, framework
 //! middleware) reads what the compressed bytes say; scored as sent, the same bytes are noise to
