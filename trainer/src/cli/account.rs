@@ -7,13 +7,11 @@
 //!     [--head-queries 32 --head-sigma 25]
 //! pate-trainer account --votes FILE --mechanism confident-gnmax --threshold 200 --sigma1 150 \
 //!     --sigma2 40 --delta 1e-5 [--answered labels.csv]
-//! ```
 //! pate-trainer account --votes RUN/votes.csv --mechanism-from RUN/report.json
 //! pate-trainer account --votes votes.csv --mechanism-from labels.json   # aggregate's summary
 //! ```
 //! `--mechanism-from` takes the mechanism with every parameter (GNMax's head included) and the
 //! vote share from what ran them, so a re-accounting cannot leave one out.
-//! ```text
 //! Add `--sanitize` for a smooth-sensitivity sanitized ε (its noise comes from the OS-seeded
 //! CSPRNG, or from `--seed` for experiments, recorded in the output).
 use std::path::PathBuf;
