@@ -379,31 +379,18 @@ fn padding_and_encodings_do_not_hide_an_attack() {
     let double = request("GET", &format!("{P}?{}", site_query(&enc(SQLI))), &[], None);
     // A `;` inside a quoted file name (the name the application reads is the whole string; the
     // featurizer used to stop at the `;` and see `report.pdf` only).
-    let mp = "multipart/form-data; boundary=XyZ";
-    let semicolon_filename = request(
-        "POST",
-        P,
-        &[],
-        Some((
-            mp,
-            multipart(
-                BENIGN,
-                &format!("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"report.pdf;{SQLI}\"\r\n\r\nhello\r\n"),
-            ),
-        )),
-    );
-    let plain_filename = request(
-        "POST",
-        P,
-        &[],
-        Some((
-            mp,
-            multipart(
-                BENIGN,
-                "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"report.pdf\"\r\n\r\nhello\r\n",
-            ),
-        )),
-    );
+    let file_post = |filename: &str| {
+        let file = format!("--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"{filename}\"\r\n\r\nhello\r\n");
+        let body = multipart(BENIGN, &file);
+        request(
+            "POST",
+            P,
+            &[],
+            Some(("multipart/form-data; boundary=XyZ", body)),
+        )
+    };
+    let semicolon_filename = file_post(&format!("report.pdf;{SQLI}"));
+    let plain_filename = file_post("report.pdf");
     for (what, req) in [
         ("file name with a ';'", semicolon_filename),
         ("padded form", padded),
@@ -457,7 +444,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 /// alone would forward all of them to the application.
 #[test]
 fn compressed_bodies_are_inflated_before_scoring() {
-    let (proxy, _apache, audit, tmp) = start(Some(trained_bundle()));
+    let (proxy, _apache, audit, _tmp) = start(Some(trained_bundle()));
     let form = "application/x-www-form-urlencoded";
     let attack = gzip(site_query(SQLI).as_bytes());
     let r = raw_request(proxy.listen, &encoded_post(form, "gzip", &attack)).unwrap();
@@ -492,28 +479,16 @@ fn compressed_bodies_are_inflated_before_scoring() {
         .filter_map(|l| l["reason"].as_str().map(str::to_string))
         .collect();
     // `pate-trainer score` inflates the same body the same way: the score the proxy audited.
-    let file = tmp.path().join("attack.gz");
-    std::fs::write(&file, &attack).unwrap();
-    let out = std::process::Command::new(e2e::release_binary("pate-trainer", "PATE_TRAINER_BIN"))
-        .args(["score", "--bundle"])
-        .arg(trained_bundle())
-        .args(["--method", "POST", "--target", P, "--body-file"])
-        .arg(&file)
-        .args(["--header", "Host: localhost:8080", "--header"])
-        .arg(format!("Content-Type: {form}"))
-        .args(["--header", "Content-Encoding: gzip"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let scored: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let headers = [
+        ("Host", "localhost:8080"),
+        ("Content-Type", form),
+        ("Content-Encoding", "gzip"),
+    ];
+    let (score, _) = trainer_score(trained_bundle(), "POST", P, &headers, &attack);
     let audited = lines[0]["score"].as_f64().unwrap();
     assert!(
-        (scored["score"].as_f64().unwrap() - audited).abs() < 1e-6,
-        "pate-trainer score {scored} vs the proxy's {audited}"
+        (f64::from(score) - audited).abs() < 1e-6,
+        "pate-trainer score {score} vs the proxy's {audited}"
     );
     assert!(
         reasons
@@ -526,20 +501,23 @@ fn compressed_bodies_are_inflated_before_scoring() {
     );
 }
 
-/// `pate-trainer score --target` with the headers, body and method of a request as the proxy
-/// sees them; returns (score, verdict).
+/// `pate-trainer score --target` with the headers, body (bytes, through `--body-file`) and
+/// method of a request as the proxy sees them; returns (score, verdict).
 fn trainer_score(
     bundle: &std::path::Path,
     method: &str,
     target: &str,
     headers: &[(&str, &str)],
-    body: &str,
+    body: &[u8],
 ) -> (f32, String) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), body).unwrap();
     let trainer = e2e::release_binary("pate-trainer", "PATE_TRAINER_BIN");
     let mut cmd = std::process::Command::new(&trainer);
     cmd.args(["score", "--bundle"])
         .arg(bundle)
-        .args(["--method", method, "--target", target, "--body", body]);
+        .args(["--method", method, "--target", target, "--body-file"])
+        .arg(file.path());
     for (n, v) in headers {
         cmd.arg("--header").arg(format!("{n}: {v}"));
     }
@@ -646,7 +624,7 @@ fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
                 ("Content-Type", content_type),
                 ("Content-Length", &body.len().to_string()),
             ];
-            let (score, verdict) = trainer_score(&bundle, "POST", P, &headers, &body);
+            let (score, verdict) = trainer_score(&bundle, "POST", P, &headers, body.as_bytes());
             assert_eq!(verdict == "block", attack, "{what}: trainer {score}");
             assert_eq!(r.status == 403, attack, "{what}: proxy {}", r.status);
             assert!(
