@@ -771,7 +771,11 @@ fn multipart(c: &mut Collector, body: &[u8], boundary: &[u8]) {
 }
 
 /// JSON body: every key and every string value (numbers, booleans and null are not text worth
-/// scoring). Returns false when the body is not JSON (then it is read as text).
+/// scoring). Returns false when the body is not JSON (then it is read as text). Anything else
+/// outside the strings — a single-quoted string, a bare word, a comment, text after the end —
+/// is no JSON, but lenient readers (Gson by default, Jackson's `ALLOW_SINGLE_QUOTES`, JSON5)
+/// take it as values: then the whole body is also read as text, so that nothing the application
+/// may read goes unscored (`{'q': '<script>…'}` scored nothing before).
 fn json(c: &mut Collector, body: &[u8]) -> bool {
     let start = body.iter().position(|b| !b.is_ascii_whitespace());
     if !matches!(start.map(|s| body[s]), Some(b'{') | Some(b'[') | Some(b'"')) {
@@ -784,6 +788,7 @@ fn json(c: &mut Collector, body: &[u8]) -> bool {
     let mut deep = 0usize; // levels beyond max_depth (not recorded)
     let mut i = start.unwrap_or(0);
     let mut buf = Vec::new();
+    let mut stray = false;
     while i < body.len() {
         match body[i] {
             b'{' | b'[' => {
@@ -832,10 +837,33 @@ fn json(c: &mut Collector, body: &[u8]) -> bool {
                     return true;
                 }
             }
-            _ => i += 1,
+            b if b.is_ascii_whitespace() => i += 1,
+            _ => {
+                // A number or a literal, or something that is not JSON.
+                let end = body[i..]
+                    .iter()
+                    .position(|b| b.is_ascii_whitespace() || b"{}[],:\"".contains(b))
+                    .map_or(body.len(), |e| i + e);
+                stray |= !is_json_scalar(&body[i..end]);
+                i = end;
+            }
         }
     }
+    if stray {
+        c.push(Placement::Text, b"", body, false);
+    }
     true
+}
+
+/// `true`, `false`, `null` or a JSON number.
+fn is_json_scalar(token: &[u8]) -> bool {
+    matches!(token, b"true" | b"false" | b"null")
+        || (token
+            .first()
+            .is_some_and(|b| b.is_ascii_digit() || *b == b'-')
+            && token
+                .iter()
+                .all(|b| b.is_ascii_digit() || b"+-.eE".contains(b)))
 }
 
 /// Reads a JSON string starting after its opening quote into `out` (escapes undone, `\uXXXX`

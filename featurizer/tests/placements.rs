@@ -189,6 +189,36 @@ fn multipart_names_and_file_names_are_read_whole() {
     );
 }
 
+/// What a lenient JSON reader takes but JSON is not (single-quoted strings, bare words,
+/// comments, text after the end) makes the whole body read as text too; valid JSON is read by
+/// key and value only (numbers, `true`, `false`, `null` are JSON).
+#[test]
+fn json_bodies_with_what_is_not_json_are_also_read_as_text() {
+    let json: &[(&str, &[u8])] = &[("Content-Type", b"application/json")];
+    let texts = |body: &[u8]| -> Vec<String> {
+        split(&parts_of("POST", "/api", json, Some(body)))
+            .into_iter()
+            .filter(|(p, _, _)| p == "text")
+            .map(|(_, _, v)| v)
+            .collect()
+    };
+    for body in [
+        &br#"{'q': '<script>alert(1)</script>'}"#[..],
+        br#"{"a": "x", q: union select password}"#,
+        br#"{"a": 1, /* ' or 1=1 */ "b": 2}"#,
+        br#"["x"] <script>alert(1)</script>"#,
+    ] {
+        let t = texts(body);
+        assert_eq!(t, vec![String::from_utf8_lossy(body).to_string()], "{t:?}");
+    }
+    for body in [
+        &br#"{"a": -1.5e3, "b": [true, false, null], "c": "' or 1=1"}"#[..],
+        b" [ 1 , 2 ] \n",
+    ] {
+        assert!(texts(body).is_empty(), "{}", String::from_utf8_lossy(body));
+    }
+}
+
 #[test]
 fn values_are_decoded_the_ways_attackers_encode() {
     // Repeated percent-encoding, overlong UTF-8, entities (with and without ';'), JS escapes.

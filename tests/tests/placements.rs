@@ -4,8 +4,8 @@
 //! trained once per test binary). For each placement a known attack is blocked
 //! (403) and a benign value of the site passes (neither 403 nor 400) in the site's own request
 //! (`anadir.jsp` with its parameters); an attack after more than 8 KiB of padding and attacks
-//! hidden by Base64, `\u` escapes, XML entities, double percent-encoding or a `;` inside a quoted
-//! multipart file name are blocked; the audit
+//! hidden by Base64, `\u` escapes, XML entities, double percent-encoding, a `;` inside a quoted
+//! multipart file name or single-quoted JSON are blocked; the audit
 //! line and `patewaf_detections_total` name the placement.
 //!
 //! Why a seed: with fresh OS randomness this demo-sized recipe (10 teachers, ~30 % of its 280
@@ -390,9 +390,17 @@ fn padding_and_encodings_do_not_hide_an_attack() {
         )
     };
     let semicolon_filename = file_post(&format!("report.pdf;{SQLI}"));
+    // Single-quoted JSON, which lenient readers (Gson by default) take: read as text too.
+    let single_quoted_json = request(
+        "POST",
+        P,
+        &[],
+        Some(("application/json", format!("{{'nombre': '{XSS}'}}"))),
+    );
     let plain_filename = file_post("report.pdf");
     for (what, req) in [
         ("file name with a ';'", semicolon_filename),
+        ("single-quoted JSON", single_quoted_json),
         ("padded form", padded),
         ("padded text", padded_text),
         ("base64 query", base64_query),
