@@ -719,7 +719,13 @@ fn multipart(c: &mut Collector, body: &[u8], boundary: &[u8]) {
     delim.extend_from_slice(boundary);
     let lower: Vec<u8> = body.to_ascii_lowercase();
     let mut pos = match find(&lower, &delim) {
-        Some(p) => p + delim.len(),
+        Some(p) => {
+            // A preamble before the first boundary is no part, but nothing goes unscored.
+            if !trim_ascii(&body[..p]).is_empty() {
+                c.push(Placement::Text, b"", &body[..p], false);
+            }
+            p + delim.len()
+        }
         None => {
             c.push(Placement::Text, b"", body, false);
             return;
@@ -727,7 +733,21 @@ fn multipart(c: &mut Collector, body: &[u8], boundary: &[u8]) {
     };
     loop {
         if lower[pos..].starts_with(b"--") {
-            return; // closing delimiter
+            // The closing delimiter. Parsers that do not stop there read the parts after it, so
+            // they are read too; any other epilogue as text.
+            let after = pos + 2;
+            match find(&lower[after..], &delim) {
+                Some(next) => {
+                    pos = after + next + delim.len();
+                    continue;
+                }
+                None => {
+                    if !trim_ascii(&body[after..]).is_empty() {
+                        c.push(Placement::Text, b"", &body[after..], false);
+                    }
+                    return;
+                }
+            }
         }
         let end = find(&lower[pos..], &delim).map_or(body.len(), |e| pos + e);
         let section = &body[pos..end];
@@ -958,7 +978,13 @@ fn xml(c: &mut Collector, body: &[u8]) {
             if rest.starts_with(open) {
                 let inner = &rest[open.len()..];
                 let end = find(inner, close).unwrap_or(inner.len());
-                if open != b"<?" {
+                // Every processing instruction but the XML declaration is read: its data is what
+                // a `<?php ... ?>` smuggled into a document carries.
+                let declaration = open == b"<?"
+                    && inner.len() >= 4
+                    && inner[..3].eq_ignore_ascii_case(b"xml")
+                    && inner[3].is_ascii_whitespace();
+                if !declaration {
                     c.push(Placement::XmlText, &element, &inner[..end], false);
                 }
                 i += open.len() + (end + close.len()).min(inner.len());

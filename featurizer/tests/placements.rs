@@ -189,6 +189,33 @@ fn multipart_names_and_file_names_are_read_whole() {
     );
 }
 
+/// Nothing of a multipart or XML body goes unread: parts after the closing delimiter (parsers
+/// that do not stop there read them), a preamble and an epilogue (as text), and every XML
+/// processing instruction but the declaration (`<?php ... ?>`).
+#[test]
+fn multipart_and_xml_bodies_are_read_to_the_end() {
+    let mp: &[(&str, &[u8])] = &[("Content-Type", b"multipart/form-data; boundary=XyZ")];
+    let body = b"' or 1=1 preamble\r\n--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nfirst\r\n--XyZ--\r\n--XyZ\r\nContent-Disposition: form-data; name=\"b\"\r\n\r\n<script>\r\n--XyZ--\r\nunion select epilogue";
+    let p = split(&parts_of("POST", "/up", mp, Some(body)));
+    assert!(has(&p, "mp:field", "first"), "{p:?}");
+    assert!(has(&p, "mp:field", "<script>"), "{p:?}");
+    assert!(has(&p, "text", "' or 1=1 preamble\r\n"), "{p:?}");
+    assert!(has(&p, "text", "\r\nunion select epilogue"), "{p:?}");
+    // A well-formed body adds no text part.
+    let body = b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ--\r\n";
+    let p = split(&parts_of("POST", "/up", mp, Some(body)));
+    assert!(!p.iter().any(|(pl, _, _)| pl == "text"), "{p:?}");
+
+    let xml: &[(&str, &[u8])] = &[("Content-Type", b"text/xml")];
+    let body = b"<?xml version=\"1.0\"?><?php system($_GET['x']); ?><a>t</a>";
+    let p = split(&parts_of("POST", "/soap", xml, Some(body)));
+    assert!(has(&p, "xml:text", "php system($_get['x']); "), "{p:?}");
+    assert!(
+        !p.iter().any(|(_, _, v)| v.contains("version")),
+        "the declaration is not read: {p:?}"
+    );
+}
+
 /// What a lenient JSON reader takes but JSON is not (single-quoted strings, bare words,
 /// comments, text after the end) makes the whole body read as text too; valid JSON is read by
 /// key and value only (numbers, `true`, `false`, `null` are JSON).

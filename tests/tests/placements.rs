@@ -5,7 +5,8 @@
 //! (403) and a benign value of the site passes (neither 403 nor 400) in the site's own request
 //! (`anadir.jsp` with its parameters); an attack after more than 8 KiB of padding and attacks
 //! hidden by Base64, `\u` escapes, XML entities, double percent-encoding, a `;` inside a quoted
-//! multipart file name or single-quoted JSON are blocked; the audit
+//! multipart file name, a multipart part after the closing delimiter or single-quoted JSON are
+//! blocked; the audit
 //! line and `patewaf_detections_total` name the placement.
 //!
 //! Why a seed: with fresh OS randomness this demo-sized recipe (10 teachers, ~30 % of its 280
@@ -390,6 +391,18 @@ fn padding_and_encodings_do_not_hide_an_attack() {
         )
     };
     let semicolon_filename = file_post(&format!("report.pdf;{SQLI}"));
+    // A part after the multipart body's closing delimiter (parsers that do not stop there read
+    // it).
+    let after_close = request(
+        "POST",
+        P,
+        &[],
+        Some((
+            "multipart/form-data; boundary=XyZ",
+            multipart(BENIGN, "")
+                + &format!("--XyZ\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\n{SQLI}\r\n--XyZ--\r\n"),
+        )),
+    );
     // Single-quoted JSON, which lenient readers (Gson by default) take: read as text too.
     let single_quoted_json = request(
         "POST",
@@ -401,6 +414,7 @@ fn padding_and_encodings_do_not_hide_an_attack() {
     for (what, req) in [
         ("file name with a ';'", semicolon_filename),
         ("single-quoted JSON", single_quoted_json),
+        ("a part after the closing delimiter", after_close),
         ("padded form", padded),
         ("padded text", padded_text),
         ("base64 query", base64_query),
