@@ -47,20 +47,25 @@ pub fn decode(content_encoding: &[u8], body: &[u8], limit: usize, complete: bool
     {
         return Decoded::Unsupported((*c).to_string());
     }
-    // An inner stream inflated from a prefix is itself only a prefix: `complete` holds for all.
     let mut data = body.to_vec();
+    let mut complete = complete;
+    let mut over = false;
     for coding in codings.iter().rev() {
         match inflate(coding, &data, limit, complete) {
-            Ok((out, over)) => {
-                if over {
-                    return Decoded::OverLimit(out);
-                }
+            Ok((out, cut)) => {
                 data = out;
+                // A stream cut at the limit is a prefix for the codings inside it.
+                over |= cut;
+                complete &= !cut;
             }
             Err(e) => return Decoded::Corrupt(format!("{coding}: {e}")),
         }
     }
-    Decoded::Body(data)
+    if over {
+        Decoded::OverLimit(data)
+    } else {
+        Decoded::Body(data)
+    }
 }
 
 /// Inflates one coding: the output (at most `limit` bytes) and whether there was more.
@@ -153,6 +158,20 @@ mod tests {
         );
         assert_eq!(decode(b"identity", body, 1000, true), Decoded::AsSent);
         assert_eq!(decode(b"", body, 1000, true), Decoded::AsSent);
+        // Inflated past the limit inside another coding: the inner stream is inflated from the
+        // cut outer one (text that does not compress, so the outer output is over the limit).
+        let mut x = 12345u32;
+        let text: Vec<u8> = (0..20_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                b'a' + (x >> 16) as u8 % 26
+            })
+            .collect();
+        assert!(gzip(&text).len() > 4096);
+        match decode(b"gzip, deflate", &zlib(&gzip(&text)), 4096, true) {
+            Decoded::OverLimit(out) => assert!(text.starts_with(&out) && !out.is_empty()),
+            other => panic!("{other:?}"),
+        }
         // A bomb: 10 MB of zeros inflated no further than the limit.
         let bomb = gzip(&vec![0u8; 10_000_000]);
         assert!(bomb.len() < 20_000);
