@@ -69,7 +69,7 @@ enum ScoredBody {
     /// The body could not be read as HTTP (e.g. a malformed chunk), or its `Content-Encoding`
     /// stream does not inflate.
     Malformed(String),
-    /// The body has a `Content-Encoding` the proxy cannot undo ([`crate::encoding`]).
+    /// The body has a `Content-Encoding` the proxy cannot undo ([`bundle::encoding`]).
     UnsupportedEncoding(String),
 }
 
@@ -239,11 +239,15 @@ impl WafProxy {
         }
         // A compressed body is scored as the application will read it: inflated, bounded by
         // the same limit and policy (`bundle::encoding`).
-        let content_encoding = session
+        // Every Content-Encoding line, in order (a second line could otherwise hide a coding).
+        let codings: Vec<&[u8]> = session
             .req_header()
             .headers
-            .get(http::header::CONTENT_ENCODING)
-            .map(|v| v.as_bytes().to_vec());
+            .get_all(http::header::CONTENT_ENCODING)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        let content_encoding = (!codings.is_empty()).then(|| codings.join(&b","[..]));
         if let Some(coding) = content_encoding {
             match bundle::encoding::decode(&coding, &body, limit, !over) {
                 Decoded::AsSent => {}

@@ -471,11 +471,26 @@ fn compressed_bodies_are_inflated_before_scoring() {
     let attack = gzip(site_query(SQLI).as_bytes());
     let r = raw_request(proxy.listen, &encoded_post(form, "gzip", &attack)).unwrap();
     assert_eq!(r.status, 403, "gzip form body with an SQLi");
+    // The coding on a second Content-Encoding line counts too.
+    let two_lines = "identity\r\nContent-Encoding: gzip";
+    let r = raw_request(proxy.listen, &encoded_post(form, two_lines, &attack)).unwrap();
+    assert_eq!(
+        r.status, 403,
+        "gzip named on a second Content-Encoding line"
+    );
     let benign = gzip(site_query(BENIGN).as_bytes());
     let r = raw_request(proxy.listen, &encoded_post(form, "gzip", &benign)).unwrap();
     assert!(
         r.status != 403 && r.status != 400,
         "gzip benign form: {}",
+        r.status
+    );
+    // Scored as compressed bytes the benign form is blocked: so it passing here shows the
+    // second line was read.
+    let r = raw_request(proxy.listen, &encoded_post(form, two_lines, &benign)).unwrap();
+    assert!(
+        r.status != 403 && r.status != 400,
+        "two-line gzip benign form: {}",
         r.status
     );
     let r = raw_request(proxy.listen, &encoded_post(form, "br", b"\x1b\x03\x00")).unwrap();
