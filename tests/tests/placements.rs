@@ -5,8 +5,8 @@
 //! (403) and a benign value of the site passes (neither 403 nor 400) in the site's own request
 //! (`anadir.jsp` with its parameters); an attack after more than 8 KiB of padding and attacks
 //! hidden by Base64, `\u` escapes, XML entities, double percent-encoding, a `;` inside a quoted
-//! multipart file name, a multipart part after the closing delimiter or single-quoted JSON are
-//! blocked; the audit
+//! multipart file name, a multipart part after the closing delimiter, an XML processing
+//! instruction or single-quoted JSON are blocked; the audit
 //! line and `patewaf_detections_total` name the placement.
 //!
 //! Why a seed: with fresh OS randomness this demo-sized recipe (10 teachers, ~30 % of its 280
@@ -403,6 +403,17 @@ fn padding_and_encodings_do_not_hide_an_attack() {
                 + &format!("--XyZ\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\n{SQLI}\r\n--XyZ--\r\n"),
         )),
     );
+    // PHP smuggled into an XML document as a processing instruction.
+    let xml_pi = request(
+        "POST",
+        P,
+        &[],
+        Some((
+            "text/xml",
+            "<?xml version=\"1.0\"?><?php system($_GET['cmd']); ?><nombre>Queso Manchego</nombre>"
+                .to_string(),
+        )),
+    );
     // Single-quoted JSON, which lenient readers (Gson by default) take: read as text too.
     let single_quoted_json = request(
         "POST",
@@ -415,6 +426,7 @@ fn padding_and_encodings_do_not_hide_an_attack() {
         ("file name with a ';'", semicolon_filename),
         ("single-quoted JSON", single_quoted_json),
         ("a part after the closing delimiter", after_close),
+        ("an XML processing instruction", xml_pi),
         ("padded form", padded),
         ("padded text", padded_text),
         ("base64 query", base64_query),
