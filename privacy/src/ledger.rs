@@ -5,7 +5,8 @@
 //! run directory keeps teachers trained on the same data; sweeps; several `aggregate` calls on
 //! the same organizations' votes). Each aggregation spends privacy of the same private records,
 //! and the spending adds up: Rényi DP composes additively at every order (Mironov 2017,
-//! Proposition 1), so the total is min_α Σₑ RDPₑ(α) + ln(1/δ)/(α − 1) (Proposition 3).
+//! Proposition 1), so the total is min_α of Σₑ RDPₑ(α) converted at δ by
+//! [`crate::accountant::rdp_epsilon`].
 //!
 //! Each entry's data-independent RDP curve, as in [`crate::accountant`]:
 //! * LNMax(γ): its moments bound 2γ²λ(λ+1) is λ·RDP(λ+1), so RDP(α) = 2γ²α per query;
@@ -86,7 +87,7 @@ pub fn composed_epsilon(entries: &[LedgerEntry], delta: f64) -> Result<(f64, f64
         for e in entries {
             total += e.rdp(alpha)?;
         }
-        let eps = total + (1.0 / delta).ln() / (alpha - 1.0);
+        let eps = crate::accountant::rdp_epsilon(total, alpha, -delta.ln());
         if eps < best.0 {
             best = (eps, alpha);
         }

@@ -277,7 +277,8 @@ pub fn gnss_rdp(beta: f64, noise_multiplier: f64, alpha: f64) -> f64 {
 /// * the published RDP value is min(V, data-independent total at α): the minimum of two valid
 ///   bounds (the second needs no release). There is NO clamp at 0: a low draw is a low bound
 ///   only with probability p, which δ pays for;
-/// * ε = that value + release cost + ln(1/δ)/(α − 1), for (ε, δ + p).
+/// * ε = that value + release cost, converted at δ by [`crate::accountant::rdp_epsilon`], for
+///   (ε, δ + p).
 ///
 /// The order is fixed in advance (`sopts.order`, else the report's data-independent order).
 pub fn sanitize(
@@ -347,7 +348,7 @@ pub fn sanitize(
     let released = rdp_dep + z * noise_std + noise::gaussian(rng, noise_std);
     let upper_bound = released.min(cap);
     let cost = gnss_rdp(beta, sopts.noise_multiplier / inflation, alpha);
-    let epsilon = upper_bound + cost + ln_inv_delta / (alpha - 1.0);
+    let epsilon = crate::accountant::rdp_epsilon(upper_bound + cost, alpha, ln_inv_delta);
     if !epsilon.is_finite() {
         return Err(PrivacyError::NonFinite {
             step: "sanitization",

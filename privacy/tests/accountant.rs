@@ -2,8 +2,8 @@
 //! computations of the paper formulas, quoted in comments) and properties.
 use privacy::accountant::{
     account, gnmax_ln_q, gnmax_rdp_data_dependent, lnmax_ln_q, lnmax_moment_data_dependent,
-    threshold_ln_q, AccountOptions, Mechanism, LABEL_DATA_DEPENDENT, LABEL_DATA_INDEPENDENT,
-    LABEL_SANITIZED,
+    rdp_epsilon, threshold_ln_q, AccountOptions, Mechanism, LABEL_DATA_DEPENDENT,
+    LABEL_DATA_INDEPENDENT, LABEL_SANITIZED,
 };
 use privacy::aggregate::{ConfidentGnmax, Gnmax, GnmaxHead, Lnmax};
 use privacy::smooth::{sanitize, SanitizeOptions};
@@ -151,11 +151,12 @@ fn lnmax_data_dependent_single_unanimous_query() {
 
 #[test]
 fn gnmax_data_independent_with_given_orders() {
-    // T = 100, σ = 40: RDP_total(α) = 100α/1600; ε(10) = 0.625 + ln(1e5)/9 = 1.904214 beats
-    // ε(2) = 11.637925 and ε(5) = 3.190731.
+    // T = 100, σ = 40: RDP_total(α) = 100α/1600; converted at δ = 1e-5 as
+    // RDP + (ln(1e5) − ln α)/(α − 1) + ln(1 − 1/α): ε(10) = 0.625 + (11.512925 − 2.302585)/9
+    // + ln 0.9 = 1.543011 beats ε(2) = 10.251631 and ε(5) = 2.565228.
     let v = votes(&vec![[125, 125]; 100]);
     let r = account(&v, &gnmax(40.0), &opts(1e-5, Some(vec![2.0, 5.0, 10.0]))).unwrap();
-    assert!((r.data_independent_epsilon - 1.904214).abs() < 1e-6);
+    assert!((r.data_independent_epsilon - 1.543_011).abs() < 1e-6);
     assert_eq!(r.data_independent_order, 10.0);
 }
 
@@ -216,8 +217,8 @@ fn confident_gnmax_threshold_step_hand_computed() {
 #[test]
 fn confident_gnmax_data_independent_charges_the_cap_not_the_answers() {
     // 4 queries, σ₁ = 20, σ₂ = 40, α = 5. Every query charged: RDP = 4·5/(2·400) + 4·5/1600
-    // = 0.0375, ε = 0.0375 + ln(1e5)/4 = 2.915731. Cap 2: 4·5/800 + 2·5/1600 = 0.03125,
-    // ε = 2.909481.
+    // = 0.0375, ε = 0.0375 + (ln(1e5) − ln 5)/4 + ln 0.8 = 2.290228. Cap 2: 4·5/800 + 2·5/1600
+    // = 0.03125, ε = 2.283978.
     let v = votes(&[[200, 50], [130, 120], [250, 0], [125, 125]]);
     let confident = |max_answered| {
         Mechanism::ConfidentGnmax(ConfidentGnmax {
@@ -231,7 +232,7 @@ fn confident_gnmax_data_independent_charges_the_cap_not_the_answers() {
     let mut o = opts(1e-5, Some(vec![5.0]));
     let every = account(&v, &m, &o).unwrap();
     assert!(
-        (every.data_independent_epsilon - 2.915_731).abs() < 1e-6,
+        (every.data_independent_epsilon - 2.290_228).abs() < 1e-6,
         "{}",
         every.data_independent_epsilon
     );
@@ -254,7 +255,7 @@ fn confident_gnmax_data_independent_charges_the_cap_not_the_answers() {
     o.answered = Some(vec![true, false, true, false]);
     let r = account(&v, &capped, &o).unwrap();
     assert!(
-        (r.data_independent_epsilon - 2.909_481).abs() < 1e-6,
+        (r.data_independent_epsilon - 2.283_978).abs() < 1e-6,
         "{}",
         r.data_independent_epsilon
     );
@@ -264,7 +265,7 @@ fn confident_gnmax_data_independent_charges_the_cap_not_the_answers() {
     // reports more than the capped data-independent bound.
     o.answered = None;
     let r = account(&v, &capped, &o).unwrap();
-    assert!((r.data_independent_epsilon - 2.909_481).abs() < 1e-6);
+    assert!((r.data_independent_epsilon - 2.283_978).abs() < 1e-6);
     assert!(r.data_dependent_epsilon <= r.data_independent_epsilon);
     // A cap above the number of queries charges every query.
     o.answered = None;
@@ -546,7 +547,8 @@ fn gnmax_head_charges_the_first_rows_at_its_sigma() {
     let alpha = 8.0;
     let o = opts(1e-5, Some(vec![alpha]));
     let rdp = |rows: &[[u64; 2]], m: &Mechanism| {
-        account(&votes(rows), m, &o).unwrap().data_dependent_epsilon - (1e5f64).ln() / (alpha - 1.0)
+        account(&votes(rows), m, &o).unwrap().data_dependent_epsilon
+            - rdp_epsilon(0.0, alpha, (1e5f64).ln())
     };
     let mut rows = vec![[150u64, 100]; 20];
     rows.extend(vec![[250u64, 0]; 80]);

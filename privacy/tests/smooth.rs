@@ -2,7 +2,7 @@
 //! For every neighbour D′ (one teacher changes its vote on any subset of the queries):
 //! SS(D) ≥ |f(D′) − f(D)| (an upper bound on the local sensitivity) and SS(D′) ≤ e^β·SS(D)
 //! (β-smoothness), where f is the data-dependent RDP total at the order.
-use privacy::accountant::{account, AccountOptions, Mechanism};
+use privacy::accountant::{account, rdp_epsilon, AccountOptions, Mechanism};
 use privacy::aggregate::{ConfidentGnmax, Gnmax, GnmaxHead, Lnmax};
 use privacy::smooth::smooth_sensitivity;
 use privacy::VoteMatrix;
@@ -25,7 +25,7 @@ fn f(rows: &[[u64; 2]], m: &Mechanism, order: f64) -> f64 {
     match m {
         // ε = (α_total + ln 1/δ)/λ, RDP(λ+1) = α_total/λ.
         Mechanism::Lnmax(_) => r.data_dependent_epsilon - (1.0 / DELTA).ln() / order,
-        _ => r.data_dependent_epsilon - (1.0 / DELTA).ln() / (order - 1.0),
+        _ => r.data_dependent_epsilon - rdp_epsilon(0.0, order, (1.0 / DELTA).ln()),
     }
 }
 
@@ -223,8 +223,9 @@ fn sanitized_epsilon_never_exceeds_the_data_independent_bound_at_its_order() {
         answered: None,
     };
     let base = account(&v, &m, &opts).unwrap();
-    // Data-independent RDP total at α: ε_ind(α) − ln(1/δ)/(α−1).
-    let cap = base.data_independent_epsilon - (1.0 / DELTA).ln() / (alpha - 1.0);
+    // Data-independent RDP total at α: ε_ind(α) less the conversion's offset at α.
+    let ln_inv_delta = (1.0 / DELTA).ln();
+    let cap = base.data_independent_epsilon - rdp_epsilon(0.0, alpha, ln_inv_delta);
     let sopts = SanitizeOptions {
         noise_multiplier: 1e4,
         beta: Some(0.05),
@@ -237,7 +238,7 @@ fn sanitized_epsilon_never_exceeds_the_data_independent_bound_at_its_order() {
         let mut rng = NoiseRng::seeded_for_experiments(seed);
         sanitize(&v, &m, &opts, &mut report, &sopts, &mut rng).unwrap();
         let s = report.sanitized.unwrap();
-        let bound = cap + s.release_rdp_cost + (1.0 / DELTA).ln() / (alpha - 1.0);
+        let bound = rdp_epsilon(cap + s.release_rdp_cost, alpha, ln_inv_delta);
         assert!(
             s.epsilon <= bound + 1e-9,
             "seed {seed}: sanitized ε {} above the data-independent bound {bound}",
@@ -265,7 +266,7 @@ fn dependent_rdp(v: &VoteMatrix, m: &Mechanism, alpha: f64) -> f64 {
         },
     )
     .unwrap();
-    r.data_dependent_epsilon - (1.0 / DELTA).ln() / (alpha - 1.0)
+    r.data_dependent_epsilon - rdp_epsilon(0.0, alpha, (1.0 / DELTA).ln())
 }
 
 /// The reproduction: 400 queries, 250 teachers, GNMax σ = 40, δ = 1e-5, default σ_s.
@@ -305,7 +306,8 @@ fn sanitized_value_upper_bounds_the_data_dependent_total_in_every_draw() {
         .unwrap();
         let s = report.sanitized.unwrap();
         let alpha = s.rdp_order;
-        let dependent_epsilon = dependent_rdp(&v, &m, alpha) + (1.0 / DELTA).ln() / (alpha - 1.0);
+        let dependent_epsilon =
+            rdp_epsilon(dependent_rdp(&v, &m, alpha), alpha, (1.0 / DELTA).ln());
         assert!(
             s.epsilon >= dependent_epsilon,
             "seed {seed}: published ε {} below the data-dependent ε {dependent_epsilon} at α = {alpha}",
