@@ -859,12 +859,12 @@ pub fn account(
         ),
         Mechanism::Gnmax(_) => (
             "gnmax",
-            "Renyi DP (Mironov 2017; Papernot et al. 2018, Proposition 8, Theorem 6)",
+            "Renyi DP (Mironov 2017; Papernot et al. 2018, Proposition 8, Theorem 6; to (ε, δ) by Canonne, Kamath & Steinke 2020, Proposition 12)",
             "alpha",
         ),
         Mechanism::ConfidentGnmax(_) => (
             "confident-gnmax",
-            "Renyi DP (Mironov 2017; Papernot et al. 2018, Algorithm 1, Theorem 6)",
+            "Renyi DP (Mironov 2017; Papernot et al. 2018, Algorithm 1, Theorem 6; to (ε, δ) by Canonne, Kamath & Steinke 2020, Proposition 12)",
             "alpha",
         ),
     };
