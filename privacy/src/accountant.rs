@@ -524,7 +524,8 @@ impl Analysis {
 /// mechanism at every α > 1, and this one is smaller by ln α/(α − 1) − ln(1 − 1/α) > 0 (for
 /// GNMax's 1,500 queries at σ 40, δ = 10⁻⁵: 6.83 instead of 7.51; the exact ε of that Gaussian
 /// mechanism is 6.33), so the same published ε buys more queries or less noise. Tests compare
-/// it with the exact privacy profile of the Gaussian mechanism (`privacy/tests/conversion.rs`).
+/// it with the exact privacy profile of the Gaussian mechanism and with pairs of two-point
+/// distributions, where it is nearly tight (`privacy/tests/conversion.rs`).
 pub fn rdp_epsilon(rdp: f64, alpha: f64, ln_inv_delta: f64) -> f64 {
     let eps = rdp + (ln_inv_delta - alpha.ln()) / (alpha - 1.0) + (-1.0 / alpha).ln_1p();
     eps.max(0.0)
