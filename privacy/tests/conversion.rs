@@ -53,7 +53,8 @@ fn gnmax_data_independent(queries: usize, sigma: f64, delta: f64) -> f64 {
 /// ε must hold for it exactly — the test fails if the conversion claims more than is true.
 #[test]
 fn gnmax_published_epsilon_holds_against_the_exact_gaussian_profile() {
-    // The recommended configuration, its ε ≤ 2 and ε ≤ 1 points, a single query, a small δ.
+    // train.yaml's mechanism until 2026-11-26 (without its head), the ε ≤ 2 and ε ≤ 1 points of
+    // that time, a single query, a small δ.
     for (queries, sigma, delta) in [
         (1500usize, 40.0, 1e-5),
         (500, 80.0, 1e-5),
@@ -78,7 +79,7 @@ fn gnmax_published_epsilon_holds_against_the_exact_gaussian_profile() {
             "T {queries} σ {sigma}: ε {eps} is loose by more than 15 %"
         );
     }
-    // The recommended configuration's numbers (train.yaml without its head): 6.83 where the
+    // That train.yaml mechanism's number (without its head): 6.83 where the
     // bundle said 7.51.
     let eps = gnmax_data_independent(1500, 40.0, 1e-5);
     assert!((eps - 6.827).abs() < 0.01, "{eps}");
