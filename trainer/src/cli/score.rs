@@ -190,13 +190,18 @@ fn stdout_error(source: std::io::Error) -> Error {
 /// is gzip/deflate ([`bundle::encoding`]), up to the proxy's largest (and default)
 /// `body_limit_bytes`, 64 KiB; a coding the proxy refuses is an error here.
 fn inflate(headers: &[(String, Vec<u8>)], body: Vec<u8>) -> Result<Vec<u8>> {
-    let Some((_, coding)) = headers
+    // Every Content-Encoding line, in order, as the proxy reads them (a second line could
+    // otherwise hide a coding).
+    let codings: Vec<&[u8]> = headers
         .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
-    else {
+        .filter(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
+        .map(|(_, v)| v.as_slice())
+        .collect();
+    if codings.is_empty() {
         return Ok(body);
-    };
-    let problem = match bundle::encoding::decode(coding, &body, 64 * 1024, true) {
+    }
+    let coding = codings.join(&b","[..]);
+    let problem = match bundle::encoding::decode(&coding, &body, 64 * 1024, true) {
         bundle::encoding::Decoded::AsSent => return Ok(body),
         bundle::encoding::Decoded::Body(b) | bundle::encoding::Decoded::OverLimit(b) => {
             return Ok(b)
@@ -210,7 +215,7 @@ fn inflate(headers: &[(String, Vec<u8>)], body: Vec<u8>) -> Result<Vec<u8>> {
     };
     Err(Error::FlagValue {
         flag: "header",
-        value: format!("Content-Encoding: {}", String::from_utf8_lossy(coding)),
+        value: format!("Content-Encoding: {}", String::from_utf8_lossy(&coding)),
         problem,
     })
 }
