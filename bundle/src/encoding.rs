@@ -10,6 +10,12 @@
 //! `zstd`, `compress`, anything else) would hide the body from it, so it is refused (415); a
 //! stream that does not inflate is refused as malformed (400). `identity` is no coding. The
 //! upstream always gets the body as the client sent it.
+//!
+//! A transfer coding before the final `chunked` (`Transfer-Encoding: gzip, chunked`) compresses
+//! the body the same way: Apache 2.4 accepts it (measured: 200) and hands the application the
+//! gzip bytes, which a server or middleware that honours transfer codings inflates. So the codings
+//! to undo are every `Content-Encoding`, then every `Transfer-Encoding` but its last `chunked`
+//! (the framing the HTTP parser undid), in the order they were applied ([`applied_codings`]).
 
 use std::io::Read;
 
@@ -28,7 +34,42 @@ pub enum Decoded {
     Corrupt(String),
 }
 
-/// Undoes the codings of a `Content-Encoding` header value on `body`, producing at most `limit`
+/// The codings a request body carries, in the order the client applied them, as one
+/// comma-separated list for [`decode`]: every `Content-Encoding` line, then every
+/// `Transfer-Encoding` line without the final `chunked` (the framing already undone when the body
+/// was read). A `chunked` anywhere but last is an error (RFC 9112 §7.1: a sender must not apply
+/// chunked more than once, and it must be the final coding); it names the header value.
+pub fn applied_codings<'a>(
+    content_encoding: impl IntoIterator<Item = &'a [u8]>,
+    transfer_encoding: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Vec<u8>, String> {
+    let mut list: Vec<String> = content_encoding.into_iter().flat_map(tokens).collect();
+    let mut transfer: Vec<String> = transfer_encoding.into_iter().flat_map(tokens).collect();
+    if transfer.last().is_some_and(|c| c == "chunked") {
+        transfer.pop();
+    }
+    if transfer.iter().any(|c| c == "chunked") {
+        return Err(format!(
+            "Transfer-Encoding {}: chunked must be the last coding, and only once",
+            transfer.join(", ")
+        ));
+    }
+    list.extend(transfer);
+    Ok(list.join(",").into_bytes())
+}
+
+/// The lower-cased, trimmed, non-empty codings of one header line.
+fn tokens(line: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(line)
+        .to_ascii_lowercase()
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Undoes the codings of a `Content-Encoding` header value (or of [`applied_codings`]) on `body`, producing at most `limit`
 /// bytes. `complete`: whether `body` is the whole body (when it is only the first bytes of a
 /// longer one, a stream that ends early is read as far as it goes).
 pub fn decode(content_encoding: &[u8], body: &[u8], limit: usize, complete: bool) -> Decoded {
@@ -178,6 +219,36 @@ mod tests {
         assert_eq!(
             decode(b"gzip", &bomb, 4096, true),
             Decoded::OverLimit(vec![0; 4096])
+        );
+    }
+
+    #[test]
+    fn transfer_codings_before_chunked_are_undone_after_the_content_codings() {
+        let applied =
+            |ce: &[&[u8]], te: &[&[u8]]| applied_codings(ce.iter().copied(), te.iter().copied());
+        assert_eq!(applied(&[], &[b"chunked"]), Ok(Vec::new()));
+        assert_eq!(applied(&[], &[b" Chunked "]), Ok(Vec::new()));
+        assert_eq!(applied(&[], &[b"gzip, chunked"]), Ok(b"gzip".to_vec()));
+        // Two lines read as one list; the content coding was applied first.
+        assert_eq!(
+            applied(&[b"deflate"], &[b"gzip", b"chunked"]),
+            Ok(b"deflate,gzip".to_vec())
+        );
+        // Without chunked (pingora refuses it before the body is read; `pate-trainer score`
+        // has no framing to undo) the codings are all kept.
+        assert_eq!(applied(&[b"gzip"], &[]), Ok(b"gzip".to_vec()));
+        assert!(applied(&[], &[b"chunked, chunked"]).is_err());
+        assert!(applied(&[], &[b"chunked, gzip, chunked"]).is_err());
+        // A body compressed by the content coding, then by the transfer coding: undone in reverse.
+        let body = b"q=%27+union+select+password+from+users--";
+        let codings = applied(&[b"gzip"], &[b"deflate, chunked"]).unwrap();
+        assert_eq!(
+            decode(&codings, &zlib(&gzip(body)), 1000, true),
+            Decoded::Body(body.to_vec())
+        );
+        assert_eq!(
+            decode(&applied(&[], &[b"br, chunked"]).unwrap(), b"x", 1000, true),
+            Decoded::Unsupported("br".into())
         );
     }
 

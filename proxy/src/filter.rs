@@ -66,10 +66,10 @@ enum ScoredBody {
     OverLimit(String),
     /// The client did not send the body within `client_body_timeout_ms` (a slow client).
     TimedOut(String),
-    /// The body could not be read as HTTP (e.g. a malformed chunk), or its `Content-Encoding`
-    /// stream does not inflate.
+    /// The body could not be read as HTTP (e.g. a malformed chunk, `chunked` applied twice), or
+    /// its compressed stream does not inflate.
     Malformed(String),
-    /// The body has a `Content-Encoding` the proxy cannot undo ([`bundle::encoding`]).
+    /// The body has a content or transfer coding the proxy cannot undo ([`bundle::encoding`]).
     UnsupportedEncoding(String),
 }
 
@@ -238,16 +238,25 @@ impl WafProxy {
             )));
         }
         // A compressed body is scored as the application will read it: inflated, bounded by
-        // the same limit and policy (`bundle::encoding`).
-        // Every Content-Encoding line, in order (a second line could otherwise hide a coding).
-        let codings: Vec<&[u8]> = session
-            .req_header()
-            .headers
-            .get_all(http::header::CONTENT_ENCODING)
-            .iter()
-            .map(|v| v.as_bytes())
-            .collect();
-        let content_encoding = (!codings.is_empty()).then(|| codings.join(&b","[..]));
+        // the same limit and policy (`bundle::encoding`). Every Content-Encoding line, in order
+        // (a second line could otherwise hide a coding), then the transfer codings before the
+        // final `chunked` (`Transfer-Encoding: gzip, chunked`, which Apache accepts).
+        let headers = &session.req_header().headers;
+        let codings = bundle::encoding::applied_codings(
+            headers
+                .get_all(http::header::CONTENT_ENCODING)
+                .iter()
+                .map(|v| v.as_bytes()),
+            headers
+                .get_all(http::header::TRANSFER_ENCODING)
+                .iter()
+                .map(|v| v.as_bytes()),
+        );
+        let codings = match codings {
+            Ok(codings) => codings,
+            Err(e) => return Ok(ScoredBody::Malformed(format!("bad_transfer_encoding: {e}"))),
+        };
+        let content_encoding = (!codings.is_empty()).then_some(codings);
         if let Some(coding) = content_encoding {
             match bundle::encoding::decode(&coding, &body, limit, !over) {
                 Decoded::AsSent => {}
@@ -265,7 +274,7 @@ impl WafProxy {
                 }
                 Decoded::Unsupported(coding) => {
                     return Ok(ScoredBody::UnsupportedEncoding(format!(
-                        "content_encoding: {coding} cannot be inspected (gzip, deflate can)"
+                        "content_encoding: {coding} cannot be inspected (gzip, deflate can; as a content or transfer coding)"
                     )))
                 }
                 Decoded::Corrupt(e) => {

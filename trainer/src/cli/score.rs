@@ -35,7 +35,8 @@ pub struct Args {
     /// A header of the `--target` request, `Name: value` (repeatable, in request order). Read
     /// only by a featurizer with placements; give the headers the proxy would see (e.g.
     /// `Host`, `Content-Type`, `User-Agent`) to get its score. With `Content-Encoding: gzip` or
-    /// `deflate` the body is inflated first, as the proxy does.
+    /// `deflate` (or `Transfer-Encoding: gzip, chunked`; the body given is the de-chunked one)
+    /// the body is inflated first, as the proxy does.
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "target")]
     pub headers: Vec<String>,
     /// A dataset file; prints one JSON line per request
@@ -186,21 +187,47 @@ fn stdout_error(source: std::io::Error) -> Error {
     }
 }
 
-/// The body as pate-proxy scores it: inflated when a `--header 'Content-Encoding: ...'` says it
-/// is gzip/deflate ([`bundle::encoding`]), up to the proxy's largest (and default)
-/// `body_limit_bytes`, 64 KiB; a coding the proxy refuses is an error here.
+/// The body as pate-proxy scores it: inflated when a `--header 'Content-Encoding: ...'` (or a
+/// transfer coding before the final `chunked` in `--header 'Transfer-Encoding: ...'`; the body
+/// given is the de-chunked one) says it is gzip/deflate ([`bundle::encoding`]), up to the proxy's
+/// largest (and default) `body_limit_bytes`, 64 KiB; a coding the proxy refuses is an error here.
 fn inflate(headers: &[(String, Vec<u8>)], body: Vec<u8>) -> Result<Vec<u8>> {
-    // Every Content-Encoding line, in order, as the proxy reads them (a second line could
-    // otherwise hide a coding).
-    let codings: Vec<&[u8]> = headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("content-encoding"))
-        .map(|(_, v)| v.as_slice())
-        .collect();
-    if codings.is_empty() {
+    // Every Content-Encoding and Transfer-Encoding line, in order, as the proxy reads them (a
+    // second line could otherwise hide a coding).
+    let lines = |name: &str| -> Vec<&[u8]> {
+        headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+            .collect()
+    };
+    let (content, transfer) = (lines("content-encoding"), lines("transfer-encoding"));
+    let shown = || {
+        let mut shown: Vec<String> = Vec::new();
+        for (name, values) in [
+            ("Content-Encoding", &content),
+            ("Transfer-Encoding", &transfer),
+        ] {
+            if !values.is_empty() {
+                let joined = values.join(&b","[..]);
+                shown.push(format!("{name}: {}", String::from_utf8_lossy(&joined)));
+            }
+        }
+        shown.join("; ")
+    };
+    let coding = match bundle::encoding::applied_codings(content.clone(), transfer.clone()) {
+        Ok(coding) => coding,
+        Err(_) => {
+            return Err(Error::FlagValue {
+                flag: "header",
+                value: shown(),
+                problem: "applies chunked twice or before another coding (pate-proxy answers 400)",
+            })
+        }
+    };
+    if coding.is_empty() {
         return Ok(body);
     }
-    let coding = codings.join(&b","[..]);
     let problem = match bundle::encoding::decode(&coding, &body, 64 * 1024, true) {
         bundle::encoding::Decoded::AsSent => return Ok(body),
         bundle::encoding::Decoded::Body(b) | bundle::encoding::Decoded::OverLimit(b) => {
@@ -215,7 +242,7 @@ fn inflate(headers: &[(String, Vec<u8>)], body: Vec<u8>) -> Result<Vec<u8>> {
     };
     Err(Error::FlagValue {
         flag: "header",
-        value: format!("Content-Encoding: {}", String::from_utf8_lossy(&coding)),
+        value: shown(),
         problem,
     })
 }
