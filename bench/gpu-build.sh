@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds pate-trainer against ANOTHER libtorch than the project's (e.g. the torch 2.11.0+cu130 of a
 # GPU machine that has its own PyTorch and no network) and packs what such a machine needs into a
-# small folder: the binary, the CSIC 2010 data (xz) and libonnxruntime.so (xz), plus
-# bench/gpu-run.sh. The project's own build is not touched: the workspace is copied (git archive
+# small folder: the binary, the CSIC 2010 data (xz), the two generic files that
+# configs/train-whole-request.yaml's public examples read (datasets.tar.xz) and libonnxruntime.so
+# (xz), plus bench/gpu-run.sh. The project's own build is not touched: the workspace is copied (git archive
 # of HEAD) to $WORK, only the copy's `tch` version is changed, and it builds into its own target dir.
 #
 #   bench/gpu-build.sh                      # torch 2.11.0 / tch 0.24.0 -> .gpu/ (about 19 MB)
@@ -57,6 +58,7 @@ mkdir -p "$PACK"
 cp "$BIN" "$PACK/pate-trainer"
 cp "$ROOT/bench/gpu-run.sh" "$PACK/gpu-run.sh"
 tar -C "$(dirname "$DATA")" -cJf "$PACK/csic.tar.xz" "$(basename "$DATA")"
+tar -C "$(dirname "$DATA")" -cJf "$PACK/datasets.tar.xz" httpparams/payload_train.csv fwaf/badqueries.txt
 xz -T1 -c "$ROOT/.deps/libonnxruntime.so" > "$PACK/libonnxruntime.so.xz"
 du -ch "$PACK"/* >&2
 log "done: carry $PACK; on the GPU machine: bash $(basename "$PACK")/gpu-run.sh"

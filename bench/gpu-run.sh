@@ -21,7 +21,9 @@ RUNS=${RUNS:-auto cpu}
 CONFIG=${CONFIG:-configs/train.yaml}
 TIMEOUT=${TIMEOUT:-280}
 mkdir -p "$OUT" ../shared/datasets
-[ -d ../shared/datasets/csic2010 ] || tar -xJf "$PACK/csic.tar.xz" -C ../shared/datasets
+for t in "$PACK"/*.tar.xz; do # csic.tar.xz, plus datasets.tar.xz where gpu-build.sh packed more
+  [ -e "$t" ] && tar -xJf "$t" -C ../shared/datasets --skip-old-files
+done
 [ -f /tmp/libonnxruntime.so ] || xz -dc "$PACK/libonnxruntime.so.xz" > /tmp/libonnxruntime.so
 TORCH=${TORCH_DIR:-$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')}
 export LIBTORCH=$TORCH LD_LIBRARY_PATH=$TORCH/lib ORT_DYLIB_PATH=/tmp/libonnxruntime.so
@@ -59,7 +61,9 @@ one() { # NAME DEVICE [ENV=VALUE]
 import json, sys
 r = json.load(open(sys.argv[1]))
 m, a = r["metrics"], r["privacy"]["accountant"]
-print(f"   TPR {m['tpr']:.4f} TNR {m['tnr']:.4f} AUC {m['roc_auc']:.4f} threshold {m['threshold']:.7f}"
+print(f"   TPR {m['tpr']:.4f} FPR {m['fpr']:.4f} AUC {m['roc_auc']:.4f} threshold {m['threshold']:.7f}"
+      f" | TPR at FPR <= 1 % {r['student_tpr_at_fpr']['0.01']:.4f}"
+      f" (novel {r['student_novel_test']['tpr_at_fpr']['0.01']:.4f})"
       f" | eps data-independent {a['data_independent_epsilon']:.4f}"
       f" data-dependent {a['data_dependent_epsilon']:.4f}")
 PY
