@@ -349,13 +349,14 @@ fn vocab_indices(c: &Content) -> Result<VocabIndices, FeaturizerError> {
             let known = body
                 .rsplit_once('=')
                 .is_some_and(|(p, _)| p == BASE64_MARK || Placement::from_name(p).is_some())
-                || (c.config.libinjection && LIBINJECTION_FEATURES.contains(&body));
+                || (c.config.libinjection && LIBINJECTION_FEATURES.contains(&body))
+                || (c.config.signatures && crate::SIGNATURE_FEATURES.contains(&body));
             if c.config.placements.is_none() || !known {
                 return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
                     index: i,
                     token: tok.to_string(),
                     problem:
-                        "is a placement feature, but placements is off or it names no placement (or libinjection's, but libinjection is off)"
+                        "is a placement feature, but placements is off or it names no placement (or libinjection's or a signature's, but that family is off)"
                             .into(),
                 }));
             }

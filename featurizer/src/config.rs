@@ -112,6 +112,14 @@ pub struct FeaturizerConfig {
     /// drops them. Needs `placements`. Off by default; not written when off.
     #[serde(default, skip_serializing_if = "is_false")]
     pub libinjection: bool,
+    /// Attack signatures as features, a public prior like `libinjection` for what it does not
+    /// look at ([`crate::signatures`]): every decoded part whose value has a path traversal, a
+    /// system file name, a shell command after a separator or a long run of one byte adds
+    /// `pl:sig:traversal`, `pl:sig:system_file`, `pl:sig:shell`, `pl:sig:long_run`. Reserved
+    /// places at the end of the vocabulary, like libinjection's. Needs `placements`. Off by
+    /// default; not written when off.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub signatures: bool,
 }
 
 /// Placement-feature body of a part libinjection calls SQL injection
@@ -193,6 +201,7 @@ impl Default for FeaturizerConfig {
             norm: Norm::L1,
             placements: None,
             libinjection: false,
+            signatures: false,
         }
     }
 }
@@ -210,6 +219,13 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
         return Err(FeaturizerError::Setting {
             key: "libinjection",
             reason: "needs placements (libinjection reads each decoded part of the request)".into(),
+        });
+    }
+    if c.signatures && c.placements.is_none() {
+        return Err(FeaturizerError::Setting {
+            key: "signatures",
+            reason: "needs placements (the signatures read each decoded part of the request)"
+                .into(),
         });
     }
     if c.top_k == 0 {

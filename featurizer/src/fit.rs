@@ -61,11 +61,17 @@ impl Featurizer {
                 (Some(table), entries)
             }
         };
-        // libinjection's features take reserved places too (before the rarity entries), with
-        // their document frequency over the corpus (0 when no document fired them).
-        let li_entries: Vec<(String, u64)> = if config.libinjection {
-            LIBINJECTION_FEATURES
-                .iter()
+        // libinjection's and the signatures' features take reserved places too (before the
+        // rarity entries), with their document frequency over the corpus (0 when no document
+        // fired them).
+        let prior_bodies = config
+            .libinjection
+            .then_some(LIBINJECTION_FEATURES.as_slice())
+            .into_iter()
+            .chain(config.signatures.then_some(SIGNATURE_FEATURES.as_slice()))
+            .flatten();
+        let li_entries: Vec<(String, u64)> = {
+            prior_bodies
                 .map(|body| {
                     let entry = format!("{PLACEMENT_PREFIX}{body}");
                     let d = ranked
@@ -75,8 +81,6 @@ impl Featurizer {
                     (entry, d)
                 })
                 .collect()
-        } else {
-            Vec::new()
         };
         let reserved = rarity_entries.len()
             + li_entries.len()

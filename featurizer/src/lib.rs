@@ -56,7 +56,9 @@ use sha2::{Digest, Sha256};
 pub mod params;
 pub use params::{Norm, RarityTable};
 pub mod placement;
+pub mod signatures;
 pub use placement::{Headers, Part, Placement, PlacementConfig, Split};
+pub use signatures::{signature_flags, SIGNATURE_FEATURES};
 
 /// Name written into every artifact, so that a wrong file is recognised as such.
 pub const ARTIFACT_KIND: &str = "pate-waf-featurizer";

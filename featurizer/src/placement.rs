@@ -1355,9 +1355,64 @@ pub(crate) struct Segment {
     pub shapes: bool,
     /// Placement features (bodies after [`crate::PLACEMENT_PREFIX`]).
     pub marks: Vec<String>,
-    /// What libinjection calls the value ([`libinjection_flags`]; all false unless
-    /// [`crate::FeaturizerConfig::libinjection`]).
+    /// What the public priors call the value ([`Priors`]; all false where the family is off).
+    pub priors: Priors,
+}
+
+/// What the public priors call a value: libinjection's two detectors
+/// ([`crate::FeaturizerConfig::libinjection`]) and the four attack signatures
+/// ([`crate::FeaturizerConfig::signatures`]), each false where its family is off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Priors {
+    /// [`libinjection_flags`], in [`crate::LIBINJECTION_FEATURES`] order.
     pub li: [bool; 2],
+    /// [`crate::signature_flags`], in [`crate::SIGNATURE_FEATURES`] order.
+    pub sig: [bool; 4],
+}
+
+impl Priors {
+    /// What the families that are on call `value`.
+    pub fn of(value: &[u8], libinjection: bool, signatures: bool) -> Priors {
+        Priors {
+            li: if libinjection {
+                libinjection_flags(value)
+            } else {
+                [false; 2]
+            },
+            sig: if signatures {
+                crate::signature_flags(value)
+            } else {
+                [false; 4]
+            },
+        }
+    }
+
+    /// The same with the families that are off cleared.
+    fn masked(self, libinjection: bool, signatures: bool) -> Priors {
+        Priors {
+            li: self.li.map(|f| f && libinjection),
+            sig: self.sig.map(|f| f && signatures),
+        }
+    }
+
+    /// Either's flags.
+    fn or(self, other: Priors) -> Priors {
+        let mut out = self;
+        for (a, b) in out.li.iter_mut().zip(other.li) {
+            *a |= b;
+        }
+        for (a, b) in out.sig.iter_mut().zip(other.sig) {
+            *a |= b;
+        }
+        out
+    }
+
+    /// The placement-feature bodies that fired.
+    pub fn fired(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let li = self.li.iter().zip(crate::LIBINJECTION_FEATURES);
+        let sig = self.sig.iter().zip(crate::SIGNATURE_FEATURES);
+        li.chain(sig).filter(|(f, _)| **f).map(|(_, body)| body)
+    }
 }
 
 /// Whether libinjection calls `value` SQL injection and XSS, in
@@ -1402,6 +1457,7 @@ pub(crate) fn request_segments(
     let limited = split.limited();
     let read = Reading {
         libinjection: config.libinjection,
+        signatures: config.signatures,
         opaque_tokens: pc.opaque_tokens,
         known,
     };
@@ -1415,11 +1471,11 @@ pub(crate) fn request_segments(
         ) && !p.encoded
             && !p.deep
     };
-    let mut li = [false; 2];
-    if config.libinjection {
+    let mut priors = Priors::default();
+    if config.libinjection || config.signatures {
         for p in split.parts.iter().filter(|p| line(p)) {
-            let flags = libinjection_flags(p.value.as_bytes());
-            li = [li[0] || flags[0], li[1] || flags[1]];
+            let of = Priors::of(p.value.as_bytes(), config.libinjection, config.signatures);
+            priors = priors.or(of);
         }
     }
     let text = match line_text {
@@ -1443,7 +1499,7 @@ pub(crate) fn request_segments(
         text,
         shapes: true,
         marks: Vec::new(),
-        li,
+        priors,
     }];
     out.extend(segments(&rest, &read));
     (out, limited)
@@ -1455,10 +1511,11 @@ pub(crate) fn request_segments(
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KnownValues(HashMap<&'static str, NameValues>);
 
-/// A placement's known header names, their known values, and what libinjection calls each
-/// value (computed once when the table is built: the same values recur in every request, and
-/// libinjection on a User-Agent or Accept value costs more than the rest of a request).
-type NameValues = HashMap<String, HashMap<String, [bool; 2]>>;
+/// A placement's known header names, their known values, and what the public priors call each
+/// value (computed once, with every family, when the table is built: the same values recur in
+/// every request, and libinjection on a User-Agent or Accept value costs more than the rest of
+/// a request).
+type NameValues = HashMap<String, HashMap<String, Priors>>;
 
 impl KnownValues {
     /// From [`known_key`]s (`placement`, name and value joined by tabs); a key of an unknown
@@ -1480,13 +1537,13 @@ impl KnownValues {
                 .entry(name.to_owned())
                 .or_default()
                 .entry(value.to_owned())
-                .or_insert_with(|| libinjection_flags(value.as_bytes()));
+                .or_insert_with(|| Priors::of(value.as_bytes(), true, true));
         }
         KnownValues(map)
     }
 
-    /// When `p` is a known header value: what libinjection calls it ([`libinjection_flags`]).
-    pub(crate) fn get(&self, p: &Part) -> Option<[bool; 2]> {
+    /// When `p` is a known header value: what every public prior calls it ([`Priors`]).
+    pub(crate) fn get(&self, p: &Part) -> Option<Priors> {
         if self.0.is_empty() || !p.placement.is_header() {
             return None;
         }
@@ -1501,6 +1558,7 @@ impl KnownValues {
 /// How [`segments`] reads parts.
 pub(crate) struct Reading<'k> {
     pub libinjection: bool,
+    pub signatures: bool,
     pub opaque_tokens: bool,
     pub known: &'k KnownValues,
 }
@@ -1508,6 +1566,7 @@ pub(crate) struct Reading<'k> {
 pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
     let Reading {
         libinjection,
+        signatures,
         opaque_tokens,
         known,
     } = *read;
@@ -1518,16 +1577,16 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
         .filter(|p| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
         .map(|p| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
-            if let Some(known_li) = known.get(p) {
+            if let Some(known_priors) = known.get(p) {
                 // Its name is read, its value (the same in a share of all traffic) is not;
-                // libinjection still looks at it (once, when the table was built).
-                let li = if libinjection { known_li } else { [false; 2] };
+                // the public priors still look at it (once, when the table was built).
+                let priors = known_priors.masked(libinjection, signatures);
                 return Segment {
                     placement: p.placement,
                     text: format!("{}=", p.name),
                     shapes: false,
                     marks: vec![format!("{}={KNOWN_VALUE_SHAPE}", p.placement.as_str())],
-                    li,
+                    priors,
                 };
             }
             if opaque_tokens && is_opaque_token(&p.value) {
@@ -1542,7 +1601,7 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
                     text,
                     shapes: false,
                     marks: vec![format!("{}={OPAQUE_TOKEN_SHAPE}", p.placement.as_str())],
-                    li: [false; 2],
+                    priors: Priors::default(),
                 };
             }
             let text = if pair {
@@ -1561,17 +1620,13 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
             if p.encoded {
                 marks.push(format!("{}={shape}", crate::BASE64_MARK));
             }
-            let li = if libinjection {
-                libinjection_flags(p.value.as_bytes())
-            } else {
-                [false; 2]
-            };
+            let priors = Priors::of(p.value.as_bytes(), libinjection, signatures);
             Segment {
                 placement: p.placement,
                 text,
                 shapes: pair,
                 marks,
-                li,
+                priors,
             }
         })
         .collect()
@@ -1668,11 +1723,9 @@ pub(crate) fn for_each_window_feature(
                 count += 1;
                 f(crate::FeatureKind::Placement, mark);
             }
-            for (fired, body) in seg.li.iter().zip(crate::LIBINJECTION_FEATURES) {
-                if *fired {
-                    count += 1;
-                    f(crate::FeatureKind::Placement, body);
-                }
+            for body in seg.priors.fired() {
+                count += 1;
+                f(crate::FeatureKind::Placement, body);
             }
         }
     }
