@@ -3,7 +3,7 @@
 mode, or Apache + ModSecurity CRS: bench/placements/run.sh runs both).
 
     bench/placements/replay.py --proxy 127.0.0.1:PORT [--per-class N] [--seed S] [--out FILE]
-                               [--detector TEXT]
+                               [--detector TEXT] [--fit-to CSIC_NORMAL_FILE]
 
 Held-out data: HttpParamsDataset's payload_test.csv (never used for training: the
 `student.public_examples` of configs/whole-request.yaml read payload_train.csv and Fwaf's bad
@@ -13,6 +13,15 @@ shapes as tests/tests/placements.rs) and sent as raw HTTP/1.1; blocked = HTTP 40
 may be down (allowed requests then get 502): only the proxy's verdict is measured.
 Prints one markdown table: per placement, attacks blocked and benign blocked. `--out` writes the
 counts and every status code seen (per placement and class) as JSON.
+
+`--fit-to` (CSIC 2010's normal traffic file) adds two placements, `query-fit` and `form-fit`:
+the value goes into the field of the site's registration form (GET query, or urlencoded POST
+body, every other field as in a normal registration) whose normal values most often have the
+value's kind — the classes of characters it has (letters, digits, space, each other character)
+and its log2 length, else its classes alone, else `nombre` — so that a benign address goes where
+the site takes addresses and a card number where it takes card numbers. The `query` and `form`
+placements put every value into `nombre` (a name field), where CSIC calls any value of another
+kind an anomaly. Which field each value went to is in the JSON (`fit_fields`).
 """
 import argparse, csv, json, os, random, socket, sys, time, urllib.parse
 
@@ -65,6 +74,69 @@ CASES = {
 }
 
 
+def kind(v, with_length=True):
+    """The classes of characters of v (letters, digits, space, each other character) and, with
+    with_length, its log2 length bucket."""
+    classes = frozenset("a" if c.isalpha() else "9" if c.isdigit() else c for c in v)
+    return (classes, len(v).bit_length()) if with_length else classes
+
+
+def registration_fields(path):
+    """The registration form of CSIC's site: (one normal request's fields in order, raw as sent;
+    per field a Counter of kind() and of kind(with_length=False) over its normal values). A
+    field with one value only (`modo`, the button) takes none."""
+    import collections
+    template, by_kind, by_classes, values = None, {}, {}, {}
+    with open(path, encoding="latin-1") as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("GET ") and "/registro.jsp?modo=registro" in line:
+                query = line.split(" ")[1].split("?", 1)[1]
+            elif line.startswith("modo=registro&"):
+                query = line
+            else:
+                continue
+            raw = [pair.partition("=")[::2] for pair in query.split("&")]
+            if template is None:
+                template = raw
+            for name, value in raw:
+                value = urllib.parse.unquote_plus(value, encoding="latin-1")
+                by_kind.setdefault(name, collections.Counter())[kind(value)] += 1
+                by_classes.setdefault(name, collections.Counter())[kind(value, False)] += 1
+                values.setdefault(name, set()).add(value)
+    if template is None:
+        sys.exit(f"{path}: no registration request (registro.jsp, modo=registro) found")
+    for name in [n for n, v in values.items() if len(v) == 1]:
+        del by_kind[name], by_classes[name]
+    return template, by_kind, by_classes
+
+
+def fit_field(v, by_kind, by_classes):
+    """The registration field whose normal values most often have v's kind (see --fit-to)."""
+    for table, key in ((by_kind, kind(v)), (by_classes, kind(v, False))):
+        best = max(table, key=lambda name: table[name][key])
+        if table[best][key] > 0:
+            return best
+    return "nombre"
+
+
+def fitted_cases(path):
+    """The query-fit and form-fit placements, and the field each value went to."""
+    template, by_kind, by_classes = registration_fields(path)
+    page = "/tienda1/publico/registro.jsp"
+    chosen = {}
+
+    def fields(v):
+        field = fit_field(v, by_kind, by_classes)
+        chosen[v] = field
+        return "&".join(f"{n}={enc(v) if n == field else x}" for n, x in template)
+
+    return {
+        "query-fit": lambda v: request("GET", f"{page}?{fields(v)}"),
+        "form-fit": lambda v: request("POST", page, body=(FORM, fields(v))),
+    }, chosen
+
+
 def status(addr, raw):
     host, port = addr.split(":")
     with socket.create_connection((host, int(port)), timeout=10) as s:
@@ -92,6 +164,8 @@ def main():
     ap.add_argument("--audit", help="pate-proxy's audit log: read each request's score from it (run "
                     "the proxy in detect mode with threshold: 0.0 so that every scored request is "
                     "audited); --out then holds every score (bench/placements/calibrate.sh)")
+    ap.add_argument("--fit-to", help="CSIC 2010's normal traffic file: add the query-fit and "
+                    "form-fit placements (the value in the registration field of its kind)")
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.data, newline="", encoding="utf-8")))
     rng = random.Random(a.seed)
@@ -120,8 +194,12 @@ def main():
             time.sleep(0.01)
         return code, None
 
+    cases, chosen = dict(CASES), {}
+    if a.fit_to:
+        fitted, chosen = fitted_cases(a.fit_to)
+        cases.update(fitted)
     total = {"attack": [0, 0], "benign": [0, 0]}
-    for name, build in CASES.items():
+    for name, build in cases.items():
         res = {}
         for cls, values in (("attack", attacks), ("benign", benign)):
             sent = [send(build, v) for v in values]
@@ -146,6 +224,12 @@ def main():
                "results": results, "status_counts": statuses}
         if a.audit:
             out["scores"] = scores
+        if a.fit_to:
+            import collections
+            out["fit_fields"] = {
+                cls: dict(collections.Counter(chosen[v] for v in values).most_common())
+                for cls, values in (("attack", attacks), ("benign", benign))
+            }
         with open(a.out + ".tmp", "w") as f:
             json.dump(out, f, indent=1)
             f.write("\n")

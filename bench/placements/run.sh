@@ -18,6 +18,8 @@
 #                   named N-tT
 #   --data FILE     the values replayed (HttpParamsDataset CSV; default payload_test.csv, with
 #                   --calibrate payload_train.csv)
+#   --fit           also the query-fit and form-fit placements (replay.py --fit-to CSIC's normal
+#                   traffic): each value in the site's registration field of its kind
 #   --calibrate     instead of the held-out evaluation: the VALIDATION split (payload_train.csv's
 #                   values, whose benign ones no training reads), through the proxy in detect mode
 #                   with threshold 0.0 (every score audited); writes DIR/calibrate-<version>.json
@@ -32,7 +34,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 LEVELS="1 2"; PROXY_BUNDLE=""; PER_CLASS=200; SEED=1; OUT=results/placements; KEEP=0
-PROXY_THRESHOLD=""; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""
+PROXY_THRESHOLD=""; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""; FIT=()
 while [ $# -gt 0 ]; do
   case $1 in
     --levels) LEVELS=$2; shift 2;;
@@ -45,7 +47,8 @@ while [ $# -gt 0 ]; do
     --proxy-name) PROXY_NAME=$2; shift 2;;
     --calibrate) CALIBRATE=1; LEVELS=""; shift;;
     --data) DATA=$2; shift 2;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0;;
+    --fit) FIT=(--fit-to ../shared/datasets/csic2010/normalTrafficTraining.txt); shift;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0;;
     *) echo "$0: unknown argument '$1' (see --help)" >&2; exit 2;;
   esac
 done
@@ -59,7 +62,8 @@ wait_http() {
 replay() { # NAME ADDR DETECTOR
   echo "== $1: replaying to $2" >&2
   python3 bench/placements/replay.py --proxy "$2" --per-class "$PER_CLASS" --seed "$SEED" \
-    --data "${DATA:-../shared/datasets/httpparams/payload_test.csv}" --detector "$3" --out "$OUT/$1.json"
+    --data "${DATA:-../shared/datasets/httpparams/payload_test.csv}" --detector "$3" --out "$OUT/$1.json" \
+    "${FIT[@]}"
 }
 
 for PL in $LEVELS; do
@@ -104,7 +108,7 @@ YAML
   VERSION=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["model_version"])' "$BUNDLE_ABS/bundle.yaml")
   if [ "$CALIBRATE" = 1 ]; then
     python3 bench/placements/replay.py --proxy "127.0.0.1:$PX_PORT" --per-class "$PER_CLASS" --seed "$SEED" \
-      --data "${DATA:-../shared/datasets/httpparams/payload_train.csv}" --audit "$WORK/proxy-audit.jsonl" \
+      --data "${DATA:-../shared/datasets/httpparams/payload_train.csv}" --audit "$WORK/proxy-audit.jsonl" "${FIT[@]}" \
       --detector "pate-proxy (detect, threshold 0.0, bundle $VERSION): validation split" \
       --out "$OUT/calibrate-$VERSION.json" > /dev/null
     kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""

@@ -32,17 +32,31 @@ def main():
     def cell(ab, an, bb, bn):
         return f"{100 * ab / an:.1f} % / {100 * bb / bn:.1f} %"
 
-    for p in placements:
+    # The `-fit` placements (replay.py --fit-to) re-place the query and form values: shown after
+    # the total, not counted in it, so that "all" stays the 13 placements.
+    fitted = [p for p in placements if p.endswith("-fit")]
+
+    def row(p, count):
         cells = []
         for n, r in runs:
+            if p not in r["results"]:
+                cells.append("–")
+                continue
             (ab, an), (bb, bn) = r["results"][p]["attack"], r["results"][p]["benign"]
-            t = totals[n]
-            t[0] += ab; t[1] += an; t[2] += bb; t[3] += bn
+            if count:
+                t = totals[n]
+                t[0] += ab; t[1] += an; t[2] += bb; t[3] += bn
             cells.append(cell(ab, an, bb, bn))
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
+
+    for p in placements:
+        if p not in fitted:
+            row(p, True)
     n0 = totals[runs[0][0]]
     lines.append(f"| **all ({n0[1]:,} + {n0[3]:,})** | "
                  + " | ".join(cell(*totals[n]) for n, _ in runs) + " |")
+    for p in fitted:
+        row(p, False)
     print("\n".join(lines))
     print()
     for n, r in runs:
