@@ -120,6 +120,60 @@ fn matrix_round_trip_and_format_errors() {
     assert!(F32Matrix::new(2, 2, vec![0.0; 3]).is_err());
 }
 
+/// Mostly-zero matrices (a run's TF-IDF features) are written in the sparse layout, read back
+/// exactly (bit for bit, -0.0 too), and a damaged sparse file is an error naming what is wrong.
+#[test]
+fn sparse_matrices_round_trip_and_format_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.bin");
+    let (rows, cols) = (3, 100);
+    let mut values = vec![0f32; rows * cols];
+    values[5] = 0.5;
+    values[99] = -0.0;
+    values[2 * cols] = 1.0;
+    values[2 * cols + 7] = 0.25;
+    let m = F32Matrix::new(rows, cols, values).unwrap();
+    write_f32_matrix(&path, &m).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(&bytes[..8], b"PATESPF\0");
+    // 32-byte header, 4 row pointers, 4 stored values (column u32 + value f32 each).
+    assert_eq!(bytes.len(), 32 + 8 * 4 + 8 * 4);
+    assert!(bytes.len() < 24 + 4 * rows * cols);
+    let back = read_f32_matrix(&path).unwrap();
+    let bits = |m: &F32Matrix| m.values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!((back.rows, back.cols), (rows, cols));
+    assert_eq!(bits(&back), bits(&m));
+    // Dense data keeps the dense layout.
+    let dense = F32Matrix::new(2, 2, vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+    write_f32_matrix(&path, &dense).unwrap();
+    assert_eq!(&std::fs::read(&path).unwrap()[..8], b"PATEF32\0");
+    // Damaged sparse files.
+    let cols_at = 32 + 8 * 4;
+    let vals_at = cols_at + 4 * 4;
+    let check = |bad: Vec<u8>, expect: &str| {
+        std::fs::write(&path, &bad).unwrap();
+        let e = read_f32_matrix(&path).unwrap_err().to_string();
+        assert!(e.contains(expect), "{expect}: {e}");
+    };
+    check(bytes[..bytes.len() - 1].to_vec(), "bytes");
+    let mut out_of_range = bytes.clone();
+    out_of_range[cols_at..cols_at + 4].copy_from_slice(&100u32.to_le_bytes());
+    check(out_of_range, "row 0: column 100");
+    let mut unordered = bytes.clone();
+    unordered[cols_at + 12..cols_at + 16].copy_from_slice(&0u32.to_le_bytes());
+    check(unordered, "row 2: column 0 after Some(0)");
+    let mut backwards = bytes.clone();
+    backwards[32 + 16..32 + 24].copy_from_slice(&0u64.to_le_bytes());
+    check(backwards, "row 1 ends at stored value 0");
+    let mut nan = bytes.clone();
+    nan[vals_at..vals_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    check(nan, "row 0, column 5 is NaN");
+    // A small file that claims a matrix beyond memory: an error, not an abort.
+    let mut huge = bytes.clone();
+    huge[16..24].copy_from_slice(&(1u64 << 58).to_le_bytes());
+    check(huge, "do not fit in memory");
+}
+
 /// Regression (fuzz/privacy_votes): counts whose sum overflows u64 made `max_teachers` panic
 /// (overflow checks) or wrap to a wrong teacher count (release). Now a parse error naming the line,
 /// and `max_teachers` saturates on matrices built in code.

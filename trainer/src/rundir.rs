@@ -8,7 +8,7 @@
 //!   manifest.json          config, rng provenance, versions, sha256 of every artifact
 //!   splits.json            which request (dataset, line) went to which split
 //!   featurizer.json        vocabulary + IDF (fitted on the public side by default)
-//!   features/*.f32         dense features (privacy crate's f32 matrix files)
+//!   features/*.f32         features (privacy crate's f32 matrix files; sparse where smaller)
 //!   features/*.labels      labels, one class index per line (0 benign, 1 malicious)
 //!   shards.json            rows of features/private.f32 per teacher
 //!   teachers/teacher-NNNNN.safetensors

@@ -4,8 +4,9 @@
 //! ```text
 //! pate-trainer privatize --rho 5 --in features.bin --out noisy.bin
 //! ```
-//! Input and output are `privacy::matrix` files (magic `PATEF32\0`, rows u64, cols u64, f32
-//! row-major, little-endian). The output is written atomically, with a JSON summary (ρ, local ε,
+//! Input and output are `privacy::matrix` files (dense, magic `PATEF32\0`, or compressed rows,
+//! `PATESPF\0`; the noisy output, noise on every coordinate, is dense). The output is written
+//! atomically, with a JSON summary (ρ, local ε,
 //! rng provenance) on stdout and beside it as `<out>.json`.
 use std::path::PathBuf;
 
