@@ -69,9 +69,9 @@ fn tokens(line: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// Undoes the codings of a `Content-Encoding` header value (or of [`applied_codings`]) on `body`, producing at most `limit`
-/// bytes. `complete`: whether `body` is the whole body (when it is only the first bytes of a
-/// longer one, a stream that ends early is read as far as it goes).
+/// Undoes the codings of a `Content-Encoding` header value (or of [`applied_codings`]) on
+/// `body`, producing at most `limit` bytes. `complete`: whether `body` is the whole body (when it
+/// is only the first bytes of a longer one, a stream that ends early is read as far as it goes).
 pub fn decode(content_encoding: &[u8], body: &[u8], limit: usize, complete: bool) -> Decoded {
     let text = String::from_utf8_lossy(content_encoding).to_ascii_lowercase();
     let codings: Vec<&str> = text

@@ -70,20 +70,18 @@ impl Featurizer {
             .into_iter()
             .chain(config.signatures.then_some(SIGNATURE_FEATURES.as_slice()))
             .flatten();
-        let li_entries: Vec<(String, u64)> = {
-            prior_bodies
-                .map(|body| {
-                    let entry = format!("{PLACEMENT_PREFIX}{body}");
-                    let d = ranked
-                        .iter()
-                        .position(|(t, _)| *t == entry)
-                        .map_or(0, |k| ranked.remove(k).1);
-                    (entry, d)
-                })
-                .collect()
-        };
+        let prior_entries: Vec<(String, u64)> = prior_bodies
+            .map(|body| {
+                let entry = format!("{PLACEMENT_PREFIX}{body}");
+                let d = ranked
+                    .iter()
+                    .position(|(t, _)| *t == entry)
+                    .map_or(0, |k| ranked.remove(k).1);
+                (entry, d)
+            })
+            .collect();
         let reserved = rarity_entries.len()
-            + li_entries.len()
+            + prior_entries.len()
             + if config.value_shapes {
                 UNSEEN_SHAPES.len()
             } else {
@@ -113,7 +111,7 @@ impl Featurizer {
         } else {
             ranked.truncate(config.top_k - reserved);
         }
-        ranked.extend(li_entries);
+        ranked.extend(prior_entries);
         ranked.extend(rarity_entries);
         let idf = ranked
             .iter()
