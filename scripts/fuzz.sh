@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
-TARGETS=(featurizer_transform featurizer_from_json datasets_parse privacy_votes bundle_manifest bundle_onnx proxy_config)
+TARGETS=(featurizer_transform featurizer_from_json datasets_parse privacy_votes privacy_matrix bundle_manifest bundle_onnx proxy_config)
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 
 build() {

@@ -25,7 +25,7 @@ static BUNDLE_DIR: LazyLock<PathBuf> = LazyLock::new(|| {
         mlp: &mlp,
         featurizer: &featurizer,
         threshold: 0.5,
-        privacy: serde_json::Value::Null,
+        privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("fuzz".into()),
     };

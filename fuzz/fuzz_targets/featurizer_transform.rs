@@ -90,4 +90,4 @@ fuzz_target!(|data: &[u8]| {
 
     let explanation = featurizer.explain(&req);
     assert_eq!(explanation.normalized, normalized);
-}), headers: Default::default();
+});
