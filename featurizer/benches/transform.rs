@@ -141,7 +141,13 @@ fn bench(c: &mut Criterion) {
             ..Default::default()
         }),
         libinjection: true,
+        signatures: true,
         ..train_yaml_config
+    });
+    // Without the attack signatures (what they cost per request).
+    let train_whole_request_no_signatures = fit_with(FeaturizerConfig {
+        signatures: false,
+        ..train_whole_request.config().clone()
     });
     // The same with CSIC's header set (constant values, a per-session cookie): fitted on the
     // sample with those headers, so the constant values are known (`known_header_permille`) as
@@ -202,6 +208,10 @@ fn bench(c: &mut Criterion) {
         ("transform_into_whole_request_libinjection", &placements_li),
         ("transform_into_train_yaml", &train_yaml),
         ("transform_into_train_whole_request", &train_whole_request),
+        (
+            "transform_into_train_whole_request_no_signatures",
+            &train_whole_request_no_signatures,
+        ),
         ("transform_into_value_shapes", &shapes),
         ("transform_into_char3to5_shapes_top2000", &chars),
     ] {
