@@ -133,22 +133,31 @@ fn off_means_no_features_and_the_artifact_does_not_mention_it() {
 }
 
 #[test]
-fn libinjection_needs_placements() {
-    let c = FeaturizerConfig {
-        libinjection: true,
-        ..Default::default()
-    };
-    let err = Featurizer::fit(c, [RequestParts::get("/a")]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            FeaturizerError::Setting {
-                key: "libinjection",
-                ..
-            }
+fn public_priors_need_placements() {
+    // libinjection's detectors and the attack signatures read each decoded part of the request.
+    let configs = [
+        (
+            "libinjection",
+            FeaturizerConfig {
+                libinjection: true,
+                ..Default::default()
+            },
         ),
-        "{err}"
-    );
+        (
+            "signatures",
+            FeaturizerConfig {
+                signatures: true,
+                ..Default::default()
+            },
+        ),
+    ];
+    for (key, c) in configs {
+        let err = Featurizer::fit(c, [RequestParts::get("/a")]).unwrap_err();
+        assert!(
+            matches!(err, FeaturizerError::Setting { key: k, .. } if k == key),
+            "{key}: {err}"
+        );
+    }
 }
 
 proptest! {

@@ -1,8 +1,8 @@
 //! Attack signatures as features (`FeaturizerConfig::signatures`): reserved places, fired by
-//! the decoded value in any placement, nothing on benign values, off by default.
+//! the decoded value in any placement, nothing on benign values, off by default (that they need
+//! `placements`, as libinjection's do: `tests/libinjection.rs`).
 use featurizer::{
-    Featurizer, FeaturizerConfig, FeaturizerError, Headers, PlacementConfig, RequestParts,
-    SIGNATURE_FEATURES,
+    Featurizer, FeaturizerConfig, Headers, PlacementConfig, RequestParts, SIGNATURE_FEATURES,
 };
 
 fn fit(libinjection: bool, signatures: bool, top_k: usize) -> Featurizer {
@@ -121,24 +121,5 @@ fn off_means_no_signature_features_and_no_key_in_the_artifact() {
             .unwrap()
             .config()
             .signatures
-    );
-}
-
-#[test]
-fn signatures_need_placements() {
-    let c = FeaturizerConfig {
-        signatures: true,
-        ..Default::default()
-    };
-    let err = Featurizer::fit(c, [RequestParts::get("/a")]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            FeaturizerError::Setting {
-                key: "signatures",
-                ..
-            }
-        ),
-        "{err}"
     );
 }
