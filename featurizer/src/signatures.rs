@@ -58,12 +58,18 @@ pub fn signature_flags(value: &[u8]) -> [bool; 4] {
 /// Lower-cased, `\` read as `/`, and the hexadecimal literals of `.`, `/` and `\` (`0x2e`,
 /// `0x2f`, `0x5c`, which some decoders and file APIs accept) read as the characters.
 fn normalized(value: &[u8]) -> String {
-    let lower = String::from_utf8_lossy(value).to_ascii_lowercase();
-    lower
-        .replace("0x2e", ".")
-        .replace("0x2f", "/")
-        .replace("0x5c", "/")
-        .replace('\\', "/")
+    let mut text = String::from_utf8_lossy(value).to_ascii_lowercase();
+    // One allocation for most values (the proxy's hot path): the rewrites only where they apply.
+    if text.contains("0x") {
+        text = text
+            .replace("0x2e", ".")
+            .replace("0x2f", "/")
+            .replace("0x5c", "/");
+    }
+    if text.contains('\\') {
+        text = text.replace('\\', "/");
+    }
+    text
 }
 
 fn has_long_run(value: &[u8]) -> bool {
