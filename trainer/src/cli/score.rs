@@ -215,7 +215,10 @@ fn inflate(headers: &[(String, Vec<u8>)], body: Vec<u8>) -> Result<Vec<u8>> {
         }
         shown.join("; ")
     };
-    let coding = match bundle::encoding::applied_codings(content.clone(), transfer.clone()) {
+    let coding = match bundle::encoding::applied_codings(
+        content.iter().copied(),
+        transfer.iter().copied(),
+    ) {
         Ok(coding) => coding,
         Err(_) => {
             return Err(Error::FlagValue {
