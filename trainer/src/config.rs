@@ -474,6 +474,24 @@ pub struct PublicExamplesConfig {
     /// ([`crate::public_examples::BenignSpots`]).
     #[serde(default)]
     pub benign_spots: crate::public_examples::BenignSpots,
+    /// Where the benign VALIDATION examples go (default: as `benign_spots`). With
+    /// `headers_and_bodies`, the threshold (FPR ≤ `target_fpr` of the validation requests) is not
+    /// held over site values moved into another parameter or the path — requests the site's own
+    /// data calls anomalous, which pushed the threshold above most of the site's attacks — while
+    /// benign values in every header and body still count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_benign_spots: Option<crate::public_examples::BenignSpots>,
+    /// A file of real browsers' `User-Agent` strings, one per line (public data; `#` lines and
+    /// blank lines skipped). When given, half the examples of each class are dressed as a
+    /// request of one of those browsers: its User-Agent (unless the example's value rides in
+    /// the User-Agent) and the Accept, Accept-Encoding and Accept-Language its family sends
+    /// ([`crate::public_examples::dress_as_browser`]). Why: a site's data may come from one
+    /// client (CSIC's every request carries one Konqueror User-Agent), and a student that never
+    /// saw another browser's headers on a benign request calls them anomalous. A tenth of the
+    /// lines is held out of training for the validation examples. A relative path is relative
+    /// to the config file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agents: Option<PathBuf>,
 }
 
 impl Default for StudentConfig {
@@ -625,6 +643,11 @@ impl RunConfig {
             for d in &mut pe.files {
                 if d.path.is_relative() {
                     d.path = base.join(&d.path);
+                }
+            }
+            if let Some(p) = &mut pe.user_agents {
+                if p.is_relative() {
+                    *p = base.join(&*p);
                 }
             }
         }

@@ -186,6 +186,16 @@ pub enum Error {
         /// What it should hold.
         expected: &'static str,
     },
+    /// A line of a file of header values (`public_examples.user_agents`) is not one.
+    #[error("{path}:{line}: {problem}")]
+    HeaderValueLine {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
     /// A request of a dataset has no label where one is needed.
     #[error("{path}:{line}: request has no label (give the dataset a `label:` in the config)")]
     Unlabelled {

@@ -513,6 +513,107 @@ pub fn own_value(record: &Record, rng: &mut impl Rng) -> Vec<u8> {
     percent_decode(values[rng.random_range(0..values.len())].as_bytes())
 }
 
+/// Languages a browser asks for (`Accept-Language`), drawn uniformly ([`dress_as_browser`]).
+const LANGUAGES: [&str; 12] = [
+    "en-US", "en-GB", "es-ES", "es-MX", "fr-FR", "de-DE", "pt-BR", "it-IT", "nl-NL", "pl-PL",
+    "ja-JP", "zh-CN",
+];
+
+/// The headers a browser sends beside its User-Agent on a top-level navigation, by the family
+/// its User-Agent names: `Accept`, `Accept-Encoding`, and the `Accept-Language` for a language
+/// tag and its base (the families' documented defaults; public knowledge, no site data).
+fn browser_accepts(user_agent: &str, lang: &str, base: &str) -> [(&'static str, String); 3] {
+    const HTML: &str = "text/html,application/xhtml+xml,application/xml;q=0.9";
+    if user_agent.contains("Firefox/") {
+        [
+            ("Accept", format!("{HTML},*/*;q=0.8")),
+            ("Accept-Encoding", "gzip, deflate, br, zstd".into()),
+            ("Accept-Language", format!("{lang},{base};q=0.5")),
+        ]
+    } else if user_agent.contains("Chrome/") || user_agent.contains("CriOS/") {
+        [
+            (
+                "Accept",
+                format!("{HTML},image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
+            ),
+            ("Accept-Encoding", "gzip, deflate, br, zstd".into()),
+            ("Accept-Language", format!("{lang},{base};q=0.9")),
+        ]
+    } else {
+        [
+            ("Accept", format!("{HTML},*/*;q=0.8")),
+            ("Accept-Encoding", "gzip, deflate, br".into()),
+            ("Accept-Language", lang.to_owned()),
+        ]
+    }
+}
+
+/// Dresses `record` as a request of the browser `user_agent`: its User-Agent (kept as it is
+/// when `keep_user_agent`, i.e. the example's value rides there) and the Accept,
+/// Accept-Encoding and Accept-Language its family sends, in a language drawn from
+/// [`LANGUAGES`]; the headers today's browsers no longer send (`Pragma`, `Cache-Control`,
+/// `Accept-Charset`) are dropped. Every other header (Host, Cookie, Referer, the body's) stays.
+pub fn dress_as_browser(
+    record: &mut Record,
+    user_agent: &str,
+    keep_user_agent: bool,
+    rng: &mut impl Rng,
+) {
+    let lang = LANGUAGES[rng.random_range(0..LANGUAGES.len())];
+    let base = lang.split('-').next().unwrap_or(lang);
+    let mut set: Vec<(&str, String)> = browser_accepts(user_agent, lang, base).into();
+    if !keep_user_agent {
+        set.push(("User-Agent", user_agent.to_owned()));
+    }
+    const DROPPED: [&str; 3] = ["pragma", "cache-control", "accept-charset"];
+    record.headers.retain(|(n, _)| {
+        !DROPPED.iter().any(|d| n.eq_ignore_ascii_case(d))
+            && !set.iter().any(|(s, _)| n.eq_ignore_ascii_case(s))
+    });
+    // First, as browsers send them (the featurizer reads headers by name, not by order).
+    for (k, (name, value)) in set.into_iter().enumerate() {
+        record
+            .headers
+            .insert(k, (name.to_owned(), value.into_bytes()));
+    }
+}
+
+/// Reads a file of User-Agent strings (`public_examples.user_agents`): one per line, blank
+/// lines and `#` lines skipped; a line that is not UTF-8 or holds a control character (it could
+/// not be sent as a header) is an error naming its line.
+pub fn load_user_agents(path: &std::path::Path) -> crate::error::Result<Vec<String>> {
+    let bytes = std::fs::read(path).map_err(|source| crate::error::Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for (k, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let bad = |problem| crate::error::Error::HeaderValueLine {
+            path: path.to_owned(),
+            line: k + 1,
+            problem,
+        };
+        let text = std::str::from_utf8(line)
+            .map_err(|_| bad("not UTF-8 (expected one User-Agent string per line)"))?;
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        if text.chars().any(char::is_control) {
+            return Err(bad("a control character (a header value cannot carry one)"));
+        }
+        out.push(text.to_owned());
+    }
+    if out.is_empty() {
+        return Err(crate::error::Error::Empty {
+            what: path.display().to_string(),
+            missing: "no User-Agent line",
+        });
+    }
+    Ok(out)
+}
+
 /// `count` labelled examples, half of each class, each at a spot drawn uniformly from
 /// [`PLACEMENTS`] (a benign one from `benign_spots`' spots) and encoded one time in five:
 /// - malicious: a public attack value (drawn uniformly from `malicious`) placed into a site
@@ -524,12 +625,17 @@ pub fn own_value(record: &Record, rng: &mut impl Rng) -> Vec<u8> {
 ///   teachers' labels. The site's own values keep the class boundary where the site's data puts
 ///   it, while every placement carries both classes, so where a value rides does not decide its
 ///   label.
+///
+/// With `user_agents` (real browsers' User-Agent strings), each example of either class is, with
+/// probability 1/2, dressed as a request of one of those browsers ([`dress_as_browser`]): the
+/// same share in both classes, so a browser's headers do not decide the label either.
 pub fn synthesize(
     templates: &[&Record],
     benign_templates: &[&Record],
     malicious: &[Vec<u8>],
     count: usize,
     benign_spots: BenignSpots,
+    user_agents: &[String],
     rng: &mut impl Rng,
 ) -> Vec<Record> {
     let mut out = Vec::with_capacity(count);
@@ -552,6 +658,12 @@ pub fn synthesize(
             let value = &malicious[rng.random_range(0..malicious.len())];
             let template = templates[rng.random_range(0..templates.len())];
             out.push(place(template, value, spot, encode, Label::Malicious, rng));
+        }
+        // Draws only with a User-Agent list, so that runs without one are as before.
+        if !user_agents.is_empty() && rng.random_range(0..2) == 0 {
+            let ua = &user_agents[rng.random_range(0..user_agents.len())];
+            let last = out.last_mut().expect("pushed above");
+            dress_as_browser(last, ua, spot == Spot::UserAgent, rng);
         }
     }
     out

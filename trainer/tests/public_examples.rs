@@ -4,7 +4,9 @@ use datasets::{Label, Record};
 use featurizer::placement::split_request;
 use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
-use trainer::public_examples::{place, synthesize, BenignSpots, Spot, PLACEMENTS};
+use trainer::public_examples::{
+    dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, PLACEMENTS,
+};
 
 fn template() -> Record {
     Record {
@@ -72,7 +74,15 @@ fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     let t = template();
     let attacks = vec![b"<script>alert(1)</script>".to_vec()];
-    let out = synthesize(&[&t], &[&t], &attacks, 100, BenignSpots::Every, &mut rng);
+    let out = synthesize(
+        &[&t],
+        &[&t],
+        &attacks,
+        100,
+        BenignSpots::Every,
+        &[],
+        &mut rng,
+    );
     assert_eq!(out.len(), 100);
     let malicious = out
         .iter()
@@ -125,7 +135,7 @@ fn benign_examples_can_keep_the_request_line_and_form_as_the_site_sent_them() {
         .into_iter()
         .enumerate()
     {
-        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, &mut rng);
+        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, &[], &mut rng);
         for r in out.iter().filter(|r| r.label == Some(Label::Benign)) {
             // A body example carries the pairs in a JSON/XML/multipart/text body instead, so
             // fewer stay; none may be new.
@@ -194,4 +204,124 @@ fn referer_examples_of_both_classes_come_from_the_site_and_from_search_engines()
                 .iter()
                 .any(|p| u.contains(p))));
     }
+}
+
+fn header<'a>(r: &'a Record, name: &str) -> Option<&'a str> {
+    r.headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| std::str::from_utf8(v).unwrap())
+}
+
+const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+
+/// A browser's request: its User-Agent and its family's Accept headers replace the site
+/// client's, the headers browsers no longer send are gone, the rest (Host, Content-Type) stays;
+/// a value riding in the User-Agent is kept.
+#[test]
+fn dressing_as_a_browser_sets_its_headers_and_keeps_the_rest() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+    let mut t = template();
+    t.headers
+        .push(("Accept-Charset".into(), b"utf-8, utf-8;q=0.5".to_vec()));
+    t.headers.push(("Pragma".into(), b"no-cache".to_vec()));
+    let mut r = t.clone();
+    dress_as_browser(&mut r, FIREFOX, false, &mut rng);
+    assert_eq!(header(&r, "user-agent"), Some(FIREFOX));
+    assert_eq!(
+        header(&r, "accept"),
+        Some("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+    );
+    assert!(header(&r, "accept-language").unwrap().ends_with(";q=0.5"));
+    assert_eq!(header(&r, "accept-charset"), None);
+    assert_eq!(header(&r, "pragma"), None);
+    assert_eq!(header(&r, "host"), Some("localhost:8080"));
+    assert_eq!(
+        header(&r, "content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(r.target, t.target);
+    assert_eq!(r.body, t.body);
+    let names: Vec<String> = r.headers.iter().map(|(n, _)| n.to_lowercase()).collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "a header twice: {names:?}");
+
+    let mut chrome = t.clone();
+    dress_as_browser(&mut chrome, CHROME, false, &mut rng);
+    assert!(header(&chrome, "accept").unwrap().contains("image/avif"));
+    // The example's value rides in the User-Agent: it stays.
+    let mut kept = t.clone();
+    dress_as_browser(&mut kept, CHROME, true, &mut rng);
+    assert_eq!(
+        header(&kept, "user-agent"),
+        Some("Mozilla/5.0 (compatible; Konqueror/3.5; Linux)")
+    );
+}
+
+/// Half the examples of each class carry a browser's User-Agent (so the browser does not decide
+/// the label), and an attack placed in the User-Agent is never overwritten by one.
+#[test]
+fn synthesize_dresses_both_classes_alike_and_keeps_attacks_in_the_user_agent() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
+    let t = template();
+    let attacks = vec![b"<script>alert(1)</script>".to_vec()];
+    let uas = vec![FIREFOX.to_owned(), CHROME.to_owned()];
+    let out = synthesize(
+        &[&t],
+        &[&t],
+        &attacks,
+        2000,
+        BenignSpots::Every,
+        &uas,
+        &mut rng,
+    );
+    for label in [Label::Benign, Label::Malicious] {
+        let of: Vec<&Record> = out.iter().filter(|r| r.label == Some(label)).collect();
+        let dressed = of
+            .iter()
+            .filter(|r| header(r, "accept-encoding").is_some_and(|v| v.contains("br")))
+            .count() as f64
+            / of.len() as f64;
+        assert!((0.44..0.56).contains(&dressed), "{label:?}: {dressed}");
+    }
+    let in_ua = out
+        .iter()
+        .filter(|r| header(r, "user-agent").is_some_and(|v| v.contains("script")))
+        .count();
+    assert!(in_ua > 30, "{in_ua} attacks in the User-Agent");
+    // Without a list nothing is dressed (and the draws are those of before).
+    let plain = synthesize(
+        &[&t],
+        &[&t],
+        &attacks,
+        200,
+        BenignSpots::Every,
+        &[],
+        &mut rand_chacha::ChaCha20Rng::seed_from_u64(11),
+    );
+    assert!(plain.iter().all(|r| header(r, "accept-encoding").is_none()));
+}
+
+/// The User-Agent file: comments and blank lines skipped, CRLF accepted; a control character
+/// or an empty list is an error naming the file (and line).
+#[test]
+fn user_agent_files_are_read_line_by_line_with_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = dir.path().join("ok.txt");
+    std::fs::write(&ok, format!("# browsers\r\n{FIREFOX}\r\n\r\n{CHROME}\n")).unwrap();
+    assert_eq!(load_user_agents(&ok).unwrap(), vec![FIREFOX, CHROME]);
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, format!("{FIREFOX}\nMozilla/5.0\tX\n")).unwrap();
+    let e = load_user_agents(&bad).unwrap_err().to_string();
+    assert!(e.contains("bad.txt:2: a control character"), "{e}");
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "# nothing\n\n").unwrap();
+    let e = load_user_agents(&empty).unwrap_err().to_string();
+    assert!(
+        e.contains("empty.txt") && e.contains("no User-Agent"),
+        "{e}"
+    );
 }

@@ -18,7 +18,7 @@ for seed in $SEEDS; do
     [ -n "$ONLY" ] && ! echo " $ONLY " | grep -q " $name " && continue
     c="$CONFIGS/.$name-$seed.yml"
     if [ "$seed" = fresh ]; then cp "$cfg" "$c"; else sed "s/^seed: null.*/seed: $seed/" "$cfg" > "$c"; fi
-    mkdir -p "${RUNS:-/tmp/issue16-cpu}"; run=${RUNS:-/tmp/issue16-cpu}/$name-$seed-$$; rm -rf "$run"; t0=$(date +%s)
+    mkdir -p "${RUNS:-/tmp/issue16-cpu}"; run=${RUNS:-/tmp/issue16-cpu}/$name-$seed-$$-$RANDOM; rm -rf "$run"; t0=$(date +%s)
     "$B" run --config "$c" --out "$run" > "$run.log" 2>&1 || { echo "$name $seed FAILED"; tail -3 "$run.log"; rm -f "$c"; continue; }
     t1=$(date +%s); rm -f "$c"
     python3 - "$name" "$seed" $((t1-t0)) "$run" >> "$OUT/$CSV" <<'PY'

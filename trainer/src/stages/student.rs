@@ -111,6 +111,24 @@ fn public_examples(
         held_out = h.into_iter().map(|(v, _)| v).collect();
         malicious = t.into_iter().map(|(v, _)| v).collect();
     }
+    // Real browsers' User-Agents: a tenth held out for the validation examples, as the values.
+    let (mut user_agents, mut held_out_user_agents) = (Vec::new(), Vec::new());
+    if let Some(path) = &pe.user_agents {
+        let all = crate::public_examples::load_user_agents(path)?;
+        let order = pipeline::shuffled(all.len(), &mut rng.stream("public-examples-user-agents"));
+        let keep = if pe.validation > 0 {
+            all.len().div_ceil(10).min(all.len() - 1)
+        } else {
+            0
+        };
+        for (k, &i) in order.iter().enumerate() {
+            if k < keep {
+                held_out_user_agents.push(all[i].clone());
+            } else {
+                user_agents.push(all[i].clone());
+            }
+        }
+    }
     let templates: Vec<&datasets::Record> =
         plan.distinct_public.iter().map(|&i| &records[i]).collect();
     // The queries the teachers labelled benign (post-processing of the private labels).
@@ -125,6 +143,7 @@ fn public_examples(
         &malicious,
         pe.count,
         pe.benign_spots,
+        &user_agents,
         &mut stream,
     );
     let rows: Vec<usize> = (0..examples.len()).collect();
@@ -135,6 +154,13 @@ fn public_examples(
         templates.len(),
         benign_templates.len()
     );
+    if !user_agents.is_empty() {
+        tracing::info!(
+            "student: half the public labelled examples dressed as requests of {} real browsers ({} more for the validation examples)",
+            user_agents.len(),
+            held_out_user_agents.len()
+        );
+    }
     // Validation: the student's labelled benign validation requests as templates.
     let benign_validation: Vec<&datasets::Record> = plan
         .validation_rows
@@ -147,7 +173,8 @@ fn public_examples(
         &benign_validation,
         &held_out,
         pe.validation,
-        pe.benign_spots,
+        pe.validation_benign_spots.unwrap_or(pe.benign_spots),
+        &held_out_user_agents,
         &mut rng.stream("public-examples-validation"),
     );
     if pe.validation > 0 {
