@@ -158,7 +158,13 @@ impl Featurizer {
             .collect();
         let char_table = NgramTable::new(&packed);
         let rarity = c.rarity.as_ref().map(RarityTable::lookup);
-        let known = placement::KnownValues::from_keys(c.known_header_values.iter().flatten());
+        let known = placement::KnownValues::from_keys(
+            c.known_header_values.iter().flatten(),
+            c.config
+                .placements
+                .as_ref()
+                .is_some_and(|pc| pc.known_digit_runs),
+        );
         let plain_config = FeaturizerConfig {
             value_shapes: false,
             ..c.config.clone()

@@ -8,10 +8,30 @@ impl Featurizer {
         config: FeaturizerConfig,
         docs: impl IntoIterator<Item = RequestParts<'a>>,
     ) -> Result<Self, FeaturizerError> {
+        Self::fit_with_known_headers(config, docs, std::iter::empty())
+    }
+
+    /// [`Featurizer::fit`], and every header value of `known_docs` is a known value
+    /// ([`crate::PlacementConfig::known_header_permille`]) whatever its share of `docs`: header
+    /// values known from public data other than the site's requests (the headers real browsers
+    /// send, which one site's logs may never show). `known_docs` are not part of the corpus
+    /// (no vocabulary, IDF or rarity counts from them). Without `placements` and
+    /// `known_header_permille` they are not read.
+    pub fn fit_with_known_headers<'a>(
+        config: FeaturizerConfig,
+        docs: impl IntoIterator<Item = RequestParts<'a>>,
+        known_docs: impl IntoIterator<Item = RequestParts<'a>>,
+    ) -> Result<Self, FeaturizerError> {
         validate_config(&config)?;
         let docs: Vec<RequestParts<'a>> = docs.into_iter().collect();
-        let known_header_values = known_header_values(&config, &docs);
-        let known = placement::KnownValues::from_keys(known_header_values.iter().flatten());
+        let known_header_values = known_header_values(&config, &docs, known_docs);
+        let known = placement::KnownValues::from_keys(
+            known_header_values.iter().flatten(),
+            config
+                .placements
+                .as_ref()
+                .is_some_and(|pc| pc.known_digit_runs),
+        );
         let mut df: HashMap<String, u64> = HashMap::new();
         // Each document's value-shape features (for the second pass, with value_shapes only).
         let mut doc_shapes: Vec<Vec<String>> = Vec::new();
@@ -261,7 +281,11 @@ fn document_features(
 /// The header values that at least `known_header_permille` thousandths of `docs` carry
 /// ([`PlacementConfig::known_header_permille`]), as sorted [`placement::known_key`]s; `None`
 /// when the setting is off.
-fn known_header_values(config: &FeaturizerConfig, docs: &[RequestParts]) -> Option<Vec<String>> {
+fn known_header_values<'a>(
+    config: &FeaturizerConfig,
+    docs: &[RequestParts],
+    known_docs: impl IntoIterator<Item = RequestParts<'a>>,
+) -> Option<Vec<String>> {
     let pc = config.placements.as_ref()?;
     let permille = pc.known_header_permille?;
     let mut counts: HashMap<String, u64> = HashMap::new();
@@ -284,7 +308,12 @@ fn known_header_values(config: &FeaturizerConfig, docs: &[RequestParts]) -> Opti
         .filter(|(_, c)| c * 1000 >= u64::from(permille) * n)
         .map(|(k, _)| k)
         .collect();
+    for doc in known_docs {
+        let split = placement::split_request(&doc, pc, config.decode_rounds, config.include_body);
+        known.extend(split.parts.iter().filter_map(placement::known_key));
+    }
     known.sort_unstable();
+    known.dedup();
     Some(known)
 }
 

@@ -276,6 +276,52 @@ pub struct PlacementConfig {
     /// sends (10 = 1 %). Off when absent (and then not written into the artifact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_header_permille: Option<u32>,
+    /// A header value is also known ([`PlacementConfig::known_header_permille`], or a value
+    /// the featurizer was fitted to know, [`crate::Featurizer::fit_with_known_headers`]) when
+    /// it equals a known value but for its numbers: each run of 1 to
+    /// [`KNOWN_DIGIT_RUN_MAX`] ASCII digits reads as one `0` on both sides. A browser's
+    /// User-Agent changes its version numbers every few weeks (the 839 User-Agents of
+    /// `data/public/user-agents.txt` have 83 such shapes, which cover 288 of 300 User-Agents
+    /// of another source); anything but digits still has to match, and a longer run of digits
+    /// is read as it is, so neither an attack string nor a long number hides in a known shape.
+    /// Off by default (and then not written into the artifact).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub known_digit_runs: bool,
+}
+
+/// Longest run of digits [`PlacementConfig::known_digit_runs`] reads as one `0`.
+pub const KNOWN_DIGIT_RUN_MAX: usize = 8;
+
+/// `value` with each run of 1 to [`KNOWN_DIGIT_RUN_MAX`] ASCII digits replaced by one `0`
+/// ([`PlacementConfig::known_digit_runs`]); borrowed when it has no digit.
+pub fn collapse_digit_runs(value: &str) -> std::borrow::Cow<'_, str> {
+    if !value.bytes().any(|b| b.is_ascii_digit()) {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let bytes = value.as_bytes();
+    let mut out = String::with_capacity(value.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i - start <= KNOWN_DIGIT_RUN_MAX {
+                out.push('0');
+            } else {
+                out.push_str(&value[start..i]);
+            }
+        } else {
+            // Copy up to the next digit (char boundaries: digits are ASCII).
+            let start = i;
+            while i < bytes.len() && !bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            out.push_str(&value[start..i]);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The placement feature body of a known header value
@@ -324,6 +370,7 @@ impl Default for PlacementConfig {
             opaque_tokens: false,
             request_line_whole: false,
             known_header_permille: None,
+            known_digit_runs: false,
         }
     }
 }
@@ -1509,7 +1556,12 @@ pub(crate) fn request_segments(
 /// values, so that a part is looked up by reference (no key is built per header on the proxy's
 /// hot path).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct KnownValues(HashMap<&'static str, NameValues>);
+pub(crate) struct KnownValues {
+    map: HashMap<&'static str, NameValues>,
+    /// [`PlacementConfig::known_digit_runs`]: values are stored and looked up with their digit
+    /// runs collapsed.
+    digit_runs: bool,
+}
 
 /// A placement's known header names, their known values, and what the public priors call each
 /// value (computed once, with every family, when the table is built: the same values recur in
@@ -1519,8 +1571,12 @@ type NameValues = HashMap<String, HashMap<String, Priors>>;
 
 impl KnownValues {
     /// From [`known_key`]s (`placement`, name and value joined by tabs); a key of an unknown
-    /// placement is skipped.
-    pub(crate) fn from_keys<'k>(keys: impl IntoIterator<Item = &'k String>) -> Self {
+    /// placement is skipped. With `digit_runs`, each value is stored with its digit runs
+    /// collapsed ([`collapse_digit_runs`]); its priors are those of the value as given.
+    pub(crate) fn from_keys<'k>(
+        keys: impl IntoIterator<Item = &'k String>,
+        digit_runs: bool,
+    ) -> Self {
         let mut map: HashMap<&'static str, NameValues> = HashMap::new();
         for key in keys {
             let mut fields = key.splitn(3, '\t');
@@ -1532,26 +1588,35 @@ impl KnownValues {
             let Some(p) = Placement::ALL.into_iter().find(|p| p.as_str() == placement) else {
                 continue;
             };
+            let stored = if digit_runs {
+                collapse_digit_runs(value).into_owned()
+            } else {
+                value.to_owned()
+            };
             map.entry(p.as_str())
                 .or_default()
                 .entry(name.to_owned())
                 .or_default()
-                .entry(value.to_owned())
+                .entry(stored)
                 .or_insert_with(|| Priors::of(value.as_bytes(), true, true));
         }
-        KnownValues(map)
+        KnownValues { map, digit_runs }
     }
 
     /// When `p` is a known header value: what every public prior calls it ([`Priors`]).
     pub(crate) fn get(&self, p: &Part) -> Option<Priors> {
-        if self.0.is_empty() || !p.placement.is_header() {
+        if self.map.is_empty() || !p.placement.is_header() {
             return None;
         }
-        self.0
+        let values = self
+            .map
             .get(p.placement.as_str())
-            .and_then(|names| names.get(p.name.as_str()))
-            .and_then(|values| values.get(p.value.as_str()))
-            .copied()
+            .and_then(|names| names.get(p.name.as_str()))?;
+        if self.digit_runs {
+            values.get(collapse_digit_runs(&p.value).as_ref()).copied()
+        } else {
+            values.get(p.value.as_str()).copied()
+        }
     }
 }
 

@@ -304,6 +304,7 @@ fn limits_bound_parts_depth_and_bytes() {
         opaque_tokens: false,
         request_line_whole: false,
         known_header_permille: None,
+        known_digit_runs: false,
     };
     let many = format!(
         "/a?{}",
@@ -781,6 +782,96 @@ fn known_header_values_are_read_as_their_name_only_and_an_attack_is_not_known() 
     // Bad settings are clear errors.
     let err = Featurizer::fit(config(Some(0)), [RequestParts::get("/a")]).unwrap_err();
     assert!(err.to_string().contains("known_header_permille"), "{err}");
+}
+
+/// Header values known from public data (`fit_with_known_headers`: real browsers' headers the
+/// site's requests never carry) are read as their name only; with `known_digit_runs` also with
+/// other version numbers, but not with anything else changed, nor with a long run of digits.
+#[test]
+fn known_headers_from_public_data_and_other_version_numbers() {
+    use featurizer::placement::collapse_digit_runs;
+    assert_eq!(
+        collapse_digit_runs("Chrome/131.0.6778.86 x"),
+        "Chrome/0.0.0.0 x"
+    );
+    assert_eq!(collapse_digit_runs("no digits"), "no digits");
+    assert_eq!(collapse_digit_runs("a123456789b"), "a123456789b");
+    assert_eq!(collapse_digit_runs("é1ü22"), "é0ü0");
+    let config = |known_digit_runs: bool| FeaturizerConfig {
+        top_k: 5000,
+        char_ngrams: Some([3, 3]),
+        placements: Some(PlacementConfig {
+            known_header_permille: Some(10),
+            known_digit_runs,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let site: &[(&str, &[u8])] = &[("User-Agent", b"Konqueror/3.5")];
+    let docs: Vec<RequestParts> = (0..10)
+        .map(|_| parts_of("GET", "/a?x=1", site, None))
+        .collect();
+    let chrome = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    let browser: &[(&str, &[u8])] = &[
+        ("User-Agent", chrome),
+        ("Accept-Language", b"es-ES,es;q=0.9"),
+    ];
+    let known = [parts_of("GET", "/", browser, None)];
+    let read = |f: &Featurizer, headers: &[(&str, &[u8])]| {
+        f.explain(&parts_of("GET", "/a?x=1", headers, None))
+            .normalized
+    };
+    let newer: &[(&str, &[u8])] = &[(
+        "User-Agent",
+        b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.7444.59 Safari/537.36",
+    )];
+    let tampered: &[(&str, &[u8])] = &[(
+        "User-Agent",
+        b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 ../../etc/passwd",
+    )];
+    let long_number: &[(&str, &[u8])] = &[(
+        "User-Agent",
+        b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.123456789 Safari/537.36",
+    )];
+    // Without known data the browser is read whole.
+    let plain = Featurizer::fit(config(true), docs.clone()).unwrap();
+    assert!(read(&plain, browser).contains("applewebkit"));
+    let f = Featurizer::fit_with_known_headers(config(true), docs.clone(), known).unwrap();
+    let text = read(&f, browser);
+    assert!(
+        !text.contains("applewebkit") && !text.contains("es-es"),
+        "{text}"
+    );
+    assert!(
+        !read(&f, newer).contains("applewebkit"),
+        "other version numbers"
+    );
+    assert!(
+        read(&f, tampered).contains("etc/passwd"),
+        "anything else changed is read"
+    );
+    assert!(
+        read(&f, long_number).contains("123456789"),
+        "a long number is read"
+    );
+    // The known data are not part of the corpus: no vocabulary from them.
+    assert!(!f
+        .vocabulary()
+        .iter()
+        .any(|t| t.contains("mozilla") || t == "c:moz"));
+    // Without known_digit_runs only the exact value is known.
+    let exact = Featurizer::fit_with_known_headers(config(false), docs, known).unwrap();
+    assert!(!read(&exact, browser).contains("applewebkit"));
+    assert!(read(&exact, newer).contains("applewebkit"));
+    // The setting and the values travel in the artifact.
+    let back = Featurizer::from_json(&f.to_json()).unwrap();
+    assert_eq!(read(&back, newer), read(&f, newer));
+    assert!(String::from_utf8(f.to_json())
+        .unwrap()
+        .contains("known_digit_runs"));
+    assert!(!String::from_utf8(exact.to_json())
+        .unwrap()
+        .contains("known_digit_runs"));
 }
 
 /// With `request_line_whole` and the parameter families, the request line is normalized once

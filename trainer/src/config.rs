@@ -226,6 +226,20 @@ pub struct FeaturizerSection {
     /// The featurizer's own settings (`top_k`, `max_input_bytes`, `decode_rounds`, `include_body`).
     #[serde(default)]
     pub config: featurizer::FeaturizerConfig,
+    /// A file of real browsers' User-Agent strings (one per line, as
+    /// `student.public_examples.user_agents`; public data): every header value such a browser
+    /// sends — its User-Agent, and the Accept, Accept-Encoding and Accept-Language of its family
+    /// ([`crate::public_examples::browser_headers`]) — is a known header value
+    /// (`config.placements.known_header_permille`, which it needs), read as its name and a
+    /// `known` mark whatever its share of the site's requests; with
+    /// `config.placements.known_digit_runs` also with other version numbers. Why: a browser's
+    /// User-Agent and Accept strings the site's data never showed were read as hundreds of
+    /// n-grams that diluted the request line's own features in the l2-normalized vector, so the
+    /// same anomalous request scored far lower from a real browser than from the site's own
+    /// client (EVALUATION.md, "Real browsers' headers"). A relative path is relative to the
+    /// config file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_browsers: Option<PathBuf>,
 }
 
 fn default_fit_on() -> FitOn {
@@ -237,6 +251,7 @@ impl Default for FeaturizerSection {
         FeaturizerSection {
             fit_on: FitOn::Public,
             config: featurizer::FeaturizerConfig::default(),
+            known_browsers: None,
         }
     }
 }
@@ -639,6 +654,11 @@ impl RunConfig {
                 d.path = base.join(&d.path);
             }
         }
+        if let Some(p) = &mut config.featurizer.known_browsers {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
         if let Some(pe) = &mut config.student.public_examples {
             for d in &mut pe.files {
                 if d.path.is_relative() {
@@ -727,6 +747,20 @@ impl RunConfig {
                 "featurizer.config.norm",
                 "must be l1 when privacy.rho is set (the Lap(1/ρ) privatizer assumes ‖x‖₁ ≤ 1)"
                     .into(),
+            );
+        }
+        if self.featurizer.known_browsers.is_some()
+            && self
+                .featurizer
+                .config
+                .placements
+                .as_ref()
+                .and_then(|p| p.known_header_permille)
+                .is_none()
+        {
+            return bad(
+                "featurizer.known_browsers",
+                "needs featurizer.config.placements.known_header_permille (the known header values it adds to)".to_string(),
             );
         }
         if self.featurizer.fit_on == FitOn::Private

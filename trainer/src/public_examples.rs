@@ -548,6 +548,22 @@ fn browser_accepts(user_agent: &str, lang: &str, base: &str) -> [(&'static str, 
     }
 }
 
+/// Every header a browser of `user_agent`'s family may send with it by [`dress_as_browser`]:
+/// its User-Agent, Accept and Accept-Encoding, and its Accept-Language in each of
+/// [`LANGUAGES`] (the known values of `featurizer.known_browsers`).
+pub fn browser_headers(user_agent: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out = vec![("User-Agent".to_owned(), user_agent.as_bytes().to_vec())];
+    for (k, lang) in LANGUAGES.iter().enumerate() {
+        let base = lang.split('-').next().unwrap_or(lang);
+        for (name, value) in browser_accepts(user_agent, lang, base) {
+            if k == 0 || name == "Accept-Language" {
+                out.push((name.to_owned(), value.into_bytes()));
+            }
+        }
+    }
+    out
+}
+
 /// Dresses `record` as a request of the browser `user_agent`: its User-Agent (kept as it is
 /// when `keep_user_agent`, i.e. the example's value rides there) and the Accept,
 /// Accept-Encoding and Accept-Language its family sends, in a language drawn from

@@ -325,3 +325,45 @@ fn user_agent_files_are_read_line_by_line_with_clear_errors() {
         "{e}"
     );
 }
+
+const SPLIT: &str = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
+
+/// `featurizer.known_browsers` adds to the known header values, so it needs them on.
+#[test]
+fn known_browsers_needs_known_header_values() {
+    let without = trainer::config::RunConfig::parse(&format!(
+        "{SPLIT}featurizer: {{known_browsers: ua.txt, config: {{placements: {{}}}}}}\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        without.contains("featurizer.known_browsers") && without.contains("known_header_permille"),
+        "{without}"
+    );
+    trainer::config::RunConfig::parse(
+        &format!("{SPLIT}featurizer: {{known_browsers: ua.txt, config: {{placements: {{known_header_permille: 10, known_digit_runs: true}}}}}}\n"),
+    )
+    .unwrap();
+}
+
+/// The headers `featurizer.known_browsers` makes known are those the dressing sends.
+#[test]
+fn browser_headers_cover_every_header_the_dressing_sends() {
+    use trainer::public_examples::browser_headers;
+    let all = browser_headers(CHROME);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
+    for _ in 0..50 {
+        let mut r = template();
+        dress_as_browser(&mut r, CHROME, false, &mut rng);
+        for (name, value) in r.headers.iter().filter(|(n, _)| {
+            ["user-agent", "accept", "accept-encoding", "accept-language"]
+                .contains(&n.to_lowercase().as_str())
+        }) {
+            assert!(
+                all.iter().any(|(n, v)| n == name && v == value),
+                "{name}: {}",
+                String::from_utf8_lossy(value)
+            );
+        }
+    }
+}

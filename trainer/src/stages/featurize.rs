@@ -82,9 +82,31 @@ pub fn fit(config: &RunConfig, records: &[datasets::Record], rows: &[usize]) -> 
     if matches!(config.featurizer.fit_on, FitOn::Private) {
         tracing::warn!("\n{PRIVATE_FEATURIZER_WARNING}\n");
     }
-    Ok(Featurizer::fit(
+    // `featurizer.known_browsers`: one request per browser carrying every header it may send.
+    let browsers: Vec<datasets::Record> = match &config.featurizer.known_browsers {
+        None => Vec::new(),
+        Some(path) => crate::public_examples::load_user_agents(path)?
+            .iter()
+            .map(|ua| datasets::Record {
+                method: "GET".into(),
+                target: b"/".to_vec(),
+                body: None,
+                headers: crate::public_examples::browser_headers(ua),
+                label: None,
+                line: 0,
+            })
+            .collect(),
+    };
+    if !browsers.is_empty() {
+        tracing::info!(
+            "featurizer: the headers of {} real browsers are known values",
+            browsers.len()
+        );
+    }
+    Ok(Featurizer::fit_with_known_headers(
         config.featurizer.config.clone(),
         rows.iter().map(|&i| records[i].parts()),
+        browsers.iter().map(|r| r.parts()),
     )?)
 }
 
