@@ -282,15 +282,16 @@ pub struct PlacementConfig {
     /// [`KNOWN_DIGIT_RUN_MAX`] ASCII digits reads as one `0` on both sides. A browser's
     /// User-Agent changes its version numbers every few weeks (the 839 User-Agents of
     /// `data/public/user-agents.txt` have 83 such shapes, which cover 288 of 300 User-Agents
-    /// of another source); anything but digits still has to match, and a longer run of digits
-    /// is read as it is, so neither an attack string nor a long number hides in a known shape.
+    /// of another source; Google's iOS app writes a 9-digit build number); anything but digits
+    /// still has to match, and a longer run of digits is read as it is, so neither an attack
+    /// string nor a long number hides in a known shape.
     /// Off by default (and then not written into the artifact).
     #[serde(default, skip_serializing_if = "is_false")]
     pub known_digit_runs: bool,
 }
 
 /// Longest run of digits [`PlacementConfig::known_digit_runs`] reads as one `0`.
-pub const KNOWN_DIGIT_RUN_MAX: usize = 8;
+pub const KNOWN_DIGIT_RUN_MAX: usize = 16;
 
 /// `value` with each run of 1 to [`KNOWN_DIGIT_RUN_MAX`] ASCII digits replaced by one `0`
 /// ([`PlacementConfig::known_digit_runs`]); borrowed when it has no digit.

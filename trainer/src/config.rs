@@ -229,7 +229,8 @@ pub struct FeaturizerSection {
     /// A file of real browsers' User-Agent strings (one per line, as
     /// `student.public_examples.user_agents`; public data): every header value such a browser
     /// sends — its User-Agent, and the Accept, Accept-Encoding and Accept-Language of its family
-    /// ([`crate::public_examples::browser_headers`]) — is a known header value
+    /// ([`crate::public_examples::browser_headers`]) — is a known header value, for nine in ten
+    /// of them ([`crate::public_examples::is_known_browser`])
     /// (`config.placements.known_header_permille`, which it needs), read as its name and a
     /// `known` mark whatever its share of the site's requests; with
     /// `config.placements.known_digit_runs` also with other version numbers. Why: a browser's
@@ -496,6 +497,16 @@ pub struct PublicExamplesConfig {
     /// benign values in every header and body still count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_benign_spots: Option<crate::public_examples::BenignSpots>,
+    /// With `threshold_rule: target_fpr`: the placed validation examples get a false-positive
+    /// budget of their own, in (0, 1) — the threshold is the lowest that holds FPR ≤
+    /// `target_fpr` on the site's validation requests (counted with their traffic) AND FPR ≤
+    /// this on the placed benign examples — instead of counting them as 600 more requests of
+    /// the site's traffic (the default). Why: a few dozen placed benign examples scoring high
+    /// then set the threshold alone, far above what the site's own traffic needed (a
+    /// whole-request bundle held 0.1–0.3 % FPR on CSIC's test traffic where `target_fpr` asked
+    /// 1 %, and blocked 62–77 % of its attacks there against train.yaml's 84–88 %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_fpr: Option<f64>,
     /// A file of real browsers' `User-Agent` strings, one per line (public data; `#` lines and
     /// blank lines skipped). When given, half the examples of each class are dressed as a
     /// request of one of those browsers: its User-Agent (unless the example's value rides in
@@ -725,6 +736,19 @@ impl RunConfig {
                     i32::MAX
                 ),
             );
+        }
+        if let Some(fpr) = self
+            .student
+            .public_examples
+            .as_ref()
+            .and_then(|pe| pe.validation_fpr)
+        {
+            if !(fpr > 0.0 && fpr < 1.0) {
+                return bad(
+                    "student.public_examples.validation_fpr",
+                    format!("must be in (0, 1), got {fpr}"),
+                );
+            }
         }
         if self.evaluation.ensemble_max == Some(0) {
             return bad(

@@ -8,6 +8,8 @@ use trainer::public_examples::{
     dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, PLACEMENTS,
 };
 
+mod common;
+
 fn template() -> Record {
     Record {
         method: "POST".into(),
@@ -366,4 +368,76 @@ fn browser_headers_cover_every_header_the_dressing_sends() {
             );
         }
     }
+}
+
+/// `public_examples.validation_fpr`: the threshold is the higher of the one that holds FPR ≤
+/// `target_fpr` on the site's validation requests and the one that holds FPR ≤ `validation_fpr`
+/// on the placed examples (the run says both); out of (0, 1) it is refused.
+#[test]
+fn the_placed_examples_get_their_own_false_positive_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = common::repo().join("data/sample");
+    let s = |f: &str| sample.join(f).display().to_string();
+    let config = |validation_fpr: &str| {
+        format!(
+            "seed: 3\ndevice: cpu\nthreads: 1\nsplit:\n\
+             \x20 simulate_from:\n\
+             \x20   - {{path: {n1}, format: csic, label: benign}}\n\
+             \x20   - {{path: {n2}, format: csic, label: benign}}\n\
+             \x20   - {{path: {a}, format: csic, label: malicious}}\n\
+             \x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
+             featurizer: {{config: {{top_k: 300, value_shapes: true, placements: {{}}}}}}\n\
+             teachers: {{count: 10, training: {{hidden: [16], max_epochs: 20, patience: 3}}}}\n\
+             student: {{queries: 200, threshold_rule: target_fpr, target_fpr: 0.01, \
+             training: {{hidden: [16], max_epochs: 20, patience: 3}}, \
+             public_examples: {{count: 200, validation: 200, {validation_fpr} \
+             files: [{{path: {a}, format: csic, label: malicious}}]}}}}\n\
+             privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
+            n1 = s("csic_normalTrafficTraining_sample.txt"),
+            n2 = s("csic_normalTrafficTest_A_sample.txt"),
+            a = s("csic_anomalousTrafficTest_A_sample.txt"),
+        )
+    };
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, config("validation_fpr: 1.5,")).unwrap();
+    let out = common::trainer()
+        .args(["run", "--config"])
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path().join("refused"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("student.public_examples.validation_fpr"),
+        "{err}"
+    );
+    std::fs::write(&path, config("validation_fpr: 0.05,")).unwrap();
+    let out = common::trainer()
+        .args(["run", "--config"])
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    // `student: threshold S holds FPR <= 0.01 on the site's validation traffic, P FPR <= 0.05 on
+    // the placed public examples: the higher is taken`, then `student: threshold T (target_fpr …`.
+    let word_after = |line: &str, after: &str| -> f32 {
+        let rest = &line[line.find(after).unwrap() + after.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let budgets = log
+        .lines()
+        .find(|l| l.contains("the higher is taken"))
+        .unwrap_or_else(|| panic!("no budgets line: {log}"));
+    let site = word_after(budgets, "student: threshold ");
+    let placed = word_after(budgets, "on the site's validation traffic, ");
+    let chosen_line = log
+        .lines()
+        .find(|l| l.contains("student: threshold ") && l.contains("(target_fpr"))
+        .unwrap_or_else(|| panic!("no threshold line: {log}"));
+    let chosen = word_after(chosen_line, "student: threshold ");
+    assert_eq!(chosen, site.max(placed), "{budgets}\n{chosen_line}");
 }

@@ -87,6 +87,7 @@ pub fn fit(config: &RunConfig, records: &[datasets::Record], rows: &[usize]) -> 
         None => Vec::new(),
         Some(path) => crate::public_examples::load_user_agents(path)?
             .iter()
+            .filter(|ua| crate::public_examples::is_known_browser(ua))
             .map(|ua| datasets::Record {
                 method: "GET".into(),
                 target: b"/".to_vec(),

@@ -479,7 +479,24 @@ fn served_threshold(
         .iter()
         .map(|r| r.label == Some(datasets::Label::Malicious))
         .collect();
+    // `public_examples.validation_fpr`: the placed examples' own budget (their scores and
+    // labels, before the site's requests are counted with their traffic).
+    let placed_budget = student
+        .public_examples
+        .as_ref()
+        .and_then(|pe| pe.validation_fpr)
+        .filter(|_| !placed_validation.is_empty())
+        .map(|fpr| {
+            let n = plan.validation_rows.len();
+            (scores[n..].to_vec(), labels[n..].to_vec(), fpr)
+        });
+    if let Some((_, _, _)) = &placed_budget {
+        let n = plan.validation_rows.len();
+        scores.truncate(n);
+        labels.truncate(n);
+    }
     if let Some(copies) = validation_copies {
+        let copies = &copies[..scores.len()];
         let (s, l): (Vec<f32>, Vec<bool>) = scores
             .iter()
             .zip(&labels)
@@ -494,7 +511,21 @@ fn served_threshold(
             crate::metrics::youden_threshold(&scores, &labels).ok_or_else(both)?
         }
         crate::config::ThresholdRule::TargetFpr => {
-            pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr).ok_or_else(both)?
+            let site = pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr)
+                .ok_or_else(both)?;
+            match &placed_budget {
+                None => site,
+                Some((s, l, fpr)) => {
+                    let placed = pipeline::target_fpr_threshold(s, l, *fpr).ok_or(
+                        Error::Threshold("the placed validation examples need both classes"),
+                    )?;
+                    tracing::info!(
+                        "student: threshold {site} holds FPR <= {} on the site's validation traffic, {placed} FPR <= {fpr} on the placed public examples: the higher is taken",
+                        student.target_fpr
+                    );
+                    site.max(placed)
+                }
+            }
         }
         crate::config::ThresholdRule::AnsweredBenign => {
             let benign: Vec<&datasets::Record> = benign_answered
@@ -511,6 +542,11 @@ fn served_threshold(
         }
     };
     model.info.threshold = threshold;
+    if let Some((s, l, _)) = placed_budget {
+        // The validation figures below over every validation request, as without the budget.
+        scores.extend(s);
+        labels.extend(l);
+    }
     let (m, roc) = super::evaluate::evaluate_scores(&scores, &labels, threshold);
     extras.served = Some(crate::report::ServedThreshold {
         validation_requests: records.len(),
