@@ -2,7 +2,7 @@
 # Builds pate-trainer against ANOTHER libtorch than the project's (e.g. the torch 2.11.0+cu130 of a
 # GPU machine that has its own PyTorch and no network) and packs what such a machine needs into a
 # small folder: the binary, the CSIC 2010 data (xz), the two generic files that
-# configs/train-whole-request.yaml's public examples read (datasets.tar.xz) and libonnxruntime.so
+# configs/train.yaml's public examples read (datasets.tar.xz) and libonnxruntime.so
 # (xz), plus bench/gpu-run.sh. The project's own build is not touched: the workspace is copied (git archive
 # of HEAD) to $WORK, only the copy's `tch` version is changed, and it builds into its own target dir.
 #

@@ -536,6 +536,13 @@ k8s = yaml.safe_load(cm["data"]["train.yaml"]); repo = yaml.safe_load(open("conf
 def sources(c):  # every dataset source of a config: the split's and the student's public examples'
     return c["split"]["simulate_from"] + ((c["student"].get("public_examples") or {}).get("files") or [])
 paths = [d.pop("path") for d in sources(k8s)], [d.pop("path") for d in sources(repo)]
+# The public User-Agent list: data/public in the repository, /opt/pate/public in the trainer image.
+for key, section in (("known_browsers", "featurizer"), ("user_agents", "student")):
+    def holder(c):
+        return c["featurizer"] if section == "featurizer" else (c["student"].get("public_examples") or {})
+    k, r = holder(k8s).pop(key, None), holder(repo).pop(key, None)
+    assert (k is None) == (r is None), (key, k, r)
+    assert k is None or (k.startswith("/opt/pate/public/") and r.endswith("data/public/" + k.rsplit("/", 1)[1])), (key, k, r)
 assert all(p.startswith("/data/") for p in paths[0]), paths[0]
 assert [p.split("/data/", 1)[1] for p in paths[0]] == [p.split("datasets/", 1)[1] for p in paths[1]], paths
 diff = sorted(k for k in set(k8s) | set(repo) if k8s.get(k) != repo.get(k))

@@ -1,8 +1,9 @@
 //! Cost of featurizing one request on the proxy's hot path (`transform_into` with reused
 //! buffers), for real CSIC 2010 requests: a typical GET, a typical POST, and a long, double-encoded
 //! anomalous POST. The featurizer is fitted (top-500) on the in-repo CSIC sample; the same cases
-//! also with configs/train.yaml's featurizer (character 1-3-grams, parameter-aware tokens, the
-//! rarity table, sublinear tf, l2, top-3000), with the opt-in `value_shapes`, and with character
+//! also with configs/train-request-line.yaml's featurizer (character 1-3-grams, parameter-aware
+//! tokens, the rarity table, sublinear tf, l2, top-3000), configs/train.yaml's (the same reading
+//! the whole request), with the opt-in `value_shapes`, and with character
 //! 3-5-grams + shapes + sublinear tf.
 //!
 //! `cargo bench --release -p featurizer --bench transform`
@@ -104,7 +105,8 @@ fn bench(c: &mut Criterion) {
         sublinear_tf: true,
         ..Default::default()
     });
-    // configs/train.yaml's featurizer.config (the detector's feature set, issue 16).
+    // configs/train-request-line.yaml's featurizer.config (the issue-16 feature set, read from
+    // the request line; configs/train.yaml until session 15).
     let train_yaml_config = FeaturizerConfig {
         top_k: 10000,
         char_ngrams: Some([1, 3]),
@@ -130,14 +132,15 @@ fn bench(c: &mut Criterion) {
         })
     };
     let (placements, placements_li) = (whole_request(false), whole_request(true));
-    // configs/train-whole-request.yaml's featurizer.config: train.yaml's families with the whole
-    // request read (issue 17; the cases carry no headers, so this is the request line's cost).
+    // configs/train.yaml's featurizer.config (without its known browsers): the same families
+    // with the whole request read (issue 17; the cases carry no headers, so this is the request line's cost).
     let train_whole_request = fit_with(FeaturizerConfig {
         placements: Some(featurizer::PlacementConfig {
             referer_as_url: true,
             opaque_tokens: true,
             request_line_whole: true,
             known_header_permille: Some(10),
+            known_digit_runs: true,
             ..Default::default()
         }),
         libinjection: true,
@@ -151,7 +154,7 @@ fn bench(c: &mut Criterion) {
     });
     // The same with CSIC's header set (constant values, a per-session cookie): fitted on the
     // sample with those headers, so the constant values are known (`known_header_permille`) as
-    // they are for a bundle of configs/train-whole-request.yaml; the case is typical_get with them.
+    // they are for a bundle of configs/train.yaml; the case is typical_get with them.
     let csic_headers = |session: usize| -> Vec<(String, Vec<u8>)> {
         [
             ("User-Agent", "Mozilla/5.0 (compatible; Konqueror/3.5; Linux) KHTML/3.5.8 (like Gecko)".to_owned()),

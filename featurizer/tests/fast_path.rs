@@ -3,7 +3,7 @@
 //! `Featurizer::fit` counts), prefixed, looked up by string in the vocabulary, weighted with
 //! the documented formulas. The vectors must be identical (same indices, bit-identical values,
 //! same truncation flag) on every CSIC sample request and on arbitrary text, for the detector's
-//! feature set (configs/train.yaml) and the other families: the trainer and the proxy share the
+//! request-line feature set (configs/train-request-line.yaml) and the other families: the trainer and the proxy share the
 //! featurizer, so a speed change that altered a single weight would silently change scores.
 use std::collections::{BTreeMap, HashMap};
 
@@ -61,8 +61,10 @@ fn parts(r: &(String, String, Option<String>)) -> RequestParts<'_> {
     }
 }
 
-/// configs/train.yaml's featurizer.config (checked against the file below).
-fn train_yaml() -> FeaturizerConfig {
+/// configs/train-request-line.yaml's featurizer.config (checked against the file below; the
+/// request-line reading, which this plain reference implements: configs/train.yaml adds
+/// `placements`, whose vectors `tests/placements.rs` checks).
+fn train_request_line_yaml() -> FeaturizerConfig {
     FeaturizerConfig {
         top_k: 10000,
         char_ngrams: Some([1, 3]),
@@ -77,7 +79,7 @@ fn train_yaml() -> FeaturizerConfig {
 
 fn configs() -> Vec<(&'static str, FeaturizerConfig)> {
     vec![
-        ("train.yaml", train_yaml()),
+        ("train-request-line.yaml", train_request_line_yaml()),
         ("default (the seeds')", FeaturizerConfig::default()),
         (
             "value shapes, token bigrams",
@@ -214,12 +216,12 @@ fn assert_same(f: &Featurizer, reference: &Reference, req: &RequestParts, what: 
 }
 
 #[test]
-fn train_yaml_config_is_the_one_benchmarked_here() {
+fn train_request_line_yaml_config_is_the_one_benchmarked_here() {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../configs/train.yaml"
+        "/../configs/train-request-line.yaml"
     ))
-    .expect("configs/train.yaml");
+    .expect("configs/train-request-line.yaml");
     // The featurizer block, key by key (no YAML parser in this crate's dependencies).
     for line in [
         "top_k: 10000",
@@ -231,7 +233,7 @@ fn train_yaml_config_is_the_one_benchmarked_here() {
     ] {
         assert!(
             text.contains(line),
-            "configs/train.yaml no longer has {line:?}: update train_yaml() here"
+            "configs/train-request-line.yaml no longer has {line:?}: update train_request_line_yaml() here"
         );
     }
 }

@@ -56,8 +56,9 @@ fn csic_records() -> Vec<Record> {
 
 /// `featurizer.config` and `student.training.hidden` of configs/train.yaml, or of the run
 /// configuration `PATE_BENCH_CONFIG` names (relative to the repository root: e.g.
-/// `configs/train-whole-request.yaml`, whose featurizer reads every header and body, so that
-/// `ServingModel::score` scores every window of the request, headers included).
+/// `configs/train-request-line.yaml`, whose featurizer reads the request line and form body
+/// only; configs/train.yaml's reads every header and body, so that `ServingModel::score` scores
+/// every window of the request, headers included).
 fn train_yaml() -> (FeaturizerConfig, Vec<usize>) {
     let name = std::env::var("PATE_BENCH_CONFIG").unwrap_or_else(|_| "configs/train.yaml".into());
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(&name);
