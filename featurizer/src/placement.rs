@@ -299,8 +299,16 @@ pub fn collapse_digit_runs(value: &str) -> std::borrow::Cow<'_, str> {
     if !value.bytes().any(|b| b.is_ascii_digit()) {
         return std::borrow::Cow::Borrowed(value);
     }
-    let bytes = value.as_bytes();
     let mut out = String::with_capacity(value.len());
+    collapse_digit_runs_into(value, &mut out);
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`collapse_digit_runs`] written into `out` (cleared first), so that the proxy's per-request
+/// lookup reuses one buffer.
+fn collapse_digit_runs_into(value: &str, out: &mut String) {
+    out.clear();
+    let bytes = value.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i].is_ascii_digit() {
@@ -322,7 +330,6 @@ pub fn collapse_digit_runs(value: &str) -> std::borrow::Cow<'_, str> {
             out.push_str(&value[start..i]);
         }
     }
-    std::borrow::Cow::Owned(out)
 }
 
 /// The placement feature body of a known header value
@@ -1613,8 +1620,15 @@ impl KnownValues {
             .map
             .get(p.placement.as_str())
             .and_then(|names| names.get(p.name.as_str()))?;
-        if self.digit_runs {
-            values.get(collapse_digit_runs(&p.value).as_ref()).copied()
+        if self.digit_runs && p.value.bytes().any(|b| b.is_ascii_digit()) {
+            // One buffer per thread: no allocation per header on the proxy's request path.
+            thread_local! {
+                static COLLAPSED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+            }
+            COLLAPSED.with_borrow_mut(|buf| {
+                collapse_digit_runs_into(&p.value, buf);
+                values.get(buf.as_str()).copied()
+            })
         } else {
             values.get(p.value.as_str()).copied()
         }

@@ -749,6 +749,17 @@ impl RunConfig {
                     format!("must be in (0, 1), got {fpr}"),
                 );
             }
+            let pe = self
+                .student
+                .public_examples
+                .as_ref()
+                .expect("checked above");
+            if self.student.threshold_rule != ThresholdRule::TargetFpr || pe.validation == 0 {
+                return bad(
+                    "student.public_examples.validation_fpr",
+                    "applies to placed validation examples (public_examples.validation > 0) under threshold_rule: target_fpr".to_string(),
+                );
+            }
         }
         if self.evaluation.ensemble_max == Some(0) {
             return bad(

@@ -441,3 +441,23 @@ fn the_placed_examples_get_their_own_false_positive_budget() {
     let chosen = word_after(chosen_line, "student: threshold ");
     assert_eq!(chosen, site.max(placed), "{budgets}\n{chosen_line}");
 }
+
+/// `validation_fpr` is a budget for the placed validation examples under `target_fpr`: without
+/// them, or under another rule, it would do nothing, so it is refused.
+#[test]
+fn validation_fpr_needs_placed_examples_and_the_target_fpr_rule() {
+    let files = "files: [{path: a.csv, format: httpparams}]";
+    for student in [
+        format!("{{threshold_rule: youden, public_examples: {{count: 10, validation: 10, validation_fpr: 0.05, {files}}}}}"),
+        format!("{{threshold_rule: target_fpr, public_examples: {{count: 10, validation_fpr: 0.05, {files}}}}}"),
+    ] {
+        let e = trainer::config::RunConfig::parse(&format!("{SPLIT}student: {student}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("validation_fpr") && e.contains("target_fpr"), "{e}");
+    }
+    trainer::config::RunConfig::parse(&format!(
+        "{SPLIT}student: {{threshold_rule: target_fpr, public_examples: {{count: 10, validation: 10, validation_fpr: 0.05, {files}}}}}\n"
+    ))
+    .unwrap();
+}

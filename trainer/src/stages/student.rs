@@ -490,7 +490,7 @@ fn served_threshold(
             let n = plan.validation_rows.len();
             (scores[n..].to_vec(), labels[n..].to_vec(), fpr)
         });
-    if let Some((_, _, _)) = &placed_budget {
+    if placed_budget.is_some() {
         let n = plan.validation_rows.len();
         scores.truncate(n);
         labels.truncate(n);
