@@ -549,13 +549,12 @@ fn browser_accepts(user_agent: &str, lang: &str, base: &str) -> [(&'static str, 
 }
 
 /// Whether `featurizer.known_browsers` makes this User-Agent's headers known: nine in ten, by a
-/// hash of its text with its numbers collapsed (the shape `known_digit_runs` matches, so that
-/// a browser left out is not known through another version of it; public data, the same in
-/// every run). The tenth left unknown is still used
-/// to dress public examples of both classes, so that the student also sees browsers it does not
-/// know on benign requests: with every one of them known, a browser outside the list (a 9-digit
-/// build number of Google's iOS app) was read as n-grams only attacks in the User-Agent had
-/// carried, and blocked.
+/// hash of its text with its numbers collapsed (the shape `known_digit_runs` matches, so that a
+/// browser left out is not known through another version of it; public data, the same in every
+/// run). The tenth left unknown still dresses public examples of both classes, so that the
+/// student also sees browsers it does not know on benign requests: with every one of them
+/// known, a browser outside the list (a 9-digit build number of Google's iOS app) was read as
+/// n-grams that only attacks in the User-Agent had carried, and blocked.
 pub fn is_known_browser(user_agent: &str) -> bool {
     // FNV-1a, 64 bits: stable across platforms and releases (unlike std's hasher).
     let shape = featurizer::placement::collapse_digit_runs(user_agent);

@@ -398,28 +398,24 @@ fn the_placed_examples_get_their_own_false_positive_budget() {
             a = s("csic_anomalousTrafficTest_A_sample.txt"),
         )
     };
-    let path = dir.path().join("config.yaml");
-    std::fs::write(&path, config("validation_fpr: 1.5,")).unwrap();
-    let out = common::trainer()
-        .args(["run", "--config"])
-        .arg(&path)
-        .arg("--out")
-        .arg(dir.path().join("refused"))
-        .output()
-        .unwrap();
+    let run = |validation_fpr: &str, out: &str| {
+        let path = dir.path().join(format!("{out}.yaml"));
+        std::fs::write(&path, config(validation_fpr)).unwrap();
+        common::trainer()
+            .args(["run", "--config"])
+            .arg(&path)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap()
+    };
+    let out = run("validation_fpr: 1.5,", "refused");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("student.public_examples.validation_fpr"),
         "{err}"
     );
-    std::fs::write(&path, config("validation_fpr: 0.05,")).unwrap();
-    let out = common::trainer()
-        .args(["run", "--config"])
-        .arg(&path)
-        .arg("--out")
-        .arg(dir.path().join("run"))
-        .output()
-        .unwrap();
+    let out = run("validation_fpr: 0.05,", "run");
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{log}");
     // `student: threshold S holds FPR <= 0.01 on the site's validation traffic, P FPR <= 0.05 on
