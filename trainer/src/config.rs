@@ -422,11 +422,19 @@ pub struct StudentConfig {
     pub threshold_rule: ThresholdRule,
     /// The false-positive rate aimed at by `threshold_rule: target_fpr`.
     pub target_fpr: f64,
+    /// With `threshold_rule: target_fpr`: hold the budget at this confidence (in (0, 1)) instead
+    /// of at the point estimate: the threshold is the highest-TPR point at which this quantile of
+    /// the benign share flagged, over resamplings of the validation traffic record by record, is
+    /// at most `target_fpr` ([`crate::pipeline::confident_target_fpr_threshold`]). Null: the
+    /// point estimate, which new traffic exceeds about half the time.
+    pub target_fpr_confidence: Option<f64>,
     /// Traffic weighting: each answered query and each validation sample counts as many times as
-    /// its request occurs in its (public) split, capped at this number of copies (null = off,
-    /// every distinct request once). The test data, like real traffic, is dominated by a few
-    /// requests repeated thousands of times (CSIC: 8 static pages are 83 % of the benign test
-    /// requests); the multiplicities are public, so this costs no ε.
+    /// its request occurs in its (public) split, capped at this number of copies in training
+    /// (null = off, every distinct request once). With it, `threshold_rule: target_fpr` counts
+    /// each validation request with ALL its copies: the budget is a rate of the site's traffic.
+    /// The test data, like real traffic, is dominated by a few requests repeated thousands of
+    /// times (CSIC: 8 static pages are 83 % of the benign test requests); the multiplicities are
+    /// public, so this costs no ε.
     pub multiplicity_cap: Option<usize>,
     /// Self-training on the unlabelled public pool (post-processing of the private labels: it
     /// costs no privacy budget). Off when `rounds` is 0.
@@ -529,6 +537,7 @@ impl Default for StudentConfig {
             query_selection: QuerySelection::Distinct,
             threshold_rule: ThresholdRule::Youden,
             target_fpr: 0.01,
+            target_fpr_confidence: None,
             multiplicity_cap: None,
             self_training: SelfTrainingConfig::default(),
             head_share: 0.25,
@@ -922,6 +931,20 @@ impl RunConfig {
                 "student.target_fpr",
                 format!("must be in [0, 1), got {}", self.student.target_fpr),
             );
+        }
+        if let Some(c) = self.student.target_fpr_confidence {
+            if !(c > 0.0 && c < 1.0) {
+                return bad(
+                    "student.target_fpr_confidence",
+                    format!("must be in (0, 1), got {c}"),
+                );
+            }
+            if self.student.threshold_rule != ThresholdRule::TargetFpr {
+                return bad(
+                    "student.target_fpr_confidence",
+                    "applies to `threshold_rule: target_fpr` only".into(),
+                );
+            }
         }
         if self.student.multiplicity_cap == Some(0) {
             return bad(

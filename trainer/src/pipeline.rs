@@ -540,6 +540,90 @@ pub fn target_fpr_threshold(scores: &[f32], labels: &[bool], target_fpr: f64) ->
     }
 }
 
+/// How many times [`confident_target_fpr_threshold`] resamples the validation traffic.
+pub const THRESHOLD_REPLICATES: usize = 400;
+
+/// [`target_fpr_threshold`] with its budget held at `confidence`: the highest-TPR point of the
+/// ROC at which, over [`THRESHOLD_REPLICATES`] resamplings of the benign rows (each row counted
+/// Poisson(1) times: the split draws the traffic record by record), the `confidence` quantile of
+/// the share of benign rows flagged is at most `target_fpr`. A point estimate of a 1 % rate rests
+/// on the ~30 benign requests above the threshold; chosen at the estimate, the rate on new traffic
+/// is above the budget about half the time. `None` when a class is absent.
+pub fn confident_target_fpr_threshold(
+    scores: &[f32],
+    labels: &[bool],
+    target_fpr: f64,
+    confidence: f64,
+    rng: &mut impl rand::Rng,
+) -> Option<f32> {
+    use rand_distr::Distribution;
+    let curve = roc_curve(scores, labels);
+    if curve.is_empty() {
+        return None;
+    }
+    let mut benign: Vec<f32> = scores
+        .iter()
+        .zip(labels)
+        .filter(|(_, &malicious)| !malicious)
+        .map(|(&s, _)| s)
+        .collect();
+    // Highest first, NaN last (as `roc_curve` orders them).
+    benign.sort_by(|a, b| {
+        b.partial_cmp(a)
+            .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+    });
+    let n = benign.len();
+    let poisson = rand_distr::Poisson::new(1.0f64).expect("a rate of 1 is valid");
+    // cumulative[b][k]: the copies of the k highest-scored benign rows in replicate b.
+    let cumulative: Vec<Vec<u64>> = (0..THRESHOLD_REPLICATES)
+        .map(|_| {
+            let mut total = 0u64;
+            std::iter::once(0)
+                .chain((0..n).map(|_| {
+                    total += poisson.sample(rng) as u64;
+                    total
+                }))
+                .collect()
+        })
+        .collect();
+    let rank = ((confidence * THRESHOLD_REPLICATES as f64).ceil() as usize)
+        .clamp(1, THRESHOLD_REPLICATES)
+        - 1;
+    let within_budget = |k: usize| {
+        let mut shares: Vec<f64> = cumulative
+            .iter()
+            .map(|c| c[k] as f64 / c[n].max(1) as f64)
+            .collect();
+        shares.sort_by(f64::total_cmp);
+        shares[rank] <= target_fpr
+    };
+    // The share grows with k in every replicate, so its quantile does: the largest k within
+    // the budget by bisection (k = 0 always is).
+    let (mut allowed, mut above) = (0usize, n + 1);
+    while above - allowed > 1 {
+        let mid = (allowed + above) / 2;
+        if within_budget(mid) {
+            allowed = mid;
+        } else {
+            above = mid;
+        }
+    }
+    let mut best: Option<&RocPoint> = None;
+    for p in curve.iter().skip(1) {
+        let flagged_benign = (p.fpr * n as f64).round() as usize;
+        if flagged_benign <= allowed && best.is_none_or(|b| p.tpr > b.tpr) {
+            best = Some(p);
+        }
+    }
+    Some(match best {
+        Some(p) => p.threshold,
+        None => {
+            let highest = scores.iter().copied().fold(0.0f32, f32::max);
+            next_up(highest).min(1.0)
+        }
+    })
+}
+
 /// The constant added to the malicious count by calibrated aggregation
 /// ([`crate::config::AggregationConfig`]): c = round(N · (1 − 2s)) for `teachers` = N and vote
 /// share s. A function of the configuration only: the same for every vote matrix (a test checks
@@ -696,8 +780,14 @@ pub fn train_student_full(
             &mut extras,
         )?;
     }
-    extras.threshold_rule =
-        apply_threshold_rule(&mut model, &validation, answered_benign, student, device)?;
+    extras.threshold_rule = apply_threshold_rule(
+        &mut model,
+        &validation,
+        answered_benign,
+        student,
+        rng,
+        device,
+    )?;
     let scores = model_scores(&model, &validation.x, device)?;
     let (m, roc) = evaluate_scores(&scores, &validation.y, model.info.threshold);
     extras.validation_operating_point = m.fpr.zip(m.tpr);
@@ -863,15 +953,26 @@ fn apply_threshold_rule(
     validation: &LabeledRows,
     answered_benign: Option<(&DenseMatrix, &[usize])>,
     student: &crate::config::StudentConfig,
+    rng: &RunRng,
     device: Device,
 ) -> Result<AppliedThresholdRule> {
     match student.threshold_rule {
         crate::config::ThresholdRule::Youden => Ok(AppliedThresholdRule::Youden),
         crate::config::ThresholdRule::TargetFpr => {
             let scores = model_scores(model, &validation.x, device)?;
-            let t = target_fpr_threshold(&scores, &validation.y, student.target_fpr).ok_or(
-                Error::Threshold("the student validation samples need both classes"),
-            )?;
+            let t = match student.target_fpr_confidence {
+                None => target_fpr_threshold(&scores, &validation.y, student.target_fpr),
+                Some(confidence) => confident_target_fpr_threshold(
+                    &scores,
+                    &validation.y,
+                    student.target_fpr,
+                    confidence,
+                    &mut rng.stream("threshold-confidence"),
+                ),
+            }
+            .ok_or(Error::Threshold(
+                "the student validation samples need both classes",
+            ))?;
             model.info.threshold = t;
             Ok(AppliedThresholdRule::TargetFpr(student.target_fpr))
         }
@@ -1036,5 +1137,98 @@ mod teacher_weighting_tests {
             teacher_shards(&records, &distinct_rows, 7, true),
             hash_partition(&records, &distinct_rows, 7)
         );
+    }
+}
+
+#[cfg(test)]
+mod threshold_tests {
+    use super::*;
+    use rand::RngExt;
+
+    /// One validation draw: `benign` scores uniform on [0, 1) (so a threshold t flags 1 − t of
+    /// new benign traffic) and as many attacks uniform on [0.9, 1) (every lower threshold
+    /// catches more of them, so the rule goes as low as its budget lets it).
+    fn draw(benign: usize, rng: &mut ChaCha20Rng) -> (Vec<f32>, Vec<bool>) {
+        let mut scores: Vec<f32> = (0..benign).map(|_| rng.random::<f32>()).collect();
+        let mut labels = vec![false; benign];
+        scores.extend((0..benign).map(|_| 0.9 + 0.1 * rng.random::<f32>()));
+        labels.extend(std::iter::repeat_n(true, benign));
+        (scores, labels)
+    }
+
+    /// The claim of `target_fpr_confidence`: at the point estimate a 1 % budget is exceeded on
+    /// new traffic about half the time; held at confidence 0.95, seldom — at a small cost.
+    #[test]
+    fn a_budget_held_at_confidence_is_seldom_exceeded_on_new_traffic() {
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let trials = 60;
+        let (mut point_over, mut confident_over) = (0, 0);
+        let (mut point_fpr, mut confident_fpr) = (0.0, 0.0);
+        for _ in 0..trials {
+            let (scores, labels) = draw(2000, &mut rng);
+            let point = target_fpr_threshold(&scores, &labels, 0.01).unwrap();
+            let confident =
+                confident_target_fpr_threshold(&scores, &labels, 0.01, 0.95, &mut rng).unwrap();
+            // The validation rows themselves: never more than the budget either way.
+            let flagged = |t: f32| {
+                let benign = labels.iter().filter(|&&l| !l).count() as f64;
+                scores
+                    .iter()
+                    .zip(&labels)
+                    .filter(|&(&s, &l)| !l && s >= t)
+                    .count() as f64
+                    / benign
+            };
+            assert!(flagged(point) <= 0.01 && flagged(confident) <= 0.01);
+            assert!(confident >= point, "{confident} < {point}");
+            let (p, c) = (1.0 - f64::from(point), 1.0 - f64::from(confident));
+            point_over += usize::from(p > 0.01);
+            confident_over += usize::from(c > 0.01);
+            point_fpr += p / trials as f64;
+            confident_fpr += c / trials as f64;
+        }
+        assert!(
+            (15..=45).contains(&point_over),
+            "point estimate over the budget in {point_over} of {trials}"
+        );
+        assert!(
+            confident_over <= 6,
+            "held at 0.95, over the budget in {confident_over} of {trials}"
+        );
+        // The price: a lower rate than the budget, not a collapse.
+        assert!(
+            (0.005..0.01).contains(&confident_fpr) && point_fpr > confident_fpr,
+            "mean new-traffic FPR {point_fpr} (point), {confident_fpr} (0.95)"
+        );
+    }
+
+    /// Ties, one class, and a budget nothing meets behave as `target_fpr_threshold`'s.
+    #[test]
+    fn confident_threshold_edge_cases() {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        assert_eq!(
+            confident_target_fpr_threshold(&[0.1, 0.2], &[false, false], 0.01, 0.9, &mut rng),
+            None
+        );
+        // Every benign row above every attack: nothing may be flagged, so nothing is.
+        let t = confident_target_fpr_threshold(
+            &[0.9, 0.8, 0.1],
+            &[false, false, true],
+            0.01,
+            0.9,
+            &mut rng,
+        )
+        .unwrap();
+        assert!(t > 0.9 && t <= 1.0, "{t}");
+        // Attacks above every benign row: the lowest attack score, at any confidence.
+        let t = confident_target_fpr_threshold(
+            &[0.2, 0.1, 0.7, 0.8, 0.8],
+            &[false, false, true, true, true],
+            0.01,
+            0.99,
+            &mut rng,
+        )
+        .unwrap();
+        assert_eq!(t, 0.7);
     }
 }

@@ -171,7 +171,12 @@ pub struct StudentOptions {
     pub query_selection: QuerySelection,
     /// The threshold rule applied.
     pub threshold_rule: AppliedThresholdRule,
-    /// (FPR, TPR) of the chosen threshold on the validation samples.
+    /// `student.target_fpr_confidence`: the budget held at this confidence (null: at the point
+    /// estimate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_fpr_confidence: Option<f64>,
+    /// (FPR, TPR) of the chosen threshold on the validation samples (counted with their
+    /// traffic when `multiplicity_cap` is set).
     pub validation_operating_point_fpr_tpr: Option<(f64, f64)>,
     /// ROC AUC on the validation samples.
     pub validation_roc_auc: Option<f64>,

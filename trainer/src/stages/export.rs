@@ -76,6 +76,7 @@ fn student_options(p: &Parts) -> StudentOptions {
     StudentOptions {
         query_selection: s.query_selection,
         threshold_rule: student.extras.threshold_rule,
+        target_fpr_confidence: s.target_fpr_confidence,
         validation_operating_point_fpr_tpr: student.extras.validation_operating_point,
         validation_roc_auc: student.extras.validation_roc_auc,
         validation_tpr_at_1pct_fpr: student.extras.validation_tpr_at_1pct_fpr,

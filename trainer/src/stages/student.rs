@@ -385,6 +385,12 @@ pub fn run(
                 .collect::<Vec<_>>(),
         )
     });
+    let served = features.featurizer.config().placements.is_some();
+    // Without placements the threshold is chosen again below on these rows' model scores.
+    let rechoose = !served
+        && config.student.threshold_rule == crate::config::ThresholdRule::TargetFpr
+        && config.student.multiplicity_cap.is_some();
+    let validation_rows = rechoose.then(|| validation.clone());
     let (mut model, mut extras) = pipeline::train_student_full(
         train,
         validation,
@@ -396,26 +402,59 @@ pub fn run(
         &env.rng,
         env.device,
     )?;
+    // The threshold holds its FPR budget on the validation requests counted with ALL their
+    // copies (their traffic), not the training weights' `multiplicity_cap`: the budget is a rate
+    // of the site's traffic. (Capped, the rare benign requests weighed up to ten times more than
+    // on the traffic: a 1 % budget held 0.2-0.3 % on the test traffic, at 75-80 % TPR instead
+    // of 93 %; EVALUATION.md.)
+    let traffic = config.student.multiplicity_cap.map(|_| {
+        plan.validation_traffic
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(1, placed_validation.len()))
+            .collect::<Vec<_>>()
+    });
     // With placements, the validation requests' scores as served (computed once for the
     // threshold); without, the model's scores on their features.
-    let served_validation = if features.featurizer.config().placements.is_some() {
-        Some(served_threshold(
+    let validation_scores = if served {
+        served_threshold(
             config,
             data,
             plan,
             features,
             &placed_validation,
             &benign_answered,
-            copies.as_ref().map(|(_, v)| v.as_slice()),
+            traffic.as_deref(),
             (&mut model, &mut extras),
-            env.device,
-        )?)
+            env,
+        )?
+    } else if let (Some(validation), Some(traffic)) = (validation_rows, &traffic) {
+        // `train_student_full` chose it on the capped copies: again on the traffic.
+        let scores = super::evaluate::model_scores(&model, &validation.x, env.device)?;
+        let site = plan.validation_rows.len();
+        let site_scores = scores[..site].to_vec();
+        choose_threshold(
+            ThresholdInputs {
+                scores,
+                labels: validation.y,
+                site_rows: site,
+                copies: Some(traffic),
+            },
+            &config.student,
+            &env.rng,
+            None,
+            (&mut model, &mut extras),
+        )?;
+        tracing::info!(
+            "student: threshold {} ({}{}) on {} validation requests counted with their traffic",
+            model.info.threshold,
+            extras.threshold_rule,
+            confidence_note(&config.student),
+            site
+        );
+        site_scores
     } else {
-        None
-    };
-    let validation_scores = match served_validation {
-        Some(scores) => scores,
-        None => super::evaluate::model_scores(&model, &features.validation.x, env.device)?,
+        super::evaluate::model_scores(&model, &features.validation.x, env.device)?
     };
     extras.validation_traffic_tpr_at_1pct_fpr =
         traffic_validation_tpr(&model, &validation_scores, &features.validation.y, plan);
@@ -453,6 +492,7 @@ fn traffic_validation_tpr(
 /// validation examples) scored that way ([`served_scores`]), by the same `threshold_rule`
 /// (`answered_benign`: the answered queries labelled benign, scored that way); the validation
 /// figures of `extras` are recomputed on those scores. Public data only: never the test split.
+/// `validation_copies`: how often each validation request (then each placed example) counts.
 /// Returns the served scores of the validation requests (one per `plan.validation_rows`).
 #[allow(clippy::too_many_arguments)]
 fn served_threshold(
@@ -464,38 +504,117 @@ fn served_threshold(
     benign_answered: &[usize],
     validation_copies: Option<&[usize]>,
     (model, extras): (&mut ModelFile, &mut StudentExtras),
-    device: tch::Device,
+    env: &Env,
 ) -> Result<Vec<f32>> {
-    let student = &config.student;
+    let device = env.device;
     let records: Vec<&datasets::Record> = plan
         .validation_rows
         .iter()
         .map(|&i| &data.records[i])
         .chain(placed_validation)
         .collect();
-    let mut scores = served_scores(model, &features.featurizer, &records, device)?;
-    let validation_scores = scores[..plan.validation_rows.len()].to_vec();
-    let mut labels: Vec<bool> = records
+    let scores = served_scores(model, &features.featurizer, &records, device)?;
+    let labels: Vec<bool> = records
         .iter()
         .map(|r| r.label == Some(datasets::Label::Malicious))
         .collect();
+    let site_rows = plan.validation_rows.len();
+    let validation_scores = scores[..site_rows].to_vec();
+    let answered_benign = match config.student.threshold_rule {
+        crate::config::ThresholdRule::AnsweredBenign => {
+            let benign: Vec<&datasets::Record> = benign_answered
+                .iter()
+                .map(|&i| &data.records[plan.query_rows[i]])
+                .collect();
+            let weights: Vec<usize> = benign_answered
+                .iter()
+                .map(|&i| plan.public_multiplicity[plan.query_order[i]])
+                .collect();
+            Some((
+                served_scores(model, &features.featurizer, &benign, device)?,
+                weights,
+            ))
+        }
+        _ => None,
+    };
+    choose_threshold(
+        ThresholdInputs {
+            scores,
+            labels,
+            site_rows,
+            copies: validation_copies,
+        },
+        &config.student,
+        &env.rng,
+        answered_benign,
+        (model, extras),
+    )?;
+    extras.served = Some(crate::report::ServedThreshold {
+        validation_requests: records.len(),
+        placed_public_examples: placed_validation.len(),
+    });
+    tracing::info!(
+        "student: threshold {} ({}{}) on {} validation requests ({} placed public examples) scored as pate-proxy scores them (highest window)",
+        model.info.threshold,
+        extras.threshold_rule,
+        confidence_note(&config.student),
+        records.len(),
+        placed_validation.len()
+    );
+    Ok(validation_scores)
+}
+
+/// ` at confidence C` when `target_fpr_confidence` is set (for log lines), else nothing.
+fn confidence_note(student: &crate::config::StudentConfig) -> String {
+    student
+        .target_fpr_confidence
+        .map(|c| format!(" at confidence {c}"))
+        .unwrap_or_default()
+}
+
+/// The validation rows a threshold is chosen on: the site's validation requests first
+/// (`site_rows` of them), then any placed public examples.
+struct ThresholdInputs<'a> {
+    scores: Vec<f32>,
+    labels: Vec<bool>,
+    site_rows: usize,
+    /// How often each row counts (the site's requests: their traffic); `None`: once each.
+    copies: Option<&'a [usize]>,
+}
+
+/// Sets `model`'s threshold by `student.threshold_rule` on `inputs` and recomputes the validation
+/// figures of `extras` at it. With `public_examples.validation_fpr` the placed examples get their
+/// own false-positive budget (the higher threshold of the two is taken); otherwise they count
+/// with the site's requests. `answered_benign`: the scores and weights of the answered queries
+/// labelled benign (needed by `threshold_rule: answered_benign` only).
+fn choose_threshold(
+    inputs: ThresholdInputs<'_>,
+    student: &crate::config::StudentConfig,
+    rng: &RunRng,
+    answered_benign: Option<(Vec<f32>, Vec<usize>)>,
+    (model, extras): (&mut ModelFile, &mut StudentExtras),
+) -> Result<()> {
+    let ThresholdInputs {
+        mut scores,
+        mut labels,
+        site_rows,
+        copies,
+    } = inputs;
     // `public_examples.validation_fpr`: the placed examples' own budget (their scores and
     // labels, before the site's requests are counted with their traffic).
     let placed_budget = student
         .public_examples
         .as_ref()
         .and_then(|pe| pe.validation_fpr)
-        .filter(|_| !placed_validation.is_empty())
+        .filter(|_| scores.len() > site_rows)
         .map(|fpr| {
-            let n = plan.validation_rows.len();
-            (scores[n..].to_vec(), labels[n..].to_vec(), fpr)
+            (
+                scores.split_off(site_rows),
+                labels.split_off(site_rows),
+                fpr,
+            )
         });
-    if placed_budget.is_some() {
-        let n = plan.validation_rows.len();
-        scores.truncate(n);
-        labels.truncate(n);
-    }
-    if let Some(copies) = validation_copies {
+    if let Some(copies) = copies {
         let copies = &copies[..scores.len()];
         let (s, l): (Vec<f32>, Vec<bool>) = scores
             .iter()
@@ -511,8 +630,17 @@ fn served_threshold(
             crate::metrics::youden_threshold(&scores, &labels).ok_or_else(both)?
         }
         crate::config::ThresholdRule::TargetFpr => {
-            let site = pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr)
-                .ok_or_else(both)?;
+            let site = match student.target_fpr_confidence {
+                None => pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr),
+                Some(confidence) => pipeline::confident_target_fpr_threshold(
+                    &scores,
+                    &labels,
+                    student.target_fpr,
+                    confidence,
+                    &mut rng.stream("threshold-confidence"),
+                ),
+            }
+            .ok_or_else(both)?;
             match &placed_budget {
                 None => site,
                 Some((s, l, fpr)) => {
@@ -520,23 +648,17 @@ fn served_threshold(
                         Error::Threshold("the placed validation examples need both classes"),
                     )?;
                     tracing::info!(
-                        "student: threshold {site} holds FPR <= {} on the site's validation traffic, {placed} FPR <= {fpr} on the placed public examples: the higher is taken",
-                        student.target_fpr
+                        "student: threshold {site} holds FPR <= {} on the site's validation traffic{}, {placed} FPR <= {fpr} on the placed public examples: the higher is taken",
+                        student.target_fpr,
+                        confidence_note(student)
                     );
                     site.max(placed)
                 }
             }
         }
         crate::config::ThresholdRule::AnsweredBenign => {
-            let benign: Vec<&datasets::Record> = benign_answered
-                .iter()
-                .map(|&i| &data.records[plan.query_rows[i]])
-                .collect();
-            let weights: Vec<usize> = benign_answered
-                .iter()
-                .map(|&i| plan.public_multiplicity[plan.query_order[i]])
-                .collect();
-            let s = served_scores(model, &features.featurizer, &benign, device)?;
+            let (s, weights) =
+                answered_benign.ok_or(Error::Threshold("no answered query was scored"))?;
             pipeline::weighted_quantile_threshold(&s, &weights, student.target_fpr)
                 .ok_or(Error::Threshold("no answered query was labelled benign"))?
         }
@@ -548,20 +670,10 @@ fn served_threshold(
         labels.extend(l);
     }
     let (m, roc) = super::evaluate::evaluate_scores(&scores, &labels, threshold);
-    extras.served = Some(crate::report::ServedThreshold {
-        validation_requests: records.len(),
-        placed_public_examples: placed_validation.len(),
-    });
     extras.validation_operating_point = m.fpr.zip(m.tpr);
     extras.validation_roc_auc = m.roc_auc;
     extras.validation_tpr_at_1pct_fpr = super::evaluate::tpr_at_fpr(&roc, 0.01);
-    tracing::info!(
-        "student: threshold {threshold} ({}) on {} validation requests ({} placed public examples) scored as pate-proxy scores them (highest window)",
-        extras.threshold_rule,
-        records.len(),
-        placed_validation.len()
-    );
-    Ok(validation_scores)
+    Ok(())
 }
 
 /// The student from the queries' features and their noisy labels alone (the `student`
@@ -726,5 +838,62 @@ mod tests {
         );
         assert!(served[1] > 0.5, "{served:?}");
         assert!(served[0] < 0.5 && served[2] > 0.5, "{served:?}");
+    }
+    /// The threshold's FPR budget is a rate of the validation TRAFFIC: with every copy of a
+    /// frequent benign page counted, ten rare benign requests are 1 % of the benign traffic and
+    /// may be flagged, so an attack scored under them is caught; counted with the training
+    /// weights' cap (10 copies a request) the same ten are half the benign rows, none may be
+    /// flagged, and the attack passes. (The trainer passes the traffic: `run`'s `traffic`.)
+    #[test]
+    fn the_threshold_holds_its_budget_on_the_validation_traffic() {
+        let rows = LabeledRows {
+            x: DenseMatrix::new(2, 1, vec![0.0, 1.0]).unwrap(),
+            y: vec![false, true],
+        };
+        let training = TrainConfig {
+            hidden: vec![],
+            max_epochs: 1,
+            batch_size: 2,
+            ..TrainConfig::default()
+        };
+        let rng = RunRng::new(Some(7)).unwrap();
+        let mut model =
+            train_student(rows.clone(), rows, &training, "h", &rng, tch::Device::Cpu).unwrap();
+        // A frequent benign page (990 copies), ten rare benign requests, two attacks.
+        let mut scores = vec![0.1f32];
+        let mut labels = vec![false];
+        let mut traffic = vec![990usize];
+        for k in 0..10 {
+            scores.push(0.50 + 0.01 * k as f32);
+            labels.push(false);
+            traffic.push(1);
+        }
+        scores.extend([0.45, 0.95]);
+        labels.extend([true, true]);
+        traffic.extend([5, 1]);
+        let capped: Vec<usize> = traffic.iter().map(|&c| c.min(10)).collect();
+        let student = crate::config::StudentConfig {
+            threshold_rule: crate::config::ThresholdRule::TargetFpr,
+            target_fpr: 0.01,
+            ..crate::config::StudentConfig::default()
+        };
+        let mut threshold = |copies: &[usize]| {
+            let mut extras = StudentExtras::default();
+            let inputs = ThresholdInputs {
+                scores: scores.clone(),
+                labels: labels.clone(),
+                site_rows: scores.len(),
+                copies: Some(copies),
+            };
+            choose_threshold(inputs, &student, &rng, None, (&mut model, &mut extras)).unwrap();
+            let (fpr, tpr) = extras.validation_operating_point.unwrap();
+            (model.info.threshold, fpr, tpr)
+        };
+        let (on_traffic, fpr, tpr) = threshold(&traffic);
+        assert!(on_traffic <= 0.45, "{on_traffic}");
+        assert!(fpr <= 0.01 && tpr == 1.0, "fpr {fpr} tpr {tpr}");
+        let (on_capped, fpr, tpr) = threshold(&capped);
+        assert!(on_capped > 0.59, "{on_capped}");
+        assert!(fpr == 0.0 && tpr < 1.0, "fpr {fpr} tpr {tpr}");
     }
 }
