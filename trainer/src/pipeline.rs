@@ -572,34 +572,48 @@ pub fn confident_target_fpr_threshold(
         b.partial_cmp(a)
             .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
     });
-    let n = benign.len();
-    let poisson = rand_distr::Poisson::new(1.0f64).expect("a rate of 1 is valid");
-    // cumulative[b][k]: the copies of the k highest-scored benign rows in replicate b.
-    let cumulative: Vec<Vec<u64>> = (0..THRESHOLD_REPLICATES)
+    // Rows of equal score (the copies of one request, mostly) go together: a threshold cannot
+    // split them, and their Poisson(1) counts sum to one Poisson(rows) count, so memory grows
+    // with the distinct scores, not the traffic.
+    let mut groups: Vec<usize> = Vec::new();
+    for (k, s) in benign.iter().enumerate() {
+        let tied = k > 0 && (benign[k - 1] == *s || (s.is_nan() && benign[k - 1].is_nan()));
+        match groups.last_mut() {
+            Some(rows) if tied => *rows += 1,
+            _ => groups.push(1),
+        }
+    }
+    let laws: Vec<rand_distr::Poisson<f64>> = groups
+        .iter()
+        .map(|&rows| rand_distr::Poisson::new(rows as f64).expect("a positive rate is valid"))
+        .collect();
+    // cumulative[b][g]: the copies of the benign rows of the g highest groups in replicate b.
+    let cumulative: Vec<Vec<u32>> = (0..THRESHOLD_REPLICATES)
         .map(|_| {
-            let mut total = 0u64;
+            let mut total = 0u32;
             std::iter::once(0)
-                .chain((0..n).map(|_| {
-                    total += poisson.sample(rng) as u64;
+                .chain(laws.iter().map(|law| {
+                    total = total.saturating_add(law.sample(rng) as u32);
                     total
                 }))
                 .collect()
         })
         .collect();
+    let g = groups.len();
     let rank = ((confidence * THRESHOLD_REPLICATES as f64).ceil() as usize)
         .clamp(1, THRESHOLD_REPLICATES)
         - 1;
     let within_budget = |k: usize| {
         let mut shares: Vec<f64> = cumulative
             .iter()
-            .map(|c| c[k] as f64 / c[n].max(1) as f64)
+            .map(|c| f64::from(c[k]) / f64::from(c[g].max(1)))
             .collect();
         shares.sort_by(f64::total_cmp);
         shares[rank] <= target_fpr
     };
-    // The share grows with k in every replicate, so its quantile does: the largest k within
-    // the budget by bisection (k = 0 always is).
-    let (mut allowed, mut above) = (0usize, n + 1);
+    // The share grows with k in every replicate, so its quantile does: the most groups within
+    // the budget by bisection (none always is).
+    let (mut allowed, mut above) = (0usize, g + 1);
     while above - allowed > 1 {
         let mid = (allowed + above) / 2;
         if within_budget(mid) {
@@ -608,10 +622,11 @@ pub fn confident_target_fpr_threshold(
             above = mid;
         }
     }
+    let allowed_rows: usize = groups[..allowed].iter().sum();
     let mut best: Option<&RocPoint> = None;
     for p in curve.iter().skip(1) {
-        let flagged_benign = (p.fpr * n as f64).round() as usize;
-        if flagged_benign <= allowed && best.is_none_or(|b| p.tpr > b.tpr) {
+        let flagged_benign = (p.fpr * benign.len() as f64).round() as usize;
+        if flagged_benign <= allowed_rows && best.is_none_or(|b| p.tpr > b.tpr) {
             best = Some(p);
         }
     }
@@ -1230,5 +1245,14 @@ mod threshold_tests {
         )
         .unwrap();
         assert_eq!(t, 0.7);
+        // Copies of one request score alike and go together: a benign page of 20 copies (2 % of
+        // the benign traffic) above an attack is never flagged within a 1 % budget.
+        let mut scores = vec![0.1f32; 980];
+        scores.extend([0.8; 20]);
+        scores.extend([0.5, 0.9]);
+        let mut labels = vec![false; 1000];
+        labels.extend([true, true]);
+        let t = confident_target_fpr_threshold(&scores, &labels, 0.01, 0.5, &mut rng).unwrap();
+        assert_eq!(t, 0.9);
     }
 }

@@ -134,6 +134,81 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     assert!(!tmp.path().join("s3").exists());
 }
 
+/// `target_fpr_confidence` (configs/train.yaml's 0.95): the same seeded run with the budget held
+/// at confidence instead of at the point estimate takes a higher threshold, flags less of the
+/// validation traffic, and says so in its report; a confidence out of (0, 1)
+/// or beside another rule is refused, naming the key.
+#[test]
+fn a_threshold_held_at_confidence_is_above_the_point_estimates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let student = |extra: &str| {
+        format!(
+            "{{queries: 150, validation_max: 400, multiplicity_cap: 3, threshold_rule: target_fpr, \
+             target_fpr: 0.05, training: {{hidden: [16], max_epochs: 30, patience: 4}}{extra}}}"
+        )
+    };
+    let report = |name: &str, extra: &str| -> Report {
+        let cfg = config(&tmp.path().join(name), &student(extra));
+        let run_dir = tmp.path().join(name).join("run");
+        run_ok(&cfg, &run_dir);
+        trainer::report::read(&run_dir.join("report.json")).unwrap()
+    };
+    let point = report("point", "");
+    let held = report("held", ", target_fpr_confidence: 0.95");
+    assert_eq!(point.student_options.target_fpr_confidence, None);
+    assert_eq!(held.student_options.target_fpr_confidence, Some(0.95));
+    // The point estimate spends the budget on the few benign validation requests of the sample;
+    // held at 0.95 it leaves a margin, so it flags fewer of them.
+    assert!(
+        held.threshold > point.threshold,
+        "{} <= {}",
+        held.threshold,
+        point.threshold
+    );
+    let fpr = |r: &Report| {
+        r.student_options
+            .validation_operating_point_fpr_tpr
+            .unwrap()
+            .0
+    };
+    assert!(
+        fpr(&held) < fpr(&point) && fpr(&point) <= 0.05,
+        "{} {}",
+        fpr(&held),
+        fpr(&point)
+    );
+    for (name, extra) in [
+        ("one", ", target_fpr_confidence: 1.0"),
+        ("zero", ", target_fpr_confidence: 0"),
+    ] {
+        let cfg = config(&tmp.path().join(name), &student(extra));
+        let out = run(trainer()
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(tmp.path().join(name).join("run")));
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("student.target_fpr_confidence"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let youden = "{queries: 150, threshold_rule: youden, target_fpr_confidence: 0.9}";
+    let cfg = config(&tmp.path().join("youden"), youden);
+    let out = run(trainer()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(tmp.path().join("youden").join("run")));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("student.target_fpr_confidence") && stderr.contains("threshold_rule"),
+        "{stderr}"
+    );
+}
+
 /// `student.training: {optimizer: fista, l1}` (configs/train.yaml's sparse student): the run's
 /// student is a logistic regression with most weights exactly zero, kept at the epoch of its
 /// lowest validation loss (the student has held-out samples, the teachers of train.yaml none);
