@@ -26,28 +26,29 @@ def rates(scores, labels, t):
     p = sum(labels); n = len(labels) - p
     tp = sum(1 for s, l in zip(scores, labels) if l and s >= t); fp = sum(1 for s, l in zip(scores, labels) if not l and s >= t)
     return tp / p, fp / n
-for pre in sys.argv[1:]:
-    v = json.load(open(pre + '.val.json')); te = json.load(open(pre + '.test.json'))
-    log = open(pre + '.log').read()
-    m = re.search(r'threshold ([0-9.]+) holds FPR <= [0-9.]+ on the site.s validation traffic, ([0-9.]+) FPR', log)
-    placed = float(m.group(2)) if m else 0.0
-    n = len(v['traffic']); S, L = v['scores'][:n], v['labels'][:n]
-    print(f"{pre.split('/')[-1]}: trainer threshold {v['threshold']:.4f} (placed budget {placed:.4f}); test at it TPR {rates(te['scores'], te['labels'], v['threshold'])[0]:.4f} FPR {rates(te['scores'], te['labels'], v['threshold'])[1]:.4f}")
-    for t in [0.01, 0.008, 0.006, 0.005]:
-        for name, w in [('capped', v['capped'][:n]), ('full', v['traffic'])]:
-            th = max(thr(S, L, w, t), placed)
-            tpr, fpr = rates(te['scores'], te['labels'], th)
-            print(f"  t {t:.3f} {name:6s} threshold {th:.4f}  test TPR {tpr:.4f} FPR {fpr:.4f}")
-    rng = random.Random(1); idx = list(range(n))
-    for t in [0.01, 0.008, 0.006, 0.005]:
-        out = []
-        for _ in range(200):
-            rng.shuffle(idx); a, b = idx[:n // 2], idx[n // 2:]
-            th = max(thr([S[i] for i in a], [L[i] for i in a], [v['traffic'][i] for i in a], t), placed)
-            nb = sum(v['traffic'][i] for i in b if not L[i]); fb = sum(v['traffic'][i] for i in b if not L[i] and S[i] >= th)
-            out.append(fb / nb)
-        out.sort()
-        print(f"  split-half t {t:.3f}: other half's traffic FPR median {out[100]:.4f}, 90th pct {out[180]:.4f}, max {out[-1]:.4f}, P(>1%) {sum(o > 0.01 for o in out) / 200:.2f}")
+def main():
+    for pre in sys.argv[1:]:
+        v = json.load(open(pre + '.val.json')); te = json.load(open(pre + '.test.json'))
+        log = open(pre + '.log').read()
+        m = re.search(r'threshold ([0-9.]+) holds FPR <= [0-9.]+ on the site.s validation traffic, ([0-9.]+) FPR', log)
+        placed = float(m.group(2)) if m else 0.0
+        n = len(v['traffic']); S, L = v['scores'][:n], v['labels'][:n]
+        print(f"{pre.split('/')[-1]}: trainer threshold {v['threshold']:.4f} (placed budget {placed:.4f}); test at it TPR {rates(te['scores'], te['labels'], v['threshold'])[0]:.4f} FPR {rates(te['scores'], te['labels'], v['threshold'])[1]:.4f}")
+        for t in [0.01, 0.008, 0.006, 0.005]:
+            for name, w in [('capped', v['capped'][:n]), ('full', v['traffic'])]:
+                th = max(thr(S, L, w, t), placed)
+                tpr, fpr = rates(te['scores'], te['labels'], th)
+                print(f"  t {t:.3f} {name:6s} threshold {th:.4f}  test TPR {tpr:.4f} FPR {fpr:.4f}")
+        rng = random.Random(1); idx = list(range(n))
+        for t in [0.01, 0.008, 0.006, 0.005]:
+            out = []
+            for _ in range(200):
+                rng.shuffle(idx); a, b = idx[:n // 2], idx[n // 2:]
+                th = max(thr([S[i] for i in a], [L[i] for i in a], [v['traffic'][i] for i in a], t), placed)
+                nb = sum(v['traffic'][i] for i in b if not L[i]); fb = sum(v['traffic'][i] for i in b if not L[i] and S[i] >= th)
+                out.append(fb / nb)
+            out.sort()
+            print(f"  split-half t {t:.3f}: other half's traffic FPR median {out[100]:.4f}, 90th pct {out[180]:.4f}, max {out[-1]:.4f}, P(>1%) {sum(o > 0.01 for o in out) / 200:.2f}")
 
 # A confidence rule: the lowest threshold whose (conf) quantile of the validation traffic FPR,
 # over record-level Poisson bootstrap replicates (each request's traffic c ~ Poisson(copies): the
@@ -65,6 +66,7 @@ def boot_thr(S, L, W, t, conf, B=400, seed=7):
     ok = (q <= t) & last
     return S[np.nonzero(ok)[0].max()] if ok.any() else S[0] + 1e-6
 if __name__ == '__main__':
+    main()
     for pre in sys.argv[1:]:
         v = json.load(open(pre + '.val.json')); te = json.load(open(pre + '.test.json'))
         log = open(pre + '.log').read()
