@@ -4,13 +4,18 @@
 # optionally through pate-proxy in block mode; write one table of TPR/FPR per detector.
 #
 #   bench/crs/run.sh [--levels "1 2 3 4"] [--every K] [--limit N] [--concurrency C]
-#                    [--threshold T] [--test-split-from F] [--data DIR] [--out DIR] [--keep]
+#                    [--threshold T] [--test-split-from F] [--data DIR] [--files "A B"]
+#                    [--out DIR] [--keep]
 #                    [--proxy-bundle RUN/bundle] [--proxy-url http://127.0.0.1:PORT]
 #                    [--proxy-name NAME] [--proxy-epsilon TEXT]
 #
 #   --levels        paranoia levels to run (default "1 2 3 4"; "" runs no CRS level)
 #   --every K       replay every K-th request of each file (deterministic subsampling; default 1 = all)
 #   --limit N       at most N requests per file (default: all)
+#   --files "A B"   replay these CSIC-format files instead of test part A (labelled by name:
+#                   normal… / anomalous…), e.g. the exact test split of a run configuration:
+#                   `pate-trainer data split --config configs/train.yaml --role test --out DIR`,
+#                   then --files "DIR/normal.txt DIR/anomalous.txt"
 #   --test-split-from F  also report the rates on the trainer's test split: the requests whose
 #                   request_hash / 2^64 >= F (default 0.8 = private 0.6 + public 0.15 + student
 #                   validation 0.05, the defaults of trainer/src/config.rs SplitConfig)
@@ -43,6 +48,7 @@ while [ $# -gt 0 ]; do
     --threshold) THRESHOLD=$2; shift 2;;
     --test-split-from) TEST_FROM=$2; shift 2;;
     --data) DATA=$2; shift 2;;
+    --files) read -r -a FILES_GIVEN <<< "$2"; shift 2;;
     --out) OUT=$2; shift 2;;
     --keep) KEEP=1; shift;;
     --proxy-bundle) PROXY_BUNDLE=$2; shift 2;;
@@ -54,6 +60,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 FILES=("$DATA/normalTrafficTest_A.txt" "$DATA/anomalousTrafficTest_A.txt")
+[ -n "${FILES_GIVEN[*]:-}" ] && FILES=("${FILES_GIVEN[@]}")
 for f in "${FILES[@]}"; do [ -f "$f" ] || { echo "$0: $f not found (see ../shared/datasets)" >&2; exit 1; }; done
 mkdir -p "$OUT/raw" "$OUT/verdicts"
 

@@ -99,3 +99,72 @@ pub(crate) fn parse_csic(
     finish(&mut records, &mut body);
     Ok(records)
 }
+
+/// `records` in CSIC 2010's format, so that `load_with(Format::Csic, ..)` reads them back equal
+/// (but for `line` and `label`, which the file name gives): the request line with the origin-form
+/// target, the headers, a blank line, the body's lines, a blank line; CRLF line ends as in CSIC's
+/// files. A record whose request line, headers or body would read back otherwise (a line break in
+/// the method, target or a header, a body with a blank line or a line starting like a request
+/// line) is an error naming the record's line.
+pub fn write_csic<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> Result<Vec<u8>, DatasetError> {
+    let mut out = Vec::new();
+    for r in records {
+        let bad = |problem| DatasetError::NotWritable {
+            line: r.line,
+            problem,
+        };
+        let broken = |b: &[u8]| b.iter().any(|&c| c == b'\n' || c == b'\r');
+        if broken(r.method.as_bytes()) || r.method.contains(' ') || r.method.is_empty() {
+            return Err(bad("the method is empty or holds a space or a line break"));
+        }
+        if r.target.is_empty() || broken(&r.target) || r.target.contains(&b' ') {
+            return Err(bad("the target is empty or holds a space or a line break"));
+        }
+        if !CSIC_METHODS
+            .iter()
+            .any(|m| m.strip_suffix(b" ") == Some(r.method.as_bytes()))
+        {
+            return Err(bad(
+                "the method is not one CSIC's format reads (GET, POST, PUT)",
+            ));
+        }
+        out.extend_from_slice(r.method.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(&r.target);
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        for (name, value) in &r.headers {
+            if broken(name.as_bytes())
+                || name.contains(':')
+                || name.trim() != name
+                || name.is_empty()
+                || broken(value)
+                || value.trim_ascii() != value.as_slice()
+            {
+                return Err(bad("a header does not read back as `Name: value`"));
+            }
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        if let Some(body) = &r.body {
+            if body.contains(&b'\r') {
+                return Err(bad("the body holds a carriage return"));
+            }
+            for line in body.split(|&b| b == b'\n') {
+                if line.is_empty() || CSIC_METHODS.iter().any(|m| line.starts_with(m)) {
+                    return Err(bad(
+                        "the body has a blank line or a line starting like a request line",
+                    ));
+                }
+                out.extend_from_slice(line);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    Ok(out)
+}

@@ -24,6 +24,14 @@ pub enum DatasetError {
         /// What is there (shortened, escaped).
         found: String,
     },
+    /// A record that CSIC's format cannot carry so that it reads back the same.
+    #[error("record of line {line}: {problem}")]
+    NotWritable {
+        /// The record's line in its source file.
+        line: usize,
+        /// What cannot be written.
+        problem: &'static str,
+    },
     /// A format or label name that is not one of the known ones.
     #[error("unknown {what} {found:?} (expected {expected})")]
     UnknownName {

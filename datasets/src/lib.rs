@@ -42,6 +42,7 @@ mod text;
 
 use apache::{apply_label_file, parse_apache};
 use csic::parse_csic;
+pub use csic::write_csic;
 pub(crate) use csv_lines::{csv_error, CsvLines};
 pub use error::DatasetError;
 pub use format::Format;

@@ -220,3 +220,85 @@ fn featurize_show_prints_text_tokens_and_weights() {
         "{err}"
     );
 }
+
+/// `data split` writes exactly the requests of a role of the run's split (the counts a run of the
+/// same config reports in `splits.json`), by label, in CSIC's format, the same bytes every time;
+/// the private role is not a choice.
+#[test]
+fn data_split_writes_the_requests_of_a_public_role() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = repo("configs/quick.yaml");
+    let run_dir = dir.path().join("run");
+    ok_stdout(&[
+        "run",
+        "--config",
+        &config,
+        "--out",
+        run_dir.to_str().unwrap(),
+    ]);
+    let splits = json(&std::fs::read_to_string(run_dir.join("splits.json")).unwrap());
+    for (role, key) in [("test", "test"), ("validation", "student_validation")] {
+        let out = dir.path().join(role);
+        let printed = json(&ok_stdout(&[
+            "data",
+            "split",
+            "--config",
+            &config,
+            "--role",
+            role,
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        let (benign, malicious) = (
+            printed["requests"]["normal"].as_u64().unwrap(),
+            printed["requests"]["anomalous"].as_u64().unwrap(),
+        );
+        assert_eq!(
+            Some(benign + malicious),
+            splits["counts"][key].as_u64(),
+            "{role}"
+        );
+        for (file, count, label) in [
+            ("normal.txt", benign, "benign"),
+            ("anomalous.txt", malicious, "malicious"),
+        ] {
+            let path = out.join(file);
+            let stats = json(&ok_stdout(&[
+                "data",
+                "stats",
+                "--format",
+                "csic",
+                path.to_str().unwrap(),
+            ]));
+            // Labelled by the file name, as CSIC's own files are.
+            assert_eq!(stats["records"].as_u64(), Some(count), "{role} {file}");
+            assert_eq!(
+                stats["by_label"][label].as_u64(),
+                Some(count),
+                "{role} {file}"
+            );
+            let first = std::fs::read(&path).unwrap();
+            ok_stdout(&[
+                "data",
+                "split",
+                "--config",
+                &config,
+                "--role",
+                role,
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                first,
+                "{role} {file} {label}"
+            );
+        }
+    }
+    let refused = trainer(&[
+        "data", "split", "--config", &config, "--role", "private", "--out", "x",
+    ]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr)
+        .contains("possible values: public, validation, test"));
+}
