@@ -237,9 +237,8 @@ fn data_split_writes_the_requests_of_a_public_role() {
         run_dir.to_str().unwrap(),
     ]);
     let splits = json(&std::fs::read_to_string(run_dir.join("splits.json")).unwrap());
-    for (role, key) in [("test", "test"), ("validation", "student_validation")] {
-        let out = dir.path().join(role);
-        let printed = json(&ok_stdout(&[
+    let split = |role: &str, out: &Path| {
+        json(&ok_stdout(&[
             "data",
             "split",
             "--config",
@@ -248,7 +247,11 @@ fn data_split_writes_the_requests_of_a_public_role() {
             role,
             "--out",
             out.to_str().unwrap(),
-        ]));
+        ]))
+    };
+    for (role, key) in [("test", "test"), ("validation", "student_validation")] {
+        let out = dir.path().join(role);
+        let printed = split(role, &out);
         let (benign, malicious) = (
             printed["requests"]["normal"].as_u64().unwrap(),
             printed["requests"]["anomalous"].as_u64().unwrap(),
@@ -278,16 +281,7 @@ fn data_split_writes_the_requests_of_a_public_role() {
                 "{role} {file}"
             );
             let first = std::fs::read(&path).unwrap();
-            ok_stdout(&[
-                "data",
-                "split",
-                "--config",
-                &config,
-                "--role",
-                role,
-                "--out",
-                out.to_str().unwrap(),
-            ]);
+            split(role, &out);
             assert_eq!(
                 std::fs::read(&path).unwrap(),
                 first,
