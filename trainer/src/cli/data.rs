@@ -97,48 +97,9 @@ fn split(a: &SplitArgs) -> Result<()> {
         PublicRole::Validation => &data.splits.student_validation,
         PublicRole::Test => &data.splits.test,
     };
-    std::fs::create_dir_all(&a.out).map_err(|source| crate::error::Error::Io {
-        path: a.out.clone(),
-        source,
-    })?;
     let mut counts = serde_json::Map::new();
-    for (name, label) in [
-        ("normal", Some(datasets::Label::Benign)),
-        ("anomalous", Some(datasets::Label::Malicious)),
-        ("unlabeled", None),
-    ] {
-        let mut bytes = Vec::new();
-        let mut written = 0usize;
-        for &i in rows.iter().filter(|&&i| data.records[i].label == label) {
-            // One record at a time, so that an error names the record's own file.
-            match datasets::write_csic([&data.records[i]]) {
-                Ok(b) => bytes.extend(b),
-                Err(datasets::DatasetError::NotWritable { line, problem }) => {
-                    return Err(datasets::DatasetError::Parse {
-                        path: data.files[i].clone(),
-                        line,
-                        expected: "a request that CSIC's format can carry".into(),
-                        found: problem.into(),
-                    }
-                    .into())
-                }
-                Err(e) => return Err(e.into()),
-            }
-            written += 1;
-        }
-        let path = a.out.join(format!("{name}.txt"));
-        if written == 0 {
-            // A file of an earlier call would otherwise be read as this role's.
-            match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(crate::error::Error::Io { path, source: e })
-                }
-                _ => {}
-            }
-            continue;
-        }
-        crate::pipeline::write_file(&path, &bytes)?;
-        counts.insert(name.into(), written.into());
+    for (name, count) in crate::stages::split::write_csic_by_label(&data, rows, &a.out)? {
+        counts.insert(name.into(), count.into());
     }
     let role = format!("{:?}", a.role).to_lowercase();
     super::featurize::print_line(&serde_json::json!({"role": role, "requests": counts}).to_string())

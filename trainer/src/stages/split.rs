@@ -391,6 +391,59 @@ pub fn split_by_record(records: &[datasets::Record], config: &SplitConfig) -> Sp
     s
 }
 
+/// Writes the records `rows` of `data` in CSIC's format into `out` (created), one file per label:
+/// `normal.txt`, `anomalous.txt` (the names CSIC's loader labels by) and `unlabeled.txt`, every
+/// copy in load order; a label without records has no file (an earlier one is removed). A record
+/// the format cannot carry is an error naming its file and line. Returns the count per file name.
+pub fn write_csic_by_label(
+    data: &RunData,
+    rows: &[usize],
+    out: &std::path::Path,
+) -> Result<Vec<(&'static str, usize)>> {
+    let io = |path: &std::path::Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    let mut counts = Vec::new();
+    for (name, label) in [
+        ("normal", Some(datasets::Label::Benign)),
+        ("anomalous", Some(datasets::Label::Malicious)),
+        ("unlabeled", None),
+    ] {
+        let mut bytes = Vec::new();
+        let mut written = 0usize;
+        for &i in rows.iter().filter(|&&i| data.records[i].label == label) {
+            // One record at a time, so that an error names the record's own file.
+            match datasets::write_csic([&data.records[i]]) {
+                Ok(b) => bytes.extend(b),
+                Err(datasets::DatasetError::NotWritable { line, problem }) => {
+                    return Err(datasets::DatasetError::Parse {
+                        path: data.files[i].clone(),
+                        line,
+                        expected: "a request that CSIC's format can carry".into(),
+                        found: problem.into(),
+                    }
+                    .into())
+                }
+                Err(e) => return Err(e.into()),
+            }
+            written += 1;
+        }
+        let path = out.join(format!("{name}.txt"));
+        if written == 0 {
+            // A file of an earlier call would otherwise be read as this role's.
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&path)(e)),
+                _ => continue,
+            }
+        }
+        pipeline::write_file(&path, &bytes)?;
+        counts.push((name, written));
+    }
+    Ok(counts)
+}
+
 /// The records of a run and the role of each.
 #[derive(Debug, Clone)]
 pub struct RunData {
