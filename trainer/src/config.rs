@@ -526,6 +526,11 @@ pub struct PublicExamplesConfig {
     /// to the config file's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_agents: Option<PathBuf>,
+    /// The share (in [0, 1]) of the malicious examples that are requests the teachers labelled
+    /// benign, tampered instead of carrying an attack value (`public_examples::tamper`: verb
+    /// tampering or a parameter name the page never receives; public knowledge, no ε). 0: none.
+    #[serde(default)]
+    pub tamperings: f64,
 }
 
 impl Default for StudentConfig {
@@ -767,6 +772,14 @@ impl RunConfig {
                 return bad(
                     "student.public_examples.validation_fpr",
                     "applies to placed validation examples (public_examples.validation > 0) under threshold_rule: target_fpr".to_string(),
+                );
+            }
+        }
+        if let Some(pe) = &self.student.public_examples {
+            if !(0.0..=1.0).contains(&pe.tamperings) {
+                return bad(
+                    "student.public_examples.tamperings",
+                    format!("must be in [0, 1], got {}", pe.tamperings),
                 );
             }
         }

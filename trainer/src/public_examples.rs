@@ -389,6 +389,60 @@ pub fn place(
     }
 }
 
+/// Methods a site's pages do not take, for [`tamper`]'s verb tampering.
+pub const TAMPERED_METHODS: [&str; 4] = ["PUT", "DELETE", "PATCH", "TRACE"];
+
+/// `template` (a request of the site) tampered the way web attacks and scanners do, labelled
+/// malicious — public knowledge, no value of any corpus: with probability 1/2 its method replaced
+/// by one of [`TAMPERED_METHODS`] (verb tampering; CRS's rule 911100 refuses methods outside GET,
+/// HEAD, POST and OPTIONS), otherwise one parameter's name edited (a letter or digit appended,
+/// or its last character replaced: a name the page never receives, what a positive-security WAF
+/// calls an illegal parameter). A template without parameters gets the method.
+pub fn tamper(template: &Record, rng: &mut impl Rng) -> Record {
+    const NAME_CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut out = template.clone();
+    out.label = Some(Label::Malicious);
+    let target = String::from_utf8_lossy(&template.target).into_owned();
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_string(), Some(q.to_string())),
+        None => (target.clone(), None),
+    };
+    let mut in_query = pairs(query.as_deref().unwrap_or("").as_bytes());
+    let mut in_body = pairs(template.body.as_deref().unwrap_or_default());
+    let verb = rng.random_range(0..2) == 0 || (in_query.is_empty() && in_body.is_empty());
+    if verb {
+        let others: Vec<&str> = TAMPERED_METHODS
+            .into_iter()
+            .filter(|m| !m.eq_ignore_ascii_case(&template.method))
+            .collect();
+        out.method = others[rng.random_range(0..others.len())].to_string();
+        return out;
+    }
+    let pick = rng.random_range(0..in_query.len() + in_body.len());
+    let name = if pick < in_query.len() {
+        &mut in_query[pick].0
+    } else {
+        &mut in_body[pick - in_query.len()].0
+    };
+    let c = NAME_CHARS[rng.random_range(0..NAME_CHARS.len())] as char;
+    if name.len() > 1 && rng.random_range(0..2) == 0 {
+        name.pop();
+    }
+    name.push(c);
+    if pick < in_query.len() {
+        out.target = format!("{path}?{}", join(&in_query)).into_bytes();
+    } else {
+        let body = join(&in_body).into_bytes();
+        for (n, v) in &mut out.headers {
+            if n.eq_ignore_ascii_case("content-length") {
+                *v = body.len().to_string().into_bytes();
+            }
+        }
+        out.body = Some(body);
+    }
+    out
+}
+
 /// The header a header `spot` sets and its value carrying `shown` (`header_safe`: `shown` without
 /// line breaks; User-Agent for any spot that is not a header); `host`, `path` and `param` (a
 /// parameter name of the site request) shape the Referer ([`referer`]) and Cookie values.
@@ -658,15 +712,20 @@ pub fn load_user_agents(path: &std::path::Path) -> crate::error::Result<Vec<Stri
 ///   it, while every placement carries both classes, so where a value rides does not decide its
 ///   label.
 ///
+/// With `tamperings` > 0, that share of the malicious examples is instead a request the teachers
+/// labelled benign, tampered ([`tamper`]: another method, or a parameter name edited).
+///
 /// With `user_agents` (real browsers' User-Agent strings), each example of either class is, with
 /// probability 1/2, dressed as a request of one of those browsers ([`dress_as_browser`]): the
 /// same share in both classes, so a browser's headers do not decide the label either.
+#[allow(clippy::too_many_arguments)]
 pub fn synthesize(
     templates: &[&Record],
     benign_templates: &[&Record],
     malicious: &[Vec<u8>],
     count: usize,
     benign_spots: BenignSpots,
+    tamperings: f64,
     user_agents: &[String],
     rng: &mut impl Rng,
 ) -> Vec<Record> {
@@ -686,6 +745,13 @@ pub fn synthesize(
             let template = benign_templates[rng.random_range(0..benign_templates.len())];
             let value = own_value(template, rng);
             out.push(place(template, &value, spot, encode, Label::Benign, rng));
+        } else if tamperings > 0.0
+            && !benign_templates.is_empty()
+            && rng.random_range(0.0..1.0) < tamperings
+        {
+            // Drawn only with tamperings, so that runs without are as before.
+            let template = benign_templates[rng.random_range(0..benign_templates.len())];
+            out.push(tamper(template, rng));
         } else {
             let value = &malicious[rng.random_range(0..malicious.len())];
             let template = templates[rng.random_range(0..templates.len())];

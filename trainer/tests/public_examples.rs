@@ -6,6 +6,7 @@ use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
 use trainer::public_examples::{
     dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, PLACEMENTS,
+    TAMPERED_METHODS,
 };
 
 mod common;
@@ -82,6 +83,7 @@ fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
         &attacks,
         100,
         BenignSpots::Every,
+        0.0,
         &[],
         &mut rng,
     );
@@ -137,7 +139,7 @@ fn benign_examples_can_keep_the_request_line_and_form_as_the_site_sent_them() {
         .into_iter()
         .enumerate()
     {
-        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, &[], &mut rng);
+        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, 0.0, &[], &mut rng);
         for r in out.iter().filter(|r| r.label == Some(Label::Benign)) {
             // A body example carries the pairs in a JSON/XML/multipart/text body instead, so
             // fewer stay; none may be new.
@@ -277,6 +279,7 @@ fn synthesize_dresses_both_classes_alike_and_keeps_attacks_in_the_user_agent() {
         &attacks,
         2000,
         BenignSpots::Every,
+        0.0,
         &uas,
         &mut rng,
     );
@@ -301,6 +304,7 @@ fn synthesize_dresses_both_classes_alike_and_keeps_attacks_in_the_user_agent() {
         &attacks,
         200,
         BenignSpots::Every,
+        0.0,
         &[],
         &mut rand_chacha::ChaCha20Rng::seed_from_u64(11),
     );
@@ -456,4 +460,62 @@ fn validation_fpr_needs_placed_examples_and_the_target_fpr_rule() {
         "{SPLIT}student: {{threshold_rule: target_fpr, public_examples: {{count: 10, validation: 10, validation_fpr: 0.05, {files}}}}}\n"
     ))
     .unwrap();
+}
+
+/// `tamperings`: that share of the malicious examples are the site's benign requests tampered —
+/// another method (never GET or POST) with the request unchanged, or one parameter name edited
+/// with every value unchanged — and without tamperings there are none.
+#[test]
+fn tampered_requests_take_a_share_of_the_malicious_examples() {
+    let t = template();
+    let attacks = vec![b"<script>alert(1)</script>".to_vec()];
+    let pairs_of = |r: &Record| -> Vec<(String, String)> {
+        let target = String::from_utf8_lossy(&r.target).into_owned();
+        let q = target.split_once('?').map(|(_, q)| q.to_string());
+        let b = String::from_utf8_lossy(r.body.as_deref().unwrap_or_default()).into_owned();
+        q.unwrap_or_default()
+            .split('&')
+            .chain(b.split('&'))
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (n, v) = p.split_once('=').unwrap_or((p, ""));
+                (n.to_string(), v.to_string())
+            })
+            .collect()
+    };
+    // (verb tamperings, renamed parameters, malicious examples)
+    let count = |share: f64| {
+        let out = synthesize(
+            &[&t],
+            &[&t],
+            &attacks,
+            2000,
+            BenignSpots::Every,
+            share,
+            &[],
+            &mut rand_chacha::ChaCha20Rng::seed_from_u64(3),
+        );
+        let (mut verbs, mut renamed, mut malicious) = (0, 0, 0);
+        for r in out.iter().filter(|r| r.label == Some(Label::Malicious)) {
+            malicious += 1;
+            if TAMPERED_METHODS.contains(&r.method.as_str()) {
+                assert_eq!((&r.target, &r.body), (&t.target, &t.body));
+                verbs += 1;
+                continue;
+            }
+            let (a, b) = (pairs_of(r), pairs_of(&t));
+            let names_differ = a.iter().zip(&b).filter(|(x, y)| x.0 != y.0).count();
+            let values_same = a.iter().zip(&b).all(|(x, y)| x.1 == y.1);
+            if a.len() == b.len() && names_differ == 1 && values_same {
+                assert_eq!(r.method, t.method);
+                renamed += 1;
+            }
+        }
+        (verbs, renamed, malicious)
+    };
+    let (verbs, renamed, malicious) = count(0.25);
+    let share = f64::from(verbs + renamed) / f64::from(malicious);
+    assert!((0.18..0.32).contains(&share), "{share}");
+    assert!(verbs > 50 && renamed > 50, "{verbs} {renamed}");
+    assert_eq!(count(0.0).0 + count(0.0).1, 0);
 }

@@ -143,6 +143,7 @@ fn public_examples(
         &malicious,
         pe.count,
         pe.benign_spots,
+        pe.tamperings,
         &user_agents,
         &mut stream,
     );
@@ -174,6 +175,7 @@ fn public_examples(
         &held_out,
         pe.validation,
         pe.validation_benign_spots.unwrap_or(pe.benign_spots),
+        0.0,
         &held_out_user_agents,
         &mut rng.stream("public-examples-validation"),
     );
