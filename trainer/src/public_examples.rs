@@ -424,11 +424,18 @@ pub fn tamper(template: &Record, rng: &mut impl Rng) -> Record {
     } else {
         &mut in_body[pick - in_query.len()].0
     };
-    let c = NAME_CHARS[rng.random_range(0..NAME_CHARS.len())] as char;
-    if name.len() > 1 && rng.random_range(0..2) == 0 {
-        name.pop();
-    }
-    name.push(c);
+    let popped = if name.len() > 1 && rng.random_range(0..2) == 0 {
+        name.pop()
+    } else {
+        None
+    };
+    // Never the character just removed: the name must change.
+    let choices: Vec<char> = NAME_CHARS
+        .iter()
+        .map(|&b| b as char)
+        .filter(|&c| Some(c) != popped)
+        .collect();
+    name.push(choices[rng.random_range(0..choices.len())]);
     if pick < in_query.len() {
         out.target = format!("{path}?{}", join(&in_query)).into_bytes();
     } else {
