@@ -269,20 +269,10 @@ fn dressing_as_a_browser_sets_its_headers_and_keeps_the_rest() {
 /// the label), and an attack placed in the User-Agent is never overwritten by one.
 #[test]
 fn synthesize_dresses_both_classes_alike_and_keeps_attacks_in_the_user_agent() {
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
     let t = template();
     let attacks = vec![b"<script>alert(1)</script>".to_vec()];
     let uas = vec![FIREFOX.to_owned(), CHROME.to_owned()];
-    let out = synthesize(
-        &[&t],
-        &[&t],
-        &attacks,
-        2000,
-        BenignSpots::Every,
-        0.0,
-        &uas,
-        &mut rng,
-    );
+    let out = examples_of(&t, &attacks, 2000, 0.0, &uas, 11);
     for label in [Label::Benign, Label::Malicious] {
         let of: Vec<&Record> = out.iter().filter(|r| r.label == Some(label)).collect();
         let dressed = of
@@ -485,16 +475,7 @@ fn tampered_requests_take_a_share_of_the_malicious_examples() {
     };
     // (verb tamperings, renamed parameters, malicious examples)
     let count = |share: f64| {
-        let out = synthesize(
-            &[&t],
-            &[&t],
-            &attacks,
-            2000,
-            BenignSpots::Every,
-            share,
-            &[],
-            &mut rand_chacha::ChaCha20Rng::seed_from_u64(3),
-        );
+        let out = examples_of(&t, &attacks, 2000, share, &[], 3);
         let (mut verbs, mut renamed, mut malicious) = (0, 0, 0);
         for r in out.iter().filter(|r| r.label == Some(Label::Malicious)) {
             malicious += 1;
@@ -518,4 +499,25 @@ fn tampered_requests_take_a_share_of_the_malicious_examples() {
     assert!((0.18..0.32).contains(&share), "{share}");
     assert!(verbs > 50 && renamed > 50, "{verbs} {renamed}");
     assert_eq!(count(0.0).0 + count(0.0).1, 0);
+}
+
+/// `synthesize` with `t` as the only template of both classes, every spot, a seeded stream.
+fn examples_of(
+    t: &Record,
+    attacks: &[Vec<u8>],
+    count: usize,
+    tamperings: f64,
+    user_agents: &[String],
+    seed: u64,
+) -> Vec<Record> {
+    synthesize(
+        &[t],
+        &[t],
+        attacks,
+        count,
+        BenignSpots::Every,
+        tamperings,
+        user_agents,
+        &mut rand_chacha::ChaCha20Rng::seed_from_u64(seed),
+    )
 }
