@@ -521,17 +521,27 @@ pub fn file_sha256(path: &Path) -> Result<String> {
 /// `target_fpr` (ties: the highest threshold). `None` when a class is absent.
 pub fn target_fpr_threshold(scores: &[f32], labels: &[bool], target_fpr: f64) -> Option<f32> {
     let curve = roc_curve(scores, labels);
+    best_threshold_within(&curve, scores, |p| p.fpr <= target_fpr)
+}
+
+/// The threshold of the highest-TPR point of `curve` (the ROC of `scores`) that `within` accepts
+/// (ties: the highest threshold). `None` when the curve is empty (a class is absent).
+fn best_threshold_within(
+    curve: &[RocPoint],
+    scores: &[f32],
+    within: impl Fn(&RocPoint) -> bool,
+) -> Option<f32> {
     let mut best: Option<&RocPoint> = None;
-    // Skip the +inf point unless nothing else meets the target (then nothing is flagged).
-    for p in curve.iter().skip(1).filter(|p| p.fpr <= target_fpr) {
+    // Skip the +inf point unless nothing else is within (then nothing is flagged).
+    for p in curve.iter().skip(1).filter(|p| within(p)) {
         if best.is_none_or(|b| p.tpr > b.tpr) {
             best = Some(p);
         }
     }
     match best {
         Some(p) => Some(p.threshold),
-        // Nothing meets the target: flag nothing seen, with a threshold that is still a
-        // probability (a bundle refuses +inf): just above the highest score, at most 1.
+        // Nothing is within: flag nothing seen, with a threshold that is still a probability
+        // (a bundle refuses +inf): just above the highest score, at most 1.
         None if !curve.is_empty() => {
             let highest = scores.iter().copied().fold(0.0f32, f32::max);
             Some(next_up(highest).min(1.0))
@@ -623,19 +633,9 @@ pub fn confident_target_fpr_threshold(
         }
     }
     let allowed_rows: usize = groups[..allowed].iter().sum();
-    let mut best: Option<&RocPoint> = None;
-    for p in curve.iter().skip(1) {
-        let flagged_benign = (p.fpr * benign.len() as f64).round() as usize;
-        if flagged_benign <= allowed_rows && best.is_none_or(|b| p.tpr > b.tpr) {
-            best = Some(p);
-        }
-    }
-    Some(match best {
-        Some(p) => p.threshold,
-        None => {
-            let highest = scores.iter().copied().fold(0.0f32, f32::max);
-            next_up(highest).min(1.0)
-        }
+    let benign_rows = benign.len() as f64;
+    best_threshold_within(&curve, scores, |p| {
+        (p.fpr * benign_rows).round() as usize <= allowed_rows
     })
 }
 
