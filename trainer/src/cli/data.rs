@@ -101,6 +101,8 @@ fn split(a: &SplitArgs) -> Result<()> {
     for (name, count) in crate::stages::split::write_csic_by_label(&data, rows, &a.out)? {
         counts.insert(name.into(), count.into());
     }
-    let role = format!("{:?}", a.role).to_lowercase();
+    let role = clap::ValueEnum::to_possible_value(&a.role)
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default();
     super::featurize::print_line(&serde_json::json!({"role": role, "requests": counts}).to_string())
 }
