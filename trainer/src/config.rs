@@ -290,6 +290,14 @@ pub struct TeachersConfig {
     /// static page, which on CSIC made the ensemble flag unseen static pages (EVALUATION.md,
     /// section improved, rows t50xm*).
     pub copies_on_one_teacher: bool,
+    /// Tampered requests added to each teacher's shard, as a share of the shard's benign
+    /// requests: each a benign request *of that shard* with another method or one parameter name
+    /// edited ([`crate::public_examples::tamper`]), labelled malicious. Teachers of ~166 records
+    /// rarely see such attacks and voted them benign (a `PUT` to the login page, `rememberA=`).
+    /// A teacher's added rows are a function of its own shard and the run's randomness only, so
+    /// one private record still changes at most one teacher's vote and the aggregation's privacy
+    /// analysis is unchanged (docs/privacy.md). 0 (the default) adds nothing.
+    pub tamperings: f64,
     /// Network and optimizer.
     pub training: TrainConfig,
 }
@@ -395,6 +403,7 @@ impl Default for TeachersConfig {
             holdout_max: 800,
             multiplicity: None,
             copies_on_one_teacher: false,
+            tamperings: 0.0,
             training: TrainConfig::default(),
         }
     }
@@ -923,6 +932,12 @@ impl RunConfig {
         if self.teachers.holdout_max < 1 {
             return bad("teachers.holdout_max", "must be at least 1".into());
         }
+        if !(0.0..=1.0).contains(&self.teachers.tamperings) {
+            return bad(
+                "teachers.tamperings",
+                format!("must be in [0, 1], got {}", self.teachers.tamperings),
+            );
+        }
         self.teachers.training.validate("teachers.training")?;
         Ok(())
     }
@@ -1072,6 +1087,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("student.target_fpr"), "{e}");
+        let e = RunConfig::parse(&format!("{base}teachers: {{tamperings: 1.5}}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("teachers.tamperings"), "{e}");
         let e = RunConfig::parse(&format!("{base}student: {{threshold_rule: median}}\n"))
             .unwrap_err()
             .to_string();

@@ -276,6 +276,10 @@ pub struct Report {
     pub teacher_private_rows: usize,
     /// `teachers.copies_on_one_teacher`.
     pub teacher_copies_on_one_teacher: bool,
+    /// Tampered requests of the shards' own benign ones added to the teachers
+    /// (`teachers.tamperings`), all teachers together (0 in reports written before it).
+    #[serde(default)]
+    pub teacher_tampered_rows: usize,
     /// Queries sent to the teachers.
     pub queries: usize,
     /// Queries answered (the student's labelled samples).

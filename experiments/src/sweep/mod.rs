@@ -891,10 +891,19 @@ fn teacher_set(
         .join(format!("teachers-{count}"));
     let rng = RunRng::new(seed)?;
     tracing::info!("sweep: data `{}`: {count} teachers", spec.label);
-    let data = stages::teach::shard_data(&ctx.shared.private, &shards)
+    let mut data: Vec<_> = stages::teach::shard_data(&ctx.shared.private, &shards)
         .into_iter()
         .map(Some)
         .collect();
+    stages::teach::add_tamperings(
+        &mut data,
+        &shards,
+        private_rows,
+        &ctx.data.records,
+        &ctx.shared.featurizer,
+        config.teachers.tamperings,
+        &rng,
+    );
     stages::teach::train(&config, data, &ctx.shared.hash, &dir, &rng, device)?;
     Ok(TeacherSet {
         files: stages::teach::load(&dir, count)?,

@@ -130,6 +130,17 @@ pub fn run(args: Args) -> Result<()> {
         let y = pipeline::labels_of(&records, &all)?;
         let mut shards = vec![None; n];
         shards[i] = Some((x, y));
+        let mut partition = vec![Vec::new(); n];
+        partition[i] = all.clone();
+        stages::teach::add_tamperings(
+            &mut shards,
+            &partition,
+            &all,
+            &records,
+            &featurizer,
+            config.teachers.tamperings,
+            &rng,
+        );
         return train(
             &config,
             shards,
@@ -187,6 +198,16 @@ pub fn run(args: Args) -> Result<()> {
                 )))
             })
             .collect::<Result<Vec<_>>>()?;
+        let mut shards = shards;
+        stages::teach::add_tamperings(
+            &mut shards,
+            &partition,
+            &private_rows,
+            &records,
+            &featurizer,
+            config.teachers.tamperings,
+            &rng,
+        );
         train(
             &config,
             shards,

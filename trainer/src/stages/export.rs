@@ -113,6 +113,7 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
         teacher_multiplicity: config.teachers.weighting(),
         teacher_private_rows: p.features.private_rows.len(),
         teacher_copies_on_one_teacher: config.teachers.copies_on_one_teacher,
+        teacher_tampered_rows: p.teachers.tampered_rows,
         queries: p.plan.query_rows.len(),
         answered: p.student.answered.len(),
         public_examples: p.student.public_examples,
