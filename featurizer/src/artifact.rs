@@ -329,6 +329,16 @@ fn check_content(c: &Content, content_hash: &str) -> Result<(), FeaturizerError>
             }))
         }
     }
+    if let Some(t) = &c.rarity {
+        if t.odd_name_variants != c.config.odd_name_variants {
+            return Err(FeaturizerError::Artifact(
+                ArtifactProblem::RarityNameVariants {
+                    table: t.odd_name_variants,
+                    setting: c.config.odd_name_variants,
+                },
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -92,6 +92,14 @@ pub struct FeaturizerConfig {
     /// Both count in `odd:any<τ`. Needs `odd_permille`. Off by default; not written when off.
     #[serde(default, skip_serializing_if = "is_false")]
     pub odd_shape_path: bool,
+    /// One more oddity feature, `odd:name-variant` ([`params`]): a parameter name one edit away
+    /// (a character appended, removed or replaced) from a name that at least
+    /// [`crate::params::NAME_VARIANT_RATIO`] times as many of the path's public requests have —
+    /// `loginA` beside `login`, a renamed parameter. A share alone misses it when the public pool
+    /// repeats the tampering (CSIC's `loginA` is 2.7 % of its login page's public requests).
+    /// Needs `odd_permille`. Off by default; not written when off.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub odd_name_variants: bool,
     /// l1 (default, the seeds') or l2 normalization of the vectors. Not written when l1.
     #[serde(skip_serializing_if = "is_l1")]
     pub norm: Norm,
@@ -198,6 +206,7 @@ impl Default for FeaturizerConfig {
             rarity_min_count: None,
             odd_permille: Vec::new(),
             odd_shape_path: false,
+            odd_name_variants: false,
             norm: Norm::L1,
             placements: None,
             libinjection: false,
@@ -292,6 +301,12 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
                 ),
             });
         }
+    }
+    if c.odd_name_variants && c.odd_permille.is_empty() {
+        return Err(FeaturizerError::Setting {
+            key: "odd_name_variants",
+            reason: "needs odd_permille (the name counts per path live in the oddity table)".into(),
+        });
     }
     if c.odd_shape_path && c.odd_permille.is_empty() {
         return Err(FeaturizerError::Setting {

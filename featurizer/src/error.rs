@@ -97,6 +97,14 @@ pub enum ArtifactProblem {
         /// The shape/path oddity setting.
         odd_shape_path: bool,
     },
+    /// The rarity table and `odd_name_variants` disagree.
+    #[error("rarity table has odd_name_variants {table}, the settings {setting}")]
+    RarityNameVariants {
+        /// The table's.
+        table: bool,
+        /// The setting.
+        setting: bool,
+    },
     /// A vocabulary entry of a feature family the settings do not have.
     #[error("vocabulary entry {index} ({token:?}) {problem}")]
     Entry {

@@ -73,7 +73,8 @@ impl Featurizer {
             Some(min_count) => {
                 let mut table = RarityTable::new(min_count)
                     .with_odd_permille(config.odd_permille.clone())
-                    .with_odd_shape_path(config.odd_shape_path);
+                    .with_odd_shape_path(config.odd_shape_path)
+                    .with_odd_name_variants(config.odd_name_variants);
                 for (method, text) in &doc_texts {
                     table.add(method, text, &mut scratch.params);
                 }
@@ -184,6 +185,9 @@ pub(crate) fn rarity_entries(
                 bodies.push(params::odd_feature(kind, permille));
             }
         }
+    }
+    if table.odd_name_variants {
+        bodies.push(params::ODD_NAME_VARIANT.into());
     }
     let position: HashMap<&str, usize> = bodies
         .iter()

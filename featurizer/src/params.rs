@@ -81,6 +81,40 @@ pub const ODD_SHAPE_PATH_KINDS: [&str; 2] = ["shape", "path"];
 /// least this share of its public values (a format-bound field such as a postal code, a DNI or
 /// an e-mail; free text and passwords have no usual pattern).
 pub const SHAPE_CONCENTRATION: f64 = 0.8;
+/// Body of the renamed-parameter feature ([`crate::FeaturizerConfig::odd_name_variants`]).
+pub const ODD_NAME_VARIANT: &str = "odd:name-variant";
+/// A name is a variant of another name of its path when it is one edit away from it and the
+/// other is at least this many times as frequent among the path's public requests.
+pub const NAME_VARIANT_RATIO: u32 = 10;
+
+/// Whether `a` and `b` are one edit apart: one character appended, removed or replaced.
+pub fn one_edit_apart(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    match long.len() - short.len() {
+        0 => {
+            short
+                .iter()
+                .zip(long.iter())
+                .filter(|(x, y)| x != y)
+                .count()
+                == 1
+        }
+        1 => {
+            let first = short
+                .iter()
+                .zip(long.iter())
+                .take_while(|(x, y)| x == y)
+                .count();
+            short[first..] == long[first + 1..]
+        }
+        _ => false,
+    }
+}
 
 /// The body of the oddity feature of `kind` (one of [`ODD_KINDS`]) at level `permille`
 /// thousandths: `odd:<kind><<share>`, e.g. `odd:char<0.01` for 10.
@@ -215,6 +249,7 @@ pub fn for_each_param_feature(
         emit(&["path:", path], feature);
     }
     let mut any_rare = false;
+    let mut name_variant = false;
     // The smallest share of each oddity kind (method, name, char, len, shape, path) over the
     // request.
     let mut odd = [f64::INFINITY; 6];
@@ -228,6 +263,9 @@ pub fn for_each_param_feature(
         let name = clip(name, MAX_NAME_CHARS);
         value_pattern(value, pattern);
         if let Some(r) = rarity.filter(|r| !r.odd_shares.is_empty()) {
+            if !name_variant && !r.path_name_lists.is_empty() {
+                name_variant = r.is_name_variant(path, name, key);
+            }
             r.param_shares(path, name, value, key, &mut odd);
             if r.odd_shape_path {
                 odd[4] = odd[4].min(r.pattern_share(name, pattern, key));
@@ -292,6 +330,9 @@ pub fn for_each_param_feature(
             if any {
                 emit(&[&r.odd_tokens[level][4]], feature);
             }
+        }
+        if name_variant {
+            emit(&[ODD_NAME_VARIANT], feature);
         }
     }
     count
@@ -359,6 +400,10 @@ pub struct RarityTable {
     /// that [`value_pattern`] (not written when empty).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub name_patterns: BTreeMap<String, u32>,
+    /// [`crate::FeaturizerConfig::odd_name_variants`]: also `odd:name-variant`, from
+    /// `path_names` (not written when off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub odd_name_variants: bool,
 }
 
 impl RarityTable {
@@ -380,6 +425,12 @@ impl RarityTable {
     /// With (or without) the `shape` and `path` oddity kinds (needs oddity levels).
     pub fn with_odd_shape_path(mut self, on: bool) -> Self {
         self.odd_shape_path = on;
+        self
+    }
+
+    /// With (or without) the renamed-parameter feature (needs oddity levels).
+    pub fn with_odd_name_variants(mut self, on: bool) -> Self {
+        self.odd_name_variants = on;
         self
     }
 
@@ -479,6 +530,22 @@ impl RarityTable {
             .collect()
     }
 
+    /// Per path, its names that at least `min_count` public requests of the path have, with
+    /// their counts (what a renamed parameter is compared with).
+    fn path_name_lists(&self) -> std::collections::HashMap<Box<str>, Vec<(Box<str>, u32)>> {
+        let mut lists: std::collections::HashMap<Box<str>, Vec<(Box<str>, u32)>> =
+            Default::default();
+        for (k, &c) in &self.path_names {
+            if c < self.min_count {
+                continue;
+            }
+            if let Some((path, name)) = k.split_once('\t') {
+                lists.entry(path.into()).or_default().push((name.into(), c));
+            }
+        }
+        lists
+    }
+
     /// The lookup form (hash maps) of the table.
     pub fn lookup(&self) -> RarityLookup {
         let index = |m: &BTreeMap<String, u32>| -> crate::VocabIndex {
@@ -509,6 +576,11 @@ impl RarityTable {
             name_lengths: index(&self.name_lengths),
             path_names: index(&self.path_names),
             path_methods: index(&self.path_methods),
+            path_name_lists: if self.odd_name_variants {
+                self.path_name_lists()
+            } else {
+                Default::default()
+            },
             min_count: self.min_count,
             shapes: self
                 .shapes
@@ -546,6 +618,8 @@ pub struct RarityLookup {
     name_lengths: crate::VocabIndex,
     path_names: crate::VocabIndex,
     path_methods: crate::VocabIndex,
+    /// With `odd_name_variants`: per path, its names of at least `min_count` requests.
+    path_name_lists: std::collections::HashMap<Box<str>, Vec<(Box<str>, u32)>>,
 }
 
 /// Appends the method as the table keys it (lower case, at most 16 characters) to `key`,
@@ -613,6 +687,22 @@ impl RarityLookup {
         key.push('\t');
         push_method_key(method, key);
         self.share(Self::count(&self.path_methods, key), of)
+    }
+
+    /// Whether `name` is a renamed parameter of `path`: one edit away from a name of the path
+    /// that at least [`NAME_VARIANT_RATIO`] times as many of its public requests have.
+    fn is_name_variant(&self, path: &str, name: &str, key: &mut String) -> bool {
+        let Some(names) = self.path_name_lists.get(path) else {
+            return false;
+        };
+        key.clear();
+        key.push_str(path);
+        key.push('\t');
+        key.push_str(name);
+        let own = Self::count(&self.path_names, key).max(1);
+        names.iter().any(|(other, count)| {
+            *count >= own.saturating_mul(NAME_VARIANT_RATIO) && one_edit_apart(name, other)
+        })
     }
 
     /// Lowers `odd` ([method, name, char, len, shape, path]; this sets name, char, len) to the
@@ -925,5 +1015,89 @@ mod tests {
         );
         let json = serde_json::to_string(&table).unwrap();
         assert_eq!(serde_json::from_str::<RarityTable>(&json).unwrap(), table);
+    }
+
+    #[test]
+    fn names_one_edit_apart() {
+        for (a, b) in [
+            ("login", "loginA"),
+            ("loginA", "login"),
+            ("pwd", "pwe"),
+            ("id", "xid"),
+        ] {
+            assert!(one_edit_apart(a, b), "{a} {b}");
+        }
+        for (a, b) in [
+            ("login", "login"),
+            ("id", "idAB"),
+            ("pwd", "dwp"),
+            ("nombre", "precio"),
+        ] {
+            assert!(!one_edit_apart(a, b), "{a} {b}");
+        }
+        assert!(one_edit_apart("año", "años") && one_edit_apart("añoX", "año"));
+    }
+
+    /// `odd:name-variant`: a name one edit from a name of the path at least ten times as
+    /// frequent, even when the public pool repeats the renamed one (`loginA`, 3 % of the path's
+    /// requests: not odd at 1 %); not for a name of its own standing, an unrelated name, or
+    /// with the setting off (then nothing is written).
+    #[test]
+    fn a_renamed_parameter_is_a_name_variant_of_the_frequent_one() {
+        let table_with = |on: bool| {
+            let mut table = RarityTable::new(3)
+                .with_odd_permille(vec![10])
+                .with_odd_name_variants(on);
+            let mut s = ParamScratch::default();
+            for k in 0..100 {
+                let login = if k < 3 { "loginA" } else { "login" };
+                // `pw` and `pwd`: two names of their own, each on half the requests.
+                let pw = if k % 2 == 0 { "pw" } else { "pwd" };
+                table.add(
+                    "POST",
+                    &format!("/a.jsp?{login}=u{k}&{pw}=x&B1=Entrar"),
+                    &mut s,
+                );
+            }
+            table
+        };
+        let table = table_with(true);
+        let lookup = table.lookup();
+        let variant = |text: &str| {
+            features("POST", text, Some(&lookup)).contains(&ODD_NAME_VARIANT.to_string())
+        };
+        assert!(variant("/a.jsp?loginA=u&pwd=x&B1=Entrar"));
+        assert!(
+            variant("/a.jsp?login=u&pwd=x&B2=Entrar"),
+            "never seen, one edit from B1"
+        );
+        assert!(
+            variant("/a.jsp?logi=u&pwd=x&B1=Entrar"),
+            "a character removed"
+        );
+        assert!(!variant("/a.jsp?login=u&pwd=x&B1=Entrar"));
+        assert!(
+            !variant("/a.jsp?login=u&pw=x&B1=Entrar"),
+            "pw and pwd are as frequent"
+        );
+        assert!(
+            !variant("/a.jsp?login=u&pwd=x&B1=Entrar&zzz=1"),
+            "unrelated name"
+        );
+        assert!(!variant("/b.jsp?loginA=u"), "another path");
+        let json = serde_json::to_string(&table).unwrap();
+        assert_eq!(serde_json::from_str::<RarityTable>(&json).unwrap(), table);
+
+        let plain = table_with(false);
+        let plain_lookup = plain.lookup();
+        assert!(!features(
+            "POST",
+            "/a.jsp?loginA=u&pwd=x&B1=Entrar",
+            Some(&plain_lookup)
+        )
+        .contains(&ODD_NAME_VARIANT.to_string()));
+        assert!(!serde_json::to_string(&plain)
+            .unwrap()
+            .contains("odd_name_variants"));
     }
 }
