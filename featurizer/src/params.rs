@@ -87,30 +87,39 @@ pub const ODD_NAME_VARIANT: &str = "odd:name-variant";
 /// other is at least this many times as frequent among the path's public requests.
 pub const NAME_VARIANT_RATIO: u32 = 10;
 
-/// Whether `a` and `b` are one edit apart: one character appended, removed or replaced.
+/// Whether `a` and `b` are one edit apart: one character appended, removed or replaced. Runs
+/// per parameter on the proxy's path, so it walks the characters without allocating.
 pub fn one_edit_apart(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let (short, long) = if a.len() <= b.len() {
-        (&a, &b)
+    let (count_a, count_b) = (a.chars().count(), b.chars().count());
+    let (short, long, extra) = if count_a <= count_b {
+        (a, b, count_b - count_a)
     } else {
-        (&b, &a)
+        (b, a, count_a - count_b)
     };
-    match long.len() - short.len() {
+    match extra {
         0 => {
             short
-                .iter()
-                .zip(long.iter())
+                .chars()
+                .zip(long.chars())
                 .filter(|(x, y)| x != y)
                 .count()
                 == 1
         }
         1 => {
-            let first = short
-                .iter()
-                .zip(long.iter())
-                .take_while(|(x, y)| x == y)
-                .count();
-            short[first..] == long[first + 1..]
+            // Matching equal characters greedily finds the first mismatch; the one extra
+            // character is skipped there, and the rest must match.
+            let mut rest = short.chars().peekable();
+            let mut skipped = false;
+            for c in long.chars() {
+                if rest.peek() == Some(&c) {
+                    rest.next();
+                } else if !skipped {
+                    skipped = true;
+                } else {
+                    return false;
+                }
+            }
+            rest.next().is_none()
         }
         _ => false,
     }
