@@ -461,6 +461,15 @@ pub struct StudentConfig {
     /// [`LabelCleaningConfig`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_cleaning: Option<LabelCleaningConfig>,
+    /// An answered query whose request (the same record key: method, target, body, headers) the
+    /// labelled validation split also holds trains the student with that label instead of the
+    /// noisy one. The validation split is public labelled data; the site's frequent pages are
+    /// all in it, and GNMax's noise publishes a unanimous benign vote on one of them as malicious
+    /// now and then (at ε ≤ 1, σ 60: about 2 % per query), which makes the student flag a page of
+    /// the site's traffic. Only `pate-trainer run` has the split (the `student` stage refuses
+    /// it). Off by default; not written when off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub validation_labels: bool,
 }
 
 /// Cross-validated label cleaning (`student.label_cleaning`): the answered queries are split into
@@ -557,6 +566,7 @@ impl Default for StudentConfig {
             head_share: 0.25,
             public_examples: None,
             label_cleaning: None,
+            validation_labels: false,
         }
     }
 }

@@ -47,12 +47,16 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
         tmp.path(),
         "{queries: 150, validation_max: 200, query_selection: traffic, multiplicity_cap: 100000, \
          threshold_rule: target_fpr, target_fpr: 0.05, self_training: {rounds: 1, confidence: 0.8}, \
-         training: {hidden: [16], max_epochs: 30, patience: 4}}",
+         validation_labels: true, training: {hidden: [16], max_epochs: 30, patience: 4}}",
     );
     let run_dir = tmp.path().join("run");
     run_ok(&cfg, &run_dir);
     let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
     let options = &report.student_options;
+    assert!(
+        options.validation_labels_replaced.is_some(),
+        "validation_labels reported"
+    );
     assert_eq!(options.query_selection, QuerySelection::Traffic);
     assert_eq!(
         options.threshold_rule,
@@ -132,6 +136,21 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("student.multiplicity_cap"));
     assert!(!tmp.path().join("s3").exists());
+    // ... and the validation split's labels, which it does not have.
+    let vl_cfg = config(
+        &tmp.path().join("vl").tap_mkdir(),
+        "{validation_labels: true, training: {hidden: [16], max_epochs: 30, patience: 4}}",
+    );
+    let out = run(trainer()
+        .args(["student", "--run"])
+        .arg(&run_dir)
+        .arg("--config")
+        .arg(&vl_cfg)
+        .arg("--out")
+        .arg(tmp.path().join("s4")));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("student.validation_labels"));
+    assert!(!tmp.path().join("s4").exists());
 }
 
 /// `target_fpr_confidence` (configs/train.yaml's 0.95): the same seeded run with the budget held

@@ -105,6 +105,14 @@ pub fn run(args: Args) -> Result<()> {
                     .into(),
         });
     }
+    if config.student.validation_labels {
+        return Err(Error::ConfigKey {
+            key: "student.validation_labels".into(),
+            reason: "needs the validation split's requests, which only `pate-trainer run` has; \
+                     set it to false for the student stage"
+                .into(),
+        });
+    }
     let pool = if config.student.self_training.rounds > 0 {
         let pool_path = pick(&args.pool, &|r| r.features(PUBLIC_POOL_SET), "pool")?;
         let m = pipeline::read_matrix(&pool_path)?;

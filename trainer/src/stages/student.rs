@@ -26,6 +26,43 @@ pub struct Student {
     pub public_examples: usize,
     /// What label cleaning left out (`student.label_cleaning`; None when off).
     pub cleaning: Option<CleaningReport>,
+    /// Answered labels replaced by the validation split's (`student.validation_labels`; None
+    /// when off).
+    pub validation_labels_replaced: Option<usize>,
+}
+
+/// `student.validation_labels`: the answered `labels` (one per `query_rows`, indices into
+/// `records`), each replaced by the label of the same request (record key) in `validation_rows`
+/// where the validation split holds it; returns them and how many changed.
+pub fn take_validation_labels(
+    records: &[datasets::Record],
+    validation_rows: &[usize],
+    query_rows: &[usize],
+    labels: &[Option<bool>],
+) -> (Vec<Option<bool>>, usize) {
+    let known: std::collections::HashMap<[u8; 32], bool> = validation_rows
+        .iter()
+        .filter_map(|&i| {
+            let r = &records[i];
+            r.label
+                .map(|l| (pipeline::record_key(r), l == datasets::Label::Malicious))
+        })
+        .collect();
+    let mut replaced = 0;
+    let out = labels
+        .iter()
+        .zip(query_rows)
+        .map(
+            |(&label, &q)| match (label, known.get(&pipeline::record_key(&records[q]))) {
+                (Some(noisy), Some(&known)) => {
+                    replaced += usize::from(noisy != known);
+                    Some(known)
+                }
+                (label, _) => label,
+            },
+        )
+        .collect();
+    (out, replaced)
 }
 
 /// The answered labels [`pipeline::clean_labels`] left out of the student's training.
@@ -275,7 +312,23 @@ pub fn run(
             missing: "no query answered: nothing to train the student on",
         });
     }
+    // The mechanism's own labels are what the agreement diagnostic measures.
     let label_agreement = label_agreement(labels, &features.queries_y);
+    let (validation_labelled, validation_labels_replaced) = if config.student.validation_labels {
+        let (l, replaced) = take_validation_labels(
+            &data.records,
+            &plan.validation_rows,
+            &plan.query_rows,
+            labels,
+        );
+        tracing::info!(
+            "student: {replaced} answered labels replaced by the validation split's label of the same request"
+        );
+        (Some(l), Some(replaced))
+    } else {
+        (None, None)
+    };
+    let labels: &[Option<bool>] = validation_labelled.as_deref().unwrap_or(labels);
     super::banner(
         &format!(
             "student on {} answered queries (original features)",
@@ -467,6 +520,7 @@ pub fn run(
         label_agreement,
         public_examples,
         cleaning,
+        validation_labels_replaced,
     })
 }
 
@@ -753,6 +807,32 @@ mod tests {
             label: None,
             line: 1,
         }
+    }
+
+    /// `student.validation_labels`: an answered query takes the validation split's label of the
+    /// same request (a frequent page published malicious by the noise is put right); queries the
+    /// validation split does not hold, and unanswered ones, keep theirs.
+    #[test]
+    fn answered_labels_take_the_validation_label_of_the_same_request() {
+        let labelled = |target: &str, label: datasets::Label| datasets::Record {
+            label: Some(label),
+            ..record(target, None)
+        };
+        use datasets::Label::{Benign, Malicious};
+        let records = vec![
+            labelled("/index.jsp", Benign),      // 0: validation
+            labelled("/a.jsp?id=1'", Malicious), // 1: validation
+            labelled("/index.jsp", Benign),      // 2: query, same request as 0
+            labelled("/a.jsp?id=1'", Malicious), // 3: query, same request as 1
+            labelled("/b.jsp", Benign),          // 4: query, not in validation
+            labelled("/index.jsp", Benign),      // 5: query, unanswered
+        ];
+        let noisy = [Some(true), Some(true), Some(true), None];
+        let (labels, replaced) = take_validation_labels(&records, &[0, 1], &[2, 3, 4, 5], &noisy);
+        assert_eq!(labels, [Some(false), Some(true), Some(true), None]);
+        assert_eq!(replaced, 1);
+        let (same, none) = take_validation_labels(&records, &[], &[2, 3, 4, 5], &noisy);
+        assert_eq!((same.as_slice(), none), (noisy.as_slice(), 0));
     }
 
     /// Served scores are the highest window's score of each request, windows scored in one batch
