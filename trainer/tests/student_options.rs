@@ -125,32 +125,26 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
         1
     );
     assert!(student_out.exists());
-    // ... and refuses multiplicity weights it cannot compute, naming the key.
-    let out = run(trainer()
-        .args(["student", "--run"])
-        .arg(&run_dir)
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--out")
-        .arg(tmp.path().join("s3")));
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("student.multiplicity_cap"));
-    assert!(!tmp.path().join("s3").exists());
-    // ... and the validation split's labels, which it does not have.
+    // ... and refuses, naming the key, what it cannot compute without the split: multiplicity
+    // weights and the validation split's labels.
+    let refused = |cfg: &Path, out_name: &str, key: &str| {
+        let out = run(trainer()
+            .args(["student", "--run"])
+            .arg(&run_dir)
+            .arg("--config")
+            .arg(cfg)
+            .arg("--out")
+            .arg(tmp.path().join(out_name)));
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains(key));
+        assert!(!tmp.path().join(out_name).exists());
+    };
+    refused(&cfg, "s3", "student.multiplicity_cap");
     let vl_cfg = config(
         &tmp.path().join("vl").tap_mkdir(),
         "{validation_labels: true, training: {hidden: [16], max_epochs: 30, patience: 4}}",
     );
-    let out = run(trainer()
-        .args(["student", "--run"])
-        .arg(&run_dir)
-        .arg("--config")
-        .arg(&vl_cfg)
-        .arg("--out")
-        .arg(tmp.path().join("s4")));
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("student.validation_labels"));
-    assert!(!tmp.path().join("s4").exists());
+    refused(&vl_cfg, "s4", "student.validation_labels");
 }
 
 /// `target_fpr_confidence` (configs/train.yaml's 0.95): the same seeded run with the budget held
