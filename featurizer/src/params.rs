@@ -273,7 +273,7 @@ pub fn for_each_param_feature(
         value_pattern(value, pattern);
         if let Some(r) = rarity.filter(|r| !r.odd_shares.is_empty()) {
             if !name_variant && !r.path_name_lists.is_empty() {
-                name_variant = r.is_name_variant(path, name, key);
+                name_variant = r.is_name_variant(path, name);
             }
             r.param_shares(path, name, value, key, &mut odd);
             if r.odd_shape_path {
@@ -539,15 +539,12 @@ impl RarityTable {
             .collect()
     }
 
-    /// Per path, its names that at least `min_count` public requests of the path have, with
-    /// their counts (what a renamed parameter is compared with).
+    /// Per path, its names with the number of public requests of the path that have each
+    /// (what a renamed parameter is compared with).
     fn path_name_lists(&self) -> std::collections::HashMap<Box<str>, Vec<(Box<str>, u32)>> {
         let mut lists: std::collections::HashMap<Box<str>, Vec<(Box<str>, u32)>> =
             Default::default();
         for (k, &c) in &self.path_names {
-            if c < self.min_count {
-                continue;
-            }
             if let Some((path, name)) = k.split_once('\t') {
                 lists.entry(path.into()).or_default().push((name.into(), c));
             }
@@ -627,7 +624,7 @@ pub struct RarityLookup {
     name_lengths: crate::VocabIndex,
     path_names: crate::VocabIndex,
     path_methods: crate::VocabIndex,
-    /// With `odd_name_variants`: per path, its names of at least `min_count` requests.
+    /// With `odd_name_variants`: per path, its names and their counts.
     path_name_lists: std::collections::HashMap<Box<str>, Vec<(Box<str>, u32)>>,
 }
 
@@ -700,17 +697,20 @@ impl RarityLookup {
 
     /// Whether `name` is a renamed parameter of `path`: one edit away from a name of the path
     /// that at least [`NAME_VARIANT_RATIO`] times as many of its public requests have.
-    fn is_name_variant(&self, path: &str, name: &str, key: &mut String) -> bool {
+    fn is_name_variant(&self, path: &str, name: &str) -> bool {
         let Some(names) = self.path_name_lists.get(path) else {
             return false;
         };
-        key.clear();
-        key.push_str(path);
-        key.push('\t');
-        key.push_str(name);
-        let own = Self::count(&self.path_names, key).max(1);
+        // The path's few names, scanned: no key to build, no second hash lookup per parameter.
+        let own = names
+            .iter()
+            .find(|(n, _)| &**n == name)
+            .map_or(0, |&(_, c)| c)
+            .max(1);
         names.iter().any(|(other, count)| {
-            *count >= own.saturating_mul(NAME_VARIANT_RATIO) && one_edit_apart(name, other)
+            *count >= self.min_count
+                && *count >= own.saturating_mul(NAME_VARIANT_RATIO)
+                && one_edit_apart(name, other)
         })
     }
 
