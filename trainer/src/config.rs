@@ -461,13 +461,15 @@ pub struct StudentConfig {
     /// [`LabelCleaningConfig`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_cleaning: Option<LabelCleaningConfig>,
-    /// An answered query whose request (the same record key: method, target, body, headers) the
-    /// labelled validation split also holds trains the student with that label instead of the
-    /// noisy one. The validation split is public labelled data; the site's frequent pages are
-    /// all in it, and GNMax's noise publishes a unanimous benign vote on one of them as malicious
-    /// now and then (at ε ≤ 1, σ 60: about 2 % per query), which makes the student flag a page of
-    /// the site's traffic. Only `pate-trainer run` has the split (the `student` stage refuses
-    /// it). Off by default; not written when off.
+    /// A drawn query whose request (the same record key: method, target, body, headers) the
+    /// labelled validation samples also hold is not asked: the student trains on it with the
+    /// validation label, and the draw goes on until `queries` requests are asked. The validation
+    /// split is public labelled data; the site's frequent pages are all in it, so the privacy
+    /// budget goes to requests only the teachers can label, and GNMax's noise can no longer
+    /// publish one of those pages as malicious (at ε ≤ 1, σ 60: about 2 % per unanimous benign
+    /// query), which made the student flag a page of the site's traffic. The threshold is still
+    /// chosen on every validation sample, these included. Only `pate-trainer run` has the split
+    /// (the `student` stage refuses it). Off by default; not written when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation_labels: bool,
 }

@@ -196,10 +196,10 @@ pub struct StudentOptions {
     pub pseudo_labels_malicious_benign_per_round: Vec<(usize, usize)>,
     /// Unlabelled public rows in the self-training pool.
     pub unlabelled_pool: usize,
-    /// `student.validation_labels`: the answered labels the validation split's label replaced
-    /// because it differed (None when off).
+    /// `student.validation_labels`: the drawn requests the validation split labelled instead of
+    /// the teachers (never asked; None when off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation_labels_replaced: Option<usize>,
+    pub validation_labels_known: Option<usize>,
     /// `student.label_cleaning`: the answered labels left out of the student's training.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_cleaning: Option<crate::stages::student::CleaningReport>,

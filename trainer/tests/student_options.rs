@@ -53,9 +53,13 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     run_ok(&cfg, &run_dir);
     let report: Report = trainer::report::read(&run_dir.join("report.json")).unwrap();
     let options = &report.student_options;
+    let known = options
+        .validation_labels_known
+        .expect("validation_labels reported");
+    // The sample's frequent requests recur in its validation split: some of the draw is known.
     assert!(
-        options.validation_labels_replaced.is_some(),
-        "validation_labels reported"
+        known > 0,
+        "no drawn request labelled by the validation split"
     );
     assert_eq!(options.query_selection, QuerySelection::Traffic);
     assert_eq!(
@@ -70,11 +74,13 @@ fn run_with_every_student_option_reports_them_and_the_student_stage_reuses_the_p
     // The target-FPR threshold holds on the (weighted) validation rows it was chosen on.
     let (fpr, _) = options.validation_operating_point_fpr_tpr.unwrap();
     assert!(fpr <= 0.05, "validation FPR {fpr}");
-    // One self-training round, counted; the pool is every distinct public request not queried.
+    // One self-training round, counted; the pool is every distinct public request neither
+    // queried nor labelled by the validation samples; the draw asked all 150 queries.
     assert_eq!(options.pseudo_labels_malicious_benign_per_round.len(), 1);
-    let pool = options.unlabelled_pool as u64;
+    let pool = options.unlabelled_pool;
     let splits: SplitsReport = trainer::report::read(&run_dir.join("splits.json")).unwrap();
-    assert_eq!(pool + 150, splits.counts.public_distinct as u64);
+    assert_eq!(pool + 150 + known, splits.counts.public_distinct);
+    assert_eq!(splits.counts.queries, 150);
     assert!(run_dir.join("features/public_pool.f32").exists());
     // Weighting by multiplicity never gives fewer rows than the answered queries.
     assert!(options.answered_rows_after_weighting.unwrap() >= report.answered);

@@ -93,7 +93,7 @@ fn student_options(p: &Parts) -> StudentOptions {
         pseudo_labels_malicious_benign_per_round: student.extras.pseudo_labels.clone(),
         unlabelled_pool: p.plan.pool_rows.len(),
         label_cleaning: student.cleaning,
-        validation_labels_replaced: student.validation_labels_replaced,
+        validation_labels_known: student.validation_labels_known,
         threshold_scored_as_served: student.extras.served,
     }
 }

@@ -16,16 +16,25 @@ use crate::rundir::RunDir;
 pub struct QueryPlan {
     /// Each distinct public request once (record indices).
     pub distinct_public: Vec<usize>,
-    /// The draw over `distinct_public` (indices into it), queries first.
+    /// The draw over `distinct_public` (indices into it): the queries first, then the requests
+    /// of the draw's first part that `validation_known` labels, then the rest.
     pub query_order: Vec<usize>,
-    /// The queries (record indices): the first `student.queries` of the draw.
+    /// The queries (record indices): the first `student.queries` of the draw that the
+    /// validation samples do not label (with `student.validation_labels`; else simply the first).
     pub query_rows: Vec<usize>,
-    /// The unlabelled public pool for self-training: every distinct public request not queried.
+    /// The unlabelled public pool for self-training: every distinct public request neither
+    /// queried nor labelled by the validation samples.
     pub pool_rows: Vec<usize>,
     /// How many distinct student-validation requests there are.
     pub distinct_validation: usize,
     /// The student's validation samples (record indices).
     pub validation_rows: Vec<usize>,
+    /// `student.validation_labels`: the requests the draw reached before its last query that the
+    /// validation samples hold (positions in `validation_rows`): never asked, the student trains
+    /// on them with the validation label. Empty when off.
+    pub validation_known: Vec<usize>,
+    /// Traffic weight (public copies, capped) of each `validation_known` request.
+    pub validation_known_copies: Vec<usize>,
     /// Copies in the public split of each `distinct_public` request.
     pub public_multiplicity: Vec<usize>,
     /// Traffic weight (copies, capped by `student.multiplicity_cap`) of each query.
@@ -141,28 +150,8 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         ));
     }
     let public_multiplicity = pipeline::multiplicities(records, &splits.public);
-    let mut query_rng = rng.stream("queries");
-    let query_order: Vec<usize> = match student.query_selection {
-        QuerySelection::Distinct => pipeline::shuffled(distinct_public.len(), &mut query_rng),
-        QuerySelection::Traffic => {
-            pipeline::weighted_sample(&public_multiplicity, distinct_public.len(), &mut query_rng)
-        }
-        QuerySelection::Head => pipeline::head_then_uniform(
-            &public_multiplicity,
-            (student.head_share * student.queries as f64).round() as usize,
-            &mut query_rng,
-        ),
-    };
-    let query_rows: Vec<usize> = query_order
-        .iter()
-        .take(student.queries)
-        .map(|&i| distinct_public[i])
-        .collect();
-    let pool_rows: Vec<usize> = query_order
-        .iter()
-        .skip(student.queries)
-        .map(|&i| distinct_public[i])
-        .collect();
+    // The validation samples first (their own stream): with `student.validation_labels` the
+    // draw's requests they hold are labelled by them instead of asked.
     let distinct_validation = pipeline::distinct(records, &splits.student_validation);
     let validation_order: Vec<usize> = pipeline::shuffled(
         distinct_validation.len(),
@@ -175,12 +164,65 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .iter()
         .map(|&i| distinct_validation[i])
         .collect();
+    let mut query_rng = rng.stream("queries");
+    let draw: Vec<usize> = match student.query_selection {
+        QuerySelection::Distinct => pipeline::shuffled(distinct_public.len(), &mut query_rng),
+        QuerySelection::Traffic => {
+            pipeline::weighted_sample(&public_multiplicity, distinct_public.len(), &mut query_rng)
+        }
+        QuerySelection::Head => pipeline::head_then_uniform(
+            &public_multiplicity,
+            (student.head_share * student.queries as f64).round() as usize,
+            &mut query_rng,
+        ),
+    };
+    let validation_position: std::collections::HashMap<[u8; 32], usize> =
+        if student.validation_labels {
+            validation_rows
+                .iter()
+                .enumerate()
+                .map(|(position, &i)| (record_key(&records[i]), position))
+                .collect()
+        } else {
+            std::collections::HashMap::new()
+        };
+    let DrawnQueries {
+        order: query_order,
+        asked,
+        known: validation_known,
+    } = ask_unknown(&draw, student.queries, |i| {
+        validation_position
+            .get(&record_key(&records[distinct_public[i]]))
+            .copied()
+    });
+    if asked < student.queries {
+        return Err(Error::key(
+            "student.queries",
+            format!(
+                "{} queries asked but the public split has only {asked} distinct requests the \
+                 validation split does not label (student.validation_labels)",
+                student.queries
+            ),
+        ));
+    }
+    let skipped = asked + validation_known.len();
+    let query_rows: Vec<usize> = query_order[..asked]
+        .iter()
+        .map(|&i| distinct_public[i])
+        .collect();
+    let pool_rows: Vec<usize> = query_order[skipped..]
+        .iter()
+        .map(|&i| distinct_public[i])
+        .collect();
     // Traffic weights (student.multiplicity_cap): copies of each answered query / validation row.
     let validation_multiplicity = pipeline::multiplicities(records, &splits.student_validation);
     let cap = student.multiplicity_cap.unwrap_or(1);
-    let query_copies: Vec<usize> = query_order
+    let query_copies: Vec<usize> = query_order[..asked]
         .iter()
-        .take(student.queries)
+        .map(|&i| public_multiplicity[i].min(cap))
+        .collect();
+    let validation_known_copies: Vec<usize> = query_order[asked..skipped]
+        .iter()
         .map(|&i| public_multiplicity[i].min(cap))
         .collect();
     let validation_copies: Vec<usize> = validation_order
@@ -198,11 +240,54 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         pool_rows,
         distinct_validation: distinct_validation.len(),
         validation_rows,
+        validation_known,
+        validation_known_copies,
         public_multiplicity,
         query_copies,
         validation_copies,
         validation_traffic,
     })
+}
+
+/// A draw split by [`ask_unknown`].
+#[derive(Debug, PartialEq)]
+struct DrawnQueries {
+    /// The draw reordered: the asked requests, then the known ones, then the rest.
+    order: Vec<usize>,
+    /// How many are asked (at most `queries`).
+    asked: usize,
+    /// Each known request's label source (what `known` returned), in draw order.
+    known: Vec<usize>,
+}
+
+/// Walks `draw` until `queries` requests are to be asked: a request `known` returns a label
+/// source for is not asked (no privacy spent on what public data already says) and the walk goes
+/// on past it.
+fn ask_unknown(
+    draw: &[usize],
+    queries: usize,
+    known: impl Fn(usize) -> Option<usize>,
+) -> DrawnQueries {
+    let (mut asked, mut known_draws, mut sources, mut rest) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &i in draw {
+        if asked.len() == queries {
+            rest.push(i);
+        } else if let Some(source) = known(i) {
+            known_draws.push(i);
+            sources.push(source);
+        } else {
+            asked.push(i);
+        }
+    }
+    let n = asked.len();
+    asked.extend(known_draws);
+    asked.extend(rest);
+    DrawnQueries {
+        order: asked,
+        asked: n,
+        known: sources,
+    }
 }
 
 /// Writes `splits.json`: the method, the counts and the line of every request in each role.
@@ -605,4 +690,32 @@ pub fn head_then_uniform(
     tail.clear();
     order.extend(shuffled_tail);
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `student.validation_labels`: a drawn request the validation samples hold is not asked
+    /// and the walk goes on past it, so that as many queries are asked as without; known
+    /// requests after the last query stay in the rest (the unlabelled pool).
+    #[test]
+    fn known_requests_are_not_asked_and_the_draw_goes_on() {
+        // Draw 0..8; requests 1, 2 and 6 are known (label sources 10, 20, 60).
+        let known = |i: usize| [1, 2, 6].contains(&i).then_some(i * 10);
+        let drawn = ask_unknown(&[0, 1, 2, 3, 4, 5, 6, 7], 3, known);
+        assert_eq!(
+            drawn,
+            DrawnQueries {
+                order: vec![0, 3, 4, 1, 2, 5, 6, 7],
+                asked: 3,
+                known: vec![10, 20],
+            }
+        );
+        // Nothing known: the draw as it was.
+        let plain = ask_unknown(&[4, 2, 0], 2, |_| None);
+        assert_eq!((plain.order, plain.asked), (vec![4, 2, 0], 2));
+        // Too few unknown requests: fewer asked, the caller refuses.
+        assert_eq!(ask_unknown(&[1, 2, 3], 2, known).asked, 1);
+    }
 }

@@ -26,43 +26,9 @@ pub struct Student {
     pub public_examples: usize,
     /// What label cleaning left out (`student.label_cleaning`; None when off).
     pub cleaning: Option<CleaningReport>,
-    /// Answered labels replaced by the validation split's (`student.validation_labels`; None
-    /// when off).
-    pub validation_labels_replaced: Option<usize>,
-}
-
-/// `student.validation_labels`: the answered `labels` (one per `query_rows`, indices into
-/// `records`), each replaced by the label of the same request (record key) in `validation_rows`
-/// where the validation split holds it; returns them and how many changed.
-pub fn take_validation_labels(
-    records: &[datasets::Record],
-    validation_rows: &[usize],
-    query_rows: &[usize],
-    labels: &[Option<bool>],
-) -> (Vec<Option<bool>>, usize) {
-    let known: std::collections::HashMap<[u8; 32], bool> = validation_rows
-        .iter()
-        .filter_map(|&i| {
-            let r = &records[i];
-            r.label
-                .map(|l| (pipeline::record_key(r), l == datasets::Label::Malicious))
-        })
-        .collect();
-    let mut replaced = 0;
-    let out = labels
-        .iter()
-        .zip(query_rows)
-        .map(
-            |(&label, &q)| match (label, known.get(&pipeline::record_key(&records[q]))) {
-                (Some(noisy), Some(&known)) => {
-                    replaced += usize::from(noisy != known);
-                    Some(known)
-                }
-                (label, _) => label,
-            },
-        )
-        .collect();
-    (out, replaced)
+    /// Drawn requests labelled by the validation split instead of asked
+    /// (`student.validation_labels`; None when off).
+    pub validation_labels_known: Option<usize>,
 }
 
 /// The answered labels [`pipeline::clean_labels`] left out of the student's training.
@@ -314,21 +280,15 @@ pub fn run(
     }
     // The mechanism's own labels are what the agreement diagnostic measures.
     let label_agreement = label_agreement(labels, &features.queries_y);
-    let (validation_labelled, validation_labels_replaced) = if config.student.validation_labels {
-        let (l, replaced) = take_validation_labels(
-            &data.records,
-            &plan.validation_rows,
-            &plan.query_rows,
-            labels,
-        );
+    let validation_labels_known = config
+        .student
+        .validation_labels
+        .then_some(plan.validation_known.len());
+    if let Some(known) = validation_labels_known {
         tracing::info!(
-            "student: {replaced} answered labels replaced by the validation split's label of the same request"
+            "student: {known} drawn requests labelled by the validation split, not asked"
         );
-        (Some(l), Some(replaced))
-    } else {
-        (None, None)
-    };
-    let labels: &[Option<bool>] = validation_labelled.as_deref().unwrap_or(labels);
+    }
     super::banner(
         &format!(
             "student on {} answered queries (original features)",
@@ -410,6 +370,11 @@ pub fn run(
             )
         }
     };
+    // `student.validation_labels`: the drawn requests the validation split labels, never asked,
+    // train with that label (public labelled data in place of a released label).
+    if !plan.validation_known.is_empty() {
+        train = concat(train, features.validation.select(&plan.validation_known))?;
+    }
     let examples = public_examples(config, data, plan, features, &benign_answered, &env.rng)?;
     let public_examples = examples.as_ref().map_or(0, |e| e.train.y.len());
     let mut validation = features.validation.clone();
@@ -431,6 +396,7 @@ pub fn run(
             trained
                 .iter()
                 .map(|&i| plan.query_copies[i])
+                .chain(plan.validation_known_copies.iter().copied())
                 .chain(std::iter::repeat_n(1, public_examples))
                 .collect::<Vec<_>>(),
             plan.validation_copies
@@ -520,7 +486,7 @@ pub fn run(
         label_agreement,
         public_examples,
         cleaning,
-        validation_labels_replaced,
+        validation_labels_known,
     })
 }
 
@@ -807,32 +773,6 @@ mod tests {
             label: None,
             line: 1,
         }
-    }
-
-    /// `student.validation_labels`: an answered query takes the validation split's label of the
-    /// same request (a frequent page published malicious by the noise is put right); queries the
-    /// validation split does not hold, and unanswered ones, keep theirs.
-    #[test]
-    fn answered_labels_take_the_validation_label_of_the_same_request() {
-        let labelled = |target: &str, label: datasets::Label| datasets::Record {
-            label: Some(label),
-            ..record(target, None)
-        };
-        use datasets::Label::{Benign, Malicious};
-        let records = vec![
-            labelled("/index.jsp", Benign),      // 0: validation
-            labelled("/a.jsp?id=1'", Malicious), // 1: validation
-            labelled("/index.jsp", Benign),      // 2: query, same request as 0
-            labelled("/a.jsp?id=1'", Malicious), // 3: query, same request as 1
-            labelled("/b.jsp", Benign),          // 4: query, not in validation
-            labelled("/index.jsp", Benign),      // 5: query, unanswered
-        ];
-        let noisy = [Some(true), Some(true), Some(true), None];
-        let (labels, replaced) = take_validation_labels(&records, &[0, 1], &[2, 3, 4, 5], &noisy);
-        assert_eq!(labels, [Some(false), Some(true), Some(true), None]);
-        assert_eq!(replaced, 1);
-        let (same, none) = take_validation_labels(&records, &[], &[2, 3, 4, 5], &noisy);
-        assert_eq!((same.as_slice(), none), (noisy.as_slice(), 0));
     }
 
     /// Served scores are the highest window's score of each request, windows scored in one batch
