@@ -16,6 +16,8 @@
 #   --proxy-name N  the proxy row's name (default pate-proxy; DIR/N.json)
 #   --proxy-threshold T  the proxy's `threshold:` override (default: the bundle's); the row is
 #                   named N-tT
+#   --no-format-checks  the proxy with `format_checks: false` (content alone scored, not the
+#                   site's rare/unseen/odd formats); the row is named N-nofc
 #   --data FILE     the values replayed (HttpParamsDataset CSV; default payload_test.csv, with
 #                   --calibrate payload_train.csv)
 #   --fit           also the query-fit and form-fit placements (replay.py --fit-to CSIC's normal
@@ -34,7 +36,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 LEVELS="1 2"; PROXY_BUNDLE=""; PER_CLASS=200; SEED=1; OUT=results/placements; KEEP=0
-PROXY_THRESHOLD=""; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""; FIT=()
+PROXY_THRESHOLD=""; FORMAT_CHECKS=true; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""; FIT=()
 while [ $# -gt 0 ]; do
   case $1 in
     --levels) LEVELS=$2; shift 2;;
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift;;
     --proxy-threshold) PROXY_THRESHOLD=$2; shift 2;;
     --proxy-name) PROXY_NAME=$2; shift 2;;
+    --no-format-checks) FORMAT_CHECKS=false; shift;;
     --calibrate) CALIBRATE=1; LEVELS=""; shift;;
     --data) DATA=$2; shift 2;;
     --fit) FIT=(--fit-to ../shared/datasets/csic2010/normalTrafficTraining.txt); shift;;
@@ -92,6 +95,7 @@ bundle: "$BUNDLE_ABS"
 mode: block
 audit_log: "$WORK/proxy-audit.jsonl"
 grace_period_seconds: 1
+format_checks: $FORMAT_CHECKS
 YAML
   if [ "$CALIBRATE" = 1 ]; then
     printf 'threshold: 0.0\n' >> "$WORK/proxy.yaml"; sed -i 's/^mode: block$/mode: detect/' "$WORK/proxy.yaml"
@@ -115,8 +119,9 @@ YAML
     python3 bench/placements/calibrate.py "$OUT/calibrate-$VERSION.json"
     exit 0
   fi
-  NAME=$PROXY_NAME${PROXY_THRESHOLD:+-t$PROXY_THRESHOLD}
-  replay "$NAME" "127.0.0.1:$PX_PORT" "pate-proxy (block, bundle $VERSION${PROXY_THRESHOLD:+, threshold $PROXY_THRESHOLD})"
+  NOFC=""; [ "$FORMAT_CHECKS" = false ] && NOFC=-nofc
+  NAME=$PROXY_NAME${PROXY_THRESHOLD:+-t$PROXY_THRESHOLD}$NOFC
+  replay "$NAME" "127.0.0.1:$PX_PORT" "pate-proxy (block, bundle $VERSION${PROXY_THRESHOLD:+, threshold $PROXY_THRESHOLD}${NOFC:+, format checks off})"
   kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""
   stop_apache
 fi

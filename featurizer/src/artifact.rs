@@ -185,6 +185,25 @@ impl Featurizer {
         })
     }
 
+    /// This featurizer without the site's format checks: no `rare:*`, `unseen:path` or `odd:*`
+    /// feature (a parameter value, name, method or path that the public pool rarely or never has)
+    /// is emitted any more; every other feature is as before. Serving only (pate-proxy's
+    /// `format_checks: false`): the artifact and its content hash are unchanged, and a model
+    /// trained with these features scores on the rest. Why: they are a positive-security model
+    /// of the site, and a request shape the public pool does not cover (a new page or field) is
+    /// flagged however benign its content; where the operator knows the pool does not cover the
+    /// site, content alone is judged.
+    pub fn without_format_checks(mut self) -> Self {
+        self.rarity = None;
+        self
+    }
+
+    /// Whether the site's format checks are emitted (the artifact has a rarity table and
+    /// [`Featurizer::without_format_checks`] was not applied).
+    pub fn format_checks(&self) -> bool {
+        self.rarity.is_some()
+    }
+
     /// The settings it was fitted with.
     pub fn config(&self) -> &FeaturizerConfig {
         &self.content.config

@@ -205,3 +205,37 @@ fn parameter_features_combine_with_the_placement_view() {
     let back = Featurizer::from_json(&f.to_json()).unwrap();
     assert_eq!(back.transform(&tampered), v);
 }
+
+/// `without_format_checks` (pate-proxy's `format_checks: false`): a tampered parameter and a
+/// path the public pool never has no longer emit `rare:*` / `unseen:path` / `odd:*`, every other
+/// feature stays, and the artifact (its hash) is the same.
+#[test]
+fn without_format_checks_the_site_format_features_are_gone_and_the_rest_stays() {
+    let config = FeaturizerConfig {
+        odd_permille: vec![10, 50],
+        ..config()
+    };
+    let with = Featurizer::fit(config, corpus()).unwrap();
+    assert!(with.format_checks());
+    let hash = with.content_hash().to_string();
+    let without = with.clone().without_format_checks();
+    assert!(!without.format_checks());
+    assert_eq!(without.content_hash(), hash);
+    let is_format_check =
+        |t: &String| t.contains("rare:") || t.contains("unseen:") || t.contains("odd:");
+    for target in [
+        "/shop/buy.jsp?id=7&email=bob%40x%40y.com&cantidad=99",
+        "/shop/buy.jsp.bak?x=1",
+    ] {
+        let req = RequestParts::get(target);
+        let all = tokens_of(&with, &req);
+        assert!(all.iter().any(is_format_check), "{target}: {all:?}");
+        let rest: Vec<String> = all.into_iter().filter(|t| !is_format_check(t)).collect();
+        let mut left = tokens_of(&without, &req);
+        assert!(!left.iter().any(is_format_check), "{target}: {left:?}");
+        let mut rest_sorted = rest.clone();
+        rest_sorted.sort();
+        left.sort();
+        assert_eq!(left, rest_sorted, "{target}");
+    }
+}

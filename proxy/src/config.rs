@@ -315,6 +315,14 @@ pub struct Config {
     /// Threshold override; `null` uses the bundle's threshold.
     #[serde(default)]
     pub threshold: Option<f32>,
+    /// `true` (default): the featurizer emits the site's format checks — `rare:*`,
+    /// `unseen:path`, `odd:*`: a parameter value, name, method or path that the site's public
+    /// traffic rarely or never has. `false`: they are not emitted and content alone is scored
+    /// (n-grams, shapes, signatures), for a site whose public pool does not cover its requests
+    /// (new pages or fields are flagged however benign otherwise). Fewer of the tampering kind of
+    /// attack are caught then (EVALUATION.md, "Format checks off").
+    #[serde(default = "default_format_checks")]
+    pub format_checks: bool,
     /// `open` (default: forward) or `closed` (503) when scoring fails.
     #[serde(default = "default_on_error")]
     pub on_error: OnError,
@@ -405,6 +413,11 @@ pub struct Config {
 fn default_mode() -> Mode {
     Mode::Detect
 }
+
+fn default_format_checks() -> bool {
+    true
+}
+
 fn default_on_error() -> OnError {
     OnError::Open
 }
@@ -611,12 +624,17 @@ mod tests {
         assert!(c.trusted_forwarders.is_empty());
         assert_eq!(c.scorer, ScorerKind::Onnxruntime);
         assert_eq!(c.shadow_bundle, None);
+        assert!(
+            c.format_checks,
+            "the site's format checks are on by default"
+        );
         let c = Config::from_yaml(
-            &format!("{MINIMAL}shadow_bundle: \"runs/next/bundle\"\n"),
+            &format!("{MINIMAL}shadow_bundle: \"runs/next/bundle\"\nformat_checks: false\n"),
             Path::new("m.yaml"),
         )
         .unwrap();
         assert_eq!(c.shadow_bundle, Some(PathBuf::from("runs/next/bundle")));
+        assert!(!c.format_checks);
     }
 
     #[test]

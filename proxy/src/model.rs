@@ -122,6 +122,13 @@ const WARM_UP_TARGET: &[u8] = b"/index.jsp?id=1&name=warm-up";
 const SCORER_VS_ORT_TOLERANCE: f32 = 1e-5;
 
 impl ServingModel {
+    /// This model with its featurizer's site format checks off
+    /// ([`Featurizer::without_format_checks`]; the config's `format_checks: false`).
+    pub fn without_format_checks(mut self) -> Self {
+        self.featurizer = self.featurizer.without_format_checks();
+        self
+    }
+
     /// Loads `dir` with the default scorer, ONNX Runtime ([`ServingModel::load_with_scorer`]).
     pub fn load(
         dir: &Path,

@@ -1,7 +1,8 @@
 //! End-to-end with a trained bundle: `pate-trainer run --config configs/quick.yaml` on the
 //! in-repo sample, then `pate-proxy` (block mode) with its bundle in front of Apache. The proxy's
 //! verdict for every CSIC sample request equals `pate-trainer score` on the same bundle, and the
-//! scores it records agree.
+//! scores it records agree; with `format_checks: false` its verdicts equal `pate-trainer score
+//! --no-format-checks`.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -68,23 +69,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
     ] {
         let path = repo_root().join("data/sample").join(file);
         let records = datasets::load(datasets::Format::Csic, &path).unwrap();
-        let scored = Command::new(&trainer)
-            .args(["score", "--bundle"])
-            .arg(&bundle)
-            .arg("--input")
-            .arg(&path)
-            .args(["--format", "csic"])
-            .output()
-            .unwrap();
-        assert!(
-            scored.status.success(),
-            "{}",
-            String::from_utf8_lossy(&scored.stderr)
-        );
-        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&scored.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines = trainer_score(&trainer, &bundle, &path, &[]);
         assert_eq!(lines.len(), records.len());
         for (record, line) in records.iter().zip(&lines) {
             // Only what can go on an HTTP/1.1 request line verbatim.
@@ -157,6 +142,94 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             "{id}: proxy {proxy_score} vs trainer {trainer_score}"
         );
     }
+
+    // `format_checks: false`: a second proxy on the same bundle, without the site's format
+    // checks, gives `pate-trainer score --no-format-checks`'s verdict for every request, and the
+    // checks weighed in this bundle (quick.yaml has them): some requests score differently.
+    let off_dir = tmp.path().join("format-checks-off");
+    std::fs::create_dir_all(&off_dir).unwrap();
+    let off = Proxy::start(
+        &off_dir,
+        &proxy_config(
+            &ProxyPorts::free(),
+            apache.port,
+            &bundle,
+            "block",
+            &off_dir.join("audit.jsonl"),
+            "format_checks: false\n",
+        ),
+    );
+    let (mut compared, mut rescored) = (0usize, 0usize);
+    for file in [
+        "csic_anomalousTrafficTest_A_sample.txt",
+        "csic_normalTrafficTest_A_sample.txt",
+    ] {
+        let path = repo_root().join("data/sample").join(file);
+        let records = datasets::load(datasets::Format::Csic, &path).unwrap();
+        let with = trainer_score(&trainer, &bundle, &path, &[]);
+        let without = trainer_score(&trainer, &bundle, &path, &["--no-format-checks"]);
+        for ((record, on), line) in records.iter().zip(&with).zip(&without) {
+            if !record.target.iter().all(|b| (0x21..=0x7e).contains(b)) {
+                continue;
+            }
+            let score = line["score"].as_f64().unwrap();
+            rescored += usize::from((score - on["score"].as_f64().unwrap()).abs() > 1e-6);
+            let form = [("Content-Type", "application/x-www-form-urlencoded")];
+            let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
+            let target = String::from_utf8_lossy(&record.target).into_owned();
+            let r = http(
+                off.listen,
+                &record.method,
+                &target,
+                headers,
+                record.body.as_deref(),
+            )
+            .unwrap();
+            let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
+            let verdict = line["verdict"].as_str().unwrap();
+            assert!(
+                (score - threshold).abs() <= 1e-6 || blocked == (verdict == "block"),
+                "format checks off, {file} line {}: proxy answered {} but pate-trainer score \
+                 --no-format-checks says {verdict} ({score})",
+                record.line,
+                r.status
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, sent);
+    assert!(
+        rescored > 0,
+        "no request scored differently without the format checks"
+    );
+}
+
+/// `pate-trainer score --bundle BUNDLE --input PATH --format csic EXTRA...`: one JSON line per
+/// request.
+fn trainer_score(
+    trainer: &std::path::Path,
+    bundle: &std::path::Path,
+    path: &std::path::Path,
+    extra: &[&str],
+) -> Vec<serde_json::Value> {
+    let scored = Command::new(trainer)
+        .args(["score", "--bundle"])
+        .arg(bundle)
+        .arg("--input")
+        .arg(path)
+        .args(["--format", "csic"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        scored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&scored.stderr)
+    );
+    String::from_utf8_lossy(&scored.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The lines of `yaml` matching `grep -E 'data_dependent|private: *[0-9]|ensemble'` (the first).

@@ -55,6 +55,10 @@ pub struct Args {
     /// Override the bundle's threshold.
     #[arg(long)]
     pub threshold: Option<f32>,
+    /// Score without the featurizer's site format checks (`rare:*`, `unseen:path`, `odd:*`),
+    /// as pate-proxy does with `format_checks: false`.
+    #[arg(long)]
+    pub no_format_checks: bool,
     /// ONNX Runtime library (default: $ORT_DYLIB_PATH, else the path set at build time).
     #[arg(long, value_name = "FILE")]
     pub onnxruntime: Option<PathBuf>,
@@ -90,7 +94,10 @@ fn verdict(score: f32, threshold: f32) -> &'static str {
 
 /// Runs `pate-trainer score`.
 pub fn run(args: Args) -> Result<()> {
-    let bundle = Bundle::load(&args.bundle)?;
+    let mut bundle = Bundle::load(&args.bundle)?;
+    if args.no_format_checks {
+        bundle.featurizer = bundle.featurizer.without_format_checks();
+    }
     let threshold = args.threshold.unwrap_or(bundle.manifest.threshold);
     if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
         return Err(Error::FlagValue {
