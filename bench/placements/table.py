@@ -21,8 +21,10 @@ def main():
         return 1
     placements = list(runs[0][1]["results"])
     def label(n):
+        # run.sh names a row N[-tT][-nofc] (--proxy-threshold, --no-format-checks).
+        n, nofc = (n[: -len("-nofc")], ", format checks off") if n.endswith("-nofc") else (n, "")
         base, _, t = n.partition("-t")
-        return f"{base}, threshold {float(t):.6g}" if t else n
+        return (f"{base}, threshold {float(t):.6g}" if t else n) + nofc
 
     head = ("| placement (attacks / benign blocked) | "
             + " | ".join(label(n) for n, _ in runs) + " |")
