@@ -139,6 +139,9 @@ pub struct Route {
     pub exclude: bool,
     /// Mode for this route, overriding the global `mode`.
     pub mode: Option<Mode>,
+    /// The site's format checks for this route, overriding the global `format_checks` (e.g.
+    /// `false` under an API prefix the public pool does not cover).
+    pub format_checks: Option<bool>,
 }
 
 impl Route {
@@ -148,7 +151,8 @@ impl Route {
     }
 }
 
-/// A route as written in YAML (`path` or `prefix`, `exclude`, `mode`); checked into a [`Route`].
+/// A route as written in YAML (`path` or `prefix`, `exclude`, `mode`, `format_checks`); checked
+/// into a [`Route`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RouteYaml {
@@ -160,6 +164,8 @@ struct RouteYaml {
     exclude: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    format_checks: Option<bool>,
 }
 
 /// Reads an IP:port address; the error says what is expected (serde's own says only "invalid
@@ -206,11 +212,11 @@ pub enum RouteError {
     /// `mode: off` on a route.
     #[error("`mode: off` is global only; use `exclude: true` for a route")]
     ModeOff,
-    /// Both `exclude: true` and a `mode`.
-    #[error("`exclude: true` and `mode` exclude each other")]
+    /// Both `exclude: true` and a `mode` or `format_checks` (an excluded route is not scored).
+    #[error("`exclude: true` and `mode` / `format_checks` exclude each other")]
     ExcludeAndMode,
-    /// Neither `exclude: true` nor a `mode`.
-    #[error("expected `exclude: true` or a `mode`")]
+    /// Neither `exclude: true` nor a `mode` nor `format_checks`.
+    #[error("expected `exclude: true`, a `mode` or `format_checks`")]
     NoAction,
 }
 
@@ -229,16 +235,17 @@ impl TryFrom<RouteYaml> for Route {
         if raw.mode == Some(Mode::Off) {
             return Err(RouteError::ModeOff);
         }
-        if raw.exclude && raw.mode.is_some() {
+        if raw.exclude && (raw.mode.is_some() || raw.format_checks.is_some()) {
             return Err(RouteError::ExcludeAndMode);
         }
-        if !raw.exclude && raw.mode.is_none() {
+        if !raw.exclude && raw.mode.is_none() && raw.format_checks.is_none() {
             return Err(RouteError::NoAction);
         }
         Ok(Route {
             matches,
             exclude: raw.exclude,
             mode: raw.mode,
+            format_checks: raw.format_checks,
         })
     }
 }
@@ -254,6 +261,7 @@ impl From<Route> for RouteYaml {
             prefix,
             exclude: route.exclude,
             mode: route.mode,
+            format_checks: route.format_checks,
         }
     }
 }
@@ -320,7 +328,8 @@ pub struct Config {
     /// traffic rarely or never has. `false`: they are not emitted and content alone is scored
     /// (n-grams, shapes, signatures), for a site whose public pool does not cover its requests
     /// (new pages or fields are flagged however benign otherwise). Fewer of the tampering kind of
-    /// attack are caught then (EVALUATION.md, "Format checks off").
+    /// attack are caught then (EVALUATION.md, "Format checks off"). A route's `format_checks`
+    /// overrides it for its paths.
     #[serde(default = "default_format_checks")]
     pub format_checks: bool,
     /// `open` (default: forward) or `closed` (503) when scoring fails.
@@ -553,6 +562,14 @@ impl Config {
         }
         let path = normalize_path(path);
         self.routes.iter().find(|r| r.matches(&path))
+    }
+
+    /// Whether a request under `route` ([`Config::route_for`]) is scored with the site's format
+    /// checks: the route's `format_checks`, else the global one.
+    pub fn format_checks_for(&self, route: Option<&Route>) -> bool {
+        route
+            .and_then(|r| r.format_checks)
+            .unwrap_or(self.format_checks)
     }
 }
 
@@ -805,7 +822,14 @@ mod tests {
                 "  - path: \"/a\"\n    prefix: \"/b\"\n    exclude: true\n",
                 "exactly one of",
             ),
-            ("  - prefix: \"/a\"\n", "exclude: true` or a `mode"),
+            (
+                "  - prefix: \"/a\"\n",
+                "exclude: true`, a `mode` or `format_checks",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude: true\n    format_checks: false\n",
+                "exclude each other",
+            ),
             (
                 "  - prefix: \"/a\"\n    exclude: true\n    mode: block\n",
                 "exclude each other",
@@ -822,6 +846,31 @@ mod tests {
             assert!(err.contains("routes[0]"), "{routes:?}: {err}");
             assert!(err.contains(message), "{routes:?}: {err}");
         }
+    }
+
+    /// `format_checks` per route overrides the global one for the route's paths; a route may
+    /// carry it alone, and it round-trips.
+    #[test]
+    fn a_route_overrides_the_global_format_checks() {
+        let text = format!(
+            "{MINIMAL}routes:\n  - prefix: \"/api/\"\n    format_checks: false\n  - prefix: \"/admin/\"\n    mode: block\n"
+        );
+        let on = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
+        assert!(on.format_checks);
+        assert!(!on.format_checks_for(on.route_for("/api/orders")));
+        assert!(on.format_checks_for(on.route_for("/admin/x")));
+        assert!(on.format_checks_for(on.route_for("/shop")));
+        let back = serde_yaml::to_string(&on).unwrap();
+        assert_eq!(
+            Config::from_yaml(&back, Path::new("back.yaml")).unwrap(),
+            on
+        );
+        let text = format!(
+            "{MINIMAL}format_checks: false\nroutes:\n  - path: \"/login\"\n    format_checks: true\n"
+        );
+        let off = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
+        assert!(off.format_checks_for(off.route_for("/login")));
+        assert!(!off.format_checks_for(off.route_for("/shop")));
     }
 
     #[test]

@@ -54,6 +54,8 @@ struct Judgement<'a> {
     shadow: Option<&'a ShadowJudgement>,
     /// The placement that scored highest (scored requests at or above the threshold).
     placement: Option<&'static str>,
+    /// Whether the request was scored with the site's format checks (its route's setting).
+    format_checks: bool,
 }
 
 /// What reading the request body for scoring gave.
@@ -377,7 +379,9 @@ impl WafProxy {
         // for the few requests that are audited).
         let placement = judged
             .model
-            .map_or(featurizer::Placement::Request, |m| m.worst_placement(parts))
+            .map_or(featurizer::Placement::Request, |m| {
+                m.worst_placement(parts, judged.format_checks)
+            })
             .as_str();
         if scored.malicious {
             metrics
@@ -435,6 +439,7 @@ impl WafProxy {
                 reason: Some(reason),
                 shadow: None,
                 placement: None,
+                format_checks: true,
             },
         );
         respond(session, status, what, &ctx.request_id).await
@@ -454,6 +459,7 @@ impl WafProxy {
             reason,
             shadow,
             placement,
+            format_checks: _,
         } = judged;
         let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
@@ -577,6 +583,7 @@ impl ProxyHttp for WafProxy {
             return Ok(false);
         }
         let mode = route.and_then(|r| r.mode).unwrap_or(config.mode);
+        let format_checks = config.format_checks_for(route);
         let model = self.shared.model.get();
         // The featurizer reads headers and every body type only with `placements`.
         let whole_request = model
@@ -608,7 +615,7 @@ impl ProxyHttp for WafProxy {
             },
         };
         let scored = match model.as_deref() {
-            Some(m) => m.score(&parts),
+            Some(m) => m.score_checked(&parts, format_checks),
             None => Err(ProxyError::NoModel),
         };
         let verdict = match &scored {
@@ -617,7 +624,7 @@ impl ProxyHttp for WafProxy {
             Err(_) => Verdict::Error,
         };
         self.count(ctx, verdict);
-        let shadow = shadow::judge(&self.shared, &parts, verdict, mode);
+        let shadow = shadow::judge(&self.shared, &parts, verdict, mode, format_checks);
         match scored {
             Ok(scored) => {
                 let judged = Judgement {
@@ -627,6 +634,7 @@ impl ProxyHttp for WafProxy {
                     reason: None,
                     shadow: shadow.as_ref(),
                     placement: None,
+                    format_checks,
                 };
                 self.observe_scored(ctx, session, &parts, verdict, whole_request, judged);
                 // A block is always audited (observe_scored returns early only for an allow).
@@ -650,6 +658,7 @@ impl ProxyHttp for WafProxy {
                     reason: None,
                     shadow: shadow.as_ref(),
                     placement: None,
+                    format_checks,
                 };
                 self.audit_scoring_error(ctx, session, &parts, &e, judged);
                 match config.on_error {

@@ -34,6 +34,10 @@ pub struct ServingModel {
     pub dir: PathBuf,
     /// The featurizer the student was trained with (from the bundle).
     pub featurizer: Featurizer,
+    /// The same without the site's format checks ([`Featurizer::without_format_checks`]), for
+    /// `format_checks: false` (global or a route's); `None` when the bundle's featurizer has no
+    /// format checks to leave out.
+    content_only: Option<Featurizer>,
     /// Threshold in force: the configuration's override, else the bundle's.
     pub threshold: f32,
     /// The bundle's threshold (for `pate-trainer score` parity and the logs).
@@ -122,13 +126,6 @@ const WARM_UP_TARGET: &[u8] = b"/index.jsp?id=1&name=warm-up";
 const SCORER_VS_ORT_TOLERANCE: f32 = 1e-5;
 
 impl ServingModel {
-    /// This model with its featurizer's site format checks off
-    /// ([`Featurizer::without_format_checks`]; the config's `format_checks: false`).
-    pub fn without_format_checks(mut self) -> Self {
-        self.featurizer = self.featurizer.without_format_checks();
-        self
-    }
-
     /// Loads `dir` with the default scorer, ONNX Runtime ([`ServingModel::load_with_scorer`]).
     pub fn load(
         dir: &Path,
@@ -212,6 +209,10 @@ impl ServingModel {
             delta: privacy.delta,
             mechanism: privacy.mechanism,
             files: bundle.manifest.files.clone(),
+            content_only: bundle
+                .featurizer
+                .format_checks()
+                .then(|| bundle.featurizer.clone().without_format_checks()),
             featurizer: bundle.featurizer,
             network,
         };
@@ -317,8 +318,29 @@ impl ServingModel {
     /// `pate-trainer score` calls too: with the featurizer's `placements`, every window of the
     /// request is scored and the highest score is the request's (no tail bypass).
     pub fn score(&self, req: &RequestParts) -> Result<Scored, ProxyError> {
+        self.score_checked(req, true)
+    }
+
+    /// The featurizer that scores with (`format_checks`) or without the site's format checks.
+    fn featurizer_for(&self, format_checks: bool) -> &Featurizer {
+        match &self.content_only {
+            Some(content_only) if !format_checks => content_only,
+            _ => &self.featurizer,
+        }
+    }
+
+    /// [`ServingModel::score`] with the site's format checks (`rare:*`, `unseen:path`, `odd:*`)
+    /// or, `format_checks` false, content alone (the config's `format_checks`, global or per
+    /// route).
+    pub fn score_checked(
+        &self,
+        req: &RequestParts,
+        format_checks: bool,
+    ) -> Result<Scored, ProxyError> {
         let started = Instant::now();
-        let scored = score_request(&self.featurizer, req, |v| self.score_vector(v))?;
+        let scored = score_request(self.featurizer_for(format_checks), req, |v| {
+            self.score_vector(v)
+        })?;
         Ok(Scored {
             score: scored.score,
             malicious: is_block(scored.score, self.threshold),
@@ -342,14 +364,15 @@ impl ServingModel {
     /// The placement whose parts alone score highest ([`Featurizer::placement_vectors`]), for
     /// audit lines and the `placement` metric label; [`Placement::Request`] for a featurizer
     /// without `placements`. Only called for requests at or above the threshold.
-    pub fn worst_placement(&self, req: &RequestParts) -> Placement {
-        if self.featurizer.config().placements.is_none() {
+    pub fn worst_placement(&self, req: &RequestParts, format_checks: bool) -> Placement {
+        let featurizer = self.featurizer_for(format_checks);
+        if featurizer.config().placements.is_none() {
             // One vector, the request's: nothing to compare (it was featurized and scored a
             // second time for every audited request before).
             return Placement::Request;
         }
         let mut best = (f32::NEG_INFINITY, Placement::Request);
-        for (placement, v) in self.featurizer.placement_vectors(req) {
+        for (placement, v) in featurizer.placement_vectors(req) {
             if let Ok(score) = self.score_vector(&v) {
                 if score > best.0 {
                     best = (score, placement);

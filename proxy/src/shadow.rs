@@ -38,16 +38,18 @@ pub fn malicious_verdict(mode: Mode) -> Verdict {
     }
 }
 
-/// Scores `parts` with the shadow model, if one is loaded, and counts the pair (`active`, the
-/// shadow's verdict). `None` when no shadow is loaded.
+/// Scores `parts` with the shadow model, if one is loaded (with or without the site's format
+/// checks, as the active model was), and counts the pair (`active`, the shadow's verdict).
+/// `None` when no shadow is loaded.
 pub fn judge(
     shared: &Shared,
     parts: &RequestParts<'_>,
     active: Verdict,
     mode: Mode,
+    format_checks: bool,
 ) -> Option<ShadowJudgement> {
     let model = shared.shadow.get()?;
-    let (verdict, score) = match model.score(parts) {
+    let (verdict, score) = match model.score_checked(parts, format_checks) {
         Ok(scored) => {
             shared.metrics.shadow_score.observe(f64::from(scored.score));
             let verdict = if scored.malicious {

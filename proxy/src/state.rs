@@ -135,22 +135,14 @@ impl Shared {
             .clone()
     }
 
-    /// Loads `dir` with the configured threshold override, sessions, scorer and format checks:
-    /// the same for the active and the shadow bundle, so that the shadow's verdicts are the ones
-    /// it would give once promoted.
+    /// Loads `dir` with the configured threshold override, sessions and scorer: the same for the
+    /// active and the shadow bundle, so that the shadow's verdicts are the ones it would give
+    /// once promoted.
     fn loader(&self, dir: PathBuf) -> impl FnOnce() -> Result<ServingModel, ProxyError> {
         let threshold = self.config.threshold;
         let sessions = self.config.threads;
         let scorer = self.config.scorer;
-        let format_checks = self.config.format_checks;
-        move || {
-            let model = ServingModel::load_with_scorer(&dir, threshold, sessions, scorer)?;
-            Ok(if format_checks {
-                model
-            } else {
-                model.without_format_checks()
-            })
-        }
+        move || ServingModel::load_with_scorer(&dir, threshold, sessions, scorer)
     }
 
     /// Loads the configured bundles synchronously and swaps them in (start-up path). The

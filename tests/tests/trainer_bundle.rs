@@ -1,8 +1,8 @@
 //! End-to-end with a trained bundle: `pate-trainer run --config configs/quick.yaml` on the
 //! in-repo sample, then `pate-proxy` (block mode) with its bundle in front of Apache. The proxy's
 //! verdict for every CSIC sample request equals `pate-trainer score` on the same bundle, and the
-//! scores it records agree; with `format_checks: false` its verdicts equal `pate-trainer score
-//! --no-format-checks`.
+//! scores it records agree; with `format_checks: false` (globally, or on a route) its verdicts
+//! equal `pate-trainer score --no-format-checks`.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -143,65 +143,83 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         );
     }
 
-    // `format_checks: false`: a second proxy on the same bundle, without the site's format
-    // checks, gives `pate-trainer score --no-format-checks`'s verdict for every request, and the
-    // checks weighed in this bundle (quick.yaml has them): some requests score differently.
-    let off_dir = tmp.path().join("format-checks-off");
-    std::fs::create_dir_all(&off_dir).unwrap();
-    let off = Proxy::start(
-        &off_dir,
-        &proxy_config(
-            &ProxyPorts::free(),
-            apache.port,
-            &bundle,
-            "block",
-            &off_dir.join("audit.jsonl"),
-            "format_checks: false\n",
-        ),
-    );
-    let (mut compared, mut rescored) = (0usize, 0usize);
-    for file in [
+    // `format_checks: false`, globally and as a route's override of the global `true`: a proxy
+    // on the same bundle without the site's format checks gives `pate-trainer score
+    // --no-format-checks`'s verdict for every request, and the checks weigh in this bundle
+    // (quick.yaml has them): some verdicts differ with and without them.
+    let scores: Vec<(
+        Vec<datasets::Record>,
+        Vec<serde_json::Value>,
+        Vec<serde_json::Value>,
+    )> = [
         "csic_anomalousTrafficTest_A_sample.txt",
         "csic_normalTrafficTest_A_sample.txt",
-    ] {
+    ]
+    .iter()
+    .map(|file| {
         let path = repo_root().join("data/sample").join(file);
-        let records = datasets::load(datasets::Format::Csic, &path).unwrap();
-        let with = trainer_score(&trainer, &bundle, &path, &[]);
-        let without = trainer_score(&trainer, &bundle, &path, &["--no-format-checks"]);
-        for ((record, on), line) in records.iter().zip(&with).zip(&without) {
-            if !record.target.iter().all(|b| (0x21..=0x7e).contains(b)) {
-                continue;
+        (
+            datasets::load(datasets::Format::Csic, &path).unwrap(),
+            trainer_score(&trainer, &bundle, &path, &[]),
+            trainer_score(&trainer, &bundle, &path, &["--no-format-checks"]),
+        )
+    })
+    .collect();
+    for (name, extra) in [
+        ("global", "format_checks: false\n"),
+        (
+            "route",
+            "format_checks: true\nroutes:\n  - prefix: \"/\"\n    format_checks: false\n",
+        ),
+    ] {
+        let dir = tmp.path().join(format!("format-checks-off-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let off = Proxy::start(
+            &dir,
+            &proxy_config(
+                &ProxyPorts::free(),
+                apache.port,
+                &bundle,
+                "block",
+                &dir.join("audit.jsonl"),
+                extra,
+            ),
+        );
+        let (mut compared, mut flipped) = (0usize, 0usize);
+        for (records, with, without) in &scores {
+            for ((record, on), line) in records.iter().zip(with).zip(without) {
+                if !record.target.iter().all(|b| (0x21..=0x7e).contains(b)) {
+                    continue;
+                }
+                let score = line["score"].as_f64().unwrap();
+                flipped += usize::from(on["verdict"] != line["verdict"]);
+                let form = [("Content-Type", "application/x-www-form-urlencoded")];
+                let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
+                let target = String::from_utf8_lossy(&record.target).into_owned();
+                let r = http(
+                    off.listen,
+                    &record.method,
+                    &target,
+                    headers,
+                    record.body.as_deref(),
+                )
+                .unwrap();
+                let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
+                let verdict = line["verdict"].as_str().unwrap();
+                assert!(
+                    (score - threshold).abs() <= 1e-6 || blocked == (verdict == "block"),
+                    "format checks off ({name}), line {}: proxy answered {} but pate-trainer \
+                     score --no-format-checks says {verdict} ({score})",
+                    record.line,
+                    r.status
+                );
+                compared += 1;
             }
-            let score = line["score"].as_f64().unwrap();
-            rescored += usize::from((score - on["score"].as_f64().unwrap()).abs() > 1e-6);
-            let form = [("Content-Type", "application/x-www-form-urlencoded")];
-            let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
-            let target = String::from_utf8_lossy(&record.target).into_owned();
-            let r = http(
-                off.listen,
-                &record.method,
-                &target,
-                headers,
-                record.body.as_deref(),
-            )
-            .unwrap();
-            let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
-            let verdict = line["verdict"].as_str().unwrap();
-            assert!(
-                (score - threshold).abs() <= 1e-6 || blocked == (verdict == "block"),
-                "format checks off, {file} line {}: proxy answered {} but pate-trainer score \
-                 --no-format-checks says {verdict} ({score})",
-                record.line,
-                r.status
-            );
-            compared += 1;
         }
+        assert_eq!(compared, sent, "{name}");
+        // Some verdicts differ without the checks, so a proxy that kept them would fail above.
+        assert!(flipped > 0, "no verdict differs without the format checks");
     }
-    assert_eq!(compared, sent);
-    assert!(
-        rescored > 0,
-        "no request scored differently without the format checks"
-    );
 }
 
 /// `pate-trainer score --bundle BUNDLE --input PATH --format csic EXTRA...`: one JSON line per
