@@ -551,6 +551,15 @@ pub struct PublicExamplesConfig {
     /// tampering or a parameter name the page never receives; public knowledge, no ε). 0: none.
     #[serde(default)]
     pub tamperings: f64,
+    /// Also train on a copy of each example that carries a public attack value or a benign
+    /// value (not the tampered ones), featurized without the site's format checks
+    /// ([`featurizer::Featurizer::without_format_checks`]), same label. Why: with the checks the
+    /// sparse student explains a placed attack by `odd:*` / `rare:*` and leaves its content's
+    /// features unweighted, so pate-proxy's `format_checks: false` let through injections the
+    /// student was trained on (`; /bin/sleep 31 ;`, `1 and 7533=7533#`). A tampered request has
+    /// nothing but its format to tell it, so it gets no copy. Off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content_only_copies: bool,
 }
 
 impl Default for StudentConfig {

@@ -736,9 +736,36 @@ pub fn synthesize(
     user_agents: &[String],
     rng: &mut impl Rng,
 ) -> Vec<Record> {
+    synthesize_tagged(
+        templates,
+        benign_templates,
+        malicious,
+        count,
+        benign_spots,
+        tamperings,
+        user_agents,
+        rng,
+    )
+    .0
+}
+
+/// [`synthesize`], and per example whether it is a tampered request (`tamperings`) rather than
+/// one carrying a value.
+#[allow(clippy::too_many_arguments)]
+pub fn synthesize_tagged(
+    templates: &[&Record],
+    benign_templates: &[&Record],
+    malicious: &[Vec<u8>],
+    count: usize,
+    benign_spots: BenignSpots,
+    tamperings: f64,
+    user_agents: &[String],
+    rng: &mut impl Rng,
+) -> (Vec<Record>, Vec<bool>) {
     let mut out = Vec::with_capacity(count);
+    let mut tampered = Vec::with_capacity(count);
     if templates.is_empty() || malicious.is_empty() {
-        return out;
+        return (out, tampered);
     }
     let benign = benign_spots.spots();
     for k in 0..count {
@@ -752,6 +779,7 @@ pub fn synthesize(
             let template = benign_templates[rng.random_range(0..benign_templates.len())];
             let value = own_value(template, rng);
             out.push(place(template, &value, spot, encode, Label::Benign, rng));
+            tampered.push(false);
         } else if tamperings > 0.0
             && !benign_templates.is_empty()
             && rng.random_range(0.0..1.0) < tamperings
@@ -759,10 +787,12 @@ pub fn synthesize(
             // Drawn only with tamperings, so that runs without are as before.
             let template = benign_templates[rng.random_range(0..benign_templates.len())];
             out.push(tamper(template, rng));
+            tampered.push(true);
         } else {
             let value = &malicious[rng.random_range(0..malicious.len())];
             let template = templates[rng.random_range(0..templates.len())];
             out.push(place(template, value, spot, encode, Label::Malicious, rng));
+            tampered.push(false);
         }
         // Draws only with a User-Agent list, so that runs without one are as before.
         if !user_agents.is_empty() && rng.random_range(0..2) == 0 {
@@ -771,5 +801,5 @@ pub fn synthesize(
             dress_as_browser(last, ua, spot == Spot::UserAgent, rng);
         }
     }
-    out
+    (out, tampered)
 }

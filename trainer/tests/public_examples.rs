@@ -5,8 +5,8 @@ use featurizer::placement::split_request;
 use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
 use trainer::public_examples::{
-    dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, PLACEMENTS,
-    TAMPERED_METHODS,
+    dress_as_browser, load_user_agents, place, synthesize, synthesize_tagged, BenignSpots, Spot,
+    PLACEMENTS, TAMPERED_METHODS,
 };
 
 mod common;
@@ -432,6 +432,62 @@ fn the_placed_examples_get_their_own_false_positive_budget() {
     assert_eq!(chosen, site.max(placed), "{budgets}\n{chosen_line}");
 }
 
+/// `content_only_copies`: the student also trains on a copy of every example that is not a
+/// tampered request, featurized without the site's format checks — when the featurizer has
+/// format checks (a rarity table); without one there is nothing to leave out and no copy.
+#[test]
+fn content_only_copies_add_the_untampered_examples_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = common::repo().join("data/sample");
+    let s = |f: &str| sample.join(f).display().to_string();
+    let public_examples = |name: &str, featurizer: &str, copies: bool| -> usize {
+        let config = format!(
+            "seed: 3\ndevice: cpu\nthreads: 1\nsplit:\n\
+             \x20 simulate_from:\n\
+             \x20   - {{path: {n1}, format: csic, label: benign}}\n\
+             \x20   - {{path: {n2}, format: csic, label: benign}}\n\
+             \x20   - {{path: {a}, format: csic, label: malicious}}\n\
+             \x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
+             featurizer: {{config: {featurizer}}}\n\
+             teachers: {{count: 10, training: {{hidden: [16], max_epochs: 20, patience: 3}}}}\n\
+             student: {{queries: 200, training: {{hidden: [16], max_epochs: 20, patience: 3}}, \
+             public_examples: {{count: 200, tamperings: 0.5, content_only_copies: {copies}, \
+             files: [{{path: {a}, format: csic, label: malicious}}]}}}}\n\
+             privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
+            n1 = s("csic_normalTrafficTraining_sample.txt"),
+            n2 = s("csic_normalTrafficTest_A_sample.txt"),
+            a = s("csic_anomalousTrafficTest_A_sample.txt"),
+        );
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, config).unwrap();
+        let out = common::trainer()
+            .args(["run", "-q", "--config"])
+            .arg(&path)
+            .arg("--out")
+            .arg(dir.path().join(name))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(name).join("report.json")).unwrap(),
+        )
+        .unwrap();
+        report["public_examples"].as_u64().unwrap() as usize
+    };
+    let checked = "{top_k: 300, value_shapes: true, params: true, rarity_min_count: 3, \
+                   odd_permille: [10, 50], placements: {}}";
+    assert_eq!(public_examples("plain", checked, false), 200);
+    // 100 benign, about 50 placed attacks and 50 tampered requests: about 150 copies.
+    let copied = public_examples("copies", checked, true) - 200;
+    assert!((110..=190).contains(&copied), "{copied} copies");
+    let unchecked = "{top_k: 300, value_shapes: true, placements: {}}";
+    assert_eq!(public_examples("no-checks", unchecked, true), 200);
+}
+
 /// `validation_fpr` is a budget for the placed validation examples under `target_fpr`: without
 /// them, or under another rule, it would do nothing, so it is refused.
 #[test]
@@ -499,6 +555,62 @@ fn tampered_requests_take_a_share_of_the_malicious_examples() {
     assert!((0.18..0.32).contains(&share), "{share}");
     assert!(verbs > 50 && renamed > 50, "{verbs} {renamed}");
     assert_eq!(count(0.0).0 + count(0.0).1, 0);
+}
+
+/// `synthesize_tagged` says which examples are tampered requests (what
+/// `student.public_examples.content_only_copies` leaves uncopied): exactly the malicious ones
+/// that are the template with another method or one parameter renamed; `synthesize` gives the
+/// same examples.
+#[test]
+fn tagged_examples_name_the_tampered_ones() {
+    let t = template();
+    let attacks = vec![b"<script>alert(1)</script>".to_vec()];
+    let (out, tampered) = synthesize_tagged(
+        &[&t],
+        &[&t],
+        &attacks,
+        400,
+        BenignSpots::Every,
+        0.5,
+        &[],
+        &mut rand_chacha::ChaCha20Rng::seed_from_u64(5),
+    );
+    assert_eq!(out, examples_of(&t, &attacks, 400, 0.5, &[], 5));
+    assert_eq!(out.len(), tampered.len());
+    let pairs_of = |r: &Record| -> Vec<(String, String)> {
+        let target = String::from_utf8_lossy(&r.target).into_owned();
+        let query = target.split_once('?').map(|(_, q)| q.to_string());
+        let body = String::from_utf8_lossy(r.body.as_deref().unwrap_or_default()).into_owned();
+        query
+            .unwrap_or_default()
+            .split('&')
+            .chain(body.split('&'))
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (n, v) = p.split_once('=').unwrap_or((p, ""));
+                (n.to_string(), v.to_string())
+            })
+            .collect()
+    };
+    let tamper_like = |r: &Record| {
+        if TAMPERED_METHODS.contains(&r.method.as_str()) {
+            return (&r.target, &r.body) == (&t.target, &t.body);
+        }
+        let (a, b) = (pairs_of(r), pairs_of(&t));
+        a.len() == b.len()
+            && a.iter().zip(&b).filter(|(x, y)| x.0 != y.0).count() == 1
+            && a.iter().zip(&b).all(|(x, y)| x.1 == y.1)
+    };
+    let mut n = 0;
+    for (r, &is_tampered) in out.iter().zip(&tampered) {
+        if r.label == Some(Label::Malicious) {
+            assert_eq!(is_tampered, tamper_like(r), "{r:?}");
+        } else {
+            assert!(!is_tampered);
+        }
+        n += usize::from(is_tampered);
+    }
+    assert!((50..150).contains(&n), "{n} tampered of 200 malicious");
 }
 
 /// `synthesize` with `t` as the only template of both classes, every spot, a seeded stream.

@@ -140,7 +140,7 @@ fn public_examples(
         .map(|&i| &records[plan.query_rows[i]])
         .collect();
     let mut stream = rng.stream("public-examples");
-    let examples = crate::public_examples::synthesize(
+    let (examples, tampered) = crate::public_examples::synthesize_tagged(
         &templates,
         &benign_templates,
         &malicious,
@@ -190,13 +190,24 @@ fn public_examples(
             benign_validation.len()
         );
     }
-    Ok(Some(PublicExamples {
-        train: LabeledRows {
-            x: pipeline::featurize_rows(&features.featurizer, &examples, &rows),
-            y: is_malicious(&examples),
-        },
-        validation,
-    }))
+    let mut train = LabeledRows {
+        x: pipeline::featurize_rows(&features.featurizer, &examples, &rows),
+        y: is_malicious(&examples),
+    };
+    if pe.content_only_copies && features.featurizer.format_checks() {
+        let copied: Vec<usize> = (0..examples.len()).filter(|&i| !tampered[i]).collect();
+        let content_only = features.featurizer.clone().without_format_checks();
+        tracing::info!(
+            "student: {} of them also without the site's format checks (content_only_copies)",
+            copied.len()
+        );
+        let copies = LabeledRows {
+            x: pipeline::featurize_rows(&content_only, &examples, &copied),
+            y: copied.iter().map(|&i| train.y[i]).collect(),
+        };
+        train = concat(train, copies)?;
+    }
+    Ok(Some(PublicExamples { train, validation }))
 }
 
 fn is_malicious(records: &[datasets::Record]) -> Vec<bool> {
