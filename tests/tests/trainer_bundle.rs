@@ -77,18 +77,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
                 skipped += 1;
                 continue;
             }
-            let target = String::from_utf8_lossy(&record.target).into_owned();
-            let form = [("Content-Type", "application/x-www-form-urlencoded")];
-            let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
-            let r = http(
-                proxy.listen,
-                &record.method,
-                &target,
-                headers,
-                record.body.as_deref(),
-            )
-            .unwrap();
-            let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
+            let (r, blocked) = replay(&proxy, record);
             let verdict = line["verdict"].as_str().unwrap();
             let score = line["score"].as_f64().unwrap();
             // The threshold is the score of one validation request, and that request is among
@@ -193,18 +182,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
                 }
                 let score = line["score"].as_f64().unwrap();
                 flipped += usize::from(on["verdict"] != line["verdict"]);
-                let form = [("Content-Type", "application/x-www-form-urlencoded")];
-                let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
-                let target = String::from_utf8_lossy(&record.target).into_owned();
-                let r = http(
-                    off.listen,
-                    &record.method,
-                    &target,
-                    headers,
-                    record.body.as_deref(),
-                )
-                .unwrap();
-                let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
+                let (r, blocked) = replay(&off, record);
                 let verdict = line["verdict"].as_str().unwrap();
                 assert!(
                     (score - threshold).abs() <= 1e-6 || blocked == (verdict == "block"),
@@ -220,6 +198,24 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         // Some verdicts differ without the checks, so a proxy that kept them would fail above.
         assert!(flipped > 0, "no verdict differs without the format checks");
     }
+}
+
+/// Sends a CSIC record through `proxy` (a form body with its content type); the response and
+/// whether pate-waf blocked it.
+fn replay(proxy: &Proxy, record: &datasets::Record) -> (e2e::Response, bool) {
+    let target = String::from_utf8_lossy(&record.target).into_owned();
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let headers: &[(&str, &str)] = if record.body.is_some() { &form } else { &[] };
+    let r = http(
+        proxy.listen,
+        &record.method,
+        &target,
+        headers,
+        record.body.as_deref(),
+    )
+    .unwrap();
+    let blocked = r.status == 403 && r.text().contains("blocked by pate-waf");
+    (r, blocked)
 }
 
 /// `pate-trainer score --bundle BUNDLE --input PATH --format csic EXTRA...`: one JSON line per

@@ -725,34 +725,10 @@ pub fn load_user_agents(path: &std::path::Path) -> crate::error::Result<Vec<Stri
 /// With `user_agents` (real browsers' User-Agent strings), each example of either class is, with
 /// probability 1/2, dressed as a request of one of those browsers ([`dress_as_browser`]): the
 /// same share in both classes, so a browser's headers do not decide the label either.
+/// Returns the examples and, per example, whether it is a tampered request (`tamperings`) rather
+/// than one carrying a value.
 #[allow(clippy::too_many_arguments)]
 pub fn synthesize(
-    templates: &[&Record],
-    benign_templates: &[&Record],
-    malicious: &[Vec<u8>],
-    count: usize,
-    benign_spots: BenignSpots,
-    tamperings: f64,
-    user_agents: &[String],
-    rng: &mut impl Rng,
-) -> Vec<Record> {
-    synthesize_tagged(
-        templates,
-        benign_templates,
-        malicious,
-        count,
-        benign_spots,
-        tamperings,
-        user_agents,
-        rng,
-    )
-    .0
-}
-
-/// [`synthesize`], and per example whether it is a tampered request (`tamperings`) rather than
-/// one carrying a value.
-#[allow(clippy::too_many_arguments)]
-pub fn synthesize_tagged(
     templates: &[&Record],
     benign_templates: &[&Record],
     malicious: &[Vec<u8>],

@@ -5,8 +5,8 @@ use featurizer::placement::split_request;
 use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
 use trainer::public_examples::{
-    dress_as_browser, load_user_agents, place, synthesize, synthesize_tagged, BenignSpots, Spot,
-    PLACEMENTS, TAMPERED_METHODS,
+    dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, PLACEMENTS,
+    TAMPERED_METHODS,
 };
 
 mod common;
@@ -86,7 +86,8 @@ fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
         0.0,
         &[],
         &mut rng,
-    );
+    )
+    .0;
     assert_eq!(out.len(), 100);
     let malicious = out
         .iter()
@@ -139,7 +140,7 @@ fn benign_examples_can_keep_the_request_line_and_form_as_the_site_sent_them() {
         .into_iter()
         .enumerate()
     {
-        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, 0.0, &[], &mut rng);
+        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, 0.0, &[], &mut rng).0;
         for r in out.iter().filter(|r| r.label == Some(Label::Benign)) {
             // A body example carries the pairs in a JSON/XML/multipart/text body instead, so
             // fewer stay; none may be new.
@@ -297,7 +298,8 @@ fn synthesize_dresses_both_classes_alike_and_keeps_attacks_in_the_user_agent() {
         0.0,
         &[],
         &mut rand_chacha::ChaCha20Rng::seed_from_u64(11),
-    );
+    )
+    .0;
     assert!(plain.iter().all(|r| header(r, "accept-encoding").is_none()));
 }
 
@@ -370,39 +372,15 @@ fn browser_headers_cover_every_header_the_dressing_sends() {
 #[test]
 fn the_placed_examples_get_their_own_false_positive_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = common::repo().join("data/sample");
-    let s = |f: &str| sample.join(f).display().to_string();
     let config = |validation_fpr: &str| {
-        format!(
-            "seed: 3\ndevice: cpu\nthreads: 1\nsplit:\n\
-             \x20 simulate_from:\n\
-             \x20   - {{path: {n1}, format: csic, label: benign}}\n\
-             \x20   - {{path: {n2}, format: csic, label: benign}}\n\
-             \x20   - {{path: {a}, format: csic, label: malicious}}\n\
-             \x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
-             featurizer: {{config: {{top_k: 300, value_shapes: true, placements: {{}}}}}}\n\
-             teachers: {{count: 10, training: {{hidden: [16], max_epochs: 20, patience: 3}}}}\n\
-             student: {{queries: 200, threshold_rule: target_fpr, target_fpr: 0.01, \
-             training: {{hidden: [16], max_epochs: 20, patience: 3}}, \
-             public_examples: {{count: 200, validation: 200, {validation_fpr} \
-             files: [{{path: {a}, format: csic, label: malicious}}]}}}}\n\
-             privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
-            n1 = s("csic_normalTrafficTraining_sample.txt"),
-            n2 = s("csic_normalTrafficTest_A_sample.txt"),
-            a = s("csic_anomalousTrafficTest_A_sample.txt"),
+        sample_run_config(
+            "{top_k: 300, value_shapes: true, placements: {}}",
+            "threshold_rule: target_fpr, target_fpr: 0.01,",
+            &format!("count: 200, validation: 200, {validation_fpr}"),
         )
     };
-    let run = |validation_fpr: &str, out: &str| {
-        let path = dir.path().join(format!("{out}.yaml"));
-        std::fs::write(&path, config(validation_fpr)).unwrap();
-        common::trainer()
-            .args(["run", "--config"])
-            .arg(&path)
-            .arg("--out")
-            .arg(dir.path().join(out))
-            .output()
-            .unwrap()
-    };
+    let run =
+        |validation_fpr: &str, out: &str| run_config(dir.path(), out, &config(validation_fpr));
     let out = run("validation_fpr: 1.5,", "refused");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -438,35 +416,13 @@ fn the_placed_examples_get_their_own_false_positive_budget() {
 #[test]
 fn content_only_copies_add_the_untampered_examples_again() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = common::repo().join("data/sample");
-    let s = |f: &str| sample.join(f).display().to_string();
     let public_examples = |name: &str, featurizer: &str, copies: bool| -> usize {
-        let config = format!(
-            "seed: 3\ndevice: cpu\nthreads: 1\nsplit:\n\
-             \x20 simulate_from:\n\
-             \x20   - {{path: {n1}, format: csic, label: benign}}\n\
-             \x20   - {{path: {n2}, format: csic, label: benign}}\n\
-             \x20   - {{path: {a}, format: csic, label: malicious}}\n\
-             \x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
-             featurizer: {{config: {featurizer}}}\n\
-             teachers: {{count: 10, training: {{hidden: [16], max_epochs: 20, patience: 3}}}}\n\
-             student: {{queries: 200, training: {{hidden: [16], max_epochs: 20, patience: 3}}, \
-             public_examples: {{count: 200, tamperings: 0.5, content_only_copies: {copies}, \
-             files: [{{path: {a}, format: csic, label: malicious}}]}}}}\n\
-             privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
-            n1 = s("csic_normalTrafficTraining_sample.txt"),
-            n2 = s("csic_normalTrafficTest_A_sample.txt"),
-            a = s("csic_anomalousTrafficTest_A_sample.txt"),
+        let config = sample_run_config(
+            featurizer,
+            "",
+            &format!("count: 200, tamperings: 0.5, content_only_copies: {copies},"),
         );
-        let path = dir.path().join(format!("{name}.yaml"));
-        std::fs::write(&path, config).unwrap();
-        let out = common::trainer()
-            .args(["run", "-q", "--config"])
-            .arg(&path)
-            .arg("--out")
-            .arg(dir.path().join(name))
-            .output()
-            .unwrap();
+        let out = run_config(dir.path(), name, &config);
         assert!(
             out.status.success(),
             "{}",
@@ -515,20 +471,6 @@ fn validation_fpr_needs_placed_examples_and_the_target_fpr_rule() {
 fn tampered_requests_take_a_share_of_the_malicious_examples() {
     let t = template();
     let attacks = vec![b"<script>alert(1)</script>".to_vec()];
-    let pairs_of = |r: &Record| -> Vec<(String, String)> {
-        let target = String::from_utf8_lossy(&r.target).into_owned();
-        let q = target.split_once('?').map(|(_, q)| q.to_string());
-        let b = String::from_utf8_lossy(r.body.as_deref().unwrap_or_default()).into_owned();
-        q.unwrap_or_default()
-            .split('&')
-            .chain(b.split('&'))
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                let (n, v) = p.split_once('=').unwrap_or((p, ""));
-                (n.to_string(), v.to_string())
-            })
-            .collect()
-    };
     // (verb tamperings, renamed parameters, malicious examples)
     let count = |share: f64| {
         let out = examples_of(&t, &attacks, 2000, share, &[], 3);
@@ -557,15 +499,14 @@ fn tampered_requests_take_a_share_of_the_malicious_examples() {
     assert_eq!(count(0.0).0 + count(0.0).1, 0);
 }
 
-/// `synthesize_tagged` says which examples are tampered requests (what
+/// `synthesize` says which examples are tampered requests (what
 /// `student.public_examples.content_only_copies` leaves uncopied): exactly the malicious ones
-/// that are the template with another method or one parameter renamed; `synthesize` gives the
-/// same examples.
+/// that are the template with another method or one parameter renamed.
 #[test]
 fn tagged_examples_name_the_tampered_ones() {
     let t = template();
     let attacks = vec![b"<script>alert(1)</script>".to_vec()];
-    let (out, tampered) = synthesize_tagged(
+    let (out, tampered) = synthesize(
         &[&t],
         &[&t],
         &attacks,
@@ -575,23 +516,7 @@ fn tagged_examples_name_the_tampered_ones() {
         &[],
         &mut rand_chacha::ChaCha20Rng::seed_from_u64(5),
     );
-    assert_eq!(out, examples_of(&t, &attacks, 400, 0.5, &[], 5));
     assert_eq!(out.len(), tampered.len());
-    let pairs_of = |r: &Record| -> Vec<(String, String)> {
-        let target = String::from_utf8_lossy(&r.target).into_owned();
-        let query = target.split_once('?').map(|(_, q)| q.to_string());
-        let body = String::from_utf8_lossy(r.body.as_deref().unwrap_or_default()).into_owned();
-        query
-            .unwrap_or_default()
-            .split('&')
-            .chain(body.split('&'))
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                let (n, v) = p.split_once('=').unwrap_or((p, ""));
-                (n.to_string(), v.to_string())
-            })
-            .collect()
-    };
     let tamper_like = |r: &Record| {
         if TAMPERED_METHODS.contains(&r.method.as_str()) {
             return (&r.target, &r.body) == (&t.target, &t.body);
@@ -613,6 +538,60 @@ fn tagged_examples_name_the_tampered_ones() {
     assert!((50..150).contains(&n), "{n} tampered of 200 malicious");
 }
 
+/// The (name, value) pairs of a request's query and body, in order, as sent.
+fn pairs_of(r: &Record) -> Vec<(String, String)> {
+    let target = String::from_utf8_lossy(&r.target).into_owned();
+    let query = target.split_once('?').map(|(_, q)| q.to_string());
+    let body = String::from_utf8_lossy(r.body.as_deref().unwrap_or_default()).into_owned();
+    query
+        .unwrap_or_default()
+        .split('&')
+        .chain(body.split('&'))
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (n, v) = p.split_once('=').unwrap_or((p, ""));
+            (n.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+/// A seeded run configuration on the in-repo CSIC sample (10 teachers, 200 queries, LNMax) with
+/// `featurizer` as the featurizer's config, `student` more student keys (each ending in `,`) and
+/// `public_examples` the public examples' keys but `files` (the sample's attacks).
+fn sample_run_config(featurizer: &str, student: &str, public_examples: &str) -> String {
+    let sample = common::repo().join("data/sample");
+    let s = |f: &str| sample.join(f).display().to_string();
+    format!(
+        "seed: 3\ndevice: cpu\nthreads: 1\nsplit:\n\
+         \x20 simulate_from:\n\
+         \x20   - {{path: {n1}, format: csic, label: benign}}\n\
+         \x20   - {{path: {n2}, format: csic, label: benign}}\n\
+         \x20   - {{path: {a}, format: csic, label: malicious}}\n\
+         \x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
+         featurizer: {{config: {featurizer}}}\n\
+         teachers: {{count: 10, training: {{hidden: [16], max_epochs: 20, patience: 3}}}}\n\
+         student: {{queries: 200, {student} training: {{hidden: [16], max_epochs: 20, patience: 3}}, \
+         public_examples: {{{public_examples} files: [{{path: {a}, format: csic, label: malicious}}]}}}}\n\
+         privacy: {{mechanism: lnmax, gamma: 1.0}}\n",
+        n1 = s("csic_normalTrafficTraining_sample.txt"),
+        n2 = s("csic_normalTrafficTest_A_sample.txt"),
+        a = s("csic_anomalousTrafficTest_A_sample.txt"),
+    )
+}
+
+/// `pate-trainer run --config DIR/NAME.yaml --out DIR/NAME` with `config` written there.
+fn run_config(dir: &std::path::Path, name: &str, config: &str) -> std::process::Output {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, config).unwrap();
+    common::trainer()
+        .args(["run", "--config"])
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.join(name))
+        .output()
+        .unwrap()
+}
+
 /// `synthesize` with `t` as the only template of both classes, every spot, a seeded stream.
 fn examples_of(
     t: &Record,
@@ -632,4 +611,5 @@ fn examples_of(
         user_agents,
         &mut rand_chacha::ChaCha20Rng::seed_from_u64(seed),
     )
+    .0
 }

@@ -140,7 +140,7 @@ fn public_examples(
         .map(|&i| &records[plan.query_rows[i]])
         .collect();
     let mut stream = rng.stream("public-examples");
-    let (examples, tampered) = crate::public_examples::synthesize_tagged(
+    let (examples, tampered) = crate::public_examples::synthesize(
         &templates,
         &benign_templates,
         &malicious,
@@ -181,7 +181,8 @@ fn public_examples(
         0.0,
         &held_out_user_agents,
         &mut rng.stream("public-examples-validation"),
-    );
+    )
+    .0;
     if pe.validation > 0 {
         tracing::info!(
             "student: {} placed validation examples: {} held-out public attack values and {} benign validation requests",
