@@ -743,10 +743,18 @@ fn fista_reaches_the_l1_penalized_optimum_of_each_member() {
     assert!(zeros >= data.len() * 2, "only {zeros} weights at zero");
     for k in 0..data.len() {
         let alone = train(&data[k..=k], &init[k..=k]).remove(0);
+        // Relative to the weights' size: 300 FISTA steps on unregularized-size weights (up to
+        // ~8 here) carry the float32 rounding of the batched and the single matmul (another
+        // reduction order per CPU's kernels) into the last bits — 1.04e-4 on a weight of 8.3
+        // (1.3e-5 relative) on an AMD EPYC, under 1e-4 elsewhere.
         let diff = max_abs_diff(&alone, &members[k]);
+        let scale = members[k].layers[0]
+            .weight
+            .iter()
+            .fold(1f32, |m, w| m.max(w.abs()));
         assert!(
-            diff < 1e-4,
-            "member {k}: batched and alone differ by {diff}"
+            diff < 1e-4 * scale,
+            "member {k}: batched and alone differ by {diff} (largest weight {scale})"
         );
     }
     let adam = TrainConfig {
