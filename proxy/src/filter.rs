@@ -439,6 +439,7 @@ impl WafProxy {
                 reason: Some(reason),
                 shadow: None,
                 placement: None,
+                // Not scored: no placement is looked for.
                 format_checks: true,
             },
         );
