@@ -71,6 +71,14 @@ pub struct AuditRecord<'a> {
     /// threshold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<&'static str>,
+    /// `false` when the request was scored without the site's format checks (`format_checks:
+    /// false`, global or its route's); not written when they were on.
+    #[serde(skip_serializing_if = "is_true")]
+    pub format_checks: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// Append-only JSON-lines writer that can reopen its file.
@@ -247,6 +255,7 @@ mod tests {
             shadow_score: None,
             shadow_model_version: None,
             placement: Some("query"),
+            format_checks: true,
         };
         log.write(&record).unwrap();
         std::fs::rename(&path, dir.path().join("audit.jsonl.1")).unwrap();

@@ -460,7 +460,7 @@ impl WafProxy {
             reason,
             shadow,
             placement,
-            format_checks: _,
+            format_checks,
         } = judged;
         let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
@@ -517,6 +517,7 @@ impl WafProxy {
             shadow_score: shadow.and_then(|s| s.score),
             shadow_model_version: shadow.map(|s| s.model.version.as_str()),
             placement,
+            format_checks,
         };
         if let Err(e) = self.shared.audit.write(&record) {
             tracing::error!(request_id = %ctx.request_id, "audit log: {e}");

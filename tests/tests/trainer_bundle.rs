@@ -123,6 +123,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
     let records = json_lines(&audit);
     assert_eq!(records.len(), expected_blocks);
     for record in records {
+        assert!(record.get("format_checks").is_none(), "{record}");
         let id = record["request_id"].as_str().unwrap();
         let proxy_score = record["score"].as_f64().unwrap() as f32;
         let trainer_score = trainer_scores[id];
@@ -195,6 +196,16 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             }
         }
         assert_eq!(compared, sent, "{name}");
+        // Its audit lines say the request was scored without the checks.
+        let audited = json_lines(&dir.join("audit.jsonl"));
+        assert!(
+            !audited.is_empty(),
+            "{name}: nothing blocked without the checks"
+        );
+        assert!(
+            audited.iter().all(|l| l["format_checks"] == false),
+            "{name}: {audited:?}"
+        );
         // Some verdicts differ without the checks, so a proxy that kept them would fail above.
         assert!(flipped > 0, "no verdict differs without the format checks");
     }
