@@ -383,7 +383,7 @@ pub fn run(
         }
     };
     // `student.validation_labels`: the drawn requests the validation split labels, never asked,
-    // train with that label (public labelled data in place of a released label).
+    // train with that label (public labelled data in place of a query).
     if !plan.validation_known.is_empty() {
         train = concat(train, features.validation.select(&plan.validation_known))?;
     }
