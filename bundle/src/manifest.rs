@@ -19,8 +19,6 @@ pub const FORMAT_VERSION: u32 = 2;
 pub const MODEL_FILE: &str = "model.onnx";
 /// File name of the featurizer artifact inside a bundle.
 pub const FEATURIZER_FILE: &str = "featurizer.json";
-/// File name of the content model inside a bundle (optional; [`Manifest::content_model`]).
-pub const CONTENT_MODEL_FILE: &str = "content-model.onnx";
 /// File name of the manifest inside a bundle.
 pub const MANIFEST_FILE: &str = "bundle.yaml";
 
@@ -55,13 +53,6 @@ pub struct Manifest {
     pub featurizer_content_hash: String,
     /// Shape of the network.
     pub model: ModelSummary,
-    /// The content model (`content-model.onnx`), when the trainer made one
-    /// (`student.content_model`): a second network over the same featurizer's features without
-    /// the site's format checks ([`Featurizer::without_format_checks`]), for the requests
-    /// pate-proxy scores with `format_checks: false`. Absent: those requests are scored by
-    /// `model.onnx` on the same content-only features, at [`Manifest::threshold`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content_model: Option<ContentModel>,
     /// The privacy whitelist ([`PublishedPrivacy`]): mechanism and parameters, δ, answered
     /// queries, rng and featurizer provenance, one published ε and its kind. Absent (null) for a
     /// bundle exported without a privacy report (then nothing is claimed).
@@ -74,17 +65,6 @@ pub struct Manifest {
 }
 
 pub use privacy::PublishedPrivacy;
-
-/// `bundle.yaml`'s `content_model`: the content model's threshold and shape (its file,
-/// [`CONTENT_MODEL_FILE`], is hashed in `files`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ContentModel {
-    /// Decision threshold of the content model's score ([`is_block`]).
-    pub threshold: f32,
-    /// Shape of its network (same input width as the main model).
-    pub model: ModelSummary,
-}
 
 /// The dashboard's labels for a bundle's privacy (`patewaf_model_info{epsilon, delta, mechanism}`).
 #[derive(Debug, Clone, PartialEq)]
@@ -136,8 +116,6 @@ pub struct BundleContents<'a> {
     pub metrics: serde_json::Value,
     /// Model version; `None` = derived from the model's hash.
     pub model_version: Option<String>,
-    /// The content model and its threshold ([`Manifest::content_model`]); `None`: none.
-    pub content_model: Option<(&'a Mlp, f32)>,
 }
 
 /// A loaded, verified bundle.
@@ -151,9 +129,6 @@ pub struct Bundle {
     pub model_onnx: Vec<u8>,
     /// The featurizer (hash-checked).
     pub featurizer: Featurizer,
-    /// The bytes of `content-model.onnx` (hash-checked), when the manifest has a
-    /// `content_model`.
-    pub content_model_onnx: Option<Vec<u8>>,
 }
 
 /// sha256 of `bytes`, lowercase hex.
@@ -186,33 +161,12 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
     let model_bytes = encode_onnx(mlp)?;
     let featurizer_bytes = featurizer.to_json();
     let model_hash = sha256_hex(&model_bytes);
-    let mut files = BTreeMap::from([
+    let files = BTreeMap::from([
         (MODEL_FILE.to_string(), model_hash.clone()),
         (FEATURIZER_FILE.to_string(), sha256_hex(&featurizer_bytes)),
     ]);
-    let mut content = None;
-    if let Some((content_mlp, content_threshold)) = contents.content_model {
-        if !(content_threshold.is_finite() && (0.0..=1.0).contains(&content_threshold)) {
-            return Err(BundleError::InvalidModel(ModelProblem::Threshold(
-                content_threshold,
-            )));
-        }
-        if featurizer.dim() != content_mlp.input_dim() {
-            return Err(BundleError::InvalidModel(ModelProblem::Dimension {
-                featurizer: featurizer.dim(),
-                model: content_mlp.input_dim(),
-            }));
-        }
-        let bytes = encode_onnx(content_mlp)?;
-        files.insert(CONTENT_MODEL_FILE.to_string(), sha256_hex(&bytes));
-        content = Some((
-            bytes,
-            ContentModel {
-                threshold: content_threshold,
-                model: summary(content_mlp),
-            },
-        ));
-    }
+    let mut widths = vec![mlp.input_dim()];
+    widths.extend(mlp.layers.iter().map(|l| l.out_dim));
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         model_version: contents
@@ -223,8 +177,12 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
         threshold,
         input_dim: mlp.input_dim(),
         featurizer_content_hash: featurizer.content_hash().to_string(),
-        model: summary(mlp),
-        content_model: content.as_ref().map(|(_, c)| c.clone()),
+        model: ModelSummary {
+            widths,
+            parameters: mlp.parameter_count(),
+            onnx_ir_version: IR_VERSION,
+            onnx_opset: OPSET_VERSION,
+        },
         privacy: contents.privacy.clone(),
         metrics: contents.metrics.clone(),
         files,
@@ -255,17 +213,11 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
     let tmp = parent.join(format!(".{name}.tmp.{unique}"));
     std::fs::create_dir(&tmp).map_err(io(&tmp))?;
     let written = (|| {
-        let content_file = content
-            .as_ref()
-            .map(|(bytes, _)| (CONTENT_MODEL_FILE, bytes.as_slice()));
         for (file, bytes) in [
             (MODEL_FILE, model_bytes.as_slice()),
             (FEATURIZER_FILE, featurizer_bytes.as_slice()),
             (MANIFEST_FILE, manifest_bytes.as_bytes()),
-        ]
-        .into_iter()
-        .chain(content_file)
-        {
+        ] {
             let path = tmp.join(file);
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
@@ -285,18 +237,6 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
     written?;
     sync_dir(&parent);
     Ok(manifest)
-}
-
-/// The shape of `mlp` for the manifest.
-fn summary(mlp: &Mlp) -> ModelSummary {
-    let mut widths = vec![mlp.input_dim()];
-    widths.extend(mlp.layers.iter().map(|l| l.out_dim));
-    ModelSummary {
-        widths,
-        parameters: mlp.parameter_count(),
-        onnx_ir_version: IR_VERSION,
-        onnx_opset: OPSET_VERSION,
-    }
 }
 
 fn unique_counter() -> u64 {
@@ -403,20 +343,6 @@ impl Bundle {
             contents.insert(file.clone(), bytes);
         }
         let model_onnx = contents.remove(MODEL_FILE).unwrap_or_default();
-        let content_model_onnx = contents.remove(CONTENT_MODEL_FILE);
-        match (&manifest.content_model, &content_model_onnx) {
-            (Some(_), None) => {
-                return Err(bad(format!(
-                    "content_model is set but files has no sha256 for {CONTENT_MODEL_FILE}"
-                )))
-            }
-            (None, Some(_)) => {
-                return Err(bad(format!(
-                    "files lists {CONTENT_MODEL_FILE} but there is no content_model section"
-                )))
-            }
-            _ => {}
-        }
         let featurizer_bytes = contents.remove(FEATURIZER_FILE).unwrap_or_default();
         let featurizer =
             Featurizer::from_json(&featurizer_bytes).map_err(|source| BundleError::Featurizer {
@@ -442,41 +368,12 @@ impl Bundle {
                 manifest.input_dim
             )));
         }
-        if let (Some(content), Some(bytes)) = (&manifest.content_model, &content_model_onnx) {
-            if !(content.threshold.is_finite() && (0.0..=1.0).contains(&content.threshold)) {
-                return Err(bad(format!(
-                    "content_model.threshold {} is not a probability in [0, 1]",
-                    content.threshold
-                )));
-            }
-            let content_mlp = decode_onnx(bytes).map_err(|e| BundleError::InBundle {
-                dir: dir.to_path_buf(),
-                source: Box::new(e),
-            })?;
-            if content_mlp.input_dim() != mlp.input_dim() {
-                return Err(bad(format!(
-                    "dimensions disagree: {CONTENT_MODEL_FILE}'s input has {}, model.onnx's {}",
-                    content_mlp.input_dim(),
-                    mlp.input_dim()
-                )));
-            }
-        }
         Ok(Bundle {
             dir: dir.to_path_buf(),
             manifest,
             model_onnx,
             featurizer,
-            content_model_onnx,
         })
-    }
-
-    /// The content model's network (`content-model.onnx`) and threshold, when the bundle has
-    /// one.
-    pub fn content_mlp(&self) -> Result<Option<(Mlp, f32)>, BundleError> {
-        match (&self.content_model_onnx, &self.manifest.content_model) {
-            (Some(bytes), Some(content)) => Ok(Some((decode_onnx(bytes)?, content.threshold))),
-            _ => Ok(None),
-        }
     }
 
     /// The network stored in `model.onnx`.

@@ -40,7 +40,6 @@ fn write_sample(dir: &Path, seed: u64) -> (bundle::Mlp, featurizer::Featurizer, 
             privacy: privacy_report(),
             metrics: serde_json::json!({"tpr": 0.9, "tnr": 0.95, "roc_auc": 0.97}),
             model_version: None,
-            content_model: None,
         },
     )
     .unwrap();
@@ -221,7 +220,6 @@ fn writing_replaces_an_existing_bundle_and_refuses_bad_inputs() {
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("x".into()),
-        content_model: None,
     };
     let err = write_bundle(&dir, &contents(0.5)).unwrap_err().to_string();
     assert!(err.contains("dimension"), "{err}");
@@ -262,7 +260,6 @@ fn model_and_featurizer_of_different_widths_are_rejected_on_load() {
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: None,
-            content_model: None,
         },
     )
     .unwrap();

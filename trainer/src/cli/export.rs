@@ -107,7 +107,6 @@ pub fn export_bundle_versioned(
         privacy: privacy_report,
         metrics,
         model_version,
-        content_model: None,
     };
     let written = bundle::write_bundle(out_dir, &contents)?;
     let loaded = Bundle::load(out_dir)?;

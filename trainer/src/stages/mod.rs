@@ -143,13 +143,7 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
             started,
         );
         let content = featurize::content_only(config, &features, &data, &plan)?;
-        // EXPERIMENT: the teachers' benign labels only; attacks from the public corpora.
-        let benign_labels: Vec<Option<bool>> = aggregation
-            .labels
-            .iter()
-            .map(|l| l.filter(|&malicious| !malicious))
-            .collect();
-        let trained = student::run(config, &data, &plan, &content, &benign_labels, &env)?;
+        let trained = student::run(config, &data, &plan, &content, &aggregation.labels, &env)?;
         trained.model.save(&run.content_student())?;
         manifest.record(run, "content model", &[run.content_student()])?;
         Some(trained)
