@@ -472,17 +472,6 @@ pub struct StudentConfig {
     /// (the `student` stage refuses it). Off by default; not written when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation_labels: bool,
-    /// A second student, the **content model**, trained on the same released labels and public
-    /// examples featurized without the site's format checks
-    /// ([`featurizer::Featurizer::without_format_checks`]; the tampered public examples, attacks
-    /// only by the site's format, left out), with its own threshold chosen by the same rule on
-    /// the validation samples scored the same way. The bundle carries it; pate-proxy scores with
-    /// it where `format_checks: false` (globally or on a route), `pate-trainer score
-    /// --no-format-checks` too. Post-processing of the released labels and public data: no
-    /// privacy cost. Only `pate-trainer run` trains it; needs a featurizer with format checks
-    /// (`rarity_min_count`). Off by default; not written when off.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub content_model: bool,
 }
 
 /// Cross-validated label cleaning (`student.label_cleaning`): the answered queries are split into
@@ -589,7 +578,6 @@ impl Default for StudentConfig {
             public_examples: None,
             label_cleaning: None,
             validation_labels: false,
-            content_model: false,
         }
     }
 }
@@ -1016,14 +1004,6 @@ impl RunConfig {
         let h = self.student.head_share;
         if !(0.0..=1.0).contains(&h) {
             return bad("student.head_share", format!("must be in [0, 1], got {h}"));
-        }
-        if self.student.content_model && self.featurizer.config.rarity_min_count.is_none() {
-            return bad(
-                "student.content_model",
-                "needs the site's format checks to leave out (featurizer.config.rarity_min_count); \
-                 without them the student already scores content alone"
-                    .into(),
-            );
         }
         if let Some(c) = &self.student.label_cleaning {
             if c.folds < 2 {

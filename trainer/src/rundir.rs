@@ -16,7 +16,6 @@
 //!   aggregate.labels       noisy labels (class index or `-` for no answer)
 //!   privacy.json           the accountant's EpsilonReport
 //!   student.safetensors    the student
-//!   content-student.safetensors  the content model (`student.content_model`)
 //!   ledger.jsonl           the privacy ledger of the teachers (every aggregation they answered)
 //!   evaluation.json, roc.svg, roc.png, report.json, bundle/
 //! ```
@@ -144,11 +143,6 @@ impl RunDir {
     /// `student.safetensors`.
     pub fn student(&self) -> PathBuf {
         self.root.join(crate::cli::export::RUN_STUDENT_FILE)
-    }
-
-    /// `content-student.safetensors`: the content model (`student.content_model`).
-    pub fn content_student(&self) -> PathBuf {
-        self.root.join(crate::cli::export::RUN_CONTENT_STUDENT_FILE)
     }
 
     /// `manifest.json`.

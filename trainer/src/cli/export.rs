@@ -23,8 +23,6 @@ use crate::report::ExportedParts;
 
 /// The student's model file inside a run directory (a [`ModelFile`], safetensors).
 pub const RUN_STUDENT_FILE: &str = "student.safetensors";
-/// The content model's file inside a run directory (`student.content_model`; a [`ModelFile`]).
-pub const RUN_CONTENT_STUDENT_FILE: &str = "content-student.safetensors";
 /// The featurizer artifact inside a run directory.
 pub const RUN_FEATURIZER_FILE: &str = "featurizer.json";
 /// The run report inside a run directory (privacy report and test metrics).

@@ -41,8 +41,6 @@ pub struct Parts<'a> {
     pub noise: &'a privacy::NoiseRng,
     /// The student.
     pub student: &'a Student,
-    /// The content model (`student.content_model`).
-    pub content_student: Option<&'a Student>,
     /// The evaluation.
     pub evaluated: &'a Evaluated,
     /// Randomness, device, start time.
@@ -201,17 +199,6 @@ pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report
         Some(published),
         bundle_metrics(&report.metrics),
     )?;
-    if let Some(content) = p.content_student {
-        // EXPERIMENT: the content model as a second bundle, for `format_checks: false`.
-        export_bundle(
-            &run.path("bundle-content"),
-            &content.model.weights,
-            &p.features.featurizer,
-            content.model.info.threshold,
-            report.privacy.published(true).ok(),
-            serde_json::Value::Null,
-        )?;
-    }
     report.seconds = p.env.started.elapsed().as_secs_f64();
     pipeline::write_json(&run.report(), &report)?;
     manifest.record(run, "export+report", &[run.bundle(), run.report()])?;

@@ -175,33 +175,6 @@ pub fn featurize(
     student_side(config, shared, data, plan)
 }
 
-/// The student-side features again without the site's format checks
-/// ([`Featurizer::without_format_checks`]), for `student.content_model`: the same rows, the same
-/// artifact (hash), no private or test rows (the content model trains and chooses its threshold
-/// on the student side alone).
-pub fn content_only(
-    config: &RunConfig,
-    features: &Features,
-    data: &RunData,
-    plan: &QueryPlan,
-) -> Result<Features> {
-    let featurizer = features.featurizer.clone().without_format_checks();
-    let empty = || -> Result<LabeledRows> {
-        Ok(LabeledRows {
-            x: DenseMatrix::new(0, featurizer.dim(), Vec::new())?,
-            y: Vec::new(),
-        })
-    };
-    let shared = Shared {
-        hash: features.hash.clone(),
-        private_rows: Vec::new(),
-        private: empty()?,
-        test: empty()?,
-        featurizer,
-    };
-    student_side(config, Arc::new(shared), data, plan)
-}
-
 impl Features {
     /// The student's validation samples and the test split need both classes.
     pub fn check_evaluation_classes(&self) -> Result<()> {

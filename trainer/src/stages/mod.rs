@@ -136,20 +136,6 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
     let student = student::run(config, &data, &plan, &features, &aggregation.labels, &env)?;
     student.model.save(&run.student())?;
     manifest.record(run, "student", &[run.student()])?;
-    // `student.content_model`: the same labels and public examples, content alone.
-    let content_student = if config.student.content_model {
-        banner(
-            "content model: the student again, without the site's format checks",
-            started,
-        );
-        let content = featurize::content_only(config, &features, &data, &plan)?;
-        let trained = student::run(config, &data, &plan, &content, &aggregation.labels, &env)?;
-        trained.model.save(&run.content_student())?;
-        manifest.record(run, "content model", &[run.content_student()])?;
-        Some(trained)
-    } else {
-        None
-    };
 
     banner(
         &format!("evaluate on {} test requests", features.test.x.rows),
@@ -176,7 +162,6 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
         ledger: &ledger,
         noise: &noise,
         student: &student,
-        content_student: content_student.as_ref(),
         evaluated: &evaluated,
         env: &env,
     };

@@ -150,20 +150,6 @@ fn public_examples(
         &user_agents,
         &mut stream,
     );
-    // The content model (no format checks to see): a tampered request is an attack only by the
-    // site's format, so it is left out rather than taught as an attack with no content.
-    let (examples, tampered) = if features.featurizer.format_checks() {
-        (examples, tampered)
-    } else {
-        let kept: Vec<datasets::Record> = examples
-            .into_iter()
-            .zip(&tampered)
-            .filter(|(_, &t)| !t)
-            .map(|(e, _)| e)
-            .collect();
-        let untampered = vec![false; kept.len()];
-        (kept, untampered)
-    };
     let rows: Vec<usize> = (0..examples.len()).collect();
     tracing::info!(
         "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests the teachers labelled benign re-shaped with their own values (no privacy cost)",
@@ -191,13 +177,7 @@ fn public_examples(
         &benign_validation,
         &held_out,
         pe.validation,
-        // `headers_and_bodies` keeps site values out of the places the format checks read;
-        // content alone, a site value anywhere is benign content.
-        if features.featurizer.format_checks() {
-            pe.validation_benign_spots.unwrap_or(pe.benign_spots)
-        } else {
-            crate::public_examples::BenignSpots::Every
-        },
+        pe.validation_benign_spots.unwrap_or(pe.benign_spots),
         0.0,
         &held_out_user_agents,
         &mut rng.stream("public-examples-validation"),
