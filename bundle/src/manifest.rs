@@ -47,6 +47,12 @@ pub struct Manifest {
     pub created: String,
     /// Decision threshold on the probability: a score at or above it is malicious ([`is_block`]).
     pub threshold: f32,
+    /// The threshold for a score of content alone — the featurizer without the site's format
+    /// checks ([`Featurizer::without_format_checks`]), as pate-proxy scores where
+    /// `format_checks: false` and `pate-trainer score --no-format-checks` — when the trainer
+    /// chose one (`student.public_examples.content_only_validation`); absent: `threshold`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_only_threshold: Option<f32>,
     /// Width of the model input, equal to the featurizer's dimension.
     pub input_dim: usize,
     /// The featurizer's own content hash (as in `featurizer.json`).
@@ -84,6 +90,16 @@ pub fn is_block(score: f32, threshold: f32) -> bool {
 }
 
 impl Manifest {
+    /// The threshold for scores of the featurizer with (`format_checks`) or without the site's
+    /// format checks: [`Manifest::content_only_threshold`] for the latter where the bundle has
+    /// one, else [`Manifest::threshold`].
+    pub fn threshold_for(&self, format_checks: bool) -> f32 {
+        match self.content_only_threshold {
+            Some(t) if !format_checks => t,
+            _ => self.threshold,
+        }
+    }
+
     /// The labels `patewaf_model_info` shows, from the typed privacy section.
     pub fn privacy_labels(&self) -> PrivacyLabels {
         match &self.privacy {
@@ -110,6 +126,8 @@ pub struct BundleContents<'a> {
     pub featurizer: &'a Featurizer,
     /// Decision threshold on the probability, in [0, 1].
     pub threshold: f32,
+    /// The threshold for content alone ([`Manifest::content_only_threshold`]), in [0, 1].
+    pub content_only_threshold: Option<f32>,
     /// The privacy whitelist (`None`: no privacy report, nothing claimed).
     pub privacy: Option<PublishedPrivacy>,
     /// Test metrics (any JSON; `Null` when there are none).
@@ -147,10 +165,10 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
         threshold,
         ..
     } = *contents;
-    if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
-        return Err(BundleError::InvalidModel(ModelProblem::Threshold(
-            threshold,
-        )));
+    for t in std::iter::once(threshold).chain(contents.content_only_threshold) {
+        if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
+            return Err(BundleError::InvalidModel(ModelProblem::Threshold(t)));
+        }
     }
     if featurizer.dim() != mlp.input_dim() {
         return Err(BundleError::InvalidModel(ModelProblem::Dimension {
@@ -175,6 +193,7 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
             .unwrap_or_else(|| model_hash[..16].to_string()),
         created: rfc3339_utc(std::time::SystemTime::now()),
         threshold,
+        content_only_threshold: contents.content_only_threshold,
         input_dim: mlp.input_dim(),
         featurizer_content_hash: featurizer.content_hash().to_string(),
         model: ModelSummary {
@@ -316,11 +335,14 @@ impl Bundle {
             }
         }
         let manifest: Manifest = serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-        if !(manifest.threshold.is_finite() && (0.0..=1.0).contains(&manifest.threshold)) {
-            return Err(bad(format!(
-                "threshold {} is not a probability in [0, 1]",
-                manifest.threshold
-            )));
+        for (key, t) in std::iter::once(("threshold", manifest.threshold)).chain(
+            manifest
+                .content_only_threshold
+                .map(|t| ("content_only_threshold", t)),
+        ) {
+            if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
+                return Err(bad(format!("{key} {t} is not a probability in [0, 1]")));
+            }
         }
         let mut contents = BTreeMap::new();
         for required in [MODEL_FILE, FEATURIZER_FILE] {

@@ -25,6 +25,7 @@ static BUNDLE_DIR: LazyLock<PathBuf> = LazyLock::new(|| {
         mlp: &mlp,
         featurizer: &featurizer,
         threshold: 0.5,
+        content_only_threshold: None,
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("fuzz".into()),

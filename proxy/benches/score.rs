@@ -165,6 +165,7 @@ fn bench(c: &mut Criterion) {
                     mlp: &mlp,
                     featurizer: &featurizer,
                     threshold: 0.5,
+                    content_only_threshold: None,
                     privacy: None,
                     metrics: serde_json::Value::Null,
                     model_version: Some("bench".into()),

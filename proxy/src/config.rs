@@ -320,7 +320,9 @@ pub struct Config {
     pub mode: Mode,
     /// JSON-lines audit log of flagged, blocked and failed requests.
     pub audit_log: PathBuf,
-    /// Threshold override; `null` uses the bundle's threshold.
+    /// Threshold override for every request (with the format checks and without); `null` uses
+    /// the bundle's: `threshold`, and where `format_checks` is false its
+    /// `content_only_threshold` (when the trainer chose one, else `threshold`).
     #[serde(default)]
     pub threshold: Option<f32>,
     /// `true` (default): the featurizer emits the site's format checks — `rare:*`,
@@ -329,7 +331,8 @@ pub struct Config {
     /// (n-grams, shapes, signatures), for a site whose public pool does not cover its requests
     /// (new pages or fields are flagged however benign otherwise). Fewer of the tampering kind of
     /// attack are caught then (EVALUATION.md, "Format checks off"). A route's `format_checks`
-    /// overrides it for its paths.
+    /// overrides it for its paths. Scores without the checks are judged at the bundle's
+    /// `content_only_threshold` where it has one.
     #[serde(default = "default_format_checks")]
     pub format_checks: bool,
     /// `open` (default: forward) or `closed` (503) when scoring fails.

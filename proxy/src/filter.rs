@@ -507,7 +507,7 @@ impl WafProxy {
             target_truncated,
             body,
             score,
-            threshold: model.map(|m| m.threshold),
+            threshold: model.map(|m| m.threshold_for(format_checks)),
             verdict: verdict.as_str(),
             mode: mode.as_str(),
             model_version: model.map(|m| m.version.as_str()),

@@ -40,6 +40,9 @@ pub struct ServingModel {
     content_only: Option<Featurizer>,
     /// Threshold in force: the configuration's override, else the bundle's.
     pub threshold: f32,
+    /// Threshold in force for content alone (`format_checks: false`): the configuration's
+    /// override, else the bundle's `content_only_threshold`, else its `threshold`.
+    pub content_only_threshold: f32,
     /// The bundle's threshold (for `pate-trainer score` parity and the logs).
     pub bundle_threshold: f32,
     /// `model_version` from `bundle.yaml`.
@@ -203,6 +206,8 @@ impl ServingModel {
         let model = ServingModel {
             dir: dir.to_path_buf(),
             threshold: threshold_override.unwrap_or(bundle.manifest.threshold),
+            content_only_threshold: threshold_override
+                .unwrap_or(bundle.manifest.threshold_for(false)),
             bundle_threshold: bundle.manifest.threshold,
             version: bundle.manifest.model_version.clone(),
             epsilon: privacy.epsilon,
@@ -321,6 +326,16 @@ impl ServingModel {
         self.score_checked(req, true)
     }
 
+    /// The threshold in force for scores with (`format_checks`) or without the site's format
+    /// checks.
+    pub fn threshold_for(&self, format_checks: bool) -> f32 {
+        if format_checks {
+            self.threshold
+        } else {
+            self.content_only_threshold
+        }
+    }
+
     /// The featurizer that scores with (`format_checks`) or without the site's format checks.
     fn featurizer_for(&self, format_checks: bool) -> &Featurizer {
         match &self.content_only {
@@ -343,7 +358,7 @@ impl ServingModel {
         })?;
         Ok(Scored {
             score: scored.score,
-            malicious: is_block(scored.score, self.threshold),
+            malicious: is_block(scored.score, self.threshold_for(format_checks)),
             seconds: started.elapsed().as_secs_f64(),
             truncated: scored.truncated,
             features: scored.features,

@@ -154,7 +154,11 @@ pub fn check_config(config: &Config) -> Result<String, ProxyError> {
             ),
         });
     }
-    let threshold = config.threshold.unwrap_or(bundle.manifest.threshold);
+    let threshold = match (config.threshold, bundle.manifest.content_only_threshold) {
+        (Some(t), _) => t.to_string(),
+        (None, Some(content)) => format!("{}, content alone {content}", bundle.manifest.threshold),
+        (None, None) => bundle.manifest.threshold.to_string(),
+    };
     let shadow = match &config.shadow_bundle {
         Some(dir) => {
             let shadow = bundle::Bundle::load(dir).map_err(|e| ProxyError::Config {

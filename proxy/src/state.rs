@@ -270,6 +270,7 @@ impl Shared {
                     version = %model.version,
                     previous = previous.as_deref().unwrap_or("none"),
                     threshold = model.threshold,
+                    content_only_threshold = model.content_only_threshold,
                     "shadow model loaded from {} (scores beside the active model, decides nothing)",
                     dir.display()
                 );
@@ -321,6 +322,7 @@ impl Shared {
                     version = %model.version,
                     previous = previous.as_deref().unwrap_or("none"),
                     threshold = model.threshold,
+                    content_only_threshold = model.content_only_threshold,
                     scorer = model.scorer().as_str(),
                     onnxruntime_sessions = model.sessions(),
                     "model loaded from {}",

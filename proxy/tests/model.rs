@@ -163,6 +163,7 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
             mlp: &mlp,
             featurizer: &featurizer,
             threshold: 0.5,
+            content_only_threshold: None,
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some("csic-mlp".into()),

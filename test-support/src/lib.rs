@@ -200,6 +200,7 @@ fn write_fixture_with(
             mlp: &mlp,
             featurizer,
             threshold,
+            content_only_threshold: None,
             // A fixture (weights set by code, not trained) with a typed privacy section, so the
             // dashboard labels can be checked end to end.
             privacy: Some(bundle::PublishedPrivacy {

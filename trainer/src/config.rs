@@ -560,6 +560,27 @@ pub struct PublicExamplesConfig {
     /// nothing but its format to tell it, so it gets no copy. Off by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub content_only_copies: bool,
+    /// The **content-only threshold** (0, the default: none): the threshold pate-proxy applies
+    /// where it scores content alone (`format_checks: false`; `pate-trainer score
+    /// --no-format-checks`), written into the bundle as `content_only_threshold`. Chosen after
+    /// the bundle's own threshold, on requests scored as served without the site's format
+    /// checks: the lowest threshold that holds FPR ≤ `target_fpr` on the site's validation
+    /// traffic (at `target_fpr_confidence`) AND FPR ≤ `validation_fpr` of the placed benign
+    /// values in EVERY placement. Per placement (each of the 13 spots), this many of the files'
+    /// public BENIGN values (never trained on: benign values are not placed in training) and as
+    /// many of the held-out attack values, each placed into a benign validation request of the
+    /// site (one in five encoded). Why: the bundle's threshold is chosen with the checks on,
+    /// where a site value in another parameter or on an unknown path scores high for its
+    /// format; content alone scores lower, and the bundle's threshold left a generic benign
+    /// value as a path segment blocked 8.5–12 % of the time (EVALUATION.md). Public data: no ε.
+    /// Needs `validation > 0`, `validation_fpr`, a featurizer with format checks and
+    /// placements, and benign records in `files`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub content_only_validation: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Default for StudentConfig {
@@ -810,6 +831,20 @@ impl RunConfig {
                 return bad(
                     "student.public_examples.tamperings",
                     format!("must be in [0, 1], got {}", pe.tamperings),
+                );
+            }
+            let featurizer = &self.featurizer.config;
+            if pe.content_only_validation > 0
+                && (pe.validation_fpr.is_none()
+                    || featurizer.rarity_min_count.is_none()
+                    || featurizer.placements.is_none())
+            {
+                return bad(
+                    "student.public_examples.content_only_validation",
+                    "needs public_examples.validation_fpr (and so validation > 0 under \
+                     threshold_rule: target_fpr) and a featurizer with format checks \
+                     (rarity_min_count) and placements"
+                        .to_string(),
                 );
             }
         }

@@ -50,6 +50,10 @@ pub struct ModelInfo {
     pub rng: privacy::RngProvenance,
     /// Version of pate-trainer that wrote the file.
     pub trainer_version: String,
+    /// Students: the threshold for scoring content alone (without the site's format checks),
+    /// when `student.public_examples.content_only_validation` chose one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_only_threshold: Option<f32>,
 }
 
 /// A network and its [`ModelInfo`].

@@ -372,6 +372,7 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
                 training: report,
                 rng: rng.provenance(),
                 trainer_version: env!("CARGO_PKG_VERSION").into(),
+                content_only_threshold: None,
             },
         };
         file.save(&job.out_dir.join(teacher_file_name(*k)))?;
@@ -430,6 +431,7 @@ pub fn train_student(
             training: report,
             rng: rng.provenance(),
             trainer_version: env!("CARGO_PKG_VERSION").into(),
+            content_only_threshold: None,
         },
     })
 }
@@ -745,6 +747,9 @@ pub struct StudentExtras {
     pub validation_traffic_tpr_at_1pct_fpr: Option<f64>,
     /// Set when the threshold was chosen on the validation requests scored as served.
     pub served: Option<crate::report::ServedThreshold>,
+    /// The content-only threshold and its validation figures
+    /// (`student.public_examples.content_only_validation`).
+    pub content_only: Option<crate::report::ContentOnlyThreshold>,
 }
 
 /// [`train_student`] plus the `student:` options of the run configuration: self-training on

@@ -19,7 +19,8 @@ use rand::{Rng, RngExt};
 use datasets::{Label, Record};
 
 /// Where a public value is put ([`place`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Spot {
     /// Replaces (or adds) a query parameter value.
     Query,
@@ -778,4 +779,32 @@ pub fn synthesize(
         }
     }
     (out, tampered)
+}
+
+/// For the content-only threshold (`student.public_examples.content_only_validation`): in each
+/// spot of [`PLACEMENTS`], `per_spot` public benign values and as many public attack values, each
+/// drawn at random and placed into a random template (one in five encoded), labelled as their
+/// value is. Empty when a list is empty.
+pub fn placed_in_every_spot(
+    templates: &[&Record],
+    benign: &[Vec<u8>],
+    malicious: &[Vec<u8>],
+    per_spot: usize,
+    rng: &mut impl Rng,
+) -> Vec<(Spot, Record)> {
+    let mut out = Vec::with_capacity(PLACEMENTS.len() * per_spot * 2);
+    if templates.is_empty() || benign.is_empty() || malicious.is_empty() {
+        return out;
+    }
+    for spot in PLACEMENTS {
+        for (values, label) in [(benign, Label::Benign), (malicious, Label::Malicious)] {
+            for _ in 0..per_spot {
+                let value = &values[rng.random_range(0..values.len())];
+                let template = templates[rng.random_range(0..templates.len())];
+                let encode = rng.random_range(0..5) == 0;
+                out.push((spot, place(template, value, spot, encode, label, rng)));
+            }
+        }
+    }
+    out
 }

@@ -208,6 +208,34 @@ pub struct StudentOptions {
     /// the answered queries labelled benign); the validation figures above are on those too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold_scored_as_served: Option<ServedThreshold>,
+    /// `student.public_examples.content_only_validation`: the content-only threshold (the
+    /// bundle's `content_only_threshold`) and the validation figures at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_only_threshold: Option<ContentOnlyThreshold>,
+}
+
+/// The threshold for scoring content alone (without the site's format checks) and what it blocks
+/// of the placed validation values (public data).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentOnlyThreshold {
+    /// The threshold: the highest of `site_threshold` and each placement's.
+    pub threshold: f32,
+    /// The threshold that alone holds `target_fpr` on the site's validation traffic scored
+    /// without the checks.
+    pub site_threshold: f32,
+    /// Per placement, at `threshold`.
+    pub placements: Vec<ContentOnlyPlacement>,
+}
+
+/// One placement's validation figures at the content-only threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentOnlyPlacement {
+    /// Where the values were placed.
+    pub placement: crate::public_examples::Spot,
+    /// Share of the placed attack values blocked.
+    pub attacks_blocked: f64,
+    /// Share of the placed public benign values blocked.
+    pub benign_blocked: f64,
 }
 
 /// The validation requests a threshold was chosen on, scored as served

@@ -278,6 +278,7 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
         },
         rng: privacy::RngProvenance::Seeded { seed: 1 },
         trainer_version: "test".into(),
+        content_only_threshold: None,
     };
     let student = run.path().join("student.safetensors");
     ModelFile {
@@ -376,6 +377,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
             },
             rng: privacy::RngProvenance::Os,
             trainer_version: "test".into(),
+            content_only_threshold: None,
         },
     };
     let tch_scores = trainer::pipeline::model_scores(&model, &x, tch::Device::Cpu).unwrap();
@@ -384,11 +386,15 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
     let dir = tmp.path().join("bundle");
     trainer::cli::export::export_bundle(
         &dir,
-        &model.weights,
-        &featurizer,
-        0.5,
-        None,
-        serde_json::Value::Null,
+        &bundle::BundleContents {
+            mlp: &model.weights,
+            featurizer: &featurizer,
+            threshold: 0.5,
+            content_only_threshold: None,
+            privacy: None,
+            metrics: serde_json::Value::Null,
+            model_version: None,
+        },
     )
     .unwrap();
     let bundle = Bundle::load(&dir).unwrap();

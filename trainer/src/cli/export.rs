@@ -67,46 +67,10 @@ pub struct Args {
 }
 
 /// Writes the bundle into `out_dir` (e.g. `RUN_DIR/bundle`) atomically, loads it back (hashes,
-/// versions, dimensions) and returns its manifest. `privacy` is the whitelist (None: no privacy
-/// report); `metrics` the student's test metrics (`Null` when there are none).
-pub fn export_bundle(
-    out_dir: &Path,
-    mlp: &Mlp,
-    featurizer: &Featurizer,
-    threshold: f32,
-    privacy_report: Option<privacy::PublishedPrivacy>,
-    metrics: serde_json::Value,
-) -> Result<Manifest> {
-    export_bundle_versioned(
-        out_dir,
-        mlp,
-        featurizer,
-        threshold,
-        privacy_report,
-        metrics,
-        None,
-    )
-}
-
-/// [`export_bundle`] with an explicit model version.
-pub fn export_bundle_versioned(
-    out_dir: &Path,
-    mlp: &Mlp,
-    featurizer: &Featurizer,
-    threshold: f32,
-    privacy_report: Option<privacy::PublishedPrivacy>,
-    metrics: serde_json::Value,
-    model_version: Option<String>,
-) -> Result<Manifest> {
-    let contents = BundleContents {
-        mlp,
-        featurizer,
-        threshold,
-        privacy: privacy_report,
-        metrics,
-        model_version,
-    };
-    let written = bundle::write_bundle(out_dir, &contents)?;
+/// versions, dimensions) and returns its manifest. `contents.privacy` is the whitelist (None: no
+/// privacy report); `contents.metrics` the student's test metrics (`Null` when there are none).
+pub fn export_bundle(out_dir: &Path, contents: &BundleContents) -> Result<Manifest> {
+    let written = bundle::write_bundle(out_dir, contents)?;
     let loaded = Bundle::load(out_dir)?;
     if loaded.manifest != written {
         return Err(Error::Export {
@@ -174,8 +138,8 @@ pub fn published_privacy(
         })
 }
 
-/// The student and the threshold (and featurizer hash) its file records, if any.
-fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
+/// The student and what its file records (thresholds, featurizer hash), if it is a model file.
+fn read_student(path: &Path) -> Result<(Mlp, Option<crate::model_file::ModelInfo>)> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io {
         path: path.to_owned(),
         source,
@@ -193,14 +157,10 @@ fn read_student(path: &Path) -> Result<(Mlp, Option<f32>, Option<String>)> {
             what: path.display().to_string(),
             source: Box::new(source),
         })?;
-        Ok((mlp, None, None))
+        Ok((mlp, None))
     } else {
         let file = ModelFile::from_bytes(&bytes, path)?;
-        Ok((
-            file.weights,
-            Some(file.info.threshold),
-            Some(file.info.featurizer_hash),
-        ))
+        Ok((file.weights, Some(file.info)))
     }
 }
 
@@ -229,9 +189,9 @@ pub fn run(args: Args) -> Result<()> {
         .clone()
         .or_else(|| in_run(RUN_REPORT_FILE).filter(|p| p.exists()));
 
-    let (mlp, file_threshold, featurizer_hash) = read_student(&student_path)?;
+    let (mlp, info) = read_student(&student_path)?;
     let featurizer = Featurizer::load(&featurizer_path)?;
-    if let Some(hash) = featurizer_hash {
+    if let Some(hash) = info.as_ref().map(|i| i.featurizer_hash.clone()) {
         if hash != featurizer.content_hash() {
             return Err(Error::FeaturizerMismatch {
                 model: student_path.clone(),
@@ -257,7 +217,7 @@ pub fn run(args: Args) -> Result<()> {
         .or_else(|| report.metrics.as_ref().map(|m| m.threshold));
     let threshold = args
         .threshold
-        .or(file_threshold)
+        .or(info.as_ref().map(|i| i.threshold))
         .or(report_threshold)
         .ok_or_else(|| Error::NoThreshold {
             student: student_path.clone(),
@@ -266,14 +226,19 @@ pub fn run(args: Args) -> Result<()> {
         .metrics
         .as_ref()
         .map_or(serde_json::Value::Null, bundle_metrics);
-    let manifest = export_bundle_versioned(
+    // The content-only threshold is the student file's (chosen with the bundle's); an explicit
+    // --threshold replaces the bundle's alone.
+    let manifest = export_bundle(
         &out,
-        &mlp,
-        &featurizer,
-        threshold,
-        privacy,
-        metrics,
-        args.model_version,
+        &BundleContents {
+            mlp: &mlp,
+            featurizer: &featurizer,
+            threshold,
+            content_only_threshold: info.as_ref().and_then(|i| i.content_only_threshold),
+            privacy,
+            metrics,
+            model_version: args.model_version,
+        },
     )?;
     let loaded = Bundle::load(&out)?;
     let difference = verify_with_onnxruntime(&loaded, &mlp)?;

@@ -52,11 +52,12 @@ pub struct Args {
     /// Apache format: a file with one label per log line.
     #[arg(long, requires = "input")]
     pub label_file: Option<PathBuf>,
-    /// Override the bundle's threshold.
+    /// Override the bundle's threshold (with --no-format-checks: its content-only threshold).
     #[arg(long)]
     pub threshold: Option<f32>,
     /// Score without the featurizer's site format checks (`rare:*`, `unseen:path`, `odd:*`),
-    /// as pate-proxy does with `format_checks: false`.
+    /// as pate-proxy does with `format_checks: false`, at the bundle's content-only threshold
+    /// where it has one (`content_only_threshold`), else at its threshold.
     #[arg(long)]
     pub no_format_checks: bool,
     /// ONNX Runtime library (default: $ORT_DYLIB_PATH, else the path set at build time).
@@ -98,7 +99,9 @@ pub fn run(args: Args) -> Result<()> {
     if args.no_format_checks {
         bundle.featurizer = bundle.featurizer.without_format_checks();
     }
-    let threshold = args.threshold.unwrap_or(bundle.manifest.threshold);
+    let threshold = args
+        .threshold
+        .unwrap_or(bundle.manifest.threshold_for(!args.no_format_checks));
     if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
         return Err(Error::FlagValue {
             flag: "threshold",

@@ -95,6 +95,7 @@ fn student_options(p: &Parts) -> StudentOptions {
         label_cleaning: student.cleaning,
         validation_labels_known: student.validation_labels_known,
         threshold_scored_as_served: student.extras.served,
+        content_only_threshold: student.extras.content_only.clone(),
     }
 }
 
@@ -193,11 +194,15 @@ pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report
     }
     export_bundle(
         &report.bundle,
-        &p.student.model.weights,
-        &p.features.featurizer,
-        p.student.model.info.threshold,
-        Some(published),
-        bundle_metrics(&report.metrics),
+        &bundle::BundleContents {
+            mlp: &p.student.model.weights,
+            featurizer: &p.features.featurizer,
+            threshold: p.student.model.info.threshold,
+            content_only_threshold: p.student.model.info.content_only_threshold,
+            privacy: Some(published),
+            metrics: bundle_metrics(&report.metrics),
+            model_version: None,
+        },
     )?;
     report.seconds = p.env.started.elapsed().as_secs_f64();
     pipeline::write_json(&run.report(), &report)?;

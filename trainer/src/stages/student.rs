@@ -8,6 +8,8 @@ use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
 use crate::pipeline::{self, RunData, RunRng, StudentExtras};
 
+use crate::public_examples::Spot;
+
 use super::featurize::Features;
 use super::split::QueryPlan;
 use super::Env;
@@ -59,6 +61,9 @@ struct PublicExamples {
     train: LabeledRows,
     /// Placed requests added to the validation samples (`public_examples.validation`).
     validation: Vec<datasets::Record>,
+    /// Public benign and held-out attack values placed in every spot, for the content-only
+    /// threshold (`public_examples.content_only_validation`; empty when 0).
+    content_only_validation: Vec<(Spot, datasets::Record)>,
 }
 
 /// `student.public_examples`: public attacks placed into the site's public request shapes and
@@ -78,7 +83,7 @@ fn public_examples(
         return Ok(None);
     };
     let records = &data.records;
-    let mut malicious = Vec::new();
+    let (mut malicious, mut benign) = (Vec::new(), Vec::new());
     for source in &pe.files {
         let options = datasets::LoadOptions {
             label: source.label,
@@ -93,8 +98,12 @@ fn public_examples(
                 Some(datasets::Label::Malicious) => {
                     malicious.push(crate::public_examples::public_value(r))
                 }
-                // Public benign values are not placed (see public_examples::synthesize).
-                Some(datasets::Label::Benign) | None => {}
+                // Public benign values are not placed in training (see
+                // public_examples::synthesize); the content-only threshold's validation only.
+                Some(datasets::Label::Benign) => {
+                    benign.push(crate::public_examples::public_value(r))
+                }
+                None => {}
             }
         }
     }
@@ -191,6 +200,37 @@ fn public_examples(
             benign_validation.len()
         );
     }
+    let content_only_validation = if pe.content_only_validation > 0 {
+        if benign.is_empty() || held_out.is_empty() {
+            return Err(Error::ConfigKey {
+                key: "student.public_examples.content_only_validation".into(),
+                reason: format!(
+                    "needs public benign values and held-out attack values; the files gave {} \
+                     benign and {} held-out attack values",
+                    benign.len(),
+                    held_out.len()
+                ),
+            });
+        }
+        let placed = crate::public_examples::placed_in_every_spot(
+            &benign_validation,
+            &benign,
+            &held_out,
+            pe.content_only_validation,
+            &mut rng.stream("public-examples-content-only"),
+        );
+        tracing::info!(
+            "student: {} placed examples for the content-only threshold: {} public benign and {} held-out attack values, {} of each class in each of {} placements",
+            placed.len(),
+            benign.len(),
+            held_out.len(),
+            pe.content_only_validation,
+            crate::public_examples::PLACEMENTS.len()
+        );
+        placed
+    } else {
+        Vec::new()
+    };
     let mut train = LabeledRows {
         x: pipeline::featurize_rows(&features.featurizer, &examples, &rows),
         y: is_malicious(&examples),
@@ -208,7 +248,11 @@ fn public_examples(
         };
         train = concat(train, copies)?;
     }
-    Ok(Some(PublicExamples { train, validation }))
+    Ok(Some(PublicExamples {
+        train,
+        validation,
+        content_only_validation,
+    }))
 }
 
 fn is_malicious(records: &[datasets::Record]) -> Vec<bool> {
@@ -391,7 +435,9 @@ pub fn run(
     let public_examples = examples.as_ref().map_or(0, |e| e.train.y.len());
     let mut validation = features.validation.clone();
     let mut placed_validation = Vec::new();
+    let mut content_only_validation = Vec::new();
     if let Some(e) = examples {
+        content_only_validation = e.content_only_validation;
         train = concat(train, e.train)?;
         let rows: Vec<usize> = (0..e.validation.len()).collect();
         validation = concat(
@@ -489,6 +535,17 @@ pub fn run(
     } else {
         super::evaluate::model_scores(&model, &features.validation.x, env.device)?
     };
+    if !content_only_validation.is_empty() {
+        content_only_threshold(
+            config,
+            data,
+            plan,
+            features,
+            &content_only_validation,
+            (&mut model, &mut extras),
+            env,
+        )?;
+    }
     extras.validation_traffic_tpr_at_1pct_fpr =
         traffic_validation_tpr(&model, &validation_scores, &features.validation.y, plan);
     Ok(Student {
@@ -596,6 +653,125 @@ fn served_threshold(
         placed_validation.len()
     );
     Ok(validation_scores)
+}
+
+/// `student.public_examples.content_only_validation`: the threshold for scoring content alone
+/// (the featurizer without the site's format checks, as pate-proxy's `format_checks: false`),
+/// the lowest that holds FPR ≤ `target_fpr` on the site's validation traffic (at
+/// `target_fpr_confidence`) and FPR ≤ `validation_fpr` of the placed benign values in every
+/// placement. Sets `model.info.content_only_threshold` and `extras.content_only`.
+fn content_only_threshold(
+    config: &RunConfig,
+    data: &RunData,
+    plan: &QueryPlan,
+    features: &Features,
+    placed: &[(Spot, datasets::Record)],
+    (model, extras): (&mut ModelFile, &mut StudentExtras),
+    env: &Env,
+) -> Result<()> {
+    let student = &config.student;
+    let budget = student
+        .public_examples
+        .as_ref()
+        .and_then(|pe| pe.validation_fpr)
+        .ok_or(Error::Threshold(
+            "the content-only threshold needs public_examples.validation_fpr",
+        ))?;
+    let content = features.featurizer.clone().without_format_checks();
+    let site: Vec<&datasets::Record> = plan
+        .validation_rows
+        .iter()
+        .map(|&i| &data.records[i])
+        .collect();
+    let site_scores = served_scores(model, &content, &site, env.device)?;
+    // The site's validation requests counted with their traffic (as the bundle's threshold).
+    let copies = |k: usize| {
+        student
+            .multiplicity_cap
+            .map_or(1, |_| plan.validation_traffic[k].max(1))
+    };
+    let (scores, labels): (Vec<f32>, Vec<bool>) = site_scores
+        .iter()
+        .zip(&site)
+        .enumerate()
+        .flat_map(|(k, (&s, r))| {
+            std::iter::repeat_n((s, r.label == Some(datasets::Label::Malicious)), copies(k))
+        })
+        .collect();
+    let both = || Error::Threshold("the student validation samples need both classes");
+    let site_threshold = match student.target_fpr_confidence {
+        None => pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr),
+        Some(confidence) => pipeline::confident_target_fpr_threshold(
+            &scores,
+            &labels,
+            student.target_fpr,
+            confidence,
+            &mut env.rng.stream("content-only-threshold-confidence"),
+        ),
+    }
+    .ok_or_else(both)?;
+    let records: Vec<&datasets::Record> = placed.iter().map(|(_, r)| r).collect();
+    let placed_scores = served_scores(model, &content, &records, env.device)?;
+    let malicious: Vec<bool> = records
+        .iter()
+        .map(|r| r.label == Some(datasets::Label::Malicious))
+        .collect();
+    let in_spot = |spot: Spot| -> (Vec<f32>, Vec<bool>) {
+        placed
+            .iter()
+            .zip(placed_scores.iter().zip(&malicious))
+            .filter(|((s, _), _)| *s == spot)
+            .map(|(_, (&score, &m))| (score, m))
+            .unzip()
+    };
+    let mut threshold = site_threshold;
+    for spot in crate::public_examples::PLACEMENTS {
+        let (s, l) = in_spot(spot);
+        let t = pipeline::target_fpr_threshold(&s, &l, budget).ok_or(Error::Threshold(
+            "the content-only validation examples need both classes in every placement",
+        ))?;
+        threshold = threshold.max(t);
+    }
+    let rate = |s: &[f32], l: &[bool], class: bool| {
+        let n = l.iter().filter(|&&m| m == class).count();
+        let hit = s
+            .iter()
+            .zip(l)
+            .filter(|(&x, &m)| m == class && bundle::is_block(x, threshold))
+            .count();
+        hit as f64 / n.max(1) as f64
+    };
+    let placements: Vec<crate::report::ContentOnlyPlacement> = crate::public_examples::PLACEMENTS
+        .into_iter()
+        .map(|spot| {
+            let (s, l) = in_spot(spot);
+            crate::report::ContentOnlyPlacement {
+                placement: spot,
+                attacks_blocked: rate(&s, &l, true),
+                benign_blocked: rate(&s, &l, false),
+            }
+        })
+        .collect();
+    tracing::info!(
+        "student: content-only threshold {threshold} (site validation traffic: {site_threshold}; every placement's benign values at FPR <= {budget}); per placement, attacks / benign blocked: {}",
+        placements
+            .iter()
+            .map(|p| format!(
+                "{:?} {:.1}/{:.1} %",
+                p.placement,
+                100.0 * p.attacks_blocked,
+                100.0 * p.benign_blocked
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    model.info.content_only_threshold = Some(threshold);
+    extras.content_only = Some(crate::report::ContentOnlyThreshold {
+        threshold,
+        site_threshold,
+        placements,
+    });
+    Ok(())
 }
 
 /// ` at confidence C` when `target_fpr_confidence` is set (for log lines), else nothing.
