@@ -444,6 +444,114 @@ fn content_only_copies_add_the_untampered_examples_again() {
     assert_eq!(public_examples("no-checks", unchecked, true), 200);
 }
 
+/// `content_only_validation`: the run chooses a content-only threshold — at least the one that
+/// holds `target_fpr` on the site's validation traffic, and at it no placement's public benign
+/// values blocked above `validation_fpr` — records it in the report, the student file and
+/// bundle.yaml, and `pate-trainer score --no-format-checks` judges at it (without the flag, at
+/// the bundle's threshold). Without benign values in the files it is refused, naming the key.
+#[test]
+fn the_content_only_threshold_holds_every_placements_benign_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = common::repo().join("data/sample");
+    let attacks = sample.join("csic_anomalousTrafficTest_A_sample.txt");
+    let benign = sample.join("csic_normalTrafficTest_A_sample.txt");
+    let config = |with_benign: bool| {
+        let plain = sample_run_config(
+            "{top_k: 300, value_shapes: true, params: true, rarity_min_count: 3, \
+             odd_permille: [10, 50], placements: {}}",
+            "threshold_rule: target_fpr, target_fpr: 0.01,",
+            "count: 200, validation: 100, validation_fpr: 0.05, content_only_validation: 20,",
+        );
+        let files = format!(
+            "files: [{{path: {}, format: csic, label: malicious}}]",
+            attacks.display()
+        );
+        assert!(plain.contains(&files), "{plain}");
+        if with_benign {
+            plain.replace(
+                &files,
+                &format!(
+                    "files: [{{path: {}, format: csic, label: malicious}}, {{path: {}, format: csic, label: benign}}]",
+                    attacks.display(),
+                    benign.display()
+                ),
+            )
+        } else {
+            plain
+        }
+    };
+    let out = run_config(dir.path(), "no-benign", &config(false));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("content_only_validation"),
+        "{err}"
+    );
+    let out = run_config(dir.path(), "run", &config(true));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = dir.path().join("run");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    let chosen = &report["student_options"]["content_only_threshold"];
+    let threshold = chosen["threshold"].as_f64().unwrap() as f32;
+    assert!(
+        threshold >= chosen["site_threshold"].as_f64().unwrap() as f32,
+        "{chosen}"
+    );
+    let placements = chosen["placements"].as_array().unwrap();
+    assert_eq!(placements.len(), 13, "{chosen}");
+    for p in placements {
+        assert!(p["benign_blocked"].as_f64().unwrap() <= 0.05, "{p}");
+    }
+    let manifest = bundle::Bundle::load(&run.join("bundle")).unwrap().manifest;
+    assert_eq!(manifest.content_only_threshold, Some(threshold));
+    let judged_at = |no_format_checks: bool| -> f32 {
+        let mut score = common::trainer();
+        score
+            .args(["score", "--bundle"])
+            .arg(run.join("bundle"))
+            .args(["--target", "/tienda1/index.jsp?id=1"]);
+        if no_format_checks {
+            score.arg("--no-format-checks");
+        }
+        let out = score.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["threshold"].as_f64().unwrap() as f32
+    };
+    assert_eq!(judged_at(true), threshold);
+    assert_eq!(judged_at(false), manifest.threshold);
+    // Re-exported from the run directory, the student file carries it again.
+    let again = dir.path().join("again");
+    let out = common::trainer()
+        .args(["export", "--run"])
+        .arg(&run)
+        .arg("--out")
+        .arg(&again)
+        .arg("--not-private")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        bundle::Bundle::load(&again)
+            .unwrap()
+            .manifest
+            .content_only_threshold,
+        Some(threshold)
+    );
+}
+
 /// `validation_fpr` is a budget for the placed validation examples under `target_fpr`: without
 /// them, or under another rule, it would do nothing, so it is refused.
 #[test]
