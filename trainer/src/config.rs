@@ -564,12 +564,14 @@ pub struct PublicExamplesConfig {
     /// where it scores content alone (`format_checks: false`; `pate-trainer score
     /// --no-format-checks`), written into the bundle as `content_only_threshold`. Chosen after
     /// the bundle's own threshold, on requests scored as served without the site's format
-    /// checks: the lowest threshold that holds FPR ≤ `target_fpr` on the site's validation
-    /// traffic (at `target_fpr_confidence`) AND FPR ≤ `validation_fpr` of the placed benign
-    /// values in EVERY placement. Per placement (each of the 13 spots), this many of the files'
+    /// checks: the highest of the threshold that holds FPR ≤ `target_fpr` on the site's
+    /// validation traffic (the bundle's rule) and, for EVERY placement, the lowest threshold
+    /// that holds FPR ≤ `validation_fpr` on its placed benign values (both at
+    /// `target_fpr_confidence`). Per placement (each of the 13 spots), this many of the files'
     /// public BENIGN values (never trained on: benign values are not placed in training) and as
-    /// many of the held-out attack values, each placed into a benign validation request of the
-    /// site (one in five encoded). Why: the bundle's threshold is chosen with the checks on,
+    /// many of the held-out attack values (reported, not deciding), each placed into a benign
+    /// validation request of the site, half of them stripped to `Host` and `Connection` as a
+    /// bare client sends them (one in five encoded). Why: the bundle's threshold is chosen with the checks on,
     /// where a site value in another parameter or on an unknown path scores high for its
     /// format; content alone scores lower, and the bundle's threshold left a generic benign
     /// value as a path segment blocked 8.5–12 % of the time (EVALUATION.md). Public data: no ε.

@@ -568,22 +568,70 @@ pub fn confident_target_fpr_threshold(
     confidence: f64,
     rng: &mut impl rand::Rng,
 ) -> Option<f32> {
-    use rand_distr::Distribution;
     let curve = roc_curve(scores, labels);
     if curve.is_empty() {
         return None;
     }
-    let mut benign: Vec<f32> = scores
-        .iter()
-        .zip(labels)
-        .filter(|(_, &malicious)| !malicious)
-        .map(|(&s, _)| s)
-        .collect();
-    // Highest first, NaN last (as `roc_curve` orders them).
-    benign.sort_by(|a, b| {
+    let benign = highest_first(
+        scores
+            .iter()
+            .zip(labels)
+            .filter(|(_, &malicious)| !malicious)
+            .map(|(&s, _)| s)
+            .collect(),
+    );
+    let allowed_rows = confident_allowance(&benign, target_fpr, confidence, rng);
+    let benign_rows = benign.len() as f64;
+    best_threshold_within(&curve, scores, |p| {
+        (p.fpr * benign_rows).round() as usize <= allowed_rows
+    })
+}
+
+/// `scores` sorted highest first, NaN last (as `roc_curve` orders them).
+fn highest_first(mut scores: Vec<f32>) -> Vec<f32> {
+    scores.sort_by(|a, b| {
         b.partial_cmp(a)
             .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
     });
+    scores
+}
+
+/// The lowest threshold at which at most a share `target_fpr` of the `benign` scores is at or
+/// above it — held at `confidence` over resamplings as [`confident_target_fpr_threshold`] does
+/// when given. A rate of benign values alone (no attack score decides where in a gap between
+/// attack scores it falls). `None` when `benign` is empty.
+pub fn lowest_benign_threshold(
+    benign: &[f32],
+    target_fpr: f64,
+    confidence: Option<f64>,
+    rng: &mut impl rand::Rng,
+) -> Option<f32> {
+    if benign.is_empty() {
+        return None;
+    }
+    let benign = highest_first(benign.to_vec());
+    let allowed = match confidence {
+        Some(c) => confident_allowance(&benign, target_fpr, c, rng),
+        None => (target_fpr * benign.len() as f64).floor() as usize,
+    };
+    // Flag the `allowed` highest rows at most: just above the next row's score (a row tied with
+    // it stays below too).
+    Some(match benign.get(allowed) {
+        None => 0.0,
+        Some(&next) => next_up(next).min(1.0),
+    })
+}
+
+/// How many of the `benign` rows (highest first) a threshold may flag with the share flagged
+/// at most `target_fpr` at `confidence` over [`THRESHOLD_REPLICATES`] Poisson(1) resamplings;
+/// whole groups of tied rows only.
+fn confident_allowance(
+    benign: &[f32],
+    target_fpr: f64,
+    confidence: f64,
+    rng: &mut impl rand::Rng,
+) -> usize {
+    use rand_distr::Distribution;
     // Rows of equal score (the copies of one request, mostly) go together: a threshold cannot
     // split them, and their Poisson(1) counts sum to one Poisson(rows) count, so memory grows
     // with the distinct scores, not the traffic.
@@ -634,11 +682,7 @@ pub fn confident_target_fpr_threshold(
             above = mid;
         }
     }
-    let allowed_rows: usize = groups[..allowed].iter().sum();
-    let benign_rows = benign.len() as f64;
-    best_threshold_within(&curve, scores, |p| {
-        (p.fpr * benign_rows).round() as usize <= allowed_rows
-    })
+    groups[..allowed].iter().sum()
 }
 
 /// The constant added to the malicious count by calibrated aggregation

@@ -232,6 +232,8 @@ pub struct ContentOnlyThreshold {
 pub struct ContentOnlyPlacement {
     /// Where the values were placed.
     pub placement: crate::public_examples::Spot,
+    /// The threshold that alone holds the budget on this placement's benign values.
+    pub threshold: f32,
     /// Share of the placed attack values blocked.
     pub attacks_blocked: f64,
     /// Share of the placed public benign values blocked.

@@ -656,10 +656,11 @@ fn served_threshold(
 }
 
 /// `student.public_examples.content_only_validation`: the threshold for scoring content alone
-/// (the featurizer without the site's format checks, as pate-proxy's `format_checks: false`),
-/// the lowest that holds FPR ≤ `target_fpr` on the site's validation traffic (at
-/// `target_fpr_confidence`) and FPR ≤ `validation_fpr` of the placed benign values in every
-/// placement. Sets `model.info.content_only_threshold` and `extras.content_only`.
+/// (the featurizer without the site's format checks, as pate-proxy's `format_checks: false`):
+/// the highest of the threshold that holds FPR ≤ `target_fpr` on the site's validation traffic
+/// (the bundle's rule) and each placement's lowest threshold that holds FPR ≤ `validation_fpr`
+/// on its placed benign values (both at `target_fpr_confidence`). Sets
+/// `model.info.content_only_threshold` and `extras.content_only`.
 fn content_only_threshold(
     config: &RunConfig,
     data: &RunData,
@@ -724,14 +725,31 @@ fn content_only_threshold(
             .map(|(_, (&score, &m))| (score, m))
             .unzip()
     };
-    let mut threshold = site_threshold;
+    // Each placement's own threshold: the lowest that holds its benign values' budget (at the
+    // same confidence as the site's), whatever the attack scores around it.
+    let mut confidence_rng = env.rng.stream("content-only-placement-confidence");
+    let mut own = Vec::with_capacity(crate::public_examples::PLACEMENTS.len());
     for spot in crate::public_examples::PLACEMENTS {
         let (s, l) = in_spot(spot);
-        let t = pipeline::target_fpr_threshold(&s, &l, budget).ok_or(Error::Threshold(
-            "the content-only validation examples need both classes in every placement",
-        ))?;
-        threshold = threshold.max(t);
+        let benign: Vec<f32> = s
+            .iter()
+            .zip(&l)
+            .filter(|(_, &m)| !m)
+            .map(|(&x, _)| x)
+            .collect();
+        own.push(
+            pipeline::lowest_benign_threshold(
+                &benign,
+                budget,
+                student.target_fpr_confidence,
+                &mut confidence_rng,
+            )
+            .ok_or(Error::Threshold(
+                "the content-only validation examples need benign values in every placement",
+            ))?,
+        );
     }
+    let threshold = own.iter().copied().fold(site_threshold, f32::max);
     let rate = |s: &[f32], l: &[bool], class: bool| {
         let n = l.iter().filter(|&&m| m == class).count();
         let hit = s
@@ -743,10 +761,12 @@ fn content_only_threshold(
     };
     let placements: Vec<crate::report::ContentOnlyPlacement> = crate::public_examples::PLACEMENTS
         .into_iter()
-        .map(|spot| {
+        .zip(&own)
+        .map(|(spot, &own)| {
             let (s, l) = in_spot(spot);
             crate::report::ContentOnlyPlacement {
                 placement: spot,
+                threshold: own,
                 attacks_blocked: rate(&s, &l, true),
                 benign_blocked: rate(&s, &l, false),
             }
@@ -757,8 +777,9 @@ fn content_only_threshold(
         placements
             .iter()
             .map(|p| format!(
-                "{:?} {:.1}/{:.1} %",
+                "{:?} (alone {}) {:.1}/{:.1} %",
                 p.placement,
+                p.threshold,
                 100.0 * p.attacks_blocked,
                 100.0 * p.benign_blocked
             ))
