@@ -294,3 +294,55 @@ fn a_missing_onnxruntime_library_is_a_clear_error() {
     let configured = resolve_library_path(None).unwrap();
     check_library_path(&configured).unwrap();
 }
+
+/// `content_only_threshold`: written and read back when given (the threshold for scores without
+/// the site's format checks; `threshold_for(false)` returns it, `threshold_for(true)` the
+/// bundle's), absent from bundle.yaml when not, and a value outside [0, 1] refused at write and
+/// at load with the key named.
+#[test]
+fn the_content_only_threshold_round_trips_and_is_checked() {
+    let featurizer = sample_featurizer(21);
+    let mut rng = SplitMix(22);
+    let mlp = random_mlp(&[featurizer.dim(), 3, 1], 1.0, &mut rng);
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("bundle");
+    let contents = |content_only_threshold| BundleContents {
+        mlp: &mlp,
+        featurizer: &featurizer,
+        threshold: 0.4,
+        content_only_threshold,
+        privacy: None,
+        metrics: serde_json::Value::Null,
+        model_version: None,
+    };
+    let written = write_bundle(&dir, &contents(Some(0.7))).unwrap();
+    let loaded = Bundle::load(&dir).unwrap();
+    assert_eq!(loaded.manifest, written);
+    assert_eq!(loaded.manifest.content_only_threshold, Some(0.7));
+    assert_eq!(
+        (
+            loaded.manifest.threshold_for(true),
+            loaded.manifest.threshold_for(false)
+        ),
+        (0.4, 0.7)
+    );
+    let yaml = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
+    assert!(yaml.contains("content_only_threshold: 0.7"), "{yaml}");
+    std::fs::write(
+        dir.join(MANIFEST_FILE),
+        yaml.replace("content_only_threshold: 0.7", "content_only_threshold: 1.5"),
+    )
+    .unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("content_only_threshold 1.5"), "{err}");
+    let err = write_bundle(&dir, &contents(Some(f32::NAN)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("threshold"), "{err}");
+    // Without one: not written, and both modes use the bundle's threshold.
+    write_bundle(&dir, &contents(None)).unwrap();
+    let yaml = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
+    assert!(!yaml.contains("content_only_threshold"), "{yaml}");
+    let loaded = Bundle::load(&dir).unwrap();
+    assert_eq!(loaded.manifest.threshold_for(false), 0.4);
+}

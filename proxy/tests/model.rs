@@ -249,3 +249,45 @@ fn top_tokens_are_the_heaviest_with_ties_by_token_for_every_count() {
         assert_eq!(top, want, "n = {n}");
     }
 }
+
+/// A bundle with a `content_only_threshold`: requests scored with the format checks are judged
+/// at the bundle's threshold, without them (`format_checks: false`) at the content-only one;
+/// the configuration's `threshold` overrides both.
+#[test]
+fn scores_without_the_format_checks_are_judged_at_the_content_only_threshold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    write_fixture_bundle(&dir, None, 0.5, "fixture-content").unwrap();
+    let manifest = std::fs::read_to_string(dir.join(bundle::MANIFEST_FILE)).unwrap();
+    std::fs::write(
+        dir.join(bundle::MANIFEST_FILE),
+        format!("{manifest}content_only_threshold: 0.999\n"),
+    )
+    .unwrap();
+    let model = load(&dir, None);
+    assert_eq!(
+        (model.threshold_for(true), model.threshold_for(false)),
+        (0.5, 0.999)
+    );
+    let mut flipped = 0;
+    for r in ATTACK_REQUESTS {
+        let with = model.score_checked(&parts(r), true).unwrap();
+        let without = model.score_checked(&parts(r), false).unwrap();
+        assert!(with.malicious, "attack {r:?} scored {}", with.score);
+        assert_eq!(
+            without.malicious,
+            bundle::is_block(without.score, 0.999),
+            "{r:?}"
+        );
+        flipped += usize::from(!without.malicious);
+    }
+    assert!(flipped > 0, "no attack scored between 0.5 and 0.999");
+    let overridden = load(&dir, Some(0.25));
+    assert_eq!(
+        (
+            overridden.threshold_for(true),
+            overridden.threshold_for(false)
+        ),
+        (0.25, 0.25)
+    );
+}

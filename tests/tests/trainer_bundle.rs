@@ -136,7 +136,38 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
     // `format_checks: false`, globally and as a route's override of the global `true`: a proxy
     // on the same bundle without the site's format checks gives `pate-trainer score
     // --no-format-checks`'s verdict for every request, and the checks weigh in this bundle
-    // (quick.yaml has them): some verdicts differ with and without them.
+    // (quick.yaml has them): some verdicts differ with and without them. Those scores are judged
+    // at the bundle's `content_only_threshold` (quick.yaml chooses none — it has no placements —
+    // so the copy below gets the median of its scores without the checks): the proxy's audit
+    // lines carry it, and the trainer's verdicts use it.
+    let content_only = {
+        let dir = tmp.path().join("bundle-content-only");
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in std::fs::read_dir(&bundle).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+        let path = repo_root().join("data/sample/csic_anomalousTrafficTest_A_sample.txt");
+        let mut without: Vec<f64> =
+            trainer_score(&trainer, &bundle, &path, &["--no-format-checks"])
+                .iter()
+                .map(|l| l["score"].as_f64().unwrap())
+                .collect();
+        without.sort_by(f64::total_cmp);
+        let median = without[without.len() / 2] as f32;
+        assert!(
+            (median - threshold as f32).abs() > 1e-3,
+            "median {median} is the threshold"
+        );
+        let manifest = std::fs::read_to_string(dir.join("bundle.yaml")).unwrap();
+        std::fs::write(
+            dir.join("bundle.yaml"),
+            format!("{manifest}content_only_threshold: {median}\n"),
+        )
+        .unwrap();
+        (dir, f64::from(median))
+    };
+    let (content_bundle, content_threshold) = (&content_only.0, content_only.1);
     let scores: Vec<(
         Vec<datasets::Record>,
         Vec<serde_json::Value>,
@@ -150,8 +181,8 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         let path = repo_root().join("data/sample").join(file);
         (
             datasets::load(datasets::Format::Csic, &path).unwrap(),
-            trainer_score(&trainer, &bundle, &path, &[]),
-            trainer_score(&trainer, &bundle, &path, &["--no-format-checks"]),
+            trainer_score(&trainer, content_bundle, &path, &[]),
+            trainer_score(&trainer, content_bundle, &path, &["--no-format-checks"]),
         )
     })
     .collect();
@@ -169,7 +200,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             &proxy_config(
                 &ProxyPorts::free(),
                 apache.port,
-                &bundle,
+                content_bundle,
                 "block",
                 &dir.join("audit.jsonl"),
                 extra,
@@ -185,8 +216,13 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
                 flipped += usize::from(on["verdict"] != line["verdict"]);
                 let (r, blocked) = replay(&off, record);
                 let verdict = line["verdict"].as_str().unwrap();
+                assert_eq!(
+                    verdict == "block",
+                    score >= content_threshold,
+                    "the trainer judged {score} at another threshold than {content_threshold}"
+                );
                 assert!(
-                    (score - threshold).abs() <= 1e-6 || blocked == (verdict == "block"),
+                    (score - content_threshold).abs() <= 1e-6 || blocked == (verdict == "block"),
                     "format checks off ({name}), line {}: proxy answered {} but pate-trainer \
                      score --no-format-checks says {verdict} ({score})",
                     record.line,
@@ -203,7 +239,8 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             "{name}: nothing blocked without the checks"
         );
         assert!(
-            audited.iter().all(|l| l["format_checks"] == false),
+            audited.iter().all(|l| l["format_checks"] == false
+                && (l["threshold"].as_f64().unwrap() - content_threshold).abs() <= 1e-6),
             "{name}: {audited:?}"
         );
         // Some verdicts differ without the checks, so a proxy that kept them would fail above.
