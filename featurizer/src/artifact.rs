@@ -102,6 +102,9 @@ pub struct Featurizer {
     pub(crate) plain_config: FeaturizerConfig,
     /// The known header values in lookup form (empty when off).
     pub(crate) known: placement::KnownValues,
+    /// Vocabulary indices of the public priors' features with
+    /// [`FeaturizerConfig::priors_undiluted`], ascending (empty when off): out of the norm.
+    pub(crate) undiluted: Vec<u32>,
 }
 
 impl PartialEq for Featurizer {
@@ -169,6 +172,23 @@ impl Featurizer {
             value_shapes: false,
             ..c.config.clone()
         };
+        let mut undiluted: Vec<u32> = if c.config.priors_undiluted {
+            c.config
+                .libinjection
+                .then_some(crate::LIBINJECTION_FEATURES.as_slice())
+                .into_iter()
+                .chain(
+                    c.config
+                        .signatures
+                        .then_some(crate::SIGNATURE_FEATURES.as_slice()),
+                )
+                .flatten()
+                .filter_map(|body| placement_index.get(*body).copied())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        undiluted.sort_unstable();
         Ok(Featurizer {
             content: a.content,
             content_hash: a.content_hash,
@@ -182,6 +202,7 @@ impl Featurizer {
             placement_index,
             plain_config,
             known,
+            undiluted,
         })
     }
 

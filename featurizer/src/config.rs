@@ -128,6 +128,16 @@ pub struct FeaturizerConfig {
     /// default; not written when off.
     #[serde(default, skip_serializing_if = "is_false")]
     pub signatures: bool,
+    /// The public priors' features (libinjection's two, the four signatures) keep the value 1
+    /// whatever else their window holds: they are left out of the window's norm and not
+    /// divided by it. Why: every other feature of a window shares one unit norm, so an attack
+    /// value among many benign parts (a registration form's fourteen fields, or thirty distinct
+    /// padding pairs) weighs a fraction of what it weighs alone — a `union select` in the form's
+    /// name field scored 0.36 against 0.70 in a two-field query, and the priors' evidence was
+    /// diluted with it. Needs `libinjection` or `signatures`. Off by default; not written when
+    /// off (older artifacts keep their hash).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub priors_undiluted: bool,
 }
 
 /// Placement-feature body of a part libinjection calls SQL injection
@@ -211,6 +221,7 @@ impl Default for FeaturizerConfig {
             placements: None,
             libinjection: false,
             signatures: false,
+            priors_undiluted: false,
         }
     }
 }
@@ -234,6 +245,13 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
         return Err(FeaturizerError::Setting {
             key: "signatures",
             reason: "needs placements (the signatures read each decoded part of the request)"
+                .into(),
+        });
+    }
+    if c.priors_undiluted && !(c.libinjection || c.signatures) {
+        return Err(FeaturizerError::Setting {
+            key: "priors_undiluted",
+            reason: "needs libinjection or signatures (the priors whose features keep their value)"
                 .into(),
         });
     }

@@ -480,18 +480,28 @@ impl Featurizer {
         };
         let l2 = self.content.config.norm == Norm::L2;
         let idf = &self.content.idf;
+        let undiluted =
+            |i: u32| !self.undiluted.is_empty() && self.undiluted.binary_search(&i).is_ok();
         let mut sum = 0.0f64;
         weights.weight.clear();
         for &i in touched.iter() {
             let count = std::mem::take(&mut counts[i as usize]);
             let w = tf_of(count) * f64::from(idf[i as usize]);
             weights.weight.push(w);
-            sum += if l2 { w * w } else { w };
+            if !undiluted(i) {
+                sum += if l2 { w * w } else { w };
+            }
         }
         let norm = if l2 { sum.sqrt() } else { sum };
         out.indices.extend_from_slice(touched);
         out.values
-            .extend(weights.weight.iter().map(|&w| (w / norm) as f32));
+            .extend(touched.iter().zip(&weights.weight).map(|(&i, &w)| {
+                if undiluted(i) {
+                    1.0
+                } else {
+                    (w / norm) as f32
+                }
+            }));
     }
 
     /// The dense form of [`Featurizer::transform`] (length [`Featurizer::dim`]).

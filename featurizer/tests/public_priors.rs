@@ -431,3 +431,75 @@ fn alphanumeric_values_are_never_injection() {
     assert!(libinjection_flags(b"1' or '1'='1")[0]);
     assert!(libinjection_flags(b"<script>alert(1)</script>")[1]);
 }
+
+/// `priors_undiluted`: the priors' features keep the value 1 in a request with one part and in
+/// one with thirty more distinct benign parts, the other features still have unit l2 norm; without it
+/// the same feature weighs less among more parts. It needs a prior to keep.
+#[test]
+fn undiluted_priors_keep_their_value_among_many_parts() {
+    let docs: Vec<String> = (0..40)
+        .map(|k| {
+            format!(
+                "/tienda/anadir.jsp?id={k}&nombre=producto{k}&precio={}",
+                k * 7
+            )
+        })
+        .collect();
+    let fit = |undiluted: bool| {
+        let config = FeaturizerConfig {
+            top_k: 200,
+            char_ngrams: Some([1, 3]),
+            norm: featurizer::Norm::L2,
+            placements: Some(PlacementConfig::default()),
+            libinjection: true,
+            signatures: true,
+            priors_undiluted: undiluted,
+            ..Default::default()
+        };
+        Featurizer::fit(config, docs.iter().map(|d| RequestParts::get(d))).unwrap()
+    };
+    let attack = "/tienda/anadir.jsp?nombre=%27%20union%20select%20password%20from%20users--";
+    let padding: String = (0..30).map(|k| format!("&p{k}=valor{k}")).collect();
+    let padded = format!("{attack}{padding}");
+    let value_of = |f: &Featurizer, target: &str, token: &str| -> (f32, f32) {
+        let v = f.transform(&RequestParts::get(target));
+        let index = f.vocabulary().iter().position(|t| t == token).unwrap() as u32;
+        let at = v
+            .indices
+            .iter()
+            .position(|&i| i == index)
+            .expect("the prior fires");
+        let rest: f32 = v
+            .indices
+            .iter()
+            .zip(&v.values)
+            .filter(|(&i, _)| i != index && !f.vocabulary()[i as usize].starts_with("pl:sig:"))
+            .map(|(_, &x)| x * x)
+            .sum();
+        (v.values[at], rest.sqrt())
+    };
+    let on = fit(true);
+    for target in [attack, padded.as_str()] {
+        let (value, rest) = value_of(&on, target, "pl:li:sqli");
+        assert_eq!(value, 1.0, "{target}");
+        assert!(
+            (rest - 1.0).abs() < 1e-4,
+            "{target}: the rest's norm {rest}"
+        );
+    }
+    let off = fit(false);
+    let (alone, _) = value_of(&off, attack, "pl:li:sqli");
+    let (diluted, _) = value_of(&off, &padded, "pl:li:sqli");
+    assert!(diluted < alone && alone < 1.0, "{alone} then {diluted}");
+    let err = Featurizer::fit(
+        FeaturizerConfig {
+            placements: Some(PlacementConfig::default()),
+            priors_undiluted: true,
+            ..Default::default()
+        },
+        [RequestParts::get("/a")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("priors_undiluted"), "{err}");
+}
