@@ -167,14 +167,7 @@ fn public_priors_need_placements() {
 // The attack signatures.
 
 fn fit_priors(libinjection: bool, signatures: bool, top_k: usize) -> Featurizer {
-    let docs: Vec<String> = (0..40)
-        .map(|k| {
-            format!(
-                "/tienda/anadir.jsp?id={k}&nombre=producto{k}&precio={}",
-                k * 7
-            )
-        })
-        .collect();
+    let docs = benign_corpus();
     let config = FeaturizerConfig {
         top_k,
         placements: Some(PlacementConfig::default()),
@@ -437,14 +430,7 @@ fn alphanumeric_values_are_never_injection() {
 /// the same feature weighs less among more parts. It needs a prior to keep.
 #[test]
 fn undiluted_priors_keep_their_value_among_many_parts() {
-    let docs: Vec<String> = (0..40)
-        .map(|k| {
-            format!(
-                "/tienda/anadir.jsp?id={k}&nombre=producto{k}&precio={}",
-                k * 7
-            )
-        })
-        .collect();
+    let docs = benign_corpus();
     let fit = |undiluted: bool| {
         let config = FeaturizerConfig {
             top_k: 200,

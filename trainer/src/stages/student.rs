@@ -699,18 +699,16 @@ fn content_only_threshold(
             std::iter::repeat_n((s, r.label == Some(datasets::Label::Malicious)), copies(k))
         })
         .collect();
-    let both = || Error::Threshold("the student validation samples need both classes");
-    let site_threshold = match student.target_fpr_confidence {
-        None => pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr),
-        Some(confidence) => pipeline::confident_target_fpr_threshold(
-            &scores,
-            &labels,
-            student.target_fpr,
-            confidence,
-            &mut env.rng.stream("content-only-threshold-confidence"),
-        ),
-    }
-    .ok_or_else(both)?;
+    let site_threshold = site_threshold(
+        &scores,
+        &labels,
+        student,
+        &env.rng,
+        "content-only-threshold-confidence",
+    )
+    .ok_or(Error::Threshold(
+        "the student validation samples need both classes",
+    ))?;
     let records: Vec<&datasets::Record> = placed.iter().map(|(_, r)| r).collect();
     let placed_scores = served_scores(model, &content, &records, env.device)?;
     let malicious: Vec<bool> = records
@@ -795,6 +793,28 @@ fn content_only_threshold(
     Ok(())
 }
 
+/// The threshold that holds `target_fpr` on the site's validation rows (`scores`, `labels`,
+/// each row as often as it counts), at `target_fpr_confidence` when set (its resamplings from
+/// the run's stream `purpose`). `None` when a class is absent.
+fn site_threshold(
+    scores: &[f32],
+    labels: &[bool],
+    student: &crate::config::StudentConfig,
+    rng: &RunRng,
+    purpose: &str,
+) -> Option<f32> {
+    match student.target_fpr_confidence {
+        None => pipeline::target_fpr_threshold(scores, labels, student.target_fpr),
+        Some(confidence) => pipeline::confident_target_fpr_threshold(
+            scores,
+            labels,
+            student.target_fpr,
+            confidence,
+            &mut rng.stream(purpose),
+        ),
+    }
+}
+
 /// ` at confidence C` when `target_fpr_confidence` is set (for log lines), else nothing.
 fn confidence_note(student: &crate::config::StudentConfig) -> String {
     student
@@ -861,17 +881,8 @@ fn choose_threshold(
             crate::metrics::youden_threshold(&scores, &labels).ok_or_else(both)?
         }
         crate::config::ThresholdRule::TargetFpr => {
-            let site = match student.target_fpr_confidence {
-                None => pipeline::target_fpr_threshold(&scores, &labels, student.target_fpr),
-                Some(confidence) => pipeline::confident_target_fpr_threshold(
-                    &scores,
-                    &labels,
-                    student.target_fpr,
-                    confidence,
-                    &mut rng.stream("threshold-confidence"),
-                ),
-            }
-            .ok_or_else(both)?;
+            let site = site_threshold(&scores, &labels, student, rng, "threshold-confidence")
+                .ok_or_else(both)?;
             match &placed_budget {
                 None => site,
                 Some((s, l, fpr)) => {
