@@ -17,13 +17,15 @@
 #   --proxy-threshold T  the proxy's `threshold:` override (default: the bundle's); the row is
 #                   named N-tT
 #   --no-format-checks  the proxy with `format_checks: false` (content alone scored, not the
-#                   site's rare/unseen/odd formats); the row is named N-nofc
+#                   site's rare/unseen/odd formats, at the bundle's content_only_threshold where
+#                   it has one); the row is named N-nofc
 #   --data FILE     the values replayed (HttpParamsDataset CSV; default payload_test.csv, with
 #                   --calibrate payload_train.csv)
 #   --fit           also the query-fit and form-fit placements (replay.py --fit-to CSIC's normal
 #                   traffic): each value in the site's registration field of its kind
 #   --calibrate     instead of the held-out evaluation: the VALIDATION split (payload_train.csv's
-#                   values, whose benign ones no training reads), through the proxy in detect mode
+#                   values, whose benign ones no training reads; the trainer's content-only
+#                   threshold is chosen on them too), through the proxy in detect mode
 #                   with threshold 0.0 (every score audited); writes DIR/calibrate-<version>.json
 #                   with every score and prints the lowest threshold that blocks at most 5 % of
 #                   benign values in every placement (bench/placements/calibrate.py)
