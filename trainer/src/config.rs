@@ -571,10 +571,11 @@ pub struct PublicExamplesConfig {
     /// public BENIGN values (never trained on: benign values are not placed in training) and as
     /// many of the held-out attack values (reported, not deciding), each placed into a benign
     /// validation request of the site, half of them stripped to `Host` and `Connection` as a
-    /// bare client sends them (one in five encoded). Why: the bundle's threshold is chosen with the checks on,
-    /// where a site value in another parameter or on an unknown path scores high for its
-    /// format; content alone scores lower, and the bundle's threshold left a generic benign
-    /// value as a path segment blocked 8.5–12 % of the time (EVALUATION.md). Public data: no ε.
+    /// bare client sends them (one in five encoded). Why: the bundle's threshold is chosen with
+    /// the checks on, where a site value in another parameter or on an unknown path scores high
+    /// for its format; content alone scores lower, and the bundle's threshold left a generic
+    /// benign value as a path segment blocked 8.5–12 % of the time (EVALUATION.md). Public
+    /// data: no ε.
     /// Needs `validation > 0`, `validation_fpr`, a featurizer with format checks and
     /// placements, and benign records in `files`.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -1266,6 +1266,39 @@ mod threshold_tests {
         );
     }
 
+    /// `lowest_benign_threshold`: the lowest threshold at which at most the budget's share of the
+    /// benign scores is at or above it (a tie stays on one side), at confidence at least as
+    /// high; nothing to hold: none; a budget of all: 0.
+    #[test]
+    fn the_lowest_benign_threshold_holds_its_budget_and_no_lower_one_does() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let benign: Vec<f32> = (0..100).map(|k| k as f32 / 100.0).collect();
+        let flagged = |t: f32| benign.iter().filter(|&&s| s >= t).count();
+        let t = lowest_benign_threshold(&benign, 0.05, None, &mut rng).unwrap();
+        assert_eq!(flagged(t), 5, "{t}");
+        assert_eq!(flagged(0.94), 6, "0.94 is the next score down");
+        assert!(t > 0.94 && t <= 0.95, "{t}");
+        let confident = lowest_benign_threshold(&benign, 0.05, Some(0.95), &mut rng).unwrap();
+        assert!(confident >= t && flagged(confident) < 5, "{confident}");
+        let mut tied = vec![0.5f32; 10];
+        tied.extend([0.1; 90]);
+        let t = lowest_benign_threshold(&tied, 0.05, None, &mut rng).unwrap();
+        assert_eq!(
+            flagged_in(&tied, t),
+            0,
+            "ten tied rows cannot be split: {t}"
+        );
+        assert_eq!(lowest_benign_threshold(&[], 0.05, None, &mut rng), None);
+        assert_eq!(
+            lowest_benign_threshold(&[0.3, 0.4], 1.0, None, &mut rng),
+            Some(0.0)
+        );
+    }
+
+    fn flagged_in(scores: &[f32], t: f32) -> usize {
+        scores.iter().filter(|&&s| s >= t).count()
+    }
+
     /// Ties, one class, and a budget nothing meets behave as `target_fpr_threshold`'s.
     #[test]
     fn confident_threshold_edge_cases() {
