@@ -17,10 +17,10 @@ pub mod sparse;
 pub use manifest::{
     is_block, rfc3339_utc, sha256_hex, write_bundle, Bundle, BundleContents, Manifest,
     ModelSummary, PrivacyLabels, PublishedPrivacy, FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE,
-    MODEL_FILE,
+    MODEL_FILE, PART_MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
-pub use request::{score_request, RequestScore};
+pub use request::{score_request, score_request_and_parts, RequestScore};
 pub use runtime::{init_onnxruntime, Scorer};
 pub use sparse::SparseMlp;
 

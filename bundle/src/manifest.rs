@@ -19,6 +19,8 @@ pub const FORMAT_VERSION: u32 = 2;
 pub const MODEL_FILE: &str = "model.onnx";
 /// File name of the featurizer artifact inside a bundle.
 pub const FEATURIZER_FILE: &str = "featurizer.json";
+/// File name of the optional model of single parts inside a bundle ([`Manifest::part_model`]).
+pub const PART_MODEL_FILE: &str = "part_model.onnx";
 /// File name of the manifest inside a bundle.
 pub const MANIFEST_FILE: &str = "bundle.yaml";
 
@@ -33,6 +35,20 @@ pub struct ModelSummary {
     pub onnx_ir_version: i64,
     /// ONNX default-domain opset of `model.onnx`.
     pub onnx_opset: i64,
+}
+
+impl ModelSummary {
+    /// The summary of `mlp` as [`encode_onnx`] writes it.
+    pub fn of(mlp: &Mlp) -> ModelSummary {
+        let mut widths = vec![mlp.input_dim()];
+        widths.extend(mlp.layers.iter().map(|l| l.out_dim));
+        ModelSummary {
+            widths,
+            parameters: mlp.parameter_count(),
+            onnx_ir_version: IR_VERSION,
+            onnx_opset: OPSET_VERSION,
+        }
+    }
 }
 
 /// `bundle.yaml`.
@@ -59,6 +75,12 @@ pub struct Manifest {
     pub featurizer_content_hash: String,
     /// Shape of the network.
     pub model: ModelSummary,
+    /// Shape of the model of single parts (`part_model.onnx`), when the trainer made one
+    /// (`student.public_examples.part_model`): trained on public values alone, it scores every
+    /// part of a request on its own where content alone is scored (format checks off), beside
+    /// the student's windows, judged at `content_only_threshold`. Absent: no such model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_model: Option<ModelSummary>,
     /// The privacy whitelist ([`PublishedPrivacy`]): mechanism and parameters, δ, answered
     /// queries, rng and featurizer provenance, one published ε and its kind. Absent (null) for a
     /// bundle exported without a privacy report (then nothing is claimed).
@@ -128,6 +150,8 @@ pub struct BundleContents<'a> {
     pub threshold: f32,
     /// The threshold for content alone ([`Manifest::content_only_threshold`]), in [0, 1].
     pub content_only_threshold: Option<f32>,
+    /// The model of single parts ([`Manifest::part_model`]), of the featurizer's width.
+    pub part_model: Option<&'a Mlp>,
     /// The privacy whitelist (`None`: no privacy report, nothing claimed).
     pub privacy: Option<PublishedPrivacy>,
     /// Test metrics (any JSON; `Null` when there are none).
@@ -145,6 +169,8 @@ pub struct Bundle {
     pub manifest: Manifest,
     /// The bytes of `model.onnx` (hash-checked).
     pub model_onnx: Vec<u8>,
+    /// The bytes of `part_model.onnx` (hash-checked), when the manifest has a `part_model`.
+    pub part_model_onnx: Option<Vec<u8>>,
     /// The featurizer (hash-checked).
     pub featurizer: Featurizer,
 }
@@ -170,21 +196,25 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
             return Err(BundleError::InvalidModel(ModelProblem::Threshold(t)));
         }
     }
-    if featurizer.dim() != mlp.input_dim() {
-        return Err(BundleError::InvalidModel(ModelProblem::Dimension {
-            featurizer: featurizer.dim(),
-            model: mlp.input_dim(),
-        }));
+    for m in std::iter::once(mlp).chain(contents.part_model) {
+        if featurizer.dim() != m.input_dim() {
+            return Err(BundleError::InvalidModel(ModelProblem::Dimension {
+                featurizer: featurizer.dim(),
+                model: m.input_dim(),
+            }));
+        }
     }
     let model_bytes = encode_onnx(mlp)?;
+    let part_model_bytes = contents.part_model.map(encode_onnx).transpose()?;
     let featurizer_bytes = featurizer.to_json();
     let model_hash = sha256_hex(&model_bytes);
-    let files = BTreeMap::from([
+    let mut files = BTreeMap::from([
         (MODEL_FILE.to_string(), model_hash.clone()),
         (FEATURIZER_FILE.to_string(), sha256_hex(&featurizer_bytes)),
     ]);
-    let mut widths = vec![mlp.input_dim()];
-    widths.extend(mlp.layers.iter().map(|l| l.out_dim));
+    if let Some(bytes) = &part_model_bytes {
+        files.insert(PART_MODEL_FILE.to_string(), sha256_hex(bytes));
+    }
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         model_version: contents
@@ -196,12 +226,8 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
         content_only_threshold: contents.content_only_threshold,
         input_dim: mlp.input_dim(),
         featurizer_content_hash: featurizer.content_hash().to_string(),
-        model: ModelSummary {
-            widths,
-            parameters: mlp.parameter_count(),
-            onnx_ir_version: IR_VERSION,
-            onnx_opset: OPSET_VERSION,
-        },
+        model: ModelSummary::of(mlp),
+        part_model: contents.part_model.map(ModelSummary::of),
         privacy: contents.privacy.clone(),
         metrics: contents.metrics.clone(),
         files,
@@ -232,11 +258,17 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
     let tmp = parent.join(format!(".{name}.tmp.{unique}"));
     std::fs::create_dir(&tmp).map_err(io(&tmp))?;
     let written = (|| {
+        let part_model = part_model_bytes
+            .as_deref()
+            .map(|bytes| (PART_MODEL_FILE, bytes));
         for (file, bytes) in [
             (MODEL_FILE, model_bytes.as_slice()),
             (FEATURIZER_FILE, featurizer_bytes.as_slice()),
             (MANIFEST_FILE, manifest_bytes.as_bytes()),
-        ] {
+        ]
+        .into_iter()
+        .chain(part_model)
+        {
             let path = tmp.join(file);
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
@@ -365,6 +397,15 @@ impl Bundle {
             contents.insert(file.clone(), bytes);
         }
         let model_onnx = contents.remove(MODEL_FILE).unwrap_or_default();
+        let part_model_onnx = contents.remove(PART_MODEL_FILE);
+        if part_model_onnx.is_some() != manifest.part_model.is_some() {
+            return Err(bad(format!(
+                "part_model and files' {PART_MODEL_FILE} must come together (part_model: {}, \
+                 {PART_MODEL_FILE} listed: {})",
+                manifest.part_model.is_some(),
+                part_model_onnx.is_some()
+            )));
+        }
         let featurizer_bytes = contents.remove(FEATURIZER_FILE).unwrap_or_default();
         let featurizer =
             Featurizer::from_json(&featurizer_bytes).map_err(|source| BundleError::Featurizer {
@@ -390,10 +431,24 @@ impl Bundle {
                 manifest.input_dim
             )));
         }
+        if let Some(bytes) = &part_model_onnx {
+            let part = decode_onnx(bytes).map_err(|e| BundleError::InBundle {
+                dir: dir.to_path_buf(),
+                source: Box::new(e),
+            })?;
+            if part.input_dim() != featurizer.dim() {
+                return Err(bad(format!(
+                    "dimensions disagree: featurizer.json has {}, {PART_MODEL_FILE}'s input has {}",
+                    featurizer.dim(),
+                    part.input_dim()
+                )));
+            }
+        }
         Ok(Bundle {
             dir: dir.to_path_buf(),
             manifest,
             model_onnx,
+            part_model_onnx,
             featurizer,
         })
     }
@@ -401,6 +456,11 @@ impl Bundle {
     /// The network stored in `model.onnx`.
     pub fn mlp(&self) -> Result<Mlp, BundleError> {
         decode_onnx(&self.model_onnx)
+    }
+
+    /// The network stored in `part_model.onnx`, when the bundle has one.
+    pub fn part_mlp(&self) -> Result<Option<Mlp>, BundleError> {
+        self.part_model_onnx.as_deref().map(decode_onnx).transpose()
     }
 }
 

@@ -66,6 +66,32 @@ pub fn score_request<E>(
     })
 }
 
+/// [`score_request`] with a second model of single parts: the highest of the windows' scores
+/// (`score`) and of every part alone ([`Featurizer::transform_parts`]) scored by `score_part`.
+/// How a bundle with a part model scores content alone: a linear model of whole windows weighs
+/// an attack in one field of a long form against every other field in the window (they share
+/// its norm); the part model reads the field alone. `features` is the vector that scored
+/// highest, a window or a part; `windows` counts both.
+pub fn score_request_and_parts<E>(
+    featurizer: &Featurizer,
+    req: &RequestParts,
+    score: impl FnMut(&SparseVector) -> Result<f32, E>,
+    mut score_part: impl FnMut(&SparseVector) -> Result<f32, E>,
+) -> Result<RequestScore, E> {
+    let mut scored = score_request(featurizer, req, score)?;
+    let mut parts = Vec::new();
+    featurizer.transform_parts(req, &mut parts);
+    scored.windows += parts.len();
+    for part in parts {
+        let s = score_part(&part)?;
+        if s > scored.score {
+            scored.score = s;
+            scored.features = part;
+        }
+    }
+    Ok(scored)
+}
+
 impl Scorer {
     /// [`score_request`] through this ONNX Runtime session's sparse-input graph
     /// ([`Scorer::score_sparse`]), as `pate-proxy` scores with `scorer: onnxruntime` (its
@@ -84,6 +110,29 @@ impl Scorer {
                 Err(BundleError::NonFiniteScore(s))
             }
         })
+    }
+
+    /// [`score_request_and_parts`] through this session (the windows) and `part_model`'s (the
+    /// parts alone), as pate-proxy scores content alone with a bundle's part model.
+    pub fn score_request_and_parts(
+        &mut self,
+        part_model: &mut Scorer,
+        featurizer: &Featurizer,
+        req: &RequestParts,
+    ) -> Result<RequestScore, BundleError> {
+        let finite = |s: f32| {
+            if s.is_finite() {
+                Ok(s)
+            } else {
+                Err(BundleError::NonFiniteScore(s))
+            }
+        };
+        score_request_and_parts(
+            featurizer,
+            req,
+            |v| finite(self.score_sparse(&v.indices, &v.values)?),
+            |v| finite(part_model.score_sparse(&v.indices, &v.values)?),
+        )
     }
 }
 

@@ -376,6 +376,42 @@ impl Featurizer {
         }
     }
 
+    /// One vector per part of the request, each part alone (a part longer than a window: each
+    /// of its windows alone; the path, query and form pair by pair even with
+    /// [`PlacementConfig::request_line_whole`]), without the request's parameter features, and
+    /// none for a part without a feature of the vocabulary; empty without
+    /// [`FeaturizerConfig::placements`]. What a model of single values reads: no other part of
+    /// the request shares the part's norm.
+    pub fn transform_parts(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
+        out.clear();
+        let Some(pc) = &self.content.config.placements else {
+            return;
+        };
+        let mut scratch = Scratch::default();
+        // Pair by pair even where the model of whole requests reads the request line whole:
+        // a pair alone is what this view is for.
+        let per_pair = PlacementConfig {
+            request_line_whole: false,
+            ..pc.clone()
+        };
+        let (segments, windows, limited) = self.placement_windows(req, &per_pair, None);
+        for piece in windows.iter().flatten() {
+            let mut v = SparseVector::default();
+            self.vectorize_window(
+                &segments,
+                std::slice::from_ref(piece),
+                None,
+                &mut scratch,
+                &mut v,
+            );
+            v.truncated = limited;
+            // A part none of whose features is in the vocabulary says nothing.
+            if !v.indices.is_empty() {
+                out.push(v);
+            }
+        }
+    }
+
     /// One vector per window of the parts of each placement found in the request (placements in
     /// [`Placement::ALL`] order): which placement looks most like an attack, for audit lines and
     /// metrics. Without [`FeaturizerConfig::placements`], `transform`'s vector as

@@ -26,6 +26,7 @@ static BUNDLE_DIR: LazyLock<PathBuf> = LazyLock::new(|| {
         featurizer: &featurizer,
         threshold: 0.5,
         content_only_threshold: None,
+        part_model: None,
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("fuzz".into()),

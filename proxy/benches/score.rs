@@ -166,6 +166,7 @@ fn bench(c: &mut Criterion) {
                     featurizer: &featurizer,
                     threshold: 0.5,
                     content_only_threshold: None,
+                    part_model: None,
                     privacy: None,
                     metrics: serde_json::Value::Null,
                     model_version: Some("bench".into()),

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use bundle::{is_block, score_request, Bundle, Scorer, SparseMlp};
+use bundle::{is_block, score_request, score_request_and_parts, Bundle, Scorer, SparseMlp};
 use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
 
 use crate::audit::TokenWeight;
@@ -58,6 +58,10 @@ pub struct ServingModel {
     pub files: BTreeMap<String, String>,
     /// What scores the feature vectors.
     network: Network,
+    /// The bundle's model of single parts (`part_model.onnx`), scored beside the windows where
+    /// content alone is scored. Always the native scorer: a linear model of a part's handful
+    /// of features, no session to lock; checked against ONNX Runtime at load like the student.
+    part_model: Option<SparseMlp>,
 }
 
 /// The scorer of a [`ServingModel`].
@@ -99,6 +103,54 @@ impl Network {
             }
         }
     }
+}
+
+/// A scorer's result as the proxy takes it: a finite number, else an error.
+fn finite(score: Result<f32, bundle::BundleError>) -> Result<f32, ProxyError> {
+    let score = score.map_err(|e| ProxyError::Scoring(Box::new(e)))?;
+    if !score.is_finite() {
+        return Err(ProxyError::NonFiniteScore(score));
+    }
+    Ok(score)
+}
+
+/// The native scorer of a bundle's part model against ONNX Runtime's dense graph of
+/// `part_model.onnx`: the empty vector and every unit vector, as for the student.
+fn check_part_model(dir: &Path, native: &SparseMlp, ort: &mut Scorer) -> Result<(), ProxyError> {
+    let dim = native.input_dim();
+    let mut dense = vec![0.0f32; dim];
+    for i in std::iter::once(None).chain((0..dim as u32).map(Some)) {
+        dense.iter_mut().for_each(|x| *x = 0.0);
+        let (indices, values): (Vec<u32>, Vec<f32>) = i.map(|i| (i, 1.0)).into_iter().unzip();
+        if let Some(i) = i {
+            dense[i as usize] = 1.0;
+        }
+        let what = || match i {
+            Some(i) => format!("unit feature vector {i}"),
+            None => "the empty feature vector".to_string(),
+        };
+        let fail = |what: String| {
+            let path = dir.to_path_buf();
+            move |source| ProxyError::BundleLoad {
+                path,
+                what: format!("part model check, {what}: "),
+                source: Box::new(source),
+            }
+        };
+        let reference = ort.score(&dense).map_err(fail(what()))?;
+        let serving = native.score(&indices, &values).map_err(fail(what()))?;
+        if (reference - serving).abs() > SCORER_VS_ORT_TOLERANCE || !serving.is_finite() {
+            return Err(ProxyError::Bundle {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "the native scorer of part_model.onnx gives {serving} but ONNX Runtime's \
+                     dense graph {reference} for {}",
+                    what()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A score and what it took.
@@ -202,6 +254,17 @@ impl ServingModel {
             }
         };
         let mut reference = Scorer::new(&bundle).map_err(load("ONNX Runtime session: "))?;
+        let part_model = match bundle.part_mlp().map_err(load(""))? {
+            Some(mlp) => {
+                let native = SparseMlp::new(&mlp).map_err(load("the part model: "))?;
+                let onnx = bundle.part_model_onnx.as_deref().unwrap_or_default();
+                let mut ort = Scorer::from_onnx(onnx, bundle.manifest.input_dim)
+                    .map_err(load("ONNX Runtime session of the part model: "))?;
+                check_part_model(dir, &native, &mut ort)?;
+                Some(native)
+            }
+            None => None,
+        };
         let privacy = bundle.manifest.privacy_labels();
         let model = ServingModel {
             dir: dir.to_path_buf(),
@@ -220,6 +283,7 @@ impl ServingModel {
                 .then(|| bundle.featurizer.clone().without_format_checks()),
             featurizer: bundle.featurizer,
             network,
+            part_model,
         };
         let warm = RequestParts {
             method: "GET",
@@ -353,9 +417,16 @@ impl ServingModel {
         format_checks: bool,
     ) -> Result<Scored, ProxyError> {
         let started = Instant::now();
-        let scored = score_request(self.featurizer_for(format_checks), req, |v| {
-            self.score_vector(v)
-        })?;
+        let featurizer = self.featurizer_for(format_checks);
+        let scored = match &self.part_model {
+            Some(part) if !format_checks => score_request_and_parts(
+                featurizer,
+                req,
+                |v| self.score_vector(v),
+                |v| finite(part.score(&v.indices, &v.values)),
+            )?,
+            _ => score_request(featurizer, req, |v| self.score_vector(v))?,
+        };
         Ok(Scored {
             score: scored.score,
             malicious: is_block(scored.score, self.threshold_for(format_checks)),
@@ -366,14 +437,12 @@ impl ServingModel {
     }
 
     fn score_vector(&self, features: &SparseVector) -> Result<f32, ProxyError> {
-        let score = self
-            .network
-            .score(&features.indices, &features.values)
-            .map_err(|e| ProxyError::Scoring(Box::new(e)))?;
-        if !score.is_finite() {
-            return Err(ProxyError::NonFiniteScore(score));
-        }
-        Ok(score)
+        finite(self.network.score(&features.indices, &features.values))
+    }
+
+    /// Whether the bundle has a model of single parts (scored where content alone is).
+    pub fn has_part_model(&self) -> bool {
+        self.part_model.is_some()
     }
 
     /// The placement whose parts alone score highest ([`Featurizer::placement_vectors`]), for

@@ -164,6 +164,7 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
             featurizer: &featurizer,
             threshold: 0.5,
             content_only_threshold: None,
+            part_model: None,
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some("csic-mlp".into()),

@@ -201,6 +201,7 @@ fn write_fixture_with(
             featurizer,
             threshold,
             content_only_threshold: None,
+            part_model: None,
             // A fixture (weights set by code, not trained) with a typed privacy section, so the
             // dashboard labels can be checked end to end.
             privacy: Some(bundle::PublishedPrivacy {

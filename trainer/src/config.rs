@@ -580,6 +580,35 @@ pub struct PublicExamplesConfig {
     /// placements, and benign records in `files`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub content_only_validation: usize,
+    /// The **model of single parts** (absent, the default: none), written into the bundle as
+    /// `part_model.onnx` and scored where content alone is scored (`format_checks: false`):
+    /// every part of a request (a query or form pair, a header, a JSON value, ...) alone, beside
+    /// the student's windows; the request's score is the highest of both, judged at the
+    /// content-only threshold (chosen on both). Why: a linear model of whole windows weighs an
+    /// attack in one field of a long form against all the form's other fields (they share the
+    /// window's norm), so the registration form of a shop let 9–12 % of generic attacks through
+    /// (EVALUATION.md); a part alone is not diluted. Trained on public data only — the files'
+    /// benign and attack values placed into the site's requests the teachers labelled benign,
+    /// in every spot, the placed value's part labelled by its value and every other part of
+    /// those requests benign — so no ε. Values whose FNV-1a hash is 0 modulo 10 are held out
+    /// of it for the validation examples (`content_only_validation`; the bench's
+    /// `--calibrate` reads the same tenth). Needs `content_only_validation > 0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_model: Option<PartModelConfig>,
+}
+
+/// `student.public_examples.part_model` ([`PublicExamplesConfig::part_model`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartModelConfig {
+    /// Values placed per class and spot (13 spots): the malicious and benign parts trained on.
+    pub per_spot: usize,
+    /// Each distinct benign part of the site's requests (and of the placed requests around
+    /// the value) is trained on at most this many times, as often as it occurs: a header every
+    /// request carries weighs more than one value, without thousands of copies.
+    pub copies_cap: usize,
+    /// Its training (the student's schema, e.g. a logistic regression with FISTA and L1).
+    pub training: TrainConfig,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -848,6 +877,32 @@ impl RunConfig {
                      threshold_rule: target_fpr) and a featurizer with format checks \
                      (rarity_min_count) and placements"
                         .to_string(),
+                );
+            }
+        }
+        if let Some(pm) = self
+            .student
+            .public_examples
+            .as_ref()
+            .and_then(|pe| pe.part_model.as_ref().map(|pm| (pe, pm)))
+        {
+            let (pe, pm) = pm;
+            if pe.content_only_validation == 0 {
+                return bad(
+                    "student.public_examples.part_model",
+                    "is judged at the content-only threshold: needs content_only_validation > 0"
+                        .to_string(),
+                );
+            }
+            pm.training
+                .validate("student.public_examples.part_model.training")?;
+            if pm.per_spot == 0 || pm.copies_cap == 0 {
+                return bad(
+                    "student.public_examples.part_model",
+                    format!(
+                        "per_spot and copies_cap must be at least 1, got {} and {}",
+                        pm.per_spot, pm.copies_cap
+                    ),
                 );
             }
         }

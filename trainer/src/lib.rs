@@ -22,6 +22,7 @@ pub mod log;
 pub mod metrics;
 pub mod model;
 pub mod model_file;
+pub mod part_model;
 pub mod pipeline;
 pub mod plot;
 pub mod public_examples;

@@ -23,6 +23,9 @@ pub enum ModelRole {
     Teacher,
     /// The student trained on privately labelled public queries.
     Student,
+    /// The model of single parts, trained on public values alone
+    /// (`student.public_examples.part_model`).
+    PartModel,
 }
 
 /// What is known about a saved model besides its weights.

@@ -145,6 +145,11 @@ impl RunDir {
         self.root.join(crate::cli::export::RUN_STUDENT_FILE)
     }
 
+    /// `part_model.safetensors` (`student.public_examples.part_model`).
+    pub fn part_model(&self) -> PathBuf {
+        self.root.join(crate::cli::export::RUN_PART_MODEL_FILE)
+    }
+
     /// `manifest.json`.
     pub fn manifest(&self) -> PathBuf {
         self.root.join("manifest.json")

@@ -391,6 +391,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
             featurizer: &featurizer,
             threshold: 0.5,
             content_only_threshold: None,
+            part_model: None,
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: None,

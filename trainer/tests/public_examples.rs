@@ -552,6 +552,121 @@ fn the_content_only_threshold_holds_every_placements_benign_budget() {
     );
 }
 
+/// `part_model`: the run trains a model of single parts on public values, saves it beside the
+/// student and exports it as `part_model.onnx`; `pate-trainer score --no-format-checks` scores
+/// the highest of the windows (student) and every part alone (part model), judged at the
+/// content-only threshold chosen on both; with the checks, the windows alone, as before. A
+/// re-export from the run directory carries it again.
+#[test]
+fn the_part_model_scores_every_part_alone_beside_the_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = common::repo().join("data/sample");
+    let attacks = sample.join("csic_anomalousTrafficTest_A_sample.txt");
+    let benign = sample.join("csic_normalTrafficTest_A_sample.txt");
+    let plain = sample_run_config(
+        "{top_k: 300, value_shapes: true, params: true, rarity_min_count: 3, \
+         odd_permille: [10, 50], placements: {request_line_whole: true}}",
+        "threshold_rule: target_fpr, target_fpr: 0.01,",
+        "count: 200, validation: 100, validation_fpr: 0.05, content_only_validation: 20, \
+         part_model: {per_spot: 10, copies_cap: 5, training: {hidden: [], optimizer: fista, \
+         l1: 0.0001, learning_rate: 2.0, max_epochs: 50, patience: 50}},",
+    );
+    let files = format!(
+        "files: [{{path: {}, format: csic, label: malicious}}]",
+        attacks.display()
+    );
+    let config = plain.replace(
+        &files,
+        &format!(
+            "files: [{{path: {}, format: csic, label: malicious}}, {{path: {}, format: csic, label: benign}}]",
+            attacks.display(),
+            benign.display()
+        ),
+    );
+    let out = run_config(dir.path(), "run", &config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = dir.path().join("run");
+    assert!(run.join("part_model.safetensors").exists());
+    let loaded = bundle::Bundle::load(&run.join("bundle")).unwrap();
+    let summary = loaded.manifest.part_model.clone().expect("a part model");
+    assert_eq!(summary.widths, vec![loaded.featurizer.dim(), 1]);
+    let threshold = loaded.manifest.content_only_threshold.expect("chosen");
+    // One form of many pairs with an attack in one of them.
+    let target = "/tienda1/publico/registro.jsp?modo=registro&login=bob&password=x1y2z3&nombre=Ana\
+                  &apellidos=Ruiz&email=ana%40example.com&dni=12345678Z&direccion=Calle+Mayor+1\
+                  &ciudad=Madrid&cp=28001&provincia=Madrid&ntc=1234567890123456\
+                  &B1=Registrar&comentario=1%27+union+all+select+password+from+users--";
+    let scored = |no_format_checks: bool| -> (f32, f32) {
+        let mut score = common::trainer();
+        score
+            .args(["score", "--bundle"])
+            .arg(run.join("bundle"))
+            .args(["--target", target]);
+        if no_format_checks {
+            score.arg("--no-format-checks");
+        }
+        let out = score.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            v["score"].as_f64().unwrap() as f32,
+            v["threshold"].as_f64().unwrap() as f32,
+        )
+    };
+    bundle::init_onnxruntime(None).unwrap();
+    let req = featurizer::RequestParts::get(target);
+    let content = loaded.featurizer.clone().without_format_checks();
+    let mut windows = bundle::Scorer::new(&loaded).unwrap();
+    let mut parts = bundle::Scorer::from_onnx(
+        loaded.part_model_onnx.as_deref().unwrap(),
+        loaded.manifest.input_dim,
+    )
+    .unwrap();
+    let window_score = windows.score_request(&content, &req).unwrap().score;
+    let mut alone = Vec::new();
+    content.transform_parts(&req, &mut alone);
+    assert!(alone.len() >= 14, "{} parts", alone.len());
+    let part_score = alone
+        .iter()
+        .map(|v| parts.score_sparse(&v.indices, &v.values).unwrap())
+        .fold(f32::NEG_INFINITY, f32::max);
+    let (score, judged_at) = scored(true);
+    assert_eq!(judged_at, threshold);
+    assert!(
+        (score - window_score.max(part_score)).abs() < 1e-6,
+        "{score} vs windows {window_score}, parts {part_score}"
+    );
+    let with_checks = windows
+        .score_request(&loaded.featurizer, &req)
+        .unwrap()
+        .score;
+    assert!((scored(false).0 - with_checks).abs() < 1e-6);
+    let again = dir.path().join("again");
+    let out = common::trainer()
+        .args(["export", "--run"])
+        .arg(&run)
+        .arg("--out")
+        .arg(&again)
+        .arg("--not-private")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = bundle::Bundle::load(&again).unwrap();
+    assert_eq!(again.part_model_onnx, loaded.part_model_onnx);
+}
+
 /// `validation_fpr` is a budget for the placed validation examples under `target_fpr`: without
 /// them, or under another rule, it would do nothing, so it is refused.
 #[test]

@@ -23,6 +23,8 @@ use crate::report::ExportedParts;
 
 /// The student's model file inside a run directory (a [`ModelFile`], safetensors).
 pub const RUN_STUDENT_FILE: &str = "student.safetensors";
+/// The model of single parts inside a run directory (a [`ModelFile`], when the run made one).
+pub const RUN_PART_MODEL_FILE: &str = "part_model.safetensors";
 /// The featurizer artifact inside a run directory.
 pub const RUN_FEATURIZER_FILE: &str = "featurizer.json";
 /// The run report inside a run directory (privacy report and test metrics).
@@ -45,6 +47,11 @@ pub struct Args {
     /// Featurizer artifact the student was trained with.
     #[arg(long, value_name = "FILE")]
     pub featurizer: Option<PathBuf>,
+    /// The model of single parts (a pate-trainer model file, `part_model.safetensors`), scored
+    /// beside the student where content alone is scored (default with --run: the run's, when it
+    /// has one).
+    #[arg(long, value_name = "FILE")]
+    pub part_model: Option<PathBuf>,
     /// Decision threshold on the malicious probability (default: the student file's, else the
     /// report's `threshold`).
     #[arg(long)]
@@ -191,6 +198,25 @@ pub fn run(args: Args) -> Result<()> {
 
     let (mlp, info) = read_student(&student_path)?;
     let featurizer = Featurizer::load(&featurizer_path)?;
+    let part_model_path = args
+        .part_model
+        .clone()
+        .or_else(|| in_run(RUN_PART_MODEL_FILE).filter(|p| p.exists()));
+    let part_model = part_model_path
+        .as_deref()
+        .map(|path| {
+            let file = ModelFile::load(path)?;
+            if file.info.featurizer_hash != featurizer.content_hash() {
+                return Err(Error::FeaturizerMismatch {
+                    model: path.to_owned(),
+                    trained_with: file.info.featurizer_hash.clone(),
+                    featurizer: featurizer_path.clone(),
+                    found: featurizer.content_hash().to_string(),
+                });
+            }
+            Ok(file.weights)
+        })
+        .transpose()?;
     if let Some(hash) = info.as_ref().map(|i| i.featurizer_hash.clone()) {
         if hash != featurizer.content_hash() {
             return Err(Error::FeaturizerMismatch {
@@ -235,6 +261,7 @@ pub fn run(args: Args) -> Result<()> {
             featurizer: &featurizer,
             threshold,
             content_only_threshold: info.as_ref().and_then(|i| i.content_only_threshold),
+            part_model: part_model.as_ref(),
             privacy,
             metrics,
             model_version: args.model_version,

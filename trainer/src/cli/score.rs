@@ -111,6 +111,21 @@ pub fn run(args: Args) -> Result<()> {
     }
     bundle::init_onnxruntime(args.onnxruntime.as_deref())?;
     let mut scorer = Scorer::new(&bundle)?;
+    // Content alone: the bundle's model of single parts too, where it has one.
+    let mut part_scorer = match (&bundle.part_model_onnx, args.no_format_checks) {
+        (Some(onnx), true) => Some(Scorer::from_onnx(onnx, bundle.manifest.input_dim)?),
+        _ => None,
+    };
+    let mut score_one = |parts: &RequestParts| -> Result<f32> {
+        Ok(match &mut part_scorer {
+            Some(part) => {
+                scorer
+                    .score_request_and_parts(part, &bundle.featurizer, parts)?
+                    .score
+            }
+            None => scorer.score_request(&bundle.featurizer, parts)?.score,
+        })
+    };
 
     if let Some(target) = &args.target {
         let body = match (&args.body, &args.body_file) {
@@ -136,7 +151,7 @@ pub fn run(args: Args) -> Result<()> {
             body: body.as_deref(),
             headers: Headers::Owned(&headers),
         };
-        let score = scorer.score_request(&bundle.featurizer, &parts)?.score;
+        let score = score_one(&parts)?;
         let out = OneScore {
             score,
             threshold,
@@ -164,9 +179,7 @@ pub fn run(args: Args) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for (index, record) in records.iter().enumerate() {
-        let score = scorer
-            .score_request(&bundle.featurizer, &record.parts())?
-            .score;
+        let score = score_one(&record.parts())?;
         let line = RecordScore {
             index,
             line: record.line,

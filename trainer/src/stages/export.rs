@@ -199,6 +199,7 @@ pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report
             featurizer: &p.features.featurizer,
             threshold: p.student.model.info.threshold,
             content_only_threshold: p.student.model.info.content_only_threshold,
+            part_model: p.student.part_model.as_ref().map(|m| &m.weights),
             privacy: Some(published),
             metrics: bundle_metrics(&report.metrics),
             model_version: None,

@@ -135,7 +135,12 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
 
     let student = student::run(config, &data, &plan, &features, &aggregation.labels, &env)?;
     student.model.save(&run.student())?;
-    manifest.record(run, "student", &[run.student()])?;
+    let mut saved = vec![run.student()];
+    if let Some(part) = &student.part_model {
+        part.save(&run.part_model())?;
+        saved.push(run.part_model());
+    }
+    manifest.record(run, "student", &saved)?;
 
     banner(
         &format!("evaluate on {} test requests", features.test.x.rows),

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
 use crate::pipeline::{self, RunData, RunRng, StudentExtras};
 
+use crate::part_model::PartExamples;
 use crate::public_examples::Spot;
 
 use super::featurize::Features;
@@ -18,6 +19,8 @@ use super::Env;
 pub struct Student {
     /// The student.
     pub model: ModelFile,
+    /// The model of single parts (`student.public_examples.part_model`).
+    pub part_model: Option<ModelFile>,
     /// What the `student:` options did.
     pub extras: StudentExtras,
     /// The answered queries (indices into the queries).
@@ -64,6 +67,8 @@ struct PublicExamples {
     /// Public benign and held-out attack values placed in every spot, for the content-only
     /// threshold (`public_examples.content_only_validation`; empty when 0).
     content_only_validation: Vec<(Spot, datasets::Record)>,
+    /// The part model's training and validation parts (`public_examples.part_model`).
+    part_model: Option<(PartExamples, PartExamples)>,
 }
 
 /// `student.public_examples`: public attacks placed into the site's public request shapes and
@@ -108,9 +113,22 @@ fn public_examples(
         }
     }
     // The held-out values: every value of a random tenth (distinct values, so none of them is
-    // also trained on).
+    // also trained on); with the part model, the tenth `part_model::held_out` calls so, benign
+    // values too (the part model trains on the others).
     let mut held_out = Vec::new();
-    if pe.validation > 0 {
+    let mut held_out_benign = Vec::new();
+    if pe.part_model.is_some() {
+        malicious.sort();
+        malicious.dedup();
+        benign.sort();
+        benign.dedup();
+        (held_out, malicious) = malicious
+            .into_iter()
+            .partition(|v| crate::part_model::held_out(v));
+        (held_out_benign, benign) = benign
+            .into_iter()
+            .partition(|v| crate::part_model::held_out(v));
+    } else if pe.validation > 0 {
         malicious.sort();
         malicious.dedup();
         let order = pipeline::shuffled(malicious.len(), &mut rng.stream("public-examples-holdout"));
@@ -212,9 +230,14 @@ fn public_examples(
                 ),
             });
         }
+        let validation_benign = if pe.part_model.is_some() {
+            &held_out_benign
+        } else {
+            &benign
+        };
         let placed = crate::public_examples::placed_in_every_spot(
             &benign_validation,
-            &benign,
+            validation_benign,
             &held_out,
             pe.content_only_validation,
             &mut rng.stream("public-examples-content-only"),
@@ -222,7 +245,7 @@ fn public_examples(
         tracing::info!(
             "student: {} placed examples for the content-only threshold: {} public benign and {} held-out attack values, {} of each class in each of {} placements",
             placed.len(),
-            benign.len(),
+            validation_benign.len(),
             held_out.len(),
             pe.content_only_validation,
             crate::public_examples::PLACEMENTS.len()
@@ -248,10 +271,46 @@ fn public_examples(
         };
         train = concat(train, copies)?;
     }
+    let part_model = pe.part_model.as_ref().map(|pm| {
+        let content = features.featurizer.clone().without_format_checks();
+        let examples = crate::part_model::examples(
+            &content,
+            &benign_templates,
+            &benign,
+            &malicious,
+            &user_agents,
+            pm,
+            &mut rng.stream("part-model-examples"),
+        );
+        let validation_config = crate::config::PartModelConfig {
+            per_spot: pm.per_spot.div_ceil(5),
+            ..pm.clone()
+        };
+        let validation = crate::part_model::examples(
+            &content,
+            &benign_validation,
+            &held_out_benign,
+            &held_out,
+            &held_out_user_agents,
+            &validation_config,
+            &mut rng.stream("part-model-validation"),
+        );
+        tracing::info!(
+            "student: part model examples: {} parts ({} malicious) from {} benign and {} attack values placed into {} requests the teachers labelled benign; {} validation parts",
+            examples.parts.len(),
+            examples.malicious.iter().filter(|&&m| m).count(),
+            benign.len(),
+            malicious.len(),
+            benign_templates.len(),
+            validation.parts.len()
+        );
+        (examples, validation)
+    });
     Ok(Some(PublicExamples {
         train,
         validation,
         content_only_validation,
+        part_model,
     }))
 }
 
@@ -284,34 +343,69 @@ pub fn served_scores(
     records: &[&datasets::Record],
     device: tch::Device,
 ) -> Result<Vec<f32>> {
-    // First pass: every window, in the order score_request visits them.
-    let mut windows: Vec<featurizer::SparseVector> = Vec::new();
+    served_scores_with_parts(model, None, featurizer, records, device)
+}
+
+/// [`served_scores`] with the bundle's model of single parts where it has one
+/// (`bundle::score_request_and_parts`, as pate-proxy scores content alone).
+pub fn served_scores_with_parts(
+    model: &ModelFile,
+    part_model: Option<&ModelFile>,
+    featurizer: &featurizer::Featurizer,
+    records: &[&datasets::Record],
+    device: tch::Device,
+) -> Result<Vec<f32>> {
+    // The scoring function of the proxy, called with `window` and `part` callbacks.
+    let score = |r: &datasets::Record,
+                 window: &mut dyn FnMut(&featurizer::SparseVector) -> Result<f32>,
+                 part: &mut dyn FnMut(&featurizer::SparseVector) -> Result<f32>| {
+        match part_model {
+            Some(_) => bundle::score_request_and_parts(featurizer, &r.parts(), window, part),
+            None => bundle::score_request(featurizer, &r.parts(), window),
+        }
+    };
+    // First pass: every window and part, in the order scoring visits them.
+    let (mut windows, mut parts): (Vec<featurizer::SparseVector>, Vec<featurizer::SparseVector>) =
+        (Vec::new(), Vec::new());
     for r in records {
-        let _ = bundle::score_request(featurizer, &r.parts(), |v| {
-            windows.push(v.clone());
-            Ok::<f32, std::convert::Infallible>(0.0)
-        });
+        score(
+            r,
+            &mut |v| {
+                windows.push(v.clone());
+                Ok(0.0)
+            },
+            &mut |v| {
+                parts.push(v.clone());
+                Ok(0.0)
+            },
+        )?;
     }
-    let dim = featurizer.dim();
-    let mut values = vec![0f32; windows.len() * dim];
-    for (k, w) in windows.iter().enumerate() {
-        w.write_dense(&mut values[k * dim..(k + 1) * dim]);
-    }
-    let scores = super::evaluate::model_scores(
-        model,
-        &DenseMatrix::new(windows.len(), dim, values)?,
-        device,
-    )?;
-    // Second pass: the same windows get their scores; score_request keeps the highest.
-    let mut next = scores.into_iter();
+    let dense = |vectors: &[featurizer::SparseVector]| {
+        let dim = featurizer.dim();
+        let mut values = vec![0f32; vectors.len() * dim];
+        for (k, w) in vectors.iter().enumerate() {
+            w.write_dense(&mut values[k * dim..(k + 1) * dim]);
+        }
+        DenseMatrix::new(vectors.len(), dim, values)
+    };
+    let window_scores = super::evaluate::model_scores(model, &dense(&windows)?, device)?;
+    let part_scores = match part_model {
+        Some(m) if !parts.is_empty() => super::evaluate::model_scores(m, &dense(&parts)?, device)?,
+        _ => Vec::new(),
+    };
+    // Second pass: the same vectors get their scores; the scoring keeps the highest.
+    let (mut next_window, mut next_part) = (window_scores.into_iter(), part_scores.into_iter());
+    let missing = || Error::Empty {
+        what: "served scores".into(),
+        missing: "a score for every window and part of the request",
+    };
     let mut out = Vec::with_capacity(records.len());
     for r in records {
-        let scored = bundle::score_request(featurizer, &r.parts(), |_| {
-            next.next().ok_or_else(|| Error::Empty {
-                what: "served scores".into(),
-                missing: "a score for every window of the request",
-            })
-        })?;
+        let scored = score(
+            r,
+            &mut |_| next_window.next().ok_or_else(missing),
+            &mut |_| next_part.next().ok_or_else(missing),
+        )?;
         out.push(scored.score);
     }
     Ok(out)
@@ -436,8 +530,10 @@ pub fn run(
     let mut validation = features.validation.clone();
     let mut placed_validation = Vec::new();
     let mut content_only_validation = Vec::new();
+    let mut part_examples = None;
     if let Some(e) = examples {
         content_only_validation = e.content_only_validation;
+        part_examples = e.part_model;
         train = concat(train, e.train)?;
         let rows: Vec<usize> = (0..e.validation.len()).collect();
         validation = concat(
@@ -535,6 +631,28 @@ pub fn run(
     } else {
         super::evaluate::model_scores(&model, &features.validation.x, env.device)?
     };
+    let part_model = match (&part_examples, config.student.public_examples.as_ref()) {
+        (Some((train, validation)), Some(pe)) => {
+            let training = &pe.part_model.as_ref().expect("part examples made").training;
+            super::banner(
+                &format!("part model on {} public parts", train.parts.len()),
+                env.started,
+            );
+            let dim = features.featurizer.dim();
+            let mut part = pipeline::train_student(
+                train.rows(dim),
+                validation.rows(dim),
+                training,
+                &features.hash,
+                &env.rng,
+                env.device,
+            )?;
+            part.info.role = crate::model_file::ModelRole::PartModel;
+            Some(part)
+        }
+        _ => None,
+    };
+    drop(part_examples);
     if !content_only_validation.is_empty() {
         content_only_threshold(
             config,
@@ -542,6 +660,7 @@ pub fn run(
             plan,
             features,
             &content_only_validation,
+            part_model.as_ref(),
             (&mut model, &mut extras),
             env,
         )?;
@@ -550,6 +669,7 @@ pub fn run(
         traffic_validation_tpr(&model, &validation_scores, &features.validation.y, plan);
     Ok(Student {
         model,
+        part_model,
         extras,
         answered,
         label_agreement,
@@ -667,6 +787,7 @@ fn content_only_threshold(
     plan: &QueryPlan,
     features: &Features,
     placed: &[(Spot, datasets::Record)],
+    part_model: Option<&ModelFile>,
     (model, extras): (&mut ModelFile, &mut StudentExtras),
     env: &Env,
 ) -> Result<()> {
@@ -684,7 +805,7 @@ fn content_only_threshold(
         .iter()
         .map(|&i| &data.records[i])
         .collect();
-    let site_scores = served_scores(model, &content, &site, env.device)?;
+    let site_scores = served_scores_with_parts(model, part_model, &content, &site, env.device)?;
     // The site's validation requests counted with their traffic (as the bundle's threshold).
     let copies = |k: usize| {
         student
@@ -710,7 +831,8 @@ fn content_only_threshold(
         "the student validation samples need both classes",
     ))?;
     let records: Vec<&datasets::Record> = placed.iter().map(|(_, r)| r).collect();
-    let placed_scores = served_scores(model, &content, &records, env.device)?;
+    let placed_scores =
+        served_scores_with_parts(model, part_model, &content, &records, env.device)?;
     let malicious: Vec<bool> = records
         .iter()
         .map(|r| r.label == Some(datasets::Label::Malicious))

@@ -1,0 +1,194 @@
+//! The model of single parts (`student.public_examples.part_model`): a second, linear model
+//! that scores each part of a request alone ([`featurizer::Featurizer::transform_parts`]) where
+//! content alone is scored. Its training examples are public data only: the public files'
+//! benign and attack values placed into the site's requests the teachers labelled benign, in
+//! every spot ([`crate::public_examples::place`]); the parts the value makes are labelled by
+//! the value, every other part of those requests benign.
+use std::collections::HashMap;
+
+use datasets::{Label, Record};
+use featurizer::{Featurizer, SparseVector};
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::config::PartModelConfig;
+use crate::public_examples::{dress_as_browser, place, Spot, PLACEMENTS};
+
+/// Whether a public value is in the tenth held out of the part model's training for the
+/// content-only validation examples: its FNV-1a (64-bit) hash is 0 modulo 10. A rule of the
+/// value alone, so that the bench (`bench/placements/replay.py --held-out-tenth`) can replay
+/// the same tenth of the public file as validation.
+pub fn held_out(value: &[u8]) -> bool {
+    let hash = value.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    hash % 10 == 0
+}
+
+/// Labelled parts to train the part model on.
+#[derive(Debug, Default)]
+pub struct PartExamples {
+    /// One vector per part.
+    pub parts: Vec<SparseVector>,
+    /// Whether each part is malicious.
+    pub malicious: Vec<bool>,
+}
+
+/// A feature vector as a hashable key (indices and the bits of the values).
+fn key(v: &SparseVector) -> Vec<(u32, u32)> {
+    v.indices
+        .iter()
+        .zip(&v.values)
+        .map(|(&i, &x)| (i, x.to_bits()))
+        .collect()
+}
+
+fn parts_of(featurizer: &Featurizer, record: &Record) -> Vec<SparseVector> {
+    let mut out = Vec::new();
+    featurizer.transform_parts(&record.parts(), &mut out);
+    out
+}
+
+/// The parts of `template` with `value` placed at `spot` that the value makes, and the others:
+/// the same template, spot and choices (the same random draws) with a one-letter value instead
+/// tell them apart — what differs is the value's (the pair, the JSON string, the header ...),
+/// what is the same is the request around it (its other pairs, its headers, the body's keys).
+fn value_parts(
+    featurizer: &Featurizer,
+    template: &Record,
+    value: &[u8],
+    spot: Spot,
+    encode: bool,
+    seed: u64,
+) -> (Vec<SparseVector>, Vec<SparseVector>) {
+    let mut draws = ChaCha8Rng::seed_from_u64(seed);
+    let mut same_draws = draws.clone();
+    let placed = place(template, value, spot, encode, Label::Benign, &mut draws);
+    let sentinel = place(template, b"x", spot, encode, Label::Benign, &mut same_draws);
+    let mut around: HashMap<Vec<(u32, u32)>, usize> = HashMap::new();
+    for v in parts_of(featurizer, &sentinel) {
+        *around.entry(key(&v)).or_default() += 1;
+    }
+    let (mut mine, mut rest) = (Vec::new(), Vec::new());
+    for v in parts_of(featurizer, &placed) {
+        match around.get_mut(&key(&v)) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                rest.push(v);
+            }
+            _ => mine.push(v),
+        }
+    }
+    (mine, rest)
+}
+
+/// Benign parts, each distinct one kept at most `cap` times.
+struct CappedBenign {
+    seen: HashMap<Vec<(u32, u32)>, usize>,
+    cap: usize,
+}
+
+impl CappedBenign {
+    fn add(&mut self, out: &mut PartExamples, part: SparseVector) {
+        let n = self.seen.entry(key(&part)).or_default();
+        *n += 1;
+        if *n <= self.cap {
+            out.parts.push(part);
+            out.malicious.push(false);
+        }
+    }
+}
+
+/// The part model's examples: `config.per_spot` values of each class (`benign`, `malicious`)
+/// at each of the 13 spots, each in a random request of `templates` (half stripped to `Host`
+/// and `Connection`, half of the rest dressed as a browser of `user_agents`; one in five
+/// encoded, as [`crate::public_examples::placed_in_every_spot`]), and every part of the
+/// templates themselves; benign parts at most `config.copies_cap` times each. Featurized by
+/// `featurizer` (the content-only one). Empty when a list is empty.
+pub fn examples(
+    featurizer: &Featurizer,
+    templates: &[&Record],
+    benign: &[Vec<u8>],
+    malicious: &[Vec<u8>],
+    user_agents: &[String],
+    config: &PartModelConfig,
+    rng: &mut impl Rng,
+) -> PartExamples {
+    let mut out = PartExamples::default();
+    if templates.is_empty() || benign.is_empty() || malicious.is_empty() {
+        return out;
+    }
+    let mut capped = CappedBenign {
+        seen: HashMap::new(),
+        cap: config.copies_cap,
+    };
+    for template in templates {
+        for part in parts_of(featurizer, template) {
+            capped.add(&mut out, part);
+        }
+    }
+    for spot in PLACEMENTS {
+        for (values, label) in [(benign, false), (malicious, true)] {
+            for _ in 0..config.per_spot {
+                let value = &values[rng.random_range(0..values.len())];
+                let mut template = templates[rng.random_range(0..templates.len())].clone();
+                match rng.random_range(0..4) {
+                    0 | 1 => template.headers.retain(|(name, _)| {
+                        name.eq_ignore_ascii_case("host") || name.eq_ignore_ascii_case("connection")
+                    }),
+                    2 if !user_agents.is_empty() => {
+                        let ua = &user_agents[rng.random_range(0..user_agents.len())];
+                        dress_as_browser(&mut template, ua, false, rng);
+                    }
+                    _ => {}
+                }
+                let encode = rng.random_range(0..5) == 0;
+                let (mine, rest) =
+                    value_parts(featurizer, &template, value, spot, encode, rng.random());
+                for part in mine {
+                    out.parts.push(part);
+                    out.malicious.push(label);
+                }
+                for part in rest {
+                    capped.add(&mut out, part);
+                }
+            }
+        }
+    }
+    out
+}
+
+impl PartExamples {
+    /// The parts as dense rows of width `dim` (the featurizer's) with their labels.
+    pub fn rows(&self, dim: usize) -> crate::ensemble::LabeledRows {
+        let mut values = vec![0f32; self.parts.len() * dim];
+        for (k, part) in self.parts.iter().enumerate() {
+            part.write_dense(&mut values[k * dim..(k + 1) * dim]);
+        }
+        crate::ensemble::LabeledRows {
+            x: crate::dense::DenseMatrix {
+                rows: self.parts.len(),
+                cols: dim,
+                values,
+            },
+            y: self.malicious.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_held_out_tenth_is_a_rule_of_the_value() {
+        // FNV-1a of the empty string is the offset basis, 14695981039346656037: 7 modulo 10.
+        assert!(!held_out(b""));
+        let values: Vec<Vec<u8>> = (0..10_000).map(|i| format!("v{i}").into_bytes()).collect();
+        let held = values.iter().filter(|v| held_out(v)).count();
+        assert!((800..1200).contains(&held), "{held} of 10,000 held out");
+        // Python's FNV-1a of b"v5" is 634742598265772020 (the bench computes the same).
+        assert!(held_out(b"v5"));
+        assert!(!held_out(b"' or 1=1--"));
+    }
+}
