@@ -44,6 +44,34 @@ def hdr(v):
     return "".join(c for c in v if c >= " " and c != "\x7f")
 
 
+def percent_decode(s):
+    """trainer::public_examples::percent_decode: one round, `+` a space, `%XX` (two bytes
+    that Rust's u8::from_str_radix(_, 16) reads: hex digits, or `+` and one) a byte."""
+    b, out, i = s.encode("utf-8"), bytearray(), 0
+    while i < len(b):
+        c = b[i]
+        if c == 0x2B:
+            out.append(0x20); i += 1
+        elif c == 0x25 and i + 2 < len(b):
+            h = b[i + 1:i + 3]
+            hexd = b"0123456789abcdefABCDEF"
+            if all(x in hexd for x in h) or (h[0:1] == b"+" and h[1] in hexd):
+                out.append(int(h.decode(), 16)); i += 3
+            else:
+                out.append(0x25); i += 1
+        else:
+            out.append(c); i += 1
+    return bytes(out)
+
+
+def held_out(v):
+    """trainer::part_model::held_out: FNV-1a (64-bit) of the decoded value, 0 modulo 10."""
+    h = 0xCBF29CE484222325
+    for c in percent_decode(v):
+        h = ((h ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h % 10 == 0
+
+
 def request(method, target, headers=(), body=None):
     r = f"{method} {target} HTTP/1.1\r\nHost: localhost:8080\r\nConnection: close\r\n"
     for n, v in headers:
@@ -166,11 +194,18 @@ def main():
                     "audited); --out then holds every score (bench/placements/calibrate.sh)")
     ap.add_argument("--fit-to", help="CSIC 2010's normal traffic file: add the query-fit and "
                     "form-fit placements (the value in the registration field of its kind)")
+    ap.add_argument("--held-out-tenth", action="store_true",
+                    help="only the values a bundle's part model never trained on: the tenth whose "
+                    "FNV-1a hash of the percent-decoded value is 0 modulo 10 "
+                    "(trainer::part_model::held_out)")
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.data, newline="", encoding="utf-8")))
     rng = random.Random(a.seed)
     attacks = [r["payload"] for r in rows if r["label"] == "anom"]
     benign = [r["payload"] for r in rows if r["label"] == "norm"]
+    if a.held_out_tenth:
+        attacks = [v for v in attacks if held_out(v)]
+        benign = [v for v in benign if held_out(v)]
     attacks = rng.sample(attacks, min(a.per_class, len(attacks)))
     benign = rng.sample(benign, min(a.per_class, len(benign)))
     results = {}

@@ -21,6 +21,9 @@
 #                   it has one); the row is named N-nofc
 #   --data FILE     the values replayed (HttpParamsDataset CSV; default payload_test.csv, with
 #                   --calibrate payload_train.csv)
+#   --held-out-tenth  only the tenth of the values a bundle's part model never trained on
+#                   (trainer::part_model::held_out: FNV-1a of the decoded value, 0 modulo 10); with
+#                   --calibrate, the validation split of a bundle with a part model
 #   --fit           also the query-fit and form-fit placements (replay.py --fit-to CSIC's normal
 #                   traffic): each value in the site's registration field of its kind
 #   --calibrate     instead of the held-out evaluation: the VALIDATION split (payload_train.csv's
@@ -38,7 +41,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 LEVELS="1 2"; PROXY_BUNDLE=""; PER_CLASS=200; SEED=1; OUT=results/placements; KEEP=0
-PROXY_THRESHOLD=""; FORMAT_CHECKS=true; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""; FIT=()
+PROXY_THRESHOLD=""; FORMAT_CHECKS=true; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""; FIT=(); TENTH=()
 while [ $# -gt 0 ]; do
   case $1 in
     --levels) LEVELS=$2; shift 2;;
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --no-format-checks) FORMAT_CHECKS=false; shift;;
     --calibrate) CALIBRATE=1; LEVELS=""; shift;;
     --data) DATA=$2; shift 2;;
+    --held-out-tenth) TENTH=(--held-out-tenth); shift;;
     --fit) FIT=(--fit-to ../shared/datasets/csic2010/normalTrafficTraining.txt); shift;;
     -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0;;
     *) echo "$0: unknown argument '$1' (see --help)" >&2; exit 2;;
@@ -68,7 +72,7 @@ replay() { # NAME ADDR DETECTOR
   echo "== $1: replaying to $2" >&2
   python3 bench/placements/replay.py --proxy "$2" --per-class "$PER_CLASS" --seed "$SEED" \
     --data "${DATA:-../shared/datasets/httpparams/payload_test.csv}" --detector "$3" --out "$OUT/$1.json" \
-    "${FIT[@]}"
+    "${FIT[@]}" "${TENTH[@]}"
 }
 
 for PL in $LEVELS; do
@@ -114,7 +118,7 @@ YAML
   VERSION=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["model_version"])' "$BUNDLE_ABS/bundle.yaml")
   if [ "$CALIBRATE" = 1 ]; then
     python3 bench/placements/replay.py --proxy "127.0.0.1:$PX_PORT" --per-class "$PER_CLASS" --seed "$SEED" \
-      --data "${DATA:-../shared/datasets/httpparams/payload_train.csv}" --audit "$WORK/proxy-audit.jsonl" "${FIT[@]}" \
+      --data "${DATA:-../shared/datasets/httpparams/payload_train.csv}" --audit "$WORK/proxy-audit.jsonl" "${FIT[@]}" "${TENTH[@]}" \
       --detector "pate-proxy (detect, threshold 0.0, bundle $VERSION): validation split" \
       --out "$OUT/calibrate-$VERSION.json" > /dev/null
     kill -INT "$PROXY_PID" 2>/dev/null || true; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=""

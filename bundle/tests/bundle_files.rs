@@ -7,7 +7,7 @@ use std::path::Path;
 use bundle::runtime::{check_library_path, resolve_library_path};
 use bundle::{
     write_bundle, Bundle, BundleContents, BundleError, Scorer, FEATURIZER_FILE, MANIFEST_FILE,
-    MODEL_FILE,
+    MODEL_FILE, PART_MODEL_FILE,
 };
 use common::{random_mlp, sample_featurizer, sample_targets, SplitMix};
 use featurizer::RequestParts;
@@ -349,4 +349,67 @@ fn the_content_only_threshold_round_trips_and_is_checked() {
     assert!(!yaml.contains("content_only_threshold"), "{yaml}");
     let loaded = Bundle::load(&dir).unwrap();
     assert_eq!(loaded.manifest.threshold_for(false), 0.4);
+}
+
+/// `part_model`: written as `part_model.onnx` with its shape in bundle.yaml and its sha256 in
+/// `files`, read back as the same network; a part model of another width than the featurizer
+/// is refused at write; a modified `part_model.onnx`, or a manifest that names a part model
+/// whose file it does not list, is refused at load; without one, neither file nor key.
+#[test]
+fn the_part_model_round_trips_and_is_checked() {
+    let featurizer = sample_featurizer(31);
+    let mut rng = SplitMix(32);
+    let mlp = random_mlp(&[featurizer.dim(), 3, 1], 1.0, &mut rng);
+    let part = random_mlp(&[featurizer.dim(), 1], 1.0, &mut rng);
+    let narrow = random_mlp(&[featurizer.dim() + 1, 1], 1.0, &mut rng);
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("bundle");
+    let contents = |part_model| BundleContents {
+        mlp: &mlp,
+        featurizer: &featurizer,
+        threshold: 0.4,
+        content_only_threshold: Some(0.6),
+        part_model,
+        privacy: None,
+        metrics: serde_json::Value::Null,
+        model_version: None,
+    };
+    let written = write_bundle(&dir, &contents(Some(&part))).unwrap();
+    let loaded = Bundle::load(&dir).unwrap();
+    assert_eq!(loaded.manifest, written);
+    assert_eq!(loaded.part_mlp().unwrap(), Some(part.clone()));
+    let summary = loaded.manifest.part_model.clone().unwrap();
+    assert_eq!(summary.widths, vec![featurizer.dim(), 1]);
+    assert!(loaded.manifest.files.contains_key(PART_MODEL_FILE));
+    let err = write_bundle(&dir, &contents(Some(&narrow)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dimension"), "{err}");
+    // The old bundle stays after a refused write.
+    assert!(Bundle::load(&dir).unwrap().part_model_onnx.is_some());
+    let onnx = dir.join(PART_MODEL_FILE);
+    let mut bytes = std::fs::read(&onnx).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&onnx, &bytes).unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("sha256 of part_model.onnx"), "{err}");
+    // A manifest naming a part model without listing its file.
+    write_bundle(&dir, &contents(Some(&part))).unwrap();
+    let yaml = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
+    let unlisted: String = yaml
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("part_model.onnx:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(unlisted, yaml);
+    std::fs::write(dir.join(MANIFEST_FILE), unlisted).unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("part_model"), "{err}");
+    write_bundle(&dir, &contents(None)).unwrap();
+    assert!(!dir.join(PART_MODEL_FILE).exists());
+    let loaded = Bundle::load(&dir).unwrap();
+    assert_eq!(loaded.part_mlp().unwrap(), None);
+    let yaml = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
+    assert!(!yaml.contains("part_model"), "{yaml}");
 }

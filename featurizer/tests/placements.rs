@@ -925,3 +925,69 @@ fn the_request_part_reuses_the_parameter_view_without_changing_a_vector() {
         assert_eq!(a, b, "{req:?}");
     }
 }
+
+/// `transform_parts`: one vector per part alone, pair by pair even where the request line is
+/// read whole; an attack pair's vector is the same among 40 other pairs as alone (nothing
+/// shares its norm), whatever the window holds; a part without a feature of the vocabulary
+/// gives none; without placements, nothing.
+#[test]
+fn transform_parts_gives_each_part_alone_undiluted() {
+    let fit = |placements: Option<PlacementConfig>| {
+        let config = FeaturizerConfig {
+            top_k: 200,
+            placements,
+            ..Default::default()
+        };
+        let docs = [
+            parts_of("GET", "/a?x=1&y=' or 1=1--", &[("Host", b"h")], None),
+            parts_of("GET", "/a?x=2&z=3", &[("Host", b"h")], None),
+        ];
+        Featurizer::fit(config, docs).unwrap()
+    };
+    let whole = fit(Some(PlacementConfig {
+        request_line_whole: true,
+        ..PlacementConfig::default()
+    }));
+    let pad: String = (0..40).map(|i| format!("k{i}=v{i}&")).collect();
+    let crowded = format!("/a?{pad}y=%27+or+1%3D1--");
+    let mut parts = Vec::new();
+    whole.transform_parts(
+        &parts_of("GET", &crowded, &[("Host", b"h")], None),
+        &mut parts,
+    );
+    let mut alone = Vec::new();
+    whole.transform_parts(
+        &parts_of("GET", "/a?y=%27+or+1%3D1--", &[], None),
+        &mut alone,
+    );
+    // The method, the path, 41 pairs and the Host header; no part is empty.
+    assert_eq!(parts.len(), 44, "{parts:?}");
+    assert!(parts.iter().all(|p| !p.indices.is_empty()));
+    let quote = whole.vocabulary().iter().position(|t| t == "'").unwrap() as u32;
+    let attack: Vec<_> = parts
+        .iter()
+        .filter(|p| p.indices.contains(&quote))
+        .collect();
+    assert_eq!(attack.len(), 1);
+    assert!(
+        alone.contains(attack[0]),
+        "{:?} not in {alone:?}",
+        attack[0]
+    );
+    // The window (the request line whole) holds the quote too, diluted by the 40 pairs.
+    let window = whole.transform(&parts_of("GET", &crowded, &[], None));
+    let weight = |v: &featurizer::SparseVector| {
+        v.indices
+            .iter()
+            .position(|&i| i == quote)
+            .map_or(0.0, |k| v.values[k])
+    };
+    assert!(weight(&window) < weight(attack[0]) / 2.0);
+    // A pair of characters the vocabulary never saw gives no vector.
+    let mut none = Vec::new();
+    whole.transform_parts(&parts_of("GET", "/a?%C3%A9=%C3%A9", &[], None), &mut none);
+    assert!(none.iter().all(|p| !p.indices.is_empty()));
+    let plain = fit(None);
+    plain.transform_parts(&parts_of("GET", &crowded, &[], None), &mut parts);
+    assert!(parts.is_empty());
+}

@@ -119,6 +119,11 @@ pub const FIXTURE_HEADERS: &[(&str, &[u8])] = &[
 /// ([`featurizer::FeaturizerConfig::placements`]): fitted on the fixture's requests, with
 /// [`FIXTURE_HEADERS`] and a form Content-Type for those with a body.
 pub fn placement_fixture_featurizer() -> Result<Featurizer, FixtureError> {
+    placement_fixture_featurizer_with(true)
+}
+
+/// [`placement_fixture_featurizer`] with `parts_alone` as given.
+fn placement_fixture_featurizer_with(parts_alone: bool) -> Result<Featurizer, FixtureError> {
     const FORM_HEADERS: &[(&str, &[u8])] = &[
         ("Host", b"localhost:8080"),
         (
@@ -141,7 +146,7 @@ pub fn placement_fixture_featurizer() -> Result<Featurizer, FixtureError> {
         // Every part of a shared window also scored alone: distinct padding pairs cannot
         // dilute an attack (tests/tests/placements.rs).
         placements: Some(featurizer::PlacementConfig {
-            parts_alone: true,
+            parts_alone,
             ..featurizer::PlacementConfig::default()
         }),
         ..FeaturizerConfig::default()
@@ -163,6 +168,34 @@ pub fn write_placement_fixture_bundle(
         threshold,
         "placements-fixture",
     )
+}
+
+/// A bundle of the placement fixture featurizer WITHOUT `parts_alone` (windows of many parts
+/// share one norm) and [`token_mlp`] (weight 12, bias −3 on [`ATTACK_TOKENS`]); with
+/// `part_model`, the same token model as the bundle's model of single parts
+/// (`part_model.onnx`), which pate-proxy scores on every part alone where content alone is
+/// scored (`format_checks: false`).
+pub fn write_part_model_fixture_bundle(
+    dir: &Path,
+    threshold: f32,
+    part_model: bool,
+) -> Result<Manifest, FixtureError> {
+    let featurizer = placement_fixture_featurizer_with(false)?;
+    let mlp = token_mlp(&featurizer, ATTACK_TOKENS, 12.0, -3.0);
+    write_bundle(
+        dir,
+        &BundleContents {
+            mlp: &mlp,
+            featurizer: &featurizer,
+            threshold,
+            content_only_threshold: None,
+            part_model: part_model.then_some(&mlp),
+            privacy: None,
+            metrics: serde_json::Value::Null,
+            model_version: Some(format!("part-model-fixture-{part_model}")),
+        },
+    )
+    .map_err(FixtureError::from)
 }
 
 /// Writes a fixture bundle into `dir` (atomically, with the bundle crate's writer): the fixture

@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 use e2e::{
     json_lines, proxy_config, raw_request, release_binary, repo_root, Apache, Proxy, ProxyPorts,
 };
-use test_support::write_placement_fixture_bundle;
+use test_support::{write_part_model_fixture_bundle, write_placement_fixture_bundle};
 
 const SQLI: &str = "' union select password from usuarios where '1'='1";
 const XSS: &str = "<script>alert(document.cookie)</script>";
@@ -800,4 +800,85 @@ fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
         }
     }
     assert_eq!(blocked, 3);
+}
+
+/// A bundle's model of single parts, end to end: an attack in one field of a long form of
+/// distinct benign fields shares its window's norm with all of them, so the window alone scores
+/// it below the threshold; the part model scores the field alone. Through Apache, pate-proxy
+/// with `format_checks: false` (where it scores content alone, and so the part model) blocks it
+/// and passes the same form with a benign value; with the checks on, or with the same bundle
+/// without its part model, the window alone decides and the attack passes. `pate-trainer score
+/// --no-format-checks` gives the proxy's verdict on each.
+#[test]
+fn the_part_model_finds_an_attack_in_one_field_of_a_long_form() {
+    let tmp = tempfile::tempdir().unwrap();
+    let apache = Apache::start(&tmp.path().join("apache"));
+    const P: &str = "/tienda1/publico/registro.jsp";
+    let form = |value: &str| -> Vec<u8> {
+        let body = format!("{}comentario={}", distinct_pairs(600), enc(value));
+        format!(
+            "POST {P} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    };
+    let mut seen = Vec::new();
+    for (with_part_model, format_checks, attack_blocked) in [
+        (true, false, true),
+        (true, true, false),
+        (false, false, false),
+    ] {
+        let dir = tmp
+            .path()
+            .join(format!("run-{with_part_model}-{format_checks}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bundle = dir.join("bundle");
+        write_part_model_fixture_bundle(&bundle, 0.5, with_part_model).unwrap();
+        let config = proxy_config(
+            &ProxyPorts::free(),
+            apache.port,
+            &bundle,
+            "block",
+            &dir.join("audit.jsonl"),
+            &format!("format_checks: {format_checks}\n"),
+        );
+        let proxy = Proxy::start(&dir, &config);
+        for (value, malicious) in [(SQLI, true), (BENIGN, false)] {
+            let r = raw_request(proxy.listen, &form(value)).unwrap();
+            let blocked = malicious && attack_blocked;
+            seen.push(format!(
+                "part model {with_part_model}, format checks {format_checks}, {value:?}: {}",
+                r.status
+            ));
+            assert_eq!(r.status == 403, blocked, "{seen:#?}");
+            assert_ne!(r.status, 400, "{seen:#?}");
+            let body = format!("{}comentario={}", distinct_pairs(600), enc(value));
+            let mut score = Command::new(release_binary("pate-trainer", "PATE_TRAINER_BIN"));
+            score
+                .args(["score", "--bundle"])
+                .arg(&bundle)
+                .args(["--method", "POST", "--target", P, "--body", &body])
+                .args(["--header", "Host: localhost"])
+                .args([
+                    "--header",
+                    "Content-Type: application/x-www-form-urlencoded",
+                ]);
+            if !format_checks {
+                score.arg("--no-format-checks");
+            }
+            let out = score.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                v["verdict"] == "block",
+                blocked,
+                "pate-trainer score: {v}; {seen:#?}"
+            );
+        }
+    }
 }
