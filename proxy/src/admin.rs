@@ -92,7 +92,7 @@ impl ServeHttp for AdminApp {
                     let shadow = self.shared.shadow.get().map(|m| m.version.clone());
                     json(
                         StatusCode::OK,
-                        serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold, "content_only_threshold": model.content_only_threshold, "scorer": model.scorer().as_str(), "shadow_version": shadow}),
+                        serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold, "content_only_threshold": model.content_only_threshold, "part_model": model.has_part_model(), "scorer": model.scorer().as_str(), "shadow_version": shadow}),
                     )
                 }
                 None => json(

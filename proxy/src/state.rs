@@ -323,6 +323,7 @@ impl Shared {
                     previous = previous.as_deref().unwrap_or("none"),
                     threshold = model.threshold,
                     content_only_threshold = model.content_only_threshold,
+                    part_model = model.has_part_model(),
                     scorer = model.scorer().as_str(),
                     onnxruntime_sessions = model.sessions(),
                     "model loaded from {}",

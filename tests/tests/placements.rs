@@ -808,7 +808,8 @@ fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
 /// with `format_checks: false` (where it scores content alone, and so the part model) blocks it
 /// and passes the same form with a benign value; with the checks on, or with the same bundle
 /// without its part model, the window alone decides and the attack passes. `pate-trainer score
-/// --no-format-checks` gives the proxy's verdict on each.
+/// --no-format-checks` gives the proxy's verdict on each; `/ready` says whether the bundle has
+/// a part model.
 #[test]
 fn the_part_model_finds_an_attack_in_one_field_of_a_long_form() {
     let tmp = tempfile::tempdir().unwrap();
@@ -844,6 +845,9 @@ fn the_part_model_finds_an_attack_in_one_field_of_a_long_form() {
             &format!("format_checks: {format_checks}\n"),
         );
         let proxy = Proxy::start(&dir, &config);
+        let ready = e2e::http(proxy.admin, "GET", "/ready", &[], None).unwrap();
+        let ready: serde_json::Value = serde_json::from_str(&ready.text()).unwrap();
+        assert_eq!(ready["part_model"], with_part_model, "{ready}");
         for (value, malicious) in [(SQLI, true), (BENIGN, false)] {
             let r = raw_request(proxy.listen, &form(value)).unwrap();
             let blocked = malicious && attack_blocked;
