@@ -17,8 +17,9 @@
 #   --proxy-threshold T  the proxy's `threshold:` override (default: the bundle's); the row is
 #                   named N-tT
 #   --no-format-checks  the proxy with `format_checks: false` (content alone scored, not the
-#                   site's rare/unseen/odd formats, at the bundle's content_only_threshold where
-#                   it has one); the row is named N-nofc
+#                   site's rare/unseen/odd formats, and every part alone with the bundle's part
+#                   model where it has one, at the bundle's content_only_threshold where it has
+#                   one); the row is named N-nofc
 #   --data FILE     the values replayed (HttpParamsDataset CSV; default payload_test.csv, with
 #                   --calibrate payload_train.csv)
 #   --held-out-tenth  only the tenth of the values a bundle's part model never trained on
