@@ -230,6 +230,56 @@ fn bench(c: &mut Criterion) {
             }
         }
     }
+    // Content alone (`format_checks: false`) with and without a part model (a second K→1
+    // network scored on every part of the request alone; `bundle::score_request_and_parts`).
+    let part_dir = dir.path().join("bundle-parts");
+    let student = &models[0].1;
+    let part = mlp_with_widths(&[k, 1]);
+    write_bundle(
+        &part_dir,
+        &BundleContents {
+            mlp: student,
+            featurizer: &featurizer,
+            threshold: 0.5,
+            content_only_threshold: None,
+            part_model: Some(&part),
+            privacy: None,
+            metrics: serde_json::Value::Null,
+            model_version: Some("bench-parts".into()),
+        },
+    )
+    .expect("write bundle");
+    let with_parts = ServingModel::load_with_scorer(&part_dir, None, 1, ScorerKind::Onnxruntime)
+        .expect("load bundle");
+    let without_parts = &models[0].2[0];
+    for (name, record) in [("typical", typical), ("long", long)] {
+        let req = record.parts();
+        let mut parts = Vec::new();
+        featurizer.transform_parts(&req, &mut parts);
+        let mut rounds: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..3 {
+            for (model, out) in [without_parts, &with_parts]
+                .into_iter()
+                .zip(rounds.iter_mut())
+            {
+                out.push(percentiles_of(|| {
+                    let _ = std::hint::black_box(
+                        model.score_checked(std::hint::black_box(&req), false),
+                    );
+                }));
+            }
+        }
+        for (what, out) in ["windows only", "windows and part model"]
+            .into_iter()
+            .zip(rounds)
+        {
+            summary.push(format!(
+                "content only (format_checks: false), {what}, {name} ({} parts): {}",
+                parts.len(),
+                summarize(out)
+            ));
+        }
+    }
     // Where the time goes (same process, same requests): featurize alone (`transform_into`
     // with reused buffers, and `transform`, what `ServingModel::score` calls); each scorer
     // alone; ORT's per-call floor (a K→1 network is the train.yaml student itself).
