@@ -132,6 +132,7 @@ fn main() {
         .map(|_| MemberData {
             train: rows(125, dim, &mut data_rng),
             holdout: rows(31, dim, &mut data_rng),
+            train_weights: None,
         })
         .collect();
     let streams = || {

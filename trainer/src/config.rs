@@ -604,8 +604,9 @@ pub struct PartModelConfig {
     /// Values placed per class and spot (13 spots): the malicious and benign parts trained on.
     pub per_spot: usize,
     /// Each distinct benign part of the site's requests (and of the placed requests around
-    /// the value) is trained on at most this many times, as often as it occurs: a header every
-    /// request carries weighs more than one value, without thousands of copies.
+    /// the value) counts in training as often as it occurs, at most this many times (one row
+    /// weighted by its count): a header every request carries weighs more than one value,
+    /// without thousands of copies.
     pub copies_cap: usize,
     /// Its training (the student's schema, e.g. a logistic regression with FISTA and L1).
     pub training: TrainConfig,

@@ -480,6 +480,16 @@ pub enum EnsembleProblem {
         /// Held-out samples.
         holdout: usize,
     },
+    /// A member's training-row weights are not one finite positive number per row.
+    #[error("member {member}: {weights} training-row weights for {rows} rows (one finite positive weight per row)")]
+    Weights {
+        /// The member.
+        member: usize,
+        /// Weights given.
+        weights: usize,
+        /// Training rows.
+        rows: usize,
+    },
     /// A member's data has the wrong shape.
     #[error("member {member}: {set} set has {rows} rows of {cols} features and {labels} labels (model takes {input})")]
     Shape {

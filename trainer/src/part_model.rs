@@ -32,6 +32,9 @@ pub struct PartExamples {
     pub parts: Vec<SparseVector>,
     /// Whether each part is malicious.
     pub malicious: Vec<bool>,
+    /// How many times each part counts in training (a distinct benign part of the requests
+    /// around the values once per occurrence, at most `copies_cap`; every other part 1).
+    pub weights: Vec<f32>,
 }
 
 /// A feature vector as a hashable key (indices and the bits of the values).
@@ -82,19 +85,23 @@ fn value_parts(
     (mine, rest)
 }
 
-/// Benign parts, each distinct one kept at most `cap` times.
+/// Benign parts, each distinct one a row of its own whose weight counts its occurrences, at
+/// most `cap` (as many copies, without the copies: a dense row of the featurizer's width each).
 struct CappedBenign {
-    seen: HashMap<Vec<(u32, u32)>, usize>,
-    cap: usize,
+    row_of: HashMap<Vec<(u32, u32)>, usize>,
+    cap: f32,
 }
 
 impl CappedBenign {
     fn add(&mut self, out: &mut PartExamples, part: SparseVector) {
-        let n = self.seen.entry(key(&part)).or_default();
-        *n += 1;
-        if *n <= self.cap {
-            out.parts.push(part);
-            out.malicious.push(false);
+        match self.row_of.get(&key(&part)) {
+            Some(&row) => out.weights[row] = (out.weights[row] + 1.0).min(self.cap),
+            None => {
+                self.row_of.insert(key(&part), out.parts.len());
+                out.parts.push(part);
+                out.malicious.push(false);
+                out.weights.push(1.0);
+            }
         }
     }
 }
@@ -103,7 +110,8 @@ impl CappedBenign {
 /// at each of the 13 spots, each in a random request of `templates` (half stripped to `Host`
 /// and `Connection`, half of the rest dressed as a browser of `user_agents`; one in five
 /// encoded, as [`crate::public_examples::placed_in_every_spot`]), and every part of the
-/// templates themselves; benign parts at most `config.copies_cap` times each. Featurized by
+/// templates themselves; a benign part counted as often as it occurs, at most
+/// `config.copies_cap` times ([`PartExamples::weights`]). Featurized by
 /// `featurizer` (the content-only one). Empty when a list is empty.
 pub fn examples(
     featurizer: &Featurizer,
@@ -119,8 +127,8 @@ pub fn examples(
         return out;
     }
     let mut capped = CappedBenign {
-        seen: HashMap::new(),
-        cap: config.copies_cap,
+        row_of: HashMap::new(),
+        cap: config.copies_cap as f32,
     };
     for template in templates {
         for part in parts_of(featurizer, template) {
@@ -148,6 +156,7 @@ pub fn examples(
                 for part in mine {
                     out.parts.push(part);
                     out.malicious.push(label);
+                    out.weights.push(1.0);
                 }
                 for part in rest {
                     capped.add(&mut out, part);
@@ -159,7 +168,8 @@ pub fn examples(
 }
 
 impl PartExamples {
-    /// The parts as dense rows of width `dim` (the featurizer's) with their labels.
+    /// The parts as dense rows of width `dim` (the featurizer's) with their labels, each
+    /// distinct benign part once (its count is in [`PartExamples::weights`]).
     pub fn rows(&self, dim: usize) -> crate::ensemble::LabeledRows {
         let mut values = vec![0f32; self.parts.len() * dim];
         for (k, part) in self.parts.iter().enumerate() {
@@ -179,6 +189,76 @@ impl PartExamples {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value's parts carry its label and nothing else does: every part with the attack's
+    /// quote is labelled malicious (a JSON body's keys, a multipart Content-Type, the request's
+    /// other pairs stay benign context); each of the 13 spots gives every placed attack a part
+    /// with it; a part every request carries is one row counted up to the cap.
+    #[test]
+    fn the_value_labels_its_own_parts_and_the_context_is_benign() {
+        let template = Record {
+            method: "GET".into(),
+            target: b"/shop/item.jsp?id=1&name=ana".to_vec(),
+            body: None,
+            headers: vec![
+                ("Host".into(), b"shop.example".to_vec()),
+                ("User-Agent".into(), b"Mozilla/5.0 (X11; Linux)".to_vec()),
+            ],
+            label: None,
+            line: 1,
+        };
+        let config = featurizer::FeaturizerConfig {
+            top_k: 2000,
+            char_ngrams: Some([1, 3]),
+            placements: Some(featurizer::PlacementConfig::default()),
+            ..Default::default()
+        };
+        let docs = [
+            featurizer::RequestParts::get("/shop/item.jsp?id=1&name=' or 1=1--"),
+            template.parts(),
+        ];
+        let f = Featurizer::fit(config, docs).unwrap();
+        let quote = f.vocabulary().iter().position(|t| t == "'").unwrap() as u32;
+        let pm = PartModelConfig {
+            per_spot: 3,
+            copies_cap: 4,
+            training: crate::ensemble::TrainConfig::default(),
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let out = examples(
+            &f,
+            &[&template],
+            &[b"hola mundo".to_vec()],
+            &[b"' or 1=1--".to_vec()],
+            &[],
+            &pm,
+            &mut rng,
+        );
+        assert_eq!(out.parts.len(), out.malicious.len());
+        assert_eq!(out.parts.len(), out.weights.len());
+        // (A Base64-encoded attack's raw part is the value's too, without the quote.)
+        for (part, &malicious) in out.parts.iter().zip(&out.malicious) {
+            assert!(malicious || !part.indices.contains(&quote), "{part:?}");
+        }
+        let attacks = out
+            .parts
+            .iter()
+            .zip(&out.malicious)
+            .filter(|(p, &m)| m && p.indices.contains(&quote))
+            .count();
+        assert!(
+            attacks >= 13 * 3,
+            "{attacks} malicious parts with the quote"
+        );
+        // The template's own parts (its path, pairs, headers) are context wherever they occur.
+        let context = parts_of(&f, &template);
+        assert!(context.len() >= 4, "{context:?}");
+        for (part, &malicious) in out.parts.iter().zip(&out.malicious) {
+            assert!(!(malicious && context.contains(part)), "{part:?}");
+        }
+        assert!(out.weights.iter().all(|&w| (1.0..=4.0).contains(&w)));
+        assert!(out.weights.contains(&4.0), "{:?}", out.weights);
+    }
 
     #[test]
     fn the_held_out_tenth_is_a_rule_of_the_value() {

@@ -234,6 +234,7 @@ pub fn teacher_member_data(
     Ok(MemberData {
         train: pick(t),
         holdout: pick(h),
+        train_weights: None,
     })
 }
 
@@ -390,6 +391,28 @@ pub fn train_student(
     rng: &RunRng,
     device: Device,
 ) -> Result<ModelFile> {
+    train_student_weighted(
+        train,
+        None,
+        validation,
+        config,
+        featurizer_hash,
+        rng,
+        device,
+    )
+}
+
+/// [`train_student`] with a weight per training row (`MemberData::train_weights`: a row of
+/// weight w counts as w copies; the data hash covers the weights).
+pub fn train_student_weighted(
+    train: LabeledRows,
+    train_weights: Option<Vec<f32>>,
+    validation: LabeledRows,
+    config: &TrainConfig,
+    featurizer_hash: &str,
+    rng: &RunRng,
+    device: Device,
+) -> Result<ModelFile> {
     let dims = config.dims(train.x.cols);
     let mut rngs = vec![rng.stream("student")];
     let init = ensemble::init_members(&dims, &mut rngs);
@@ -397,7 +420,11 @@ pub fn train_student(
         featurizer_hash,
         &train.x,
         &train.y,
-        &serde_json::json!({"training": config}),
+        &match &train_weights {
+            // Unweighted: the hash as before weights existed.
+            None => serde_json::json!({"training": config}),
+            Some(w) => serde_json::json!({"training": config, "weights": w}),
+        },
     );
     tracing::info!(
         "student: {} labelled queries ({} malicious), {} validation samples, widths {dims:?}",
@@ -411,6 +438,7 @@ pub fn train_student(
         &[MemberData {
             train,
             holdout: validation,
+            train_weights,
         }],
         config,
         &mut rngs,

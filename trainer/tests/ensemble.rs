@@ -42,6 +42,7 @@ fn member_data(seed: u64) -> Vec<MemberData> {
         .map(|&(n, noise)| MemberData {
             train: synthetic(n, noise, &mut rng),
             holdout: synthetic(n / 3, noise, &mut rng),
+            train_weights: None,
         })
         .collect()
 }
@@ -417,6 +418,7 @@ fn sparse_first_layer_equals_dense() {
         .map(|&(n, noise)| MemberData {
             train: sparse_synthetic(n, SPARSE_DIM, noise, &mut rng),
             holdout: sparse_synthetic(n / 3, SPARSE_DIM, noise, &mut rng),
+            train_weights: None,
         })
         .collect();
     let cfg = TrainConfig {
@@ -766,4 +768,108 @@ fn fista_reaches_the_l1_penalized_optimum_of_each_member() {
         err.contains("teachers.training.l1") && err.contains("fista"),
         "{err}"
     );
+}
+
+/// `MemberData::train_weights`: a row of weight w trains as w copies of it — FISTA (full batch)
+/// and Adam's mini-batches alike reach the same logistic regression from distinct rows with
+/// weights as from the rows repeated (class-balanced, so the class counts are weighted too);
+/// weights that are not one finite positive number per row are refused.
+#[test]
+fn a_row_of_weight_w_trains_as_w_copies() {
+    let mut rng = ChaCha20Rng::seed_from_u64(21);
+    let distinct = synthetic(30, 0.1, &mut rng);
+    let copies: Vec<usize> = (0..30).map(|i| 1 + i % 4).collect();
+    let repeated_rows: Vec<usize> = copies
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &c)| std::iter::repeat_n(i, c))
+        .collect();
+    let repeated = distinct.select(&repeated_rows);
+    let weights: Vec<f32> = copies.iter().map(|&c| c as f32).collect();
+    let holdout = LabeledRows {
+        x: DenseMatrix::new(0, DIM, vec![]).unwrap(),
+        y: vec![],
+    };
+    for optimizer in [ensemble::Optimizer::Fista, ensemble::Optimizer::Adam] {
+        let cfg = TrainConfig {
+            hidden: vec![],
+            max_epochs: if optimizer == ensemble::Optimizer::Fista {
+                500
+            } else {
+                200
+            },
+            // One mini-batch holding every row: the same gradient as the full batch.
+            batch_size: 1000,
+            learning_rate: if optimizer == ensemble::Optimizer::Fista {
+                1.0
+            } else {
+                0.05
+            },
+            optimizer,
+            class_balance: ClassBalance::PosWeight,
+            member_threshold: ensemble::MemberThreshold::Half,
+            ..config()
+        };
+        let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(1));
+        let fit = |data: MemberData| {
+            let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
+            ensemble::train(model, &[data], &cfg, &mut streams(1), Mode::Batched, "")
+                .map(|(m, _)| m.members().unwrap().remove(0).layers[0].clone())
+        };
+        let a = fit(MemberData {
+            train: repeated.clone(),
+            holdout: holdout.clone(),
+            train_weights: None,
+        })
+        .unwrap();
+        let b = fit(MemberData {
+            train: distinct.clone(),
+            holdout: holdout.clone(),
+            train_weights: Some(weights.clone()),
+        })
+        .unwrap();
+        let differs = a
+            .weight
+            .iter()
+            .chain(&a.bias)
+            .zip(b.weight.iter().chain(&b.bias))
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        let scale = a.weight.iter().map(|x| x.abs()).fold(0f32, f32::max);
+        assert!(
+            differs < 1e-4 * scale.max(1.0),
+            "{optimizer:?}: weights differ by {differs}"
+        );
+        // Unweighted distinct rows are another regression: the test can tell.
+        let c = fit(MemberData {
+            train: distinct.clone(),
+            holdout: holdout.clone(),
+            train_weights: None,
+        })
+        .unwrap();
+        let apart = a
+            .weight
+            .iter()
+            .zip(&c.weight)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            apart > 1e-3,
+            "{optimizer:?}: copies changed nothing ({apart})"
+        );
+        for bad in [vec![1.0; 29], {
+            let mut w = weights.clone();
+            w[3] = 0.0;
+            w
+        }] {
+            let err = fit(MemberData {
+                train: distinct.clone(),
+                holdout: holdout.clone(),
+                train_weights: Some(bad),
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("weights"), "{err}");
+        }
+    }
 }

@@ -27,4 +27,8 @@ pub struct MemberData {
     pub train: LabeledRows,
     /// Held-out samples (early stopping and the Youden threshold).
     pub holdout: LabeledRows,
+    /// A weight per training row (None: 1 each): a row of weight w counts as w copies of it in
+    /// the loss (and in `class_balance: pos_weight`'s class counts), so that distinct rows repeated
+    /// many times train as one row each. Finite and positive.
+    pub train_weights: Option<Vec<f32>>,
 }

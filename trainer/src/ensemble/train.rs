@@ -39,10 +39,18 @@ pub struct MemberReport {
 fn pos_weights(data: &[MemberData], balance: ClassBalance) -> Vec<f32> {
     data.iter()
         .map(|d| {
-            let pos = d.train.y.iter().filter(|&&y| y).count();
-            let neg = d.train.y.len() - pos;
+            // Weighted counts: a row of weight w is w copies.
+            let weight = |i: usize| d.train_weights.as_ref().map_or(1.0, |w| f64::from(w[i]));
+            let (mut pos, mut neg) = (0.0f64, 0.0f64);
+            for (i, &y) in d.train.y.iter().enumerate() {
+                if y {
+                    pos += weight(i);
+                } else {
+                    neg += weight(i);
+                }
+            }
             match balance {
-                ClassBalance::PosWeight if pos > 0 && neg > 0 => neg as f32 / pos as f32,
+                ClassBalance::PosWeight if pos > 0.0 && neg > 0.0 => (neg / pos) as f32,
                 _ => 1.0,
             }
         })
@@ -111,6 +119,15 @@ pub fn train_with_layout<R: Rng>(
                 train: d.train.y.len(),
                 holdout: d.holdout.y.len(),
             }));
+        }
+        if let Some(w) = &d.train_weights {
+            if w.len() != d.train.y.len() || w.iter().any(|&x| !(x.is_finite() && x > 0.0)) {
+                return Err(Error::Ensemble(EnsembleProblem::Weights {
+                    member: k,
+                    weights: w.len(),
+                    rows: d.train.y.len(),
+                }));
+            }
         }
         for (what, set) in [("training", &d.train), ("held-out", &d.holdout)] {
             if set.x.rows != set.y.len() || set.x.cols != ensemble.dims[0] {
@@ -192,8 +209,12 @@ impl Working {
         let n = ids.len();
         let train_sets: Vec<&LabeledRows> = ids.iter().map(|&k| &data[k].train).collect();
         let holdout_sets: Vec<&LabeledRows> = ids.iter().map(|&k| &data[k].holdout).collect();
-        let train_data = pad(&train_sets, cols, layout, device);
-        let holdout = pad(&holdout_sets, cols, layout, device);
+        let train_weights: Vec<Option<&[f32]>> = ids
+            .iter()
+            .map(|&k| data[k].train_weights.as_deref())
+            .collect();
+        let train_data = pad(&train_sets, &train_weights, cols, layout, device);
+        let holdout = pad(&holdout_sets, &vec![None; n], cols, layout, device);
         let weights: Vec<f32> = ids.iter().map(|&k| pos_weights[k]).collect();
         let pos_weight = Tensor::from_slice(&weights)
             .view([n as i64, 1])
@@ -326,7 +347,7 @@ fn train_batched<R: Rng>(
     // freed first).
     drop(work);
     let holdout_sets: Vec<&LabeledRows> = data.iter().map(|d| &d.holdout).collect();
-    let holdout = pad(&holdout_sets, cols, layout, device);
+    let holdout = pad(&holdout_sets, &vec![None; data.len()], cols, layout, device);
     let reports = member_reports(
         &ensemble,
         &holdout,
@@ -407,9 +428,16 @@ fn train_epoch<R: Rng>(
             .view([-1])
             .index_select(0, &index)
             .view([n as i64, batch as i64]);
-        let w = Tensor::from_slice(&weight)
+        // The rows' own weights (1 unless given), 0 for a batch's padding entries.
+        let w = work
+            .train_data
+            .w
+            .view([-1])
+            .index_select(0, &index)
             .view([n as i64, batch as i64])
-            .to_device(device);
+            * Tensor::from_slice(&weight)
+                .view([n as i64, batch as i64])
+                .to_device(device);
         trainer.step_rows(&x, &y, &w, &work.pos_weight, &step_active)?;
     }
     Ok(())

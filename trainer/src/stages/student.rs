@@ -282,8 +282,11 @@ fn public_examples(
             pm,
             &mut rng.stream("part-model-examples"),
         );
+        // Held-out parts for the training's best-epoch choice only (the content-only threshold
+        // is chosen on whole requests): a twentieth as many values is enough, and each part is
+        // a dense row of the featurizer's width in training.
         let validation_config = crate::config::PartModelConfig {
-            per_spot: pm.per_spot.div_ceil(5),
+            per_spot: pm.per_spot.div_ceil(20),
             ..pm.clone()
         };
         let validation = crate::part_model::examples(
@@ -296,8 +299,9 @@ fn public_examples(
             &mut rng.stream("part-model-validation"),
         );
         tracing::info!(
-            "student: part model examples: {} parts ({} malicious) from {} benign and {} attack values placed into {} requests the teachers labelled benign; {} validation parts",
+            "student: part model examples: {} distinct parts counted {} times ({} malicious) from {} benign and {} attack values placed into {} requests the teachers labelled benign; {} validation parts",
             examples.parts.len(),
+            examples.weights.iter().sum::<f32>(),
             examples.malicious.iter().filter(|&&m| m).count(),
             benign.len(),
             malicious.len(),
@@ -349,6 +353,24 @@ pub fn served_scores(
 /// [`served_scores`] with the bundle's model of single parts where it has one
 /// (`bundle::score_request_and_parts`, as pate-proxy scores content alone).
 pub fn served_scores_with_parts(
+    model: &ModelFile,
+    part_model: Option<&ModelFile>,
+    featurizer: &featurizer::Featurizer,
+    records: &[&datasets::Record],
+    device: tch::Device,
+) -> Result<Vec<f32>> {
+    // A few hundred requests at a time: their windows and parts as dense rows of the
+    // featurizer's width (7,800 placed requests have ~100,000 parts: 4 GB at once).
+    const CHUNK: usize = 256;
+    let mut out = Vec::with_capacity(records.len());
+    for chunk in records.chunks(CHUNK) {
+        out.extend(served_chunk(model, part_model, featurizer, chunk, device)?);
+    }
+    Ok(out)
+}
+
+/// [`served_scores_with_parts`] of one chunk of requests.
+fn served_chunk(
     model: &ModelFile,
     part_model: Option<&ModelFile>,
     featurizer: &featurizer::Featurizer,
@@ -639,8 +661,12 @@ pub fn run(
                 env.started,
             );
             let dim = features.featurizer.dim();
-            let mut part = pipeline::train_student(
+            // Each distinct benign part is one row weighted by its count: the same loss as its
+            // copies (`MemberData::train_weights`) in a third of the rows. The held-out parts
+            // (the best epoch's choice) count once each.
+            let mut part = pipeline::train_student_weighted(
                 train.rows(dim),
+                Some(train.weights.clone()),
                 validation.rows(dim),
                 training,
                 &features.hash,
