@@ -685,8 +685,7 @@ pub fn run(
             data,
             plan,
             features,
-            &content_only_validation,
-            part_model.as_ref(),
+            (&content_only_validation, part_model.as_ref()),
             (&mut model, &mut extras),
             env,
         )?;
@@ -805,15 +804,15 @@ fn served_threshold(
 /// (the featurizer without the site's format checks, as pate-proxy's `format_checks: false`):
 /// the highest of the threshold that holds FPR ≤ `target_fpr` on the site's validation traffic
 /// (the bundle's rule) and each placement's lowest threshold that holds FPR ≤ `validation_fpr`
-/// on its placed benign values (both at `target_fpr_confidence`). Sets
-/// `model.info.content_only_threshold` and `extras.content_only`.
+/// on its placed benign values (both at `target_fpr_confidence`); with the bundle's part model,
+/// on the highest of windows and parts. Sets `model.info.content_only_threshold` and
+/// `extras.content_only`.
 fn content_only_threshold(
     config: &RunConfig,
     data: &RunData,
     plan: &QueryPlan,
     features: &Features,
-    placed: &[(Spot, datasets::Record)],
-    part_model: Option<&ModelFile>,
+    (placed, part_model): (&[(Spot, datasets::Record)], Option<&ModelFile>),
     (model, extras): (&mut ModelFile, &mut StudentExtras),
     env: &Env,
 ) -> Result<()> {
