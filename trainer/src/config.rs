@@ -591,8 +591,9 @@ pub struct PublicExamplesConfig {
     /// benign and attack values placed into the site's requests the teachers labelled benign,
     /// in every spot, the placed value's part labelled by its value and every other part of
     /// those requests benign — so no ε. Values whose FNV-1a hash is 0 modulo 10 are held out
-    /// of it for the validation examples (`content_only_validation`; the bench's
-    /// `--calibrate` reads the same tenth). Needs `content_only_validation > 0`.
+    /// of it, and of the student's public examples (in place of a random tenth), for the
+    /// validation examples (`validation`, `content_only_validation`; the bench's
+    /// `--held-out-tenth` replays the same tenth). Needs `content_only_validation > 0`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part_model: Option<PartModelConfig>,
 }
