@@ -384,6 +384,18 @@ impl Featurizer {
     /// the request shares the part's norm.
     pub fn transform_parts(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
         out.clear();
+        self.for_each_part(req, |_, v| out.push(v));
+    }
+
+    /// [`Featurizer::transform_parts`] with each part's placement: which placement's part
+    /// scores highest, for audit lines and metrics.
+    pub fn part_vectors(&self, req: &RequestParts) -> Vec<(Placement, SparseVector)> {
+        let mut out = Vec::new();
+        self.for_each_part(req, |p, v| out.push((p, v)));
+        out
+    }
+
+    fn for_each_part(&self, req: &RequestParts, mut f: impl FnMut(Placement, SparseVector)) {
         let Some(pc) = &self.content.config.placements else {
             return;
         };
@@ -407,7 +419,7 @@ impl Featurizer {
             v.truncated = limited;
             // A part none of whose features is in the vocabulary says nothing.
             if !v.indices.is_empty() {
-                out.push(v);
+                f(segments[piece.segment].placement, v);
             }
         }
     }

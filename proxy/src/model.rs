@@ -445,9 +445,11 @@ impl ServingModel {
         self.part_model.is_some()
     }
 
-    /// The placement whose parts alone score highest ([`Featurizer::placement_vectors`]), for
-    /// audit lines and the `placement` metric label; [`Placement::Request`] for a featurizer
-    /// without `placements`. Only called for requests at or above the threshold.
+    /// The placement whose parts alone score highest ([`Featurizer::placement_vectors`]; where
+    /// content alone is scored with a part model, each part alone by it too,
+    /// [`Featurizer::part_vectors`]), for audit lines and the `placement` metric label;
+    /// [`Placement::Request`] for a featurizer without `placements`. Only called for requests
+    /// at or above the threshold.
     pub fn worst_placement(&self, req: &RequestParts, format_checks: bool) -> Placement {
         let featurizer = self.featurizer_for(format_checks);
         if featurizer.config().placements.is_none() {
@@ -460,6 +462,15 @@ impl ServingModel {
             if let Ok(score) = self.score_vector(&v) {
                 if score > best.0 {
                     best = (score, placement);
+                }
+            }
+        }
+        if let Some(part) = self.part_model.as_ref().filter(|_| !format_checks) {
+            for (placement, v) in featurizer.part_vectors(req) {
+                if let Ok(score) = finite(part.score(&v.indices, &v.values)) {
+                    if score > best.0 {
+                        best = (score, placement);
+                    }
                 }
             }
         }

@@ -292,3 +292,62 @@ fn scores_without_the_format_checks_are_judged_at_the_content_only_threshold() {
         (0.25, 0.25)
     );
 }
+
+/// With a part model, where content alone is scored, the audit's placement is the one whose
+/// window (student) or part alone (part model) scores highest: an attack only the part model
+/// weighs, in a header, is named there even though the student's highest window is the query;
+/// with the checks on (no part model) the query is named.
+#[test]
+fn the_placement_named_is_the_highest_of_windows_and_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    let featurizer = test_support::placement_fixture_featurizer().unwrap();
+    let vocabulary = featurizer.vocabulary();
+    for token in ["queso", "script", "alert"] {
+        assert!(vocabulary.iter().any(|t| t == token), "{token}");
+    }
+    let student = test_support::token_mlp(&featurizer, &["queso"], 12.0, -3.0);
+    let part = test_support::token_mlp(&featurizer, &["script", "alert"], 30.0, -3.0);
+    bundle::write_bundle(
+        &dir,
+        &bundle::BundleContents {
+            mlp: &student,
+            featurizer: &featurizer,
+            threshold: 0.5,
+            content_only_threshold: None,
+            part_model: Some(&part),
+            privacy: None,
+            metrics: serde_json::Value::Null,
+            model_version: Some("attribution".into()),
+        },
+    )
+    .unwrap();
+    let model = load(&dir, None);
+    assert!(model.has_part_model());
+    let headers: &[(&str, &[u8])] = &[
+        ("Host", b"localhost:8080"),
+        ("X-Note", b"<script>alert(1)</script>"),
+    ];
+    let req = RequestParts {
+        method: "GET",
+        target: b"/tienda1/publico/anadir.jsp?nombre=queso",
+        body: None,
+        headers: featurizer::Headers::Pairs(headers),
+    };
+    let content_only = model.score_checked(&req, false).unwrap();
+    let checked = model.score_checked(&req, true).unwrap();
+    assert!(
+        content_only.score > checked.score,
+        "{} vs {}",
+        content_only.score,
+        checked.score
+    );
+    assert_eq!(
+        model.worst_placement(&req, false),
+        featurizer::Placement::HdrOther
+    );
+    assert_eq!(
+        model.worst_placement(&req, true),
+        featurizer::Placement::Query
+    );
+}
