@@ -452,9 +452,6 @@ fn content_only_copies_add_the_untampered_examples_again() {
 #[test]
 fn the_content_only_threshold_holds_every_placements_benign_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = common::repo().join("data/sample");
-    let attacks = sample.join("csic_anomalousTrafficTest_A_sample.txt");
-    let benign = sample.join("csic_normalTrafficTest_A_sample.txt");
     let config = |with_benign: bool| {
         let plain = sample_run_config(
             "{top_k: 300, value_shapes: true, params: true, rarity_min_count: 3, \
@@ -462,20 +459,8 @@ fn the_content_only_threshold_holds_every_placements_benign_budget() {
             "threshold_rule: target_fpr, target_fpr: 0.01,",
             "count: 200, validation: 100, validation_fpr: 0.05, content_only_validation: 20,",
         );
-        let files = format!(
-            "files: [{{path: {}, format: csic, label: malicious}}]",
-            attacks.display()
-        );
-        assert!(plain.contains(&files), "{plain}");
         if with_benign {
-            plain.replace(
-                &files,
-                &format!(
-                    "files: [{{path: {}, format: csic, label: malicious}}, {{path: {}, format: csic, label: benign}}]",
-                    attacks.display(),
-                    benign.display()
-                ),
-            )
+            with_benign_file(&plain)
         } else {
             plain
         }
@@ -529,23 +514,8 @@ fn the_content_only_threshold_holds_every_placements_benign_budget() {
     assert_eq!(judged_at(true), threshold);
     assert_eq!(judged_at(false), manifest.threshold);
     // Re-exported from the run directory, the student file carries it again.
-    let again = dir.path().join("again");
-    let out = common::trainer()
-        .args(["export", "--run"])
-        .arg(&run)
-        .arg("--out")
-        .arg(&again)
-        .arg("--not-private")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        bundle::Bundle::load(&again)
-            .unwrap()
+        reexport(&run, &dir.path().join("again"))
             .manifest
             .content_only_threshold,
         Some(threshold)
@@ -560,9 +530,6 @@ fn the_content_only_threshold_holds_every_placements_benign_budget() {
 #[test]
 fn the_part_model_scores_every_part_alone_beside_the_windows() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = common::repo().join("data/sample");
-    let attacks = sample.join("csic_anomalousTrafficTest_A_sample.txt");
-    let benign = sample.join("csic_normalTrafficTest_A_sample.txt");
     let plain = sample_run_config(
         "{top_k: 300, value_shapes: true, params: true, rarity_min_count: 3, \
          odd_permille: [10, 50], placements: {request_line_whole: true}}",
@@ -571,19 +538,7 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
          part_model: {per_spot: 10, copies_cap: 5, training: {hidden: [], optimizer: fista, \
          l1: 0.0001, learning_rate: 2.0, max_epochs: 50, patience: 50}},",
     );
-    let files = format!(
-        "files: [{{path: {}, format: csic, label: malicious}}]",
-        attacks.display()
-    );
-    let config = plain.replace(
-        &files,
-        &format!(
-            "files: [{{path: {}, format: csic, label: malicious}}, {{path: {}, format: csic, label: benign}}]",
-            attacks.display(),
-            benign.display()
-        ),
-    );
-    let out = run_config(dir.path(), "run", &config);
+    let out = run_config(dir.path(), "run", &with_benign_file(&plain));
     assert!(
         out.status.success(),
         "{}",
@@ -649,21 +604,7 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
         .unwrap()
         .score;
     assert!((scored(false).0 - with_checks).abs() < 1e-6);
-    let again = dir.path().join("again");
-    let out = common::trainer()
-        .args(["export", "--run"])
-        .arg(&run)
-        .arg("--out")
-        .arg(&again)
-        .arg("--not-private")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let again = bundle::Bundle::load(&again).unwrap();
+    let again = reexport(&run, &dir.path().join("again"));
     assert_eq!(again.part_model_onnx, loaded.part_model_onnx);
 }
 
@@ -800,6 +741,45 @@ fn sample_run_config(featurizer: &str, student: &str, public_examples: &str) -> 
         n2 = s("csic_normalTrafficTest_A_sample.txt"),
         a = s("csic_anomalousTrafficTest_A_sample.txt"),
     )
+}
+
+/// `config` (of [`sample_run_config`]) with the sample's normal requests as a public file of
+/// benign values beside its attacks.
+fn with_benign_file(config: &str) -> String {
+    let sample = common::repo().join("data/sample");
+    let attacks = sample.join("csic_anomalousTrafficTest_A_sample.txt");
+    let benign = sample.join("csic_normalTrafficTest_A_sample.txt");
+    let files = format!(
+        "files: [{{path: {}, format: csic, label: malicious}}]",
+        attacks.display()
+    );
+    assert!(config.contains(&files), "{config}");
+    config.replace(
+        &files,
+        &format!(
+            "files: [{{path: {}, format: csic, label: malicious}}, {{path: {}, format: csic, label: benign}}]",
+            attacks.display(),
+            benign.display()
+        ),
+    )
+}
+
+/// `pate-trainer export --run RUN --out OUT --not-private`, and the bundle it wrote.
+fn reexport(run: &std::path::Path, out: &std::path::Path) -> bundle::Bundle {
+    let result = common::trainer()
+        .args(["export", "--run"])
+        .arg(run)
+        .arg("--out")
+        .arg(out)
+        .arg("--not-private")
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    bundle::Bundle::load(out).unwrap()
 }
 
 /// `pate-trainer run --config DIR/NAME.yaml --out DIR/NAME` with `config` written there.
