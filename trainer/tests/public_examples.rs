@@ -494,22 +494,12 @@ fn the_content_only_threshold_holds_every_placements_benign_budget() {
     let manifest = bundle::Bundle::load(&run.join("bundle")).unwrap().manifest;
     assert_eq!(manifest.content_only_threshold, Some(threshold));
     let judged_at = |no_format_checks: bool| -> f32 {
-        let mut score = common::trainer();
-        score
-            .args(["score", "--bundle"])
-            .arg(run.join("bundle"))
-            .args(["--target", "/tienda1/index.jsp?id=1"]);
-        if no_format_checks {
-            score.arg("--no-format-checks");
-        }
-        let out = score.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["threshold"].as_f64().unwrap() as f32
+        score_target(
+            &run.join("bundle"),
+            "/tienda1/index.jsp?id=1",
+            no_format_checks,
+        )
+        .1
     };
     assert_eq!(judged_at(true), threshold);
     assert_eq!(judged_at(false), manifest.threshold);
@@ -555,27 +545,8 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
                   &apellidos=Ruiz&email=ana%40example.com&dni=12345678Z&direccion=Calle+Mayor+1\
                   &ciudad=Madrid&cp=28001&provincia=Madrid&ntc=1234567890123456\
                   &B1=Registrar&comentario=1%27+union+all+select+password+from+users--";
-    let scored = |no_format_checks: bool| -> (f32, f32) {
-        let mut score = common::trainer();
-        score
-            .args(["score", "--bundle"])
-            .arg(run.join("bundle"))
-            .args(["--target", target]);
-        if no_format_checks {
-            score.arg("--no-format-checks");
-        }
-        let out = score.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        (
-            v["score"].as_f64().unwrap() as f32,
-            v["threshold"].as_f64().unwrap() as f32,
-        )
-    };
+    let scored =
+        |no_format_checks: bool| score_target(&run.join("bundle"), target, no_format_checks);
     bundle::init_onnxruntime(None).unwrap();
     let req = featurizer::RequestParts::get(target);
     let content = loaded.featurizer.clone().without_format_checks();
@@ -761,6 +732,30 @@ fn with_benign_file(config: &str) -> String {
             attacks.display(),
             benign.display()
         ),
+    )
+}
+
+/// `pate-trainer score --bundle BUNDLE --target TARGET [--no-format-checks]`: the score and the
+/// threshold it was judged at.
+fn score_target(bundle: &std::path::Path, target: &str, no_format_checks: bool) -> (f32, f32) {
+    let mut score = common::trainer();
+    score
+        .args(["score", "--bundle"])
+        .arg(bundle)
+        .args(["--target", target]);
+    if no_format_checks {
+        score.arg("--no-format-checks");
+    }
+    let out = score.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["score"].as_f64().unwrap() as f32,
+        v["threshold"].as_f64().unwrap() as f32,
     )
 }
 
