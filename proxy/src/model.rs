@@ -114,41 +114,57 @@ fn finite(score: Result<f32, bundle::BundleError>) -> Result<f32, ProxyError> {
     Ok(score)
 }
 
-/// The native scorer of a bundle's part model against ONNX Runtime's dense graph of
-/// `part_model.onnx`: the empty vector and every unit vector, as for the student.
-fn check_part_model(dir: &Path, native: &SparseMlp, ort: &mut Scorer) -> Result<(), ProxyError> {
-    let dim = native.input_dim();
+/// A serving scorer (`serve`: native or ORT's sparse graph) against ONNX Runtime's dense graph
+/// of the same network (`reference`, of `file` in the bundle at `dir`): `extra` (e.g. the
+/// warm-up request's vector), the empty vector and each unit vector `e_i` (which isolates column
+/// `i` of the first layer) must score the same to [`SCORER_VS_ORT_TOLERANCE`], else the bundle
+/// is refused.
+fn check_against_ort(
+    dir: &Path,
+    file: &str,
+    kind: &str,
+    dim: usize,
+    serve: impl Fn(&[u32], &[f32]) -> Result<f32, bundle::BundleError>,
+    reference: &mut Scorer,
+    extra: Option<(&str, &SparseVector)>,
+) -> Result<(), ProxyError> {
     let mut dense = vec![0.0f32; dim];
-    for i in std::iter::once(None).chain((0..dim as u32).map(Some)) {
-        dense.iter_mut().for_each(|x| *x = 0.0);
-        let (indices, values): (Vec<u32>, Vec<f32>) = i.map(|i| (i, 1.0)).into_iter().unzip();
-        if let Some(i) = i {
-            dense[i as usize] = 1.0;
-        }
-        let what = || match i {
-            Some(i) => format!("unit feature vector {i}"),
-            None => "the empty feature vector".to_string(),
-        };
-        let fail = |what: String| {
-            let path = dir.to_path_buf();
-            move |source| ProxyError::BundleLoad {
-                path,
-                what: format!("part model check, {what}: "),
-                source: Box::new(source),
+    let mut compare =
+        |what: &dyn Fn() -> String, indices: &[u32], values: &[f32]| -> Result<(), ProxyError> {
+            dense.iter_mut().for_each(|x| *x = 0.0);
+            for (&i, &v) in indices.iter().zip(values) {
+                dense[i as usize] += v;
             }
+            let load_error = |check: String| {
+                move |source| ProxyError::BundleLoad {
+                    path: dir.to_path_buf(),
+                    what: format!("{check}, {}: ", what()),
+                    source: Box::new(source),
+                }
+            };
+            let ort = reference
+                .score(&dense)
+                .map_err(load_error(format!("ONNX Runtime check of {file}")))?;
+            let serving = serve(indices, values)
+                .map_err(load_error(format!("{kind} scorer check of {file}")))?;
+            if (ort - serving).abs() > SCORER_VS_ORT_TOLERANCE || !serving.is_finite() {
+                return Err(ProxyError::Bundle {
+                    path: dir.to_path_buf(),
+                    message: format!(
+                        "the {kind} scorer gives {serving} but ONNX Runtime's dense graph of \
+                         {file} {ort} for {} ({file} is not the network the proxy would run)",
+                        what()
+                    ),
+                });
+            }
+            Ok(())
         };
-        let reference = ort.score(&dense).map_err(fail(what()))?;
-        let serving = native.score(&indices, &values).map_err(fail(what()))?;
-        if (reference - serving).abs() > SCORER_VS_ORT_TOLERANCE || !serving.is_finite() {
-            return Err(ProxyError::Bundle {
-                path: dir.to_path_buf(),
-                message: format!(
-                    "the native scorer of part_model.onnx gives {serving} but ONNX Runtime's \
-                     dense graph {reference} for {}",
-                    what()
-                ),
-            });
-        }
+    if let Some((what, v)) = extra {
+        compare(&|| what.to_string(), &v.indices, &v.values)?;
+    }
+    compare(&|| "the empty feature vector".to_string(), &[], &[])?;
+    for i in 0..dim as u32 {
+        compare(&|| format!("unit feature vector {i}"), &[i], &[1.0])?;
     }
     Ok(())
 }
@@ -260,7 +276,15 @@ impl ServingModel {
                 let onnx = bundle.part_model_onnx.as_deref().unwrap_or_default();
                 let mut ort = Scorer::from_onnx(onnx, bundle.manifest.input_dim)
                     .map_err(load("ONNX Runtime session of the part model: "))?;
-                check_part_model(dir, &native, &mut ort)?;
+                check_against_ort(
+                    dir,
+                    bundle::PART_MODEL_FILE,
+                    ScorerKind::Native.as_str(),
+                    native.input_dim(),
+                    |indices, values| native.score(indices, values),
+                    &mut ort,
+                    None,
+                )?;
                 Some(native)
             }
             None => None,
@@ -319,55 +343,15 @@ impl ServingModel {
         reference: &mut Scorer,
         warm_up: &SparseVector,
     ) -> Result<(), ProxyError> {
-        let fail = |message: String| ProxyError::Bundle {
-            path: self.dir.clone(),
-            message,
-        };
-        let dim = self.featurizer.dim();
-        let mut dense = vec![0.0f32; dim];
-        let mut compare = |what: &dyn Fn() -> String,
-                           indices: &[u32],
-                           values: &[f32]|
-         -> Result<(), ProxyError> {
-            dense.iter_mut().for_each(|x| *x = 0.0);
-            for (&i, &v) in indices.iter().zip(values) {
-                dense[i as usize] += v;
-            }
-            let ort = reference
-                .score(&dense)
-                .map_err(|source| ProxyError::BundleLoad {
-                    path: self.dir.clone(),
-                    what: format!("ONNX Runtime check, {}: ", what()),
-                    source: Box::new(source),
-                })?;
-            let kind = self.network.kind().as_str();
-            let serving =
-                self.network
-                    .score(indices, values)
-                    .map_err(|source| ProxyError::BundleLoad {
-                        path: self.dir.clone(),
-                        what: format!("{kind} scorer check, {}: ", what()),
-                        source: Box::new(source),
-                    })?;
-            if (ort - serving).abs() > SCORER_VS_ORT_TOLERANCE || !serving.is_finite() {
-                return Err(fail(format!(
-                    "the {kind} scorer gives {serving} but ONNX Runtime's dense graph of \
-                     model.onnx {ort} for {} (model.onnx is not the network the proxy would run)",
-                    what()
-                )));
-            }
-            Ok(())
-        };
-        compare(
-            &|| "the warm-up request".to_string(),
-            &warm_up.indices,
-            &warm_up.values,
-        )?;
-        compare(&|| "the empty feature vector".to_string(), &[], &[])?;
-        for i in 0..dim as u32 {
-            compare(&|| format!("unit feature vector {i}"), &[i], &[1.0])?;
-        }
-        Ok(())
+        check_against_ort(
+            &self.dir,
+            bundle::MODEL_FILE,
+            self.network.kind().as_str(),
+            self.featurizer.dim(),
+            |indices, values| self.network.score(indices, values),
+            reference,
+            Some(("the warm-up request", warm_up)),
+        )
     }
 
     /// Which scorer serves requests.
