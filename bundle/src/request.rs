@@ -190,6 +190,54 @@ mod tests {
         assert!(scored.truncated);
     }
 
+    /// `score_request_and_parts`: the highest of the windows' and the parts' scores, the vector
+    /// that scored it, every vector counted; the windows' score when no part beats it; a part
+    /// scorer's error returned as is.
+    #[test]
+    fn the_request_scores_the_highest_of_its_windows_and_its_parts() {
+        let config = FeaturizerConfig {
+            top_k: 200,
+            placements: Some(PlacementConfig::default()),
+            ..FeaturizerConfig::default()
+        };
+        let docs = [
+            RequestParts::get("/a?x=1&y=' or 1=1--"),
+            RequestParts::get("/a?k0=v0&k1=v1&k2=v2"),
+        ];
+        let f = Featurizer::fit(config, docs).unwrap();
+        // Forty benign pairs dilute the quote in the window; alone, its pair is mostly quote.
+        let pad: String = (0..40).map(|i| format!("k{i}=v{i}&")).collect();
+        let target = format!("/a?{pad}q=%27+or+1%3D1--");
+        let req = RequestParts::get(&target);
+        let windows = score_request(&f, &req, quote_weight(&f)).unwrap();
+        let mut parts = Vec::new();
+        f.transform_parts(&req, &mut parts);
+        let best_part = parts
+            .iter()
+            .map(|p| quote_weight(&f)(p).unwrap())
+            .fold(0.0f32, f32::max);
+        assert!(
+            best_part > windows.score,
+            "{best_part} vs {}",
+            windows.score
+        );
+        let both = score_request_and_parts(&f, &req, quote_weight(&f), quote_weight(&f)).unwrap();
+        assert_eq!(both.score, best_part);
+        assert_eq!(quote_weight(&f)(&both.features).unwrap(), best_part);
+        assert_eq!(both.windows, windows.windows + parts.len());
+        // A part model that scores nothing leaves the windows' score and vector.
+        let zero = |_: &SparseVector| Ok::<f32, String>(0.0);
+        let same = score_request_and_parts(&f, &req, quote_weight(&f), zero).unwrap();
+        assert_eq!(
+            (same.score, &same.features),
+            (windows.score, &windows.features)
+        );
+        let err = score_request_and_parts(&f, &req, quote_weight(&f), |_| {
+            Err::<f32, _>("no part model".to_string())
+        });
+        assert_eq!(err.unwrap_err(), "no part model");
+    }
+
     #[test]
     fn a_scoring_error_is_returned() {
         let f = fit(true);
