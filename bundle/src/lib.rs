@@ -20,7 +20,7 @@ pub use manifest::{
     MODEL_FILE, PART_MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
-pub use request::{score_request, score_request_and_parts, RequestScore};
+pub use request::{score_request, score_request_and_parts, PartOffsets, RequestScore};
 pub use runtime::{init_onnxruntime, Scorer};
 pub use sparse::SparseMlp;
 
@@ -72,6 +72,9 @@ pub enum ModelProblem {
     /// A threshold that is not a probability.
     #[error("threshold {0} is not a probability in [0, 1]")]
     Threshold(f32),
+    /// Offsets of the part model's scores without a part model.
+    #[error("part_model_offsets without a part model: they shift the part model's scores")]
+    OffsetsWithoutPartModel,
     /// Featurizer and model of different widths.
     #[error("the featurizer has dimension {featurizer} but the model's input has {model}")]
     Dimension {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::onnx::{decode_onnx, encode_onnx, Mlp, IR_VERSION, OPSET_VERSION};
-use crate::{BundleError, ModelProblem};
+use crate::{BundleError, ModelProblem, PartOffsets};
 
 /// Version of the bundle layout and of `bundle.yaml`; [`Bundle::load`] rejects any other.
 /// Version 2: the `privacy:` section is the typed whitelist [`PublishedPrivacy`] (version 1 held
@@ -81,6 +81,11 @@ pub struct Manifest {
     /// the student's windows, judged at `content_only_threshold`. Absent: no such model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part_model: Option<ModelSummary>,
+    /// Per placement, the shift of the part model's scores in logit units
+    /// ([`PartOffsets`]: a threshold per placement for the parts under the one
+    /// `content_only_threshold`), when the trainer chose them; only with `part_model`.
+    #[serde(default, skip_serializing_if = "PartOffsets::is_empty")]
+    pub part_model_offsets: PartOffsets,
     /// The privacy whitelist ([`PublishedPrivacy`]): mechanism and parameters, δ, answered
     /// queries, rng and featurizer provenance, one published ε and its kind. Absent (null) for a
     /// bundle exported without a privacy report (then nothing is claimed).
@@ -152,6 +157,8 @@ pub struct BundleContents<'a> {
     pub content_only_threshold: Option<f32>,
     /// The model of single parts ([`Manifest::part_model`]), of the featurizer's width.
     pub part_model: Option<&'a Mlp>,
+    /// Its offsets per placement ([`Manifest::part_model_offsets`]); only with `part_model`.
+    pub part_model_offsets: PartOffsets,
     /// The privacy whitelist (`None`: no privacy report, nothing claimed).
     pub privacy: Option<PublishedPrivacy>,
     /// Test metrics (any JSON; `Null` when there are none).
@@ -196,6 +203,11 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
             return Err(BundleError::InvalidModel(ModelProblem::Threshold(t)));
         }
     }
+    if contents.part_model.is_none() && !contents.part_model_offsets.is_empty() {
+        return Err(BundleError::InvalidModel(
+            ModelProblem::OffsetsWithoutPartModel,
+        ));
+    }
     for m in std::iter::once(mlp).chain(contents.part_model) {
         if featurizer.dim() != m.input_dim() {
             return Err(BundleError::InvalidModel(ModelProblem::Dimension {
@@ -228,6 +240,7 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
         featurizer_content_hash: featurizer.content_hash().to_string(),
         model: ModelSummary::of(mlp),
         part_model: contents.part_model.map(ModelSummary::of),
+        part_model_offsets: contents.part_model_offsets.clone(),
         privacy: contents.privacy.clone(),
         metrics: contents.metrics.clone(),
         files,
@@ -405,6 +418,12 @@ impl Bundle {
                 manifest.part_model.is_some(),
                 part_model_onnx.is_some()
             )));
+        }
+        if manifest.part_model.is_none() && !manifest.part_model_offsets.is_empty() {
+            return Err(bad(
+                "part_model_offsets without a part_model: they shift the part model's scores"
+                    .into(),
+            ));
         }
         let featurizer_bytes = contents.remove(FEATURIZER_FILE).unwrap_or_default();
         let featurizer =

@@ -6,9 +6,99 @@
 //! every window of the request is scored ([`Featurizer::transform_windows`]: windows of
 //! `max_input_bytes` of decoded text covering everything read, up to the placement bound) and
 //! the highest score is the request's: an attack after any amount of padding is in some window.
-use featurizer::{Featurizer, RequestParts, SparseVector};
+use std::collections::BTreeMap;
+
+use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
+use serde::{Deserialize, Serialize};
 
 use crate::{BundleError, Scorer};
+
+/// Per placement, a shift of the part model's scores in logit units (bundle.yaml
+/// `part_model_offsets`, chosen by the trainer): a part of placement `p` scoring `s` alone counts
+/// as `sigmoid(logit(s) + offset[p])`, so one threshold (`content_only_threshold`) is in effect a
+/// threshold per placement for the parts. Why: generic benign values score higher alone in a
+/// path or a header than in a query or form field, and one threshold held where they score
+/// highest leaves the query, form and body placements' budget unspent. A placement without an
+/// offset (or an empty set) is not shifted. Offsets are finite and in `[0, MAX]`: they only ever
+/// raise a part's score.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "BTreeMap<String, f32>", into = "BTreeMap<String, f32>")]
+pub struct PartOffsets(BTreeMap<Placement, f32>);
+
+impl PartOffsets {
+    /// The largest offset accepted (a factor of e^20 on the odds: any part of the placement
+    /// would score ~1).
+    pub const MAX: f32 = 20.0;
+
+    /// The offsets `offsets`; an error names the first one not finite or outside `[0, MAX]`.
+    pub fn new(offsets: BTreeMap<Placement, f32>) -> Result<Self, String> {
+        for (p, &d) in &offsets {
+            if !(d.is_finite() && (0.0..=Self::MAX).contains(&d)) {
+                return Err(format!(
+                    "part_model_offsets: {} is {d}, expected a number in [0, {}]",
+                    p.as_str(),
+                    Self::MAX
+                ));
+            }
+        }
+        Ok(PartOffsets(offsets))
+    }
+
+    /// Whether no placement is shifted.
+    pub fn is_empty(&self) -> bool {
+        self.0.values().all(|&d| d == 0.0)
+    }
+
+    /// The offset of `placement` (0 when it has none).
+    pub fn get(&self, placement: Placement) -> f32 {
+        self.0.get(&placement).copied().unwrap_or(0.0)
+    }
+
+    /// Every placement with its offset, in [`Placement`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Placement, f32)> + '_ {
+        self.0.iter().map(|(&p, &d)| (p, d))
+    }
+
+    /// The part model's score `score` of a part of `placement`, shifted by its offset:
+    /// `sigmoid(logit(score) + offset)`. 0 and 1 (and NaN) stay as they are; monotone in `score`.
+    pub fn shift(&self, placement: Placement, score: f32) -> f32 {
+        let d = f64::from(self.get(placement));
+        if d == 0.0 || !(score > 0.0 && score < 1.0) {
+            return score;
+        }
+        let s = f64::from(score);
+        let logit = (s / (1.0 - s)).ln() + d;
+        (1.0 / (1.0 + (-logit).exp())) as f32
+    }
+}
+
+impl TryFrom<BTreeMap<String, f32>> for PartOffsets {
+    type Error = String;
+
+    fn try_from(named: BTreeMap<String, f32>) -> Result<Self, String> {
+        let mut offsets = BTreeMap::new();
+        for (name, d) in named {
+            let p = Placement::from_name(&name).ok_or_else(|| {
+                format!(
+                    "part_model_offsets: `{name}` is not a placement (expected one of {})",
+                    Placement::ALL.map(Placement::as_str).join(", ")
+                )
+            })?;
+            offsets.insert(p, d);
+        }
+        PartOffsets::new(offsets)
+    }
+}
+
+impl From<PartOffsets> for BTreeMap<String, f32> {
+    fn from(offsets: PartOffsets) -> Self {
+        offsets
+            .0
+            .into_iter()
+            .map(|(p, d)| (p.as_str().to_string(), d))
+            .collect()
+    }
+}
 
 /// What scoring a whole request gave.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,23 +157,24 @@ pub fn score_request<E>(
 }
 
 /// [`score_request`] with a second model of single parts: the highest of the windows' scores
-/// (`score`) and of every part alone ([`Featurizer::transform_parts`]) scored by `score_part`.
-/// How a bundle with a part model scores content alone: a linear model of whole windows weighs
-/// an attack in one field of a long form against every other field in the window (they share
-/// its norm); the part model reads the field alone. `features` is the vector that scored
-/// highest, a window or a part; `windows` counts both.
+/// (`score`) and of every part alone ([`Featurizer::part_vectors`]) scored by `score_part` and
+/// shifted by its placement's offset ([`PartOffsets::shift`]). How a bundle with a part model
+/// scores content alone: a linear model of whole windows weighs an attack in one field of a long
+/// form against every other field in the window (they share its norm); the part model reads the
+/// field alone. `features` is the vector that scored highest, a window or a part; `windows`
+/// counts both.
 pub fn score_request_and_parts<E>(
     featurizer: &Featurizer,
     req: &RequestParts,
+    offsets: &PartOffsets,
     score: impl FnMut(&SparseVector) -> Result<f32, E>,
     mut score_part: impl FnMut(&SparseVector) -> Result<f32, E>,
 ) -> Result<RequestScore, E> {
     let mut scored = score_request(featurizer, req, score)?;
-    let mut parts = Vec::new();
-    featurizer.transform_parts(req, &mut parts);
+    let parts = featurizer.part_vectors(req);
     scored.windows += parts.len();
-    for part in parts {
-        let s = score_part(&part)?;
+    for (placement, part) in parts {
+        let s = offsets.shift(placement, score_part(&part)?);
         if s > scored.score {
             scored.score = s;
             scored.features = part;
@@ -113,10 +204,12 @@ impl Scorer {
     }
 
     /// [`score_request_and_parts`] through this session (the windows) and `part_model`'s (the
-    /// parts alone), as pate-proxy scores content alone with a bundle's part model.
+    /// parts alone, shifted by `offsets`), as pate-proxy scores content alone with a bundle's
+    /// part model.
     pub fn score_request_and_parts(
         &mut self,
         part_model: &mut Scorer,
+        offsets: &PartOffsets,
         featurizer: &Featurizer,
         req: &RequestParts,
     ) -> Result<RequestScore, BundleError> {
@@ -130,6 +223,7 @@ impl Scorer {
         score_request_and_parts(
             featurizer,
             req,
+            offsets,
             |v| finite(self.score_sparse(&v.indices, &v.values)?),
             |v| finite(part_model.score_sparse(&v.indices, &v.values)?),
         )
@@ -221,21 +315,79 @@ mod tests {
             "{best_part} vs {}",
             windows.score
         );
-        let both = score_request_and_parts(&f, &req, quote_weight(&f), quote_weight(&f)).unwrap();
+        let none = PartOffsets::default();
+        let both =
+            score_request_and_parts(&f, &req, &none, quote_weight(&f), quote_weight(&f)).unwrap();
         assert_eq!(both.score, best_part);
         assert_eq!(quote_weight(&f)(&both.features).unwrap(), best_part);
         assert_eq!(both.windows, windows.windows + parts.len());
         // A part model that scores nothing leaves the windows' score and vector.
         let zero = |_: &SparseVector| Ok::<f32, String>(0.0);
-        let same = score_request_and_parts(&f, &req, quote_weight(&f), zero).unwrap();
+        let same = score_request_and_parts(&f, &req, &none, quote_weight(&f), zero).unwrap();
         assert_eq!(
             (same.score, &same.features),
             (windows.score, &windows.features)
         );
-        let err = score_request_and_parts(&f, &req, quote_weight(&f), |_| {
+        let err = score_request_and_parts(&f, &req, &none, quote_weight(&f), |_| {
             Err::<f32, _>("no part model".to_string())
         });
         assert_eq!(err.unwrap_err(), "no part model");
+        // An offset on the query's placement lifts its parts above the attack's raw score; one
+        // on a placement the request does not have changes nothing.
+        let shifted = |p: Placement| PartOffsets::new(BTreeMap::from([(p, 3.0)])).unwrap();
+        let up = score_request_and_parts(
+            &f,
+            &req,
+            &shifted(Placement::Query),
+            quote_weight(&f),
+            quote_weight(&f),
+        )
+        .unwrap();
+        assert_eq!(
+            up.score,
+            shifted(Placement::Query).shift(Placement::Query, best_part)
+        );
+        assert!(up.score > best_part, "{} vs {best_part}", up.score);
+        let other = score_request_and_parts(
+            &f,
+            &req,
+            &shifted(Placement::JsonValue),
+            quote_weight(&f),
+            quote_weight(&f),
+        )
+        .unwrap();
+        assert_eq!(other.score, best_part);
+    }
+
+    /// `shift`: sigmoid(logit(s) + d), monotone, 0 and 1 fixed, no offset = the score; offsets
+    /// outside [0, MAX], not finite, or of an unknown placement name are refused, naming it.
+    #[test]
+    fn an_offset_shifts_a_placements_part_scores_in_logit_units() {
+        let offsets = PartOffsets::new(BTreeMap::from([(Placement::Form, 1.0)])).unwrap();
+        let s = offsets.shift(Placement::Form, 0.5);
+        assert!((s - 1.0 / (1.0 + (-1.0f32).exp())).abs() < 1e-6, "{s}");
+        assert_eq!(offsets.shift(Placement::Query, 0.5), 0.5);
+        assert_eq!(offsets.shift(Placement::Form, 0.0), 0.0);
+        assert_eq!(offsets.shift(Placement::Form, 1.0), 1.0);
+        let mut last = 0.0;
+        for k in 1..100 {
+            let shifted = offsets.shift(Placement::Form, k as f32 / 100.0);
+            assert!(
+                shifted > last && shifted > k as f32 / 100.0,
+                "{k}: {shifted}"
+            );
+            last = shifted;
+        }
+        for bad in [-0.5, f32::NAN, PartOffsets::MAX + 1.0] {
+            let err = PartOffsets::new(BTreeMap::from([(Placement::Path, bad)])).unwrap_err();
+            assert!(err.contains("path"), "{err}");
+        }
+        let named = BTreeMap::from([("hdr:user-agent".to_string(), 2.0)]);
+        let read = PartOffsets::try_from(named.clone()).unwrap();
+        assert_eq!(read.get(Placement::HdrUserAgent), 2.0);
+        assert_eq!(BTreeMap::from(read), named);
+        let err = PartOffsets::try_from(BTreeMap::from([("querry".to_string(), 1.0)])).unwrap_err();
+        assert!(err.contains("`querry` is not a placement"), "{err}");
     }
 
     #[test]

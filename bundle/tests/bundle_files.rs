@@ -2,15 +2,16 @@
 //! check.
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use bundle::runtime::{check_library_path, resolve_library_path};
 use bundle::{
-    write_bundle, Bundle, BundleContents, BundleError, Scorer, FEATURIZER_FILE, MANIFEST_FILE,
-    MODEL_FILE, PART_MODEL_FILE,
+    write_bundle, Bundle, BundleContents, BundleError, PartOffsets, Scorer, FEATURIZER_FILE,
+    MANIFEST_FILE, MODEL_FILE, PART_MODEL_FILE,
 };
 use common::{random_mlp, sample_featurizer, sample_targets, SplitMix};
-use featurizer::RequestParts;
+use featurizer::{Placement, RequestParts};
 
 fn privacy_report() -> Option<bundle::PublishedPrivacy> {
     Some(bundle::PublishedPrivacy {
@@ -39,6 +40,7 @@ fn write_sample(dir: &Path, seed: u64) -> (bundle::Mlp, featurizer::Featurizer, 
             threshold: 0.42,
             content_only_threshold: None,
             part_model: None,
+            part_model_offsets: Default::default(),
             privacy: privacy_report(),
             metrics: serde_json::json!({"tpr": 0.9, "tnr": 0.95, "roc_auc": 0.97}),
             model_version: None,
@@ -221,6 +223,7 @@ fn writing_replaces_an_existing_bundle_and_refuses_bad_inputs() {
         threshold,
         content_only_threshold: None,
         part_model: None,
+        part_model_offsets: Default::default(),
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("x".into()),
@@ -263,6 +266,7 @@ fn model_and_featurizer_of_different_widths_are_rejected_on_load() {
             threshold: 0.5,
             content_only_threshold: None,
             part_model: None,
+            part_model_offsets: Default::default(),
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: None,
@@ -315,6 +319,7 @@ fn the_content_only_threshold_round_trips_and_is_checked() {
         threshold: 0.4,
         content_only_threshold,
         part_model: None,
+        part_model_offsets: Default::default(),
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: None,
@@ -370,6 +375,7 @@ fn the_part_model_round_trips_and_is_checked() {
         threshold: 0.4,
         content_only_threshold: Some(0.6),
         part_model,
+        part_model_offsets: PartOffsets::default(),
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: None,
@@ -412,4 +418,66 @@ fn the_part_model_round_trips_and_is_checked() {
     assert_eq!(loaded.part_mlp().unwrap(), None);
     let yaml = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
     assert!(!yaml.contains("part_model"), "{yaml}");
+}
+
+/// `part_model_offsets`: written by placement name and read back; none written when empty;
+/// refused without a part model (at write and at load), and a manifest with an unknown
+/// placement or an offset outside [0, MAX] is refused naming it.
+#[test]
+fn the_part_model_offsets_round_trip_and_are_checked() {
+    let featurizer = sample_featurizer(41);
+    let mut rng = SplitMix(42);
+    let mlp = random_mlp(&[featurizer.dim(), 3, 1], 1.0, &mut rng);
+    let part = random_mlp(&[featurizer.dim(), 1], 1.0, &mut rng);
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("bundle");
+    let offsets = PartOffsets::new(BTreeMap::from([
+        (Placement::Query, 1.5),
+        (Placement::HdrUserAgent, 0.25),
+    ]))
+    .unwrap();
+    let contents = |part_model, part_model_offsets| BundleContents {
+        mlp: &mlp,
+        featurizer: &featurizer,
+        threshold: 0.4,
+        content_only_threshold: Some(0.6),
+        part_model,
+        part_model_offsets,
+        privacy: None,
+        metrics: serde_json::Value::Null,
+        model_version: None,
+    };
+    let written = write_bundle(&dir, &contents(Some(&part), offsets.clone())).unwrap();
+    let loaded = Bundle::load(&dir).unwrap();
+    assert_eq!(loaded.manifest, written);
+    assert_eq!(loaded.manifest.part_model_offsets, offsets);
+    let yaml = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
+    assert!(yaml.contains("hdr:user-agent: 0.25"), "{yaml}");
+    let err = write_bundle(&dir, &contents(None, offsets.clone()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("part_model_offsets"), "{err}");
+    for (from, to, expected) in [
+        ("query: 1.5", "querry: 1.5", "`querry` is not a placement"),
+        ("query: 1.5", "query: -1.0", "query is -1"),
+        ("query: 1.5", "query: 25.0", "query is 25"),
+    ] {
+        std::fs::write(dir.join(MANIFEST_FILE), yaml.replace(from, to)).unwrap();
+        let err = Bundle::load(&dir).unwrap_err().to_string();
+        assert!(err.contains(expected), "{err}");
+    }
+    // Offsets in a manifest without a part model.
+    write_bundle(&dir, &contents(None, PartOffsets::default())).unwrap();
+    let plain = std::fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap();
+    assert!(!plain.contains("part_model_offsets"), "{plain}");
+    std::fs::write(
+        dir.join(MANIFEST_FILE),
+        format!("{plain}part_model_offsets:\n  query: 1.0\n"),
+    )
+    .unwrap();
+    let err = Bundle::load(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("part_model_offsets without a part_model"),
+        "{err}"
+    );
 }

@@ -27,6 +27,7 @@ static BUNDLE_DIR: LazyLock<PathBuf> = LazyLock::new(|| {
         threshold: 0.5,
         content_only_threshold: None,
         part_model: None,
+        part_model_offsets: Default::default(),
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("fuzz".into()),

@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use bundle::{is_block, score_request, score_request_and_parts, Bundle, Scorer, SparseMlp};
+use bundle::{
+    is_block, score_request, score_request_and_parts, Bundle, PartOffsets, Scorer, SparseMlp,
+};
 use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
 
 use crate::audit::TokenWeight;
@@ -62,6 +64,10 @@ pub struct ServingModel {
     /// content alone is scored. Always the native scorer: a linear model of a part's handful
     /// of features, no session to lock; checked against ONNX Runtime at load like the student.
     part_model: Option<SparseMlp>,
+    /// The part model's offsets per placement (bundle.yaml `part_model_offsets`): each part's
+    /// score is shifted by its placement's before the highest is taken (an operator's
+    /// `threshold:` then judges the shifted scores, as the bundle's does).
+    part_model_offsets: PartOffsets,
 }
 
 /// The scorer of a [`ServingModel`].
@@ -308,6 +314,7 @@ impl ServingModel {
             featurizer: bundle.featurizer,
             network,
             part_model,
+            part_model_offsets: bundle.manifest.part_model_offsets.clone(),
         };
         let warm = RequestParts {
             method: "GET",
@@ -406,6 +413,7 @@ impl ServingModel {
             Some(part) if !format_checks => score_request_and_parts(
                 featurizer,
                 req,
+                &self.part_model_offsets,
                 |v| self.score_vector(v),
                 |v| finite(part.score(&v.indices, &v.values)),
             )?,
@@ -451,7 +459,9 @@ impl ServingModel {
         }
         if let Some(part) = self.part_model.as_ref().filter(|_| !format_checks) {
             for (placement, v) in featurizer.part_vectors(req) {
-                if let Ok(score) = finite(part.score(&v.indices, &v.values)) {
+                if let Ok(score) = finite(part.score(&v.indices, &v.values))
+                    .map(|s| self.part_model_offsets.shift(placement, s))
+                {
                     if score > best.0 {
                         best = (score, placement);
                     }

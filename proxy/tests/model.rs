@@ -165,6 +165,7 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
             threshold: 0.5,
             content_only_threshold: None,
             part_model: None,
+            part_model_offsets: Default::default(),
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some("csic-mlp".into()),
@@ -316,6 +317,7 @@ fn the_placement_named_is_the_highest_of_windows_and_parts() {
             threshold: 0.5,
             content_only_threshold: None,
             part_model: Some(&part),
+            part_model_offsets: Default::default(),
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some("attribution".into()),
@@ -349,5 +351,73 @@ fn the_placement_named_is_the_highest_of_windows_and_parts() {
     assert_eq!(
         model.worst_placement(&req, true),
         featurizer::Placement::Query
+    );
+}
+
+/// `part_model_offsets`: a part's score is shifted by its placement's offset before the highest
+/// is judged, so a header part under the content-only threshold blocks with an offset on
+/// `hdr:other` and passes with one on a placement the request does not have; the placement named
+/// is the shifted part's.
+#[test]
+fn a_placements_offset_shifts_its_parts_before_the_threshold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let featurizer = test_support::placement_fixture_featurizer().unwrap();
+    let student = test_support::token_mlp(&featurizer, &["queso"], 12.0, -3.0);
+    // At most sigmoid(3 - 3) = 0.5 on a part made of its tokens alone.
+    let part = test_support::token_mlp(&featurizer, &["script", "alert"], 3.0, -3.0);
+    let write = |name: &str, shifted: featurizer::Placement| {
+        let dir = tmp.path().join(name);
+        bundle::write_bundle(
+            &dir,
+            &bundle::BundleContents {
+                mlp: &student,
+                featurizer: &featurizer,
+                threshold: 0.5,
+                content_only_threshold: Some(0.7),
+                part_model: Some(&part),
+                part_model_offsets: bundle::PartOffsets::new(
+                    [(shifted, 3.0)].into_iter().collect(),
+                )
+                .unwrap(),
+                privacy: None,
+                metrics: serde_json::Value::Null,
+                model_version: Some(name.into()),
+            },
+        )
+        .unwrap();
+        load(&dir, None)
+    };
+    let headers: &[(&str, &[u8])] = &[
+        ("Host", b"localhost:8080"),
+        ("X-Note", b"<script>alert(1)</script>"),
+    ];
+    let req = RequestParts {
+        method: "GET",
+        target: b"/tienda1/publico/anadir.jsp?nombre=ana",
+        body: None,
+        headers: featurizer::Headers::Pairs(headers),
+    };
+    let elsewhere = write("elsewhere", featurizer::Placement::JsonValue);
+    let unshifted = elsewhere.score_checked(&req, false).unwrap();
+    assert!(!unshifted.malicious, "{}", unshifted.score);
+    let header = write("header", featurizer::Placement::HdrOther);
+    let shifted = header.score_checked(&req, false).unwrap();
+    assert!(shifted.malicious, "{}", shifted.score);
+    let offsets = bundle::PartOffsets::new(
+        [(featurizer::Placement::HdrOther, 3.0)]
+            .into_iter()
+            .collect(),
+    )
+    .unwrap();
+    assert!(
+        (shifted.score - offsets.shift(featurizer::Placement::HdrOther, unshifted.score)).abs()
+            < 1e-6,
+        "{} vs {}",
+        shifted.score,
+        unshifted.score
+    );
+    assert_eq!(
+        header.worst_placement(&req, false),
+        featurizer::Placement::HdrOther
     );
 }

@@ -190,6 +190,7 @@ pub fn write_part_model_fixture_bundle(
             threshold,
             content_only_threshold: None,
             part_model: part_model.then_some(&mlp),
+            part_model_offsets: Default::default(),
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some(format!("part-model-fixture-{part_model}")),
@@ -235,6 +236,7 @@ fn write_fixture_with(
             threshold,
             content_only_threshold: None,
             part_model: None,
+            part_model_offsets: Default::default(),
             // A fixture (weights set by code, not trained) with a typed privacy section, so the
             // dashboard labels can be checked end to end.
             privacy: Some(bundle::PublishedPrivacy {

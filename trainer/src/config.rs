@@ -611,6 +611,12 @@ pub struct PartModelConfig {
     pub copies_cap: usize,
     /// Its training (the student's schema, e.g. a logistic regression with FISTA and L1).
     pub training: TrainConfig,
+    /// Shift its scores per placement (bundle.yaml `part_model_offsets`), chosen with the
+    /// content-only threshold on the same validation values: a threshold per placement for the
+    /// parts, so that the placements where generic benign values score low alone (query, form,
+    /// bodies) spend their budget too. False: one threshold for every part.
+    #[serde(default)]
+    pub placement_offsets: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -57,6 +57,10 @@ pub struct ModelInfo {
     /// when `student.public_examples.content_only_validation` chose one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_only_threshold: Option<f32>,
+    /// Students: the part model's offsets per placement, chosen with the content-only threshold
+    /// (`student.public_examples.part_model.placement_offsets`).
+    #[serde(default, skip_serializing_if = "bundle::PartOffsets::is_empty")]
+    pub part_model_offsets: bundle::PartOffsets,
 }
 
 /// A network and its [`ModelInfo`].

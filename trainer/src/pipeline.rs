@@ -374,6 +374,7 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
                 rng: rng.provenance(),
                 trainer_version: env!("CARGO_PKG_VERSION").into(),
                 content_only_threshold: None,
+                part_model_offsets: Default::default(),
             },
         };
         file.save(&job.out_dir.join(teacher_file_name(*k)))?;
@@ -460,6 +461,7 @@ pub fn train_student_weighted(
             rng: rng.provenance(),
             trainer_version: env!("CARGO_PKG_VERSION").into(),
             content_only_threshold: None,
+            part_model_offsets: Default::default(),
         },
     })
 }
@@ -637,17 +639,30 @@ pub fn lowest_benign_threshold(
     if benign.is_empty() {
         return None;
     }
+    let allowed = benign_allowance(benign, target_fpr, confidence, rng);
     let benign = highest_first(benign.to_vec());
-    let allowed = match confidence {
-        Some(c) => confident_allowance(&benign, target_fpr, c, rng),
-        None => (target_fpr * benign.len() as f64).floor() as usize,
-    };
     // Flag the `allowed` highest rows at most: just above the next row's score (a row tied with
     // it stays below too).
     Some(match benign.get(allowed) {
         None => 0.0,
         Some(&next) => next_up(next).min(1.0),
     })
+}
+
+/// How many of the `benign` scores a threshold may flag with at most a share `target_fpr` of
+/// them flagged — at `confidence` over resamplings as [`lowest_benign_threshold`] holds it when
+/// given, whole groups of tied scores only.
+pub fn benign_allowance(
+    benign: &[f32],
+    target_fpr: f64,
+    confidence: Option<f64>,
+    rng: &mut impl rand::Rng,
+) -> usize {
+    let benign = highest_first(benign.to_vec());
+    match confidence {
+        Some(c) => confident_allowance(&benign, target_fpr, c, rng),
+        None => (target_fpr * benign.len() as f64).floor() as usize,
+    }
 }
 
 /// How many of the `benign` rows (highest first) a threshold may flag with the share flagged

@@ -50,6 +50,29 @@ pub enum Spot {
     Text,
 }
 
+impl Spot {
+    /// The featurizer's placement of the part the value makes here (a custom header's is
+    /// `hdr:other`, a JSON value's `json:value`, ...).
+    pub fn placement(self) -> featurizer::Placement {
+        use featurizer::Placement as P;
+        match self {
+            Spot::Query => P::Query,
+            Spot::Form => P::Form,
+            Spot::Path => P::Path,
+            Spot::UserAgent => P::HdrUserAgent,
+            Spot::Referer => P::HdrReferer,
+            Spot::Cookie => P::HdrCookie,
+            Spot::Forwarded => P::HdrForwarded,
+            Spot::CustomHeader => P::HdrOther,
+            Spot::Json => P::JsonValue,
+            Spot::Xml => P::XmlText,
+            Spot::MultipartField => P::MpField,
+            Spot::MultipartFilename => P::MpFilename,
+            Spot::Text => P::Text,
+        }
+    }
+}
+
 /// Every spot, each drawn with the same probability.
 pub const PLACEMENTS: [Spot; 13] = [
     Spot::Query,

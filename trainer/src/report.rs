@@ -234,6 +234,9 @@ pub struct ContentOnlyPlacement {
     pub placement: crate::public_examples::Spot,
     /// The threshold that alone holds the budget on this placement's benign values.
     pub threshold: f32,
+    /// The part model's offset for this placement's parts (logit units; 0: none).
+    #[serde(default)]
+    pub offset: f32,
     /// Share of the placed attack values blocked.
     pub attacks_blocked: f64,
     /// Share of the placed public benign values blocked.

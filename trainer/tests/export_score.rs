@@ -392,6 +392,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
             threshold: 0.5,
             content_only_threshold: None,
             part_model: None,
+            part_model_offsets: Default::default(),
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: None,

@@ -515,8 +515,10 @@ fn the_content_only_threshold_holds_every_placements_benign_budget() {
 /// `part_model`: the run trains a model of single parts on public values, saves it beside the
 /// student and exports it as `part_model.onnx`; `pate-trainer score --no-format-checks` scores
 /// the highest of the windows (student) and every part alone (part model), judged at the
-/// content-only threshold chosen on both; with the checks, the windows alone, as before. A
-/// re-export from the run directory carries it again.
+/// content-only threshold chosen on both; with the checks, the windows alone, as before. With
+/// `placement_offsets` each part's score is shifted by its placement's offset (bundle.yaml
+/// `part_model_offsets`), chosen so that no placement's benign values are blocked above the
+/// budget. A re-export from the run directory carries both again.
 #[test]
 fn the_part_model_scores_every_part_alone_beside_the_windows() {
     let dir = tempfile::tempdir().unwrap();
@@ -526,7 +528,8 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
         "threshold_rule: target_fpr, target_fpr: 0.01,",
         "count: 200, validation: 100, validation_fpr: 0.05, content_only_validation: 20, \
          part_model: {per_spot: 10, copies_cap: 5, training: {hidden: [], optimizer: fista, \
-         l1: 0.0001, learning_rate: 2.0, max_epochs: 50, patience: 50}},",
+         l1: 0.0001, learning_rate: 2.0, max_epochs: 50, patience: 50}, \
+         placement_offsets: true},",
     );
     let out = run_config(dir.path(), "run", &with_benign_file(&plain));
     assert!(
@@ -557,12 +560,24 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
     )
     .unwrap();
     let window_score = windows.score_request(&content, &req).unwrap().score;
-    let mut alone = Vec::new();
-    content.transform_parts(&req, &mut alone);
+    let offsets = &loaded.manifest.part_model_offsets;
+    assert!(
+        offsets.iter().any(|(_, d)| d > 0.0),
+        "some placement's budget was left for the parts: {offsets:?}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    for p in report["student_options"]["content_only_threshold"]["placements"]
+        .as_array()
+        .unwrap()
+    {
+        assert!(p["benign_blocked"].as_f64().unwrap() <= 0.05, "{p}");
+    }
+    let alone = content.part_vectors(&req);
     assert!(alone.len() >= 14, "{} parts", alone.len());
     let part_score = alone
         .iter()
-        .map(|v| parts.score_sparse(&v.indices, &v.values).unwrap())
+        .map(|(p, v)| offsets.shift(*p, parts.score_sparse(&v.indices, &v.values).unwrap()))
         .fold(f32::NEG_INFINITY, f32::max);
     let (score, judged_at) = scored(true);
     assert_eq!(judged_at, threshold);
@@ -577,6 +592,7 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
     assert!((scored(false).0 - with_checks).abs() < 1e-6);
     let again = reexport(&run, &dir.path().join("again"));
     assert_eq!(again.part_model_onnx, loaded.part_model_onnx);
+    assert_eq!(&again.manifest.part_model_offsets, offsets);
 }
 
 /// `validation_fpr` is a budget for the placed validation examples under `target_fpr`: without

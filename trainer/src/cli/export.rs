@@ -252,8 +252,9 @@ pub fn run(args: Args) -> Result<()> {
         .metrics
         .as_ref()
         .map_or(serde_json::Value::Null, bundle_metrics);
-    // The content-only threshold is the student file's (chosen with the bundle's); an explicit
-    // --threshold replaces the bundle's alone.
+    // The content-only threshold and the part model's offsets are the student file's (chosen
+    // with the bundle's); an explicit --threshold replaces the bundle's alone. Offsets go with a
+    // part model only.
     let manifest = export_bundle(
         &out,
         &BundleContents {
@@ -262,6 +263,10 @@ pub fn run(args: Args) -> Result<()> {
             threshold,
             content_only_threshold: info.as_ref().and_then(|i| i.content_only_threshold),
             part_model: part_model.as_ref(),
+            part_model_offsets: match (&part_model, &info) {
+                (Some(_), Some(i)) => i.part_model_offsets.clone(),
+                _ => bundle::PartOffsets::default(),
+            },
             privacy,
             metrics,
             model_version: args.model_version,

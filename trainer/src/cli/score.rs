@@ -122,7 +122,12 @@ pub fn run(args: Args) -> Result<()> {
         Ok(match &mut part_scorer {
             Some(part) => {
                 scorer
-                    .score_request_and_parts(part, &bundle.featurizer, parts)?
+                    .score_request_and_parts(
+                        part,
+                        &bundle.manifest.part_model_offsets,
+                        &bundle.featurizer,
+                        parts,
+                    )?
                     .score
             }
             None => scorer.score_request(&bundle.featurizer, parts)?.score,

@@ -200,6 +200,10 @@ pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report
             threshold: p.student.model.info.threshold,
             content_only_threshold: p.student.model.info.content_only_threshold,
             part_model: p.student.part_model.as_ref().map(|m| &m.weights),
+            part_model_offsets: match p.student.part_model {
+                Some(_) => p.student.model.info.part_model_offsets.clone(),
+                None => bundle::PartOffsets::default(),
+            },
             privacy: Some(published),
             metrics: bundle_metrics(&report.metrics),
             model_version: None,

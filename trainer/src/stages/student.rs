@@ -350,17 +350,61 @@ pub fn served_scores(
     served_scores_with_parts(model, None, featurizer, records, device)
 }
 
-/// [`served_scores`] with the bundle's model of single parts where it has one
-/// (`bundle::score_request_and_parts`, as pate-proxy scores content alone).
+/// [`served_scores`] with the bundle's model of single parts where it has one, each part's
+/// score shifted by its placement's offset (`bundle::score_request_and_parts`, as pate-proxy
+/// scores content alone).
 pub fn served_scores_with_parts(
+    model: &ModelFile,
+    part_model: Option<(&ModelFile, &bundle::PartOffsets)>,
+    featurizer: &featurizer::Featurizer,
+    records: &[&datasets::Record],
+    device: tch::Device,
+) -> Result<Vec<f32>> {
+    let offsets = part_model.map(|(_, o)| o.clone()).unwrap_or_default();
+    Ok(served_pieces(
+        model,
+        part_model.map(|(m, _)| m),
+        featurizer,
+        records,
+        device,
+    )?
+    .iter()
+    .map(|p| p.score(&offsets))
+    .collect())
+}
+
+/// What a request's served score is made of where content alone is scored: the highest score
+/// of its windows (the student) and each part alone with its placement and the part model's
+/// score, unshifted (no parts without a part model).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedPieces {
+    /// The highest score of the request's windows (`bundle::score_request`).
+    pub windows: f32,
+    /// Every part alone (`Featurizer::part_vectors`): its placement and the part model's score.
+    pub parts: Vec<(featurizer::Placement, f32)>,
+}
+
+impl ServedPieces {
+    /// The request's score with the parts shifted by `offsets`: the highest of the windows' and
+    /// the shifted parts' scores, as `bundle::score_request_and_parts` takes it.
+    pub fn score(&self, offsets: &bundle::PartOffsets) -> f32 {
+        self.parts
+            .iter()
+            .map(|&(p, s)| offsets.shift(p, s))
+            .fold(self.windows, |best, s| if s > best { s } else { best })
+    }
+}
+
+/// The [`ServedPieces`] of `records`, a few hundred requests at a time (their windows and parts
+/// as dense rows of the featurizer's width: 7,800 placed requests have ~100,000 parts, 4 GB at
+/// once).
+pub fn served_pieces(
     model: &ModelFile,
     part_model: Option<&ModelFile>,
     featurizer: &featurizer::Featurizer,
     records: &[&datasets::Record],
     device: tch::Device,
-) -> Result<Vec<f32>> {
-    // A few hundred requests at a time: their windows and parts as dense rows of the
-    // featurizer's width (7,800 placed requests have ~100,000 parts: 4 GB at once).
+) -> Result<Vec<ServedPieces>> {
     const CHUNK: usize = 256;
     let mut out = Vec::with_capacity(records.len());
     for chunk in records.chunks(CHUNK) {
@@ -369,66 +413,65 @@ pub fn served_scores_with_parts(
     Ok(out)
 }
 
-/// [`served_scores_with_parts`] of one chunk of requests.
+/// [`served_pieces`] of one chunk of requests.
 fn served_chunk(
     model: &ModelFile,
     part_model: Option<&ModelFile>,
     featurizer: &featurizer::Featurizer,
     records: &[&datasets::Record],
     device: tch::Device,
-) -> Result<Vec<f32>> {
-    // The scoring function of the proxy, called with `window` and `part` callbacks.
-    let score = |r: &datasets::Record,
-                 window: &mut dyn FnMut(&featurizer::SparseVector) -> Result<f32>,
-                 part: &mut dyn FnMut(&featurizer::SparseVector) -> Result<f32>| {
-        match part_model {
-            Some(_) => bundle::score_request_and_parts(featurizer, &r.parts(), window, part),
-            None => bundle::score_request(featurizer, &r.parts(), window),
-        }
-    };
-    // First pass: every window and part, in the order scoring visits them.
-    let (mut windows, mut parts): (Vec<featurizer::SparseVector>, Vec<featurizer::SparseVector>) =
-        (Vec::new(), Vec::new());
+) -> Result<Vec<ServedPieces>> {
+    // First pass: every window (through the proxy's scoring function) and every part, in order.
+    let mut windows: Vec<featurizer::SparseVector> = Vec::new();
+    let mut parts: Vec<Vec<(featurizer::Placement, featurizer::SparseVector)>> = Vec::new();
     for r in records {
-        score(
-            r,
-            &mut |v| {
-                windows.push(v.clone());
-                Ok(0.0)
-            },
-            &mut |v| {
-                parts.push(v.clone());
-                Ok(0.0)
-            },
-        )?;
+        bundle::score_request(featurizer, &r.parts(), |v| {
+            windows.push(v.clone());
+            Ok::<f32, Error>(0.0)
+        })?;
+        parts.push(match part_model {
+            Some(_) => featurizer.part_vectors(&r.parts()),
+            None => Vec::new(),
+        });
     }
-    let dense = |vectors: &[featurizer::SparseVector]| {
+    let dense = |vectors: &mut dyn Iterator<Item = &featurizer::SparseVector>, n: usize| {
         let dim = featurizer.dim();
-        let mut values = vec![0f32; vectors.len() * dim];
-        for (k, w) in vectors.iter().enumerate() {
+        let mut values = vec![0f32; n * dim];
+        for (k, w) in vectors.enumerate() {
             w.write_dense(&mut values[k * dim..(k + 1) * dim]);
         }
-        DenseMatrix::new(vectors.len(), dim, values)
+        DenseMatrix::new(n, dim, values)
     };
-    let window_scores = super::evaluate::model_scores(model, &dense(&windows)?, device)?;
+    let window_scores =
+        super::evaluate::model_scores(model, &dense(&mut windows.iter(), windows.len())?, device)?;
+    let part_count: usize = parts.iter().map(Vec::len).sum();
     let part_scores = match part_model {
-        Some(m) if !parts.is_empty() => super::evaluate::model_scores(m, &dense(&parts)?, device)?,
+        Some(m) if part_count > 0 => super::evaluate::model_scores(
+            m,
+            &dense(&mut parts.iter().flatten().map(|(_, v)| v), part_count)?,
+            device,
+        )?,
         _ => Vec::new(),
     };
-    // Second pass: the same vectors get their scores; the scoring keeps the highest.
+    // Second pass: the same windows get their scores and the scoring keeps the highest.
     let (mut next_window, mut next_part) = (window_scores.into_iter(), part_scores.into_iter());
     let missing = || Error::Empty {
         what: "served scores".into(),
         missing: "a score for every window and part of the request",
     };
     let mut out = Vec::with_capacity(records.len());
-    for r in records {
-        let scored = score(
-            r,
-            &mut |_| next_window.next().ok_or_else(missing),
-            &mut |_| next_part.next().ok_or_else(missing),
-        )?;
-        out.push(scored.score);
+    for (r, request_parts) in records.iter().zip(&parts) {
+        let scored = bundle::score_request(featurizer, &r.parts(), |_| {
+            next_window.next().ok_or_else(missing)
+        })?;
+        let parts = request_parts
+            .iter()
+            .map(|(p, _)| Ok((*p, next_part.next().ok_or_else(missing)?)))
+            .collect::<Result<Vec<_>>>()?;
+        out.push(ServedPieces {
+            windows: scored.score,
+            parts,
+        });
     }
     Ok(out)
 }
@@ -805,8 +848,9 @@ fn served_threshold(
 /// the highest of the threshold that holds FPR ≤ `target_fpr` on the site's validation traffic
 /// (the bundle's rule) and each placement's lowest threshold that holds FPR ≤ `validation_fpr`
 /// on its placed benign values (both at `target_fpr_confidence`); with the bundle's part model,
-/// on the highest of windows and parts. Sets `model.info.content_only_threshold` and
-/// `extras.content_only`.
+/// on the highest of windows and parts. With `part_model.placement_offsets`, then the part
+/// model's offsets per placement ([`part_offsets`]). Sets `model.info.content_only_threshold`,
+/// `model.info.part_model_offsets` and `extras.content_only`.
 fn content_only_threshold(
     config: &RunConfig,
     data: &RunData,
@@ -817,9 +861,8 @@ fn content_only_threshold(
     env: &Env,
 ) -> Result<()> {
     let student = &config.student;
-    let budget = student
-        .public_examples
-        .as_ref()
+    let public_examples = student.public_examples.as_ref();
+    let budget = public_examples
         .and_then(|pe| pe.validation_fpr)
         .ok_or(Error::Threshold(
             "the content-only threshold needs public_examples.validation_fpr",
@@ -830,20 +873,23 @@ fn content_only_threshold(
         .iter()
         .map(|&i| &data.records[i])
         .collect();
-    let site_scores = served_scores_with_parts(model, part_model, &content, &site, env.device)?;
+    let site_pieces = served_pieces(model, part_model, &content, &site, env.device)?;
+    let unshifted = bundle::PartOffsets::default();
     // The site's validation requests counted with their traffic (as the bundle's threshold).
     let copies = |k: usize| {
         student
             .multiplicity_cap
             .map_or(1, |_| plan.validation_traffic[k].max(1))
     };
-    let (scores, labels): (Vec<f32>, Vec<bool>) = site_scores
+    let site_malicious: Vec<bool> = site
         .iter()
-        .zip(&site)
+        .map(|r| r.label == Some(datasets::Label::Malicious))
+        .collect();
+    let (scores, labels): (Vec<f32>, Vec<bool>) = site_pieces
+        .iter()
+        .zip(&site_malicious)
         .enumerate()
-        .flat_map(|(k, (&s, r))| {
-            std::iter::repeat_n((s, r.label == Some(datasets::Label::Malicious)), copies(k))
-        })
+        .flat_map(|(k, (p, &m))| std::iter::repeat_n((p.score(&unshifted), m), copies(k)))
         .collect();
     let site_threshold = site_threshold(
         &scores,
@@ -856,18 +902,17 @@ fn content_only_threshold(
         "the student validation samples need both classes",
     ))?;
     let records: Vec<&datasets::Record> = placed.iter().map(|(_, r)| r).collect();
-    let placed_scores =
-        served_scores_with_parts(model, part_model, &content, &records, env.device)?;
+    let placed_pieces = served_pieces(model, part_model, &content, &records, env.device)?;
     let malicious: Vec<bool> = records
         .iter()
         .map(|r| r.label == Some(datasets::Label::Malicious))
         .collect();
-    let in_spot = |spot: Spot| -> (Vec<f32>, Vec<bool>) {
+    let in_spot = |spot: Spot, offsets: &bundle::PartOffsets| -> (Vec<f32>, Vec<bool>) {
         placed
             .iter()
-            .zip(placed_scores.iter().zip(&malicious))
+            .zip(placed_pieces.iter().zip(&malicious))
             .filter(|((s, _), _)| *s == spot)
-            .map(|(_, (&score, &m))| (score, m))
+            .map(|(_, (p, &m))| (p.score(offsets), m))
             .unzip()
     };
     // Each placement's own threshold: the lowest that holds its benign values' budget (at the
@@ -875,7 +920,7 @@ fn content_only_threshold(
     let mut confidence_rng = env.rng.stream("content-only-placement-confidence");
     let mut own = Vec::with_capacity(crate::public_examples::PLACEMENTS.len());
     for spot in crate::public_examples::PLACEMENTS {
-        let (s, l) = in_spot(spot);
+        let (s, l) = in_spot(spot, &unshifted);
         let benign: Vec<f32> = s
             .iter()
             .zip(&l)
@@ -895,6 +940,27 @@ fn content_only_threshold(
         );
     }
     let threshold = own.iter().copied().fold(site_threshold, f32::max);
+    let offsets = match (
+        part_model,
+        public_examples.and_then(|pe| pe.part_model.as_ref()),
+    ) {
+        (Some(_), Some(pm)) if pm.placement_offsets => part_offsets(
+            threshold,
+            OffsetRows {
+                pieces: &site_pieces,
+                malicious: &site_malicious,
+                copies: &(0..site.len()).map(copies).collect::<Vec<_>>(),
+                budget: student.target_fpr,
+            },
+            placed,
+            &placed_pieces,
+            &malicious,
+            budget,
+            student.target_fpr_confidence,
+            &mut env.rng.stream("part-model-offsets-confidence"),
+        ),
+        _ => bundle::PartOffsets::default(),
+    };
     let rate = |s: &[f32], l: &[bool], class: bool| {
         let n = l.iter().filter(|&&m| m == class).count();
         let hit = s
@@ -908,10 +974,11 @@ fn content_only_threshold(
         .into_iter()
         .zip(&own)
         .map(|(spot, &own)| {
-            let (s, l) = in_spot(spot);
+            let (s, l) = in_spot(spot, &offsets);
             crate::report::ContentOnlyPlacement {
                 placement: spot,
                 threshold: own,
+                offset: offsets.get(spot.placement()),
                 attacks_blocked: rate(&s, &l, true),
                 benign_blocked: rate(&s, &l, false),
             }
@@ -922,9 +989,10 @@ fn content_only_threshold(
         placements
             .iter()
             .map(|p| format!(
-                "{:?} (alone {}) {:.1}/{:.1} %",
+                "{:?} (alone {}, part offset {:.2}) {:.1}/{:.1} %",
                 p.placement,
                 p.threshold,
+                p.offset,
                 100.0 * p.attacks_blocked,
                 100.0 * p.benign_blocked
             ))
@@ -932,12 +1000,175 @@ fn content_only_threshold(
             .join(", ")
     );
     model.info.content_only_threshold = Some(threshold);
+    model.info.part_model_offsets = offsets;
     extras.content_only = Some(crate::report::ContentOnlyThreshold {
         threshold,
         site_threshold,
         placements,
     });
     Ok(())
+}
+
+/// The site's validation requests for [`part_offsets`]: their pieces, labels, how often each
+/// counts, and the share of the benign ones that may be blocked.
+struct OffsetRows<'a> {
+    pieces: &'a [ServedPieces],
+    malicious: &'a [bool],
+    copies: &'a [usize],
+    budget: f64,
+}
+
+/// The step of [`part_offsets`] in logit units.
+const OFFSET_STEP: f32 = 0.1;
+
+/// The part model's offsets per placement (`part_model.placement_offsets`): one threshold held
+/// where generic benign values score highest alone (a path, a header) leaves the budget of the
+/// placements where they score low (query, form, bodies) unspent. Starting from none, each of
+/// the 13 spots' placements in turn is raised by [`OFFSET_STEP`] while every constraint still
+/// holds — in every spot at most its allowance of placed benign values blocked (the
+/// `validation_fpr` budget at `confidence`, resampled as the threshold's rule does), and on the
+/// site's validation traffic at most its allowance at `target_fpr` — until none can rise (round
+/// robin, so that no placement spends the shared context's budget first). The start is the
+/// one threshold's decisions, feasible by its choice; an allowance below what the start blocks
+/// (the resampling drew fewer) is raised to it, so the offsets never make a constraint worse.
+/// Attack values are not read: an offset only rises while the benign budgets allow.
+#[allow(clippy::too_many_arguments)]
+fn part_offsets(
+    threshold: f32,
+    site: OffsetRows,
+    placed: &[(Spot, datasets::Record)],
+    placed_pieces: &[ServedPieces],
+    malicious: &[bool],
+    budget: f64,
+    confidence: Option<f64>,
+    rng: &mut impl rand::Rng,
+) -> bundle::PartOffsets {
+    // The constraint groups: the site's benign traffic, then each spot's benign values.
+    struct Group {
+        rows: Vec<(f32, Vec<(usize, f32, f64)>, usize)>,
+        allowed: usize,
+    }
+    let cut = logit(threshold);
+    let spots = crate::public_examples::PLACEMENTS;
+    let shifted: Vec<featurizer::Placement> = spots.iter().map(|s| s.placement()).collect();
+    let index = |p: featurizer::Placement| shifted.iter().position(|&q| q == p);
+    let row = |pieces: &ServedPieces, copies: usize| {
+        let parts = pieces
+            .parts
+            .iter()
+            .filter_map(|&(p, s)| index(p).map(|k| (k, s, logit(s))))
+            .collect();
+        // A part of a placement that is never shifted counts as a window.
+        let fixed = pieces
+            .parts
+            .iter()
+            .filter(|(p, _)| index(*p).is_none())
+            .map(|&(_, s)| s)
+            .fold(pieces.windows, f32::max);
+        (fixed, parts, copies)
+    };
+    // A row's score with no offset, as often as it counts.
+    let unshifted = |rows: &[(f32, Vec<(usize, f32, f64)>, usize)]| -> Vec<f32> {
+        rows.iter()
+            .flat_map(|(fixed, parts, copies)| {
+                let best = parts.iter().map(|&(_, s, _)| s).fold(*fixed, f32::max);
+                std::iter::repeat_n(best, *copies)
+            })
+            .collect()
+    };
+    let mut groups = Vec::new();
+    let site_rows: Vec<_> = site
+        .pieces
+        .iter()
+        .zip(site.malicious)
+        .zip(site.copies)
+        .filter(|((_, &m), _)| !m)
+        .map(|((p, _), &c)| row(p, c))
+        .collect();
+    let allowed = pipeline::benign_allowance(&unshifted(&site_rows), site.budget, confidence, rng);
+    groups.push(Group {
+        rows: site_rows,
+        allowed,
+    });
+    for spot in spots {
+        let rows: Vec<_> = placed
+            .iter()
+            .zip(placed_pieces.iter().zip(malicious))
+            .filter(|((s, _), (_, &m))| *s == spot && !m)
+            .map(|(_, (p, _))| row(p, 1))
+            .collect();
+        let allowed = pipeline::benign_allowance(&unshifted(&rows), budget, confidence, rng);
+        groups.push(Group { rows, allowed });
+    }
+    let blocked = |g: &Group, d: &[f64]| -> usize {
+        g.rows
+            .iter()
+            .filter(|(fixed, parts, _)| {
+                bundle::is_block(*fixed, threshold)
+                    || parts.iter().any(|&(k, _, l)| l + d[k] >= cut)
+            })
+            .map(|(_, _, c)| c)
+            .sum()
+    };
+    let mut d = vec![0.0f64; shifted.len()];
+    for g in &mut groups {
+        g.allowed = g.allowed.max(blocked(g, &d));
+    }
+    let feasible = |d: &[f64]| groups.iter().all(|g| blocked(g, d) <= g.allowed);
+    let step = f64::from(OFFSET_STEP);
+    let mut rising = vec![true; shifted.len()];
+    while rising.iter().any(|&r| r) {
+        for k in 0..shifted.len() {
+            if !rising[k] {
+                continue;
+            }
+            let before = d[k];
+            d[k] = before + step;
+            if d[k] > f64::from(bundle::PartOffsets::MAX) || !feasible(&d) {
+                d[k] = before;
+                rising[k] = false;
+            }
+        }
+    }
+    // The search compares logits; the proxy shifts in f32 (`PartOffsets::shift`): where the
+    // two round apart at a boundary, every offset steps back until the served decisions hold.
+    let served = |d: &[f64]| {
+        let offsets = shifted
+            .iter()
+            .zip(d)
+            .filter(|(_, &x)| x > 0.0)
+            .map(|(&p, &x)| (p, x as f32))
+            .collect();
+        bundle::PartOffsets::new(offsets).expect("offsets in [0, MAX] by construction")
+    };
+    loop {
+        let offsets = served(&d);
+        let holds = groups.iter().all(|g| {
+            let blocked: usize = g
+                .rows
+                .iter()
+                .filter(|(fixed, parts, _)| {
+                    bundle::is_block(*fixed, threshold)
+                        || parts.iter().any(|&(k, s, _)| {
+                            bundle::is_block(offsets.shift(shifted[k], s), threshold)
+                        })
+                })
+                .map(|(_, _, c)| c)
+                .sum();
+            blocked <= g.allowed
+        });
+        if holds || d.iter().all(|&x| x == 0.0) {
+            return offsets;
+        }
+        for x in &mut d {
+            *x = (*x - step).max(0.0);
+        }
+    }
+}
+
+fn logit(p: f32) -> f64 {
+    let p = f64::from(p).clamp(1e-12, 1.0 - 1e-12);
+    (p / (1.0 - p)).ln()
 }
 
 /// The threshold that holds `target_fpr` on the site's validation rows (`scores`, `labels`,
