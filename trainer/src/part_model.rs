@@ -223,6 +223,7 @@ mod tests {
             per_spot: 3,
             copies_cap: 4,
             training: crate::ensemble::TrainConfig::default(),
+            placement_offsets: false,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let out = examples(

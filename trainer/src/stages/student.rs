@@ -1018,20 +1018,18 @@ struct OffsetRows<'a> {
     budget: f64,
 }
 
-/// The step of [`part_offsets`] in logit units.
+/// The step of [`search_offsets`] in logit units.
 const OFFSET_STEP: f32 = 0.1;
 
 /// The part model's offsets per placement (`part_model.placement_offsets`): one threshold held
 /// where generic benign values score highest alone (a path, a header) leaves the budget of the
-/// placements where they score low (query, form, bodies) unspent. Starting from none, each of
-/// the 13 spots' placements in turn is raised by [`OFFSET_STEP`] while every constraint still
-/// holds — in every spot at most its allowance of placed benign values blocked (the
-/// `validation_fpr` budget at `confidence`, resampled as the threshold's rule does), and on the
-/// site's validation traffic at most its allowance at `target_fpr` — until none can rise (round
-/// robin, so that no placement spends the shared context's budget first). The start is the
-/// one threshold's decisions, feasible by its choice; an allowance below what the start blocks
-/// (the resampling drew fewer) is raised to it, so the offsets never make a constraint worse.
-/// Attack values are not read: an offset only rises while the benign budgets allow.
+/// placements where they score low (query, form, bodies) unspent. The constraints
+/// ([`search_offsets`]): in every spot at most its allowance of placed benign values blocked
+/// (the `validation_fpr` budget at `confidence`, resampled as the threshold's rule does), and
+/// on the site's validation traffic at most its allowance at `target_fpr`. The 13 spots'
+/// placements are shifted; a part of any other placement (a JSON key, an XML attribute) counts
+/// as a window. Attack values are not read: an offset only rises while the benign budgets
+/// allow.
 #[allow(clippy::too_many_arguments)]
 fn part_offsets(
     threshold: f32,
@@ -1043,82 +1041,134 @@ fn part_offsets(
     confidence: Option<f64>,
     rng: &mut impl rand::Rng,
 ) -> bundle::PartOffsets {
-    // The constraint groups: the site's benign traffic, then each spot's benign values.
-    struct Group {
-        rows: Vec<(f32, Vec<(usize, f32, f64)>, usize)>,
-        allowed: usize,
-    }
-    let cut = logit(threshold);
     let spots = crate::public_examples::PLACEMENTS;
     let shifted: Vec<featurizer::Placement> = spots.iter().map(|s| s.placement()).collect();
-    let index = |p: featurizer::Placement| shifted.iter().position(|&q| q == p);
     let row = |pieces: &ServedPieces, copies: usize| {
-        let parts = pieces
-            .parts
+        let slot = |p: featurizer::Placement| shifted.iter().position(|&q| q == p);
+        OffsetRow {
+            fixed: pieces
+                .parts
+                .iter()
+                .filter(|(p, _)| slot(*p).is_none())
+                .map(|&(_, s)| s)
+                .fold(pieces.windows, f32::max),
+            parts: pieces
+                .parts
+                .iter()
+                .filter_map(|&(p, score)| {
+                    slot(p).map(|slot| ShiftedPart {
+                        slot,
+                        score,
+                        logit: logit(score),
+                    })
+                })
+                .collect(),
+            copies,
+        }
+    };
+    let mut group = |rows: Vec<OffsetRow>, share: f64| {
+        let unshifted: Vec<f32> = rows
             .iter()
-            .filter_map(|&(p, s)| index(p).map(|k| (k, s, logit(s))))
+            .flat_map(|r| std::iter::repeat_n(r.unshifted(), r.copies))
             .collect();
-        // A part of a placement that is never shifted counts as a window.
-        let fixed = pieces
-            .parts
+        OffsetGroup {
+            allowed: pipeline::benign_allowance(&unshifted, share, confidence, rng),
+            rows,
+        }
+    };
+    let mut groups = vec![group(
+        site.pieces
             .iter()
-            .filter(|(p, _)| index(*p).is_none())
-            .map(|&(_, s)| s)
-            .fold(pieces.windows, f32::max);
-        (fixed, parts, copies)
-    };
-    // A row's score with no offset, as often as it counts.
-    let unshifted = |rows: &[(f32, Vec<(usize, f32, f64)>, usize)]| -> Vec<f32> {
-        rows.iter()
-            .flat_map(|(fixed, parts, copies)| {
-                let best = parts.iter().map(|&(_, s, _)| s).fold(*fixed, f32::max);
-                std::iter::repeat_n(best, *copies)
-            })
-            .collect()
-    };
-    let mut groups = Vec::new();
-    let site_rows: Vec<_> = site
-        .pieces
-        .iter()
-        .zip(site.malicious)
-        .zip(site.copies)
-        .filter(|((_, &m), _)| !m)
-        .map(|((p, _), &c)| row(p, c))
-        .collect();
-    let allowed = pipeline::benign_allowance(&unshifted(&site_rows), site.budget, confidence, rng);
-    groups.push(Group {
-        rows: site_rows,
-        allowed,
-    });
+            .zip(site.malicious)
+            .zip(site.copies)
+            .filter(|((_, &m), _)| !m)
+            .map(|((p, _), &c)| row(p, c))
+            .collect(),
+        site.budget,
+    )];
     for spot in spots {
-        let rows: Vec<_> = placed
+        let rows = placed
             .iter()
             .zip(placed_pieces.iter().zip(malicious))
             .filter(|((s, _), (_, &m))| *s == spot && !m)
             .map(|(_, (p, _))| row(p, 1))
             .collect();
-        let allowed = pipeline::benign_allowance(&unshifted(&rows), budget, confidence, rng);
-        groups.push(Group { rows, allowed });
+        groups.push(group(rows, budget));
     }
-    let blocked = |g: &Group, d: &[f64]| -> usize {
-        g.rows
+    search_offsets(threshold, &shifted, groups)
+}
+
+/// A benign request of an [`OffsetGroup`]: the highest score of what is never shifted (windows,
+/// parts of other placements), its shifted parts, and how often it counts.
+struct OffsetRow {
+    fixed: f32,
+    parts: Vec<ShiftedPart>,
+    copies: usize,
+}
+
+/// A part of a shifted placement (`slot` in the placements searched): its score and logit.
+struct ShiftedPart {
+    slot: usize,
+    score: f32,
+    logit: f64,
+}
+
+impl OffsetRow {
+    /// Its score with no offset.
+    fn unshifted(&self) -> f32 {
+        self.parts
             .iter()
-            .filter(|(fixed, parts, _)| {
-                bundle::is_block(*fixed, threshold)
-                    || parts.iter().any(|&(k, _, l)| l + d[k] >= cut)
-            })
-            .map(|(_, _, c)| c)
-            .sum()
-    };
-    let mut d = vec![0.0f64; shifted.len()];
-    for g in &mut groups {
-        g.allowed = g.allowed.max(blocked(g, &d));
+            .map(|p| p.score)
+            .fold(self.fixed, f32::max)
     }
-    let feasible = |d: &[f64]| groups.iter().all(|g| blocked(g, d) <= g.allowed);
+}
+
+/// Benign requests of which at most `allowed` (counted with their copies) may be blocked.
+struct OffsetGroup {
+    rows: Vec<OffsetRow>,
+    allowed: usize,
+}
+
+impl OffsetGroup {
+    /// How many are blocked at `threshold` with `shifted(part)` the part's score.
+    fn blocked(&self, threshold: f32, shifted: impl Fn(&ShiftedPart) -> bool) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| bundle::is_block(r.fixed, threshold) || r.parts.iter().any(&shifted))
+            .map(|r| r.copies)
+            .sum()
+    }
+}
+
+/// The offsets of `placements` (in logit units, [`bundle::PartOffsets`]): starting from none,
+/// each placement in turn is raised by [`OFFSET_STEP`] while no group blocks more than its
+/// allowance at `threshold`, until none can rise (round robin, so that no placement spends a
+/// shared context's budget first). The start is the one threshold's decisions; an allowance
+/// below what the start blocks is raised to it, so the offsets never make a group worse. The
+/// search compares logits; the result is checked with the served shift
+/// ([`bundle::PartOffsets::shift`], f32) and every offset steps back until that holds too.
+fn search_offsets(
+    threshold: f32,
+    placements: &[featurizer::Placement],
+    mut groups: Vec<OffsetGroup>,
+) -> bundle::PartOffsets {
+    let cut = logit(threshold);
+    fn by_logit(d: &[f64], cut: f64) -> impl Fn(&ShiftedPart) -> bool + '_ {
+        move |p| p.logit + d[p.slot] >= cut
+    }
+    let mut d = vec![0.0f64; placements.len()];
+    for g in &mut groups {
+        g.allowed = g.allowed.max(g.blocked(threshold, by_logit(&d, cut)));
+    }
+    let feasible = |d: &[f64]| {
+        groups
+            .iter()
+            .all(|g| g.blocked(threshold, by_logit(d, cut)) <= g.allowed)
+    };
     let step = f64::from(OFFSET_STEP);
-    let mut rising = vec![true; shifted.len()];
+    let mut rising = vec![true; placements.len()];
     while rising.iter().any(|&r| r) {
-        for k in 0..shifted.len() {
+        for k in 0..placements.len() {
             if !rising[k] {
                 continue;
             }
@@ -1130,34 +1180,24 @@ fn part_offsets(
             }
         }
     }
-    // The search compares logits; the proxy shifts in f32 (`PartOffsets::shift`): where the
-    // two round apart at a boundary, every offset steps back until the served decisions hold.
-    let served = |d: &[f64]| {
-        let offsets = shifted
-            .iter()
-            .zip(d)
-            .filter(|(_, &x)| x > 0.0)
-            .map(|(&p, &x)| (p, x as f32))
-            .collect();
-        bundle::PartOffsets::new(offsets).expect("offsets in [0, MAX] by construction")
-    };
     loop {
-        let offsets = served(&d);
-        let holds = groups.iter().all(|g| {
-            let blocked: usize = g
-                .rows
+        let offsets = bundle::PartOffsets::new(
+            placements
                 .iter()
-                .filter(|(fixed, parts, _)| {
-                    bundle::is_block(*fixed, threshold)
-                        || parts.iter().any(|&(k, s, _)| {
-                            bundle::is_block(offsets.shift(shifted[k], s), threshold)
-                        })
-                })
-                .map(|(_, _, c)| c)
-                .sum();
-            blocked <= g.allowed
-        });
-        if holds || d.iter().all(|&x| x == 0.0) {
+                .zip(&d)
+                .filter(|(_, &x)| x > 0.0)
+                .map(|(&p, &x)| (p, x as f32))
+                .collect(),
+        )
+        .expect("offsets in [0, MAX] by construction");
+        let served = |p: &ShiftedPart| {
+            bundle::is_block(offsets.shift(placements[p.slot], p.score), threshold)
+        };
+        if d.iter().all(|&x| x == 0.0)
+            || groups
+                .iter()
+                .all(|g| g.blocked(threshold, served) <= g.allowed)
+        {
             return offsets;
         }
         for x in &mut d {
@@ -1359,6 +1399,62 @@ mod tests {
     use super::*;
     use crate::ensemble::TrainConfig;
     use crate::pipeline::train_student;
+
+    /// `search_offsets`: each placement rises as far as every group's allowance allows and no
+    /// further — a query part of 0.3 may cross a threshold of 0.5 (allowance 1) but not the one of
+    /// 0.2 (its crossing at logit 1.386), a path part of 0.45 may not (allowance 0: 0.2 < 0.2007)
+    /// — and a group already over its allowance at the start (a window of 0.9) stops nothing.
+    #[test]
+    fn each_offset_rises_until_a_benign_budget_would_be_exceeded() {
+        use featurizer::Placement;
+        let part = |slot: usize, score: f32| ShiftedPart {
+            slot,
+            score,
+            logit: logit(score),
+        };
+        let row = |fixed: f32, parts: Vec<ShiftedPart>| OffsetRow {
+            fixed,
+            parts,
+            copies: 1,
+        };
+        let groups = vec![
+            OffsetGroup {
+                rows: vec![
+                    row(0.0, vec![part(0, 0.1)]),
+                    row(0.0, vec![part(0, 0.2)]),
+                    row(0.0, vec![part(0, 0.3)]),
+                ],
+                allowed: 1,
+            },
+            OffsetGroup {
+                rows: vec![row(0.0, vec![part(1, 0.45)]), row(0.0, vec![part(1, 0.4)])],
+                allowed: 0,
+            },
+            OffsetGroup {
+                rows: vec![row(0.9, vec![])],
+                allowed: 0,
+            },
+        ];
+        let placements = [Placement::Query, Placement::Path];
+        let offsets = search_offsets(0.5, &placements, groups);
+        let query = offsets.get(Placement::Query);
+        let path = offsets.get(Placement::Path);
+        assert!((1.25..1.386).contains(&query), "{offsets:?}");
+        assert!((0.15..0.2007).contains(&path), "{offsets:?}");
+        assert!(offsets.shift(Placement::Query, 0.3) >= 0.5);
+        assert!(offsets.shift(Placement::Query, 0.2) < 0.5);
+        assert!(offsets.shift(Placement::Path, 0.45) < 0.5);
+        // Nothing to spend: no offset.
+        let none = search_offsets(
+            0.5,
+            &placements,
+            vec![OffsetGroup {
+                rows: vec![row(0.0, vec![part(0, 0.49), part(1, 0.49)])],
+                allowed: 0,
+            }],
+        );
+        assert!(none.is_empty(), "{none:?}");
+    }
 
     fn record(target: &str, body: Option<&str>) -> datasets::Record {
         datasets::Record {
