@@ -231,39 +231,47 @@ fn bench(c: &mut Criterion) {
             }
         }
     }
-    // Content alone (`format_checks: false`) with and without a part model (a second K→1
-    // network scored on every part of the request alone; `bundle::score_request_and_parts`).
-    let part_dir = dir.path().join("bundle-parts");
+    // Content alone (`format_checks: false`) without a part model and with one (a second
+    // network scored on every part of the request alone; `bundle::score_request_and_parts`):
+    // linear K→1 (session 20) and K→64→1 (configs/train.yaml since session 21).
     let student = &models[0].1;
-    let part = mlp_with_widths(&[k, 1]);
-    write_bundle(
-        &part_dir,
-        &BundleContents {
-            mlp: student,
-            featurizer: &featurizer,
-            threshold: 0.5,
-            content_only_threshold: None,
-            part_model: Some(&part),
-            part_model_offsets: Default::default(),
-            privacy: None,
-            metrics: serde_json::Value::Null,
-            model_version: Some("bench-parts".into()),
-        },
-    )
-    .expect("write bundle");
-    let with_parts = ServingModel::load_with_scorer(&part_dir, None, 1, ScorerKind::Onnxruntime)
-        .expect("load bundle");
+    let mut with_parts = Vec::new();
+    for (name, widths) in [("linear", vec![k, 1]), ("hidden 64", vec![k, 64, 1])] {
+        let part_dir = dir.path().join(format!("bundle-parts-{}", widths.len()));
+        let part = mlp_with_widths(&widths);
+        write_bundle(
+            &part_dir,
+            &BundleContents {
+                mlp: student,
+                featurizer: &featurizer,
+                threshold: 0.5,
+                content_only_threshold: None,
+                part_model: Some(&part),
+                part_model_offsets: Default::default(),
+                privacy: None,
+                metrics: serde_json::Value::Null,
+                model_version: Some(format!("bench-parts-{}", widths.len())),
+            },
+        )
+        .expect("write bundle");
+        with_parts.push((
+            format!("windows and a {name} part model"),
+            ServingModel::load_with_scorer(&part_dir, None, 1, ScorerKind::Onnxruntime)
+                .expect("load bundle"),
+        ));
+    }
     let without_parts = &models[0].2[0];
     for (name, record) in [("typical", typical), ("long", long)] {
         let req = record.parts();
         let mut parts = Vec::new();
         featurizer.transform_parts(&req, &mut parts);
-        let mut rounds: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        let contenders: Vec<(&str, &ServingModel)> =
+            std::iter::once(("windows only", without_parts))
+                .chain(with_parts.iter().map(|(what, m)| (what.as_str(), m)))
+                .collect();
+        let mut rounds: Vec<Vec<(f64, f64)>> = vec![Vec::new(); contenders.len()];
         for _ in 0..3 {
-            for (model, out) in [without_parts, &with_parts]
-                .into_iter()
-                .zip(rounds.iter_mut())
-            {
+            for ((_, model), out) in contenders.iter().zip(rounds.iter_mut()) {
                 out.push(percentiles_of(|| {
                     let _ = std::hint::black_box(
                         model.score_checked(std::hint::black_box(&req), false),
@@ -271,10 +279,7 @@ fn bench(c: &mut Criterion) {
                 }));
             }
         }
-        for (what, out) in ["windows only", "windows and part model"]
-            .into_iter()
-            .zip(rounds)
-        {
+        for ((what, _), out) in contenders.iter().zip(rounds) {
             summary.push(format!(
                 "content only (format_checks: false), {what}, {name} ({} parts): {}",
                 parts.len(),

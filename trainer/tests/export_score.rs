@@ -279,6 +279,7 @@ fn export_from_a_run_directory_uses_the_student_model_file() {
         rng: privacy::RngProvenance::Seeded { seed: 1 },
         trainer_version: "test".into(),
         content_only_threshold: None,
+        part_model_offsets: Default::default(),
     };
     let student = run.path().join("student.safetensors");
     ModelFile {
@@ -378,6 +379,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
             rng: privacy::RngProvenance::Os,
             trainer_version: "test".into(),
             content_only_threshold: None,
+            part_model_offsets: Default::default(),
         },
     };
     let tch_scores = trainer::pipeline::model_scores(&model, &x, tch::Device::Cpu).unwrap();

@@ -65,6 +65,7 @@ fn teacher(dir: &Path, shard: usize, shards: usize) -> PathBuf {
         rng: privacy::RngProvenance::Seeded { seed: 1 },
         trainer_version: "test".into(),
         content_only_threshold: None,
+        part_model_offsets: Default::default(),
     };
     let path = dir.join(teacher_file_name(shard));
     ModelFile {
