@@ -58,8 +58,9 @@ pub struct Args {
     /// Score without the featurizer's site format checks (`rare:*`, `unseen:path`, `odd:*`),
     /// as pate-proxy does with `format_checks: false`, at the bundle's content-only threshold
     /// where it has one (`content_only_threshold`), else at its threshold; with the bundle's
-    /// part model (`part_model.onnx`), every part of the request alone too, the highest score
-    /// of windows and parts kept.
+    /// part model (`part_model.onnx`), every part of the request alone too (each part's score
+    /// shifted by its placement's `part_model_offsets` where the bundle has them), the highest
+    /// score of windows and parts kept.
     #[arg(long)]
     pub no_format_checks: bool,
     /// ONNX Runtime library (default: $ORT_DYLIB_PATH, else the path set at build time).
