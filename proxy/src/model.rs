@@ -61,8 +61,9 @@ pub struct ServingModel {
     /// What scores the feature vectors.
     network: Network,
     /// The bundle's model of single parts (`part_model.onnx`), scored beside the windows where
-    /// content alone is scored. Always the native scorer: a linear model of a part's handful
-    /// of features, no session to lock; checked against ONNX Runtime at load like the student.
+    /// content alone is scored. Always the native scorer: a small network over a part's
+    /// handful of features, no session to lock; checked against ONNX Runtime at load like the
+    /// student.
     part_model: Option<SparseMlp>,
     /// The part model's offsets per placement (bundle.yaml `part_model_offsets`): each part's
     /// score is shifted by its placement's before the highest is taken (an operator's

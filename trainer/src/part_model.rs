@@ -1,6 +1,8 @@
-//! The model of single parts (`student.public_examples.part_model`): a second, linear model
-//! that scores each part of a request alone ([`featurizer::Featurizer::transform_parts`]) where
-//! content alone is scored. Its training examples are public data only: the public files'
+//! The model of single parts (`student.public_examples.part_model`): a second model (linear,
+//! or a small network: `part_model.training`) that scores each part of a request alone
+//! ([`featurizer::Featurizer::transform_parts`]) where content alone is scored, each part's
+//! score shifted by its placement's offset where `placement_offsets` chose them
+//! (`stages::student::search_offsets`). Its training examples are public data only: the public files'
 //! benign and attack values placed into the site's requests the teachers labelled benign, in
 //! every spot ([`crate::public_examples::place`]); the parts the value makes are labelled by
 //! the value, every other part of those requests benign.
