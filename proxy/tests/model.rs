@@ -326,16 +326,7 @@ fn the_placement_named_is_the_highest_of_windows_and_parts() {
     .unwrap();
     let model = load(&dir, None);
     assert!(model.has_part_model());
-    let headers: &[(&str, &[u8])] = &[
-        ("Host", b"localhost:8080"),
-        ("X-Note", b"<script>alert(1)</script>"),
-    ];
-    let req = RequestParts {
-        method: "GET",
-        target: b"/tienda1/publico/anadir.jsp?nombre=queso",
-        body: None,
-        headers: featurizer::Headers::Pairs(headers),
-    };
+    let req = with_script_header(b"/tienda1/publico/anadir.jsp?nombre=queso");
     let content_only = model.score_checked(&req, false).unwrap();
     let checked = model.score_checked(&req, true).unwrap();
     assert!(
@@ -352,6 +343,20 @@ fn the_placement_named_is_the_highest_of_windows_and_parts() {
         model.worst_placement(&req, true),
         featurizer::Placement::Query
     );
+}
+
+/// A GET of `target` from a bare client with an XSS in a custom header (`X-Note`).
+fn with_script_header(target: &'static [u8]) -> RequestParts<'static> {
+    const HEADERS: &[(&str, &[u8])] = &[
+        ("Host", b"localhost:8080"),
+        ("X-Note", b"<script>alert(1)</script>"),
+    ];
+    RequestParts {
+        method: "GET",
+        target,
+        body: None,
+        headers: featurizer::Headers::Pairs(HEADERS),
+    }
 }
 
 /// `part_model_offsets`: a part's score is shifted by its placement's offset before the highest
@@ -387,16 +392,7 @@ fn a_placements_offset_shifts_its_parts_before_the_threshold() {
         .unwrap();
         load(&dir, None)
     };
-    let headers: &[(&str, &[u8])] = &[
-        ("Host", b"localhost:8080"),
-        ("X-Note", b"<script>alert(1)</script>"),
-    ];
-    let req = RequestParts {
-        method: "GET",
-        target: b"/tienda1/publico/anadir.jsp?nombre=ana",
-        body: None,
-        headers: featurizer::Headers::Pairs(headers),
-    };
+    let req = with_script_header(b"/tienda1/publico/anadir.jsp?nombre=ana");
     let elsewhere = write("elsewhere", featurizer::Placement::JsonValue);
     let unshifted = elsewhere.score_checked(&req, false).unwrap();
     assert!(!unshifted.malicious, "{}", unshifted.score);
