@@ -225,6 +225,15 @@ impl Featurizer {
         self.rarity.is_some()
     }
 
+    /// The vocabulary index of `unseen:path` — a request whose path the public pool holds fewer
+    /// than `rarity_min_count` times carries it — where the site's format checks are emitted;
+    /// `None` otherwise. What pate-proxy counts to tell an operator that the site's format model
+    /// does not cover the traffic it serves (`patewaf_unseen_path_requests_total`).
+    pub fn unseen_path_index(&self) -> Option<u32> {
+        self.rarity.as_ref()?;
+        self.lookup_kind(FeatureKind::Param, params::UNSEEN_PATH)
+    }
+
     /// The settings it was fitted with.
     pub fn config(&self) -> &FeaturizerConfig {
         &self.content.config

@@ -80,6 +80,29 @@ fn rarity_features_flag_a_tampered_parameter_relative_to_the_public_corpus() {
     assert!(t.contains(&"p:unseen:path".to_string()), "{t:?}");
 }
 
+/// `unseen_path_index`: the index of `p:unseen:path` while the format checks are on — in the
+/// vector of a request to a path the corpus lacks, not in one of a known path — and `None`
+/// without them or without rarity features.
+#[test]
+fn the_unseen_path_index_is_the_feature_a_new_path_carries() {
+    let f = Featurizer::fit(config(), corpus()).unwrap();
+    let i = f.unseen_path_index().expect("rarity features on");
+    assert_eq!(f.vocabulary()[i as usize], "p:unseen:path");
+    let has = |target: &str| f.transform(&RequestParts::get(target)).indices.contains(&i);
+    assert!(has("/shop/buy.jsp.bak"));
+    assert!(!has("/shop/buy.jsp?id=7&email=bob%40x.com&cantidad=99"));
+    assert_eq!(f.clone().without_format_checks().unseen_path_index(), None);
+    let plain = Featurizer::fit(
+        FeaturizerConfig {
+            rarity_min_count: None,
+            ..config()
+        },
+        corpus(),
+    )
+    .unwrap();
+    assert_eq!(plain.unseen_path_index(), None);
+}
+
 #[test]
 fn l2_vectors_have_unit_euclidean_norm_and_l1_stays_the_default() {
     let f = Featurizer::fit(config(), corpus()).unwrap();

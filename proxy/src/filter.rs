@@ -365,6 +365,9 @@ impl WafProxy {
         let metrics = &self.shared.metrics;
         metrics.score.observe(f64::from(scored.score));
         metrics.scoring_duration.observe(scored.seconds);
+        if scored.unseen_path {
+            metrics.unseen_path.inc();
+        }
         if scored.truncated && whole_request {
             metrics
                 .over_limit

@@ -54,6 +54,12 @@ pub struct Metrics {
     /// part, depth or byte bounds), by what the proxy did (`refuse` or `pass`: scored what it
     /// read and forwarded).
     pub over_limit: IntCounterVec,
+    /// `patewaf_unseen_path_requests_total`: requests scored with the site's format checks whose
+    /// path the bundle's public pool holds fewer than `rarity_min_count` times (`unseen:path`).
+    /// A large share of `patewaf_requests_total` says that the format model does not cover the
+    /// site served (another site's bundle, or pages the training pool lacks): the operator's cue
+    /// for `format_checks: false` or a retrain (docs/deploy.md).
+    pub unseen_path: IntCounter,
 }
 
 impl Metrics {
@@ -106,6 +112,15 @@ impl Metrics {
         )?;
         registry.register(Box::new(ready.clone()))?;
         let (malformed, detections, over_limit) = inspection_metrics(r)?;
+        let unseen_path = IntCounter::with_opts(
+            Opts::new(
+                "unseen_path_requests_total",
+                "Requests scored with the site's format checks whose path the bundle's public \
+                 pool does not hold (unseen:path).",
+            )
+            .namespace("patewaf"),
+        )?;
+        registry.register(Box::new(unseen_path.clone()))?;
         let shadow_requests_vec = counter_vec(
             r,
             "shadow_requests_total",
@@ -160,6 +175,7 @@ impl Metrics {
             malformed,
             detections,
             over_limit,
+            unseen_path,
         })
     }
 

@@ -192,6 +192,12 @@ pub struct Scored {
     /// The featurizer could not read all of the request (a `placements` bound, or more than one
     /// window for the seeds' featurizer).
     pub truncated: bool,
+    /// Scored with the site's format checks, the scored vector carries `unseen:path`: the
+    /// request's path is one the bundle's public pool does not hold
+    /// ([`Featurizer::unseen_path_index`]). Every window carries the request's parameter
+    /// features, so this is the request's path; with `placements.parts_alone` the highest
+    /// vector may be a part alone, which carries none (then false).
+    pub unseen_path: bool,
 }
 
 /// The request used to warm up the featurizer and to check the native scorer at load time.
@@ -420,12 +426,17 @@ impl ServingModel {
             )?,
             _ => score_request(featurizer, req, |v| self.score_vector(v))?,
         };
+        let unseen_path = format_checks
+            && featurizer
+                .unseen_path_index()
+                .is_some_and(|i| scored.features.indices.contains(&i));
         Ok(Scored {
             score: scored.score,
             malicious: is_block(scored.score, self.threshold_for(format_checks)),
             seconds: started.elapsed().as_secs_f64(),
             truncated: scored.truncated,
             features: scored.features,
+            unseen_path,
         })
     }
 

@@ -58,6 +58,12 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         "patewaf_model_info does not show ε = {published}: {metrics}"
     );
 
+    // The site's format model: which requests go to a path the public pool does not hold.
+    let featurizer = bundle::Bundle::load(&bundle).unwrap().featurizer;
+    let unseen_path = featurizer
+        .unseen_path_index()
+        .expect("quick.yaml has the format checks");
+    let mut unseen = 0usize;
     let mut expected_blocks = 0usize;
     let mut sent = 0usize;
     let mut skipped = 0usize;
@@ -92,6 +98,12 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
                 line["score"]
             );
             at_threshold += usize::from(on_the_threshold);
+            unseen += usize::from(
+                featurizer
+                    .transform(&record.parts())
+                    .indices
+                    .contains(&unseen_path),
+            );
             if blocked {
                 expected_blocks += 1;
                 let id = r.header("x-request-id").unwrap().to_string();
@@ -120,6 +132,13 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
         expected_blocks as f64
     );
     assert_eq!(proxy.metric("patewaf_score_count"), sent as f64);
+    // Every scored request to a path the site's public pool does not hold is counted (the
+    // operator's cue that the format model does not cover the site), and only those.
+    assert!(unseen > 0 && unseen < sent, "{unseen} of {sent}");
+    assert_eq!(
+        proxy.metric("patewaf_unseen_path_requests_total"),
+        unseen as f64
+    );
     let records = json_lines(&audit);
     assert_eq!(records.len(), expected_blocks);
     for record in records {
@@ -233,6 +252,8 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
             }
         }
         assert_eq!(compared, sent, "{name}");
+        // Without the format checks nothing is counted as unseen.
+        assert_eq!(off.metric("patewaf_unseen_path_requests_total"), 0.0);
         // Its audit lines say the request was scored without the checks.
         let audited = json_lines(&dir.join("audit.jsonl"));
         assert!(
