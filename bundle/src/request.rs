@@ -30,8 +30,9 @@ impl PartOffsets {
     /// would score ~1).
     pub const MAX: f32 = 20.0;
 
-    /// The offsets `offsets`; an error names the first one not finite or outside `[0, MAX]`.
-    pub fn new(offsets: BTreeMap<Placement, f32>) -> Result<Self, String> {
+    /// The offsets `offsets` (an offset of 0 is no offset: left out); an error names the first
+    /// one not finite or outside `[0, MAX]`.
+    pub fn new(mut offsets: BTreeMap<Placement, f32>) -> Result<Self, String> {
         for (p, &d) in &offsets {
             if !(d.is_finite() && (0.0..=Self::MAX).contains(&d)) {
                 return Err(format!(
@@ -41,12 +42,13 @@ impl PartOffsets {
                 ));
             }
         }
+        offsets.retain(|_, d| *d != 0.0);
         Ok(PartOffsets(offsets))
     }
 
     /// Whether no placement is shifted.
     pub fn is_empty(&self) -> bool {
-        self.0.values().all(|&d| d == 0.0)
+        self.0.is_empty()
     }
 
     /// The offset of `placement` (0 when it has none).
@@ -382,6 +384,10 @@ mod tests {
             let err = PartOffsets::new(BTreeMap::from([(Placement::Path, bad)])).unwrap_err();
             assert!(err.contains("path"), "{err}");
         }
+        // An offset of 0 is none: the set with only one is empty and equal to no set.
+        let zero = PartOffsets::new(BTreeMap::from([(Placement::Query, 0.0)])).unwrap();
+        assert!(zero.is_empty());
+        assert_eq!(zero, PartOffsets::default());
         let named = BTreeMap::from([("hdr:user-agent".to_string(), 2.0)]);
         let read = PartOffsets::try_from(named.clone()).unwrap();
         assert_eq!(read.get(Placement::HdrUserAgent), 2.0);
