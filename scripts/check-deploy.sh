@@ -281,6 +281,7 @@ expected = {  # panel -> (type, text its queries must contain)
     "Upstream (Apache) errors / s": ("timeseries", "patewaf_upstream_errors_total"),
     "Ready": ("stat", "patewaf_ready"),
     "Shadow model agreement rate": ("timeseries", 'active_verdict="allow", shadow_verdict="allow"'),
+    "Requests to paths the bundle's site never served (share)": ("timeseries", "patewaf_unseen_path_requests_total"),
 }
 for title, (typ, text) in expected.items():
     assert title in panels, f"missing panel {title!r}"
@@ -293,7 +294,7 @@ ids = [p["id"] for p in dash["panels"]]
 assert len(ids) == len(set(ids)), "duplicate panel ids"
 names = {"patewaf_requests_total", "patewaf_score_bucket", "patewaf_scoring_duration_seconds_bucket",
          "patewaf_model_info", "patewaf_model_reloads_total", "patewaf_upstream_errors_total", "patewaf_ready",
-         "patewaf_shadow_requests_total"}
+         "patewaf_shadow_requests_total", "patewaf_unseen_path_requests_total", "patewaf_score_count"}
 import re
 used = set(re.findall(r"patewaf_[a-z_]+", " ".join(t["expr"] for p in dash["panels"] for t in p["targets"])))
 assert used <= names, f"unknown metric names {used - names} (ARCHITECTURE.md, proxy metrics)"
