@@ -69,6 +69,9 @@ pub struct ServingModel {
     /// score is shifted by its placement's before the highest is taken (an operator's
     /// `threshold:` then judges the shifted scores, as the bundle's does).
     part_model_offsets: PartOffsets,
+    /// `unseen:path`'s index in the featurizer with the format checks
+    /// ([`Featurizer::unseen_path_index`]), looked up once.
+    unseen_path: Option<u32>,
 }
 
 /// The scorer of a [`ServingModel`].
@@ -303,6 +306,7 @@ impl ServingModel {
             None => None,
         };
         let privacy = bundle.manifest.privacy_labels();
+        let unseen_path = bundle.featurizer.unseen_path_index();
         let model = ServingModel {
             dir: dir.to_path_buf(),
             threshold: threshold_override.unwrap_or(bundle.manifest.threshold),
@@ -322,6 +326,7 @@ impl ServingModel {
             network,
             part_model,
             part_model_offsets: bundle.manifest.part_model_offsets.clone(),
+            unseen_path,
         };
         let warm = RequestParts {
             method: "GET",
@@ -427,8 +432,8 @@ impl ServingModel {
             _ => score_request(featurizer, req, |v| self.score_vector(v))?,
         };
         let unseen_path = format_checks
-            && featurizer
-                .unseen_path_index()
+            && self
+                .unseen_path
                 .is_some_and(|i| scored.features.indices.contains(&i));
         Ok(Scored {
             score: scored.score,
