@@ -347,30 +347,10 @@ pub fn served_scores(
     records: &[&datasets::Record],
     device: tch::Device,
 ) -> Result<Vec<f32>> {
-    served_scores_with_parts(model, None, featurizer, records, device)
-}
-
-/// [`served_scores`] with the bundle's model of single parts where it has one, each part's
-/// score shifted by its placement's offset (`bundle::score_request_and_parts`, as pate-proxy
-/// scores content alone).
-pub fn served_scores_with_parts(
-    model: &ModelFile,
-    part_model: Option<(&ModelFile, &bundle::PartOffsets)>,
-    featurizer: &featurizer::Featurizer,
-    records: &[&datasets::Record],
-    device: tch::Device,
-) -> Result<Vec<f32>> {
-    let offsets = part_model.map(|(_, o)| o.clone()).unwrap_or_default();
-    Ok(served_pieces(
-        model,
-        part_model.map(|(m, _)| m),
-        featurizer,
-        records,
-        device,
-    )?
-    .iter()
-    .map(|p| p.score(&offsets))
-    .collect())
+    Ok(served_pieces(model, None, featurizer, records, device)?
+        .into_iter()
+        .map(|p| p.windows)
+        .collect())
 }
 
 /// What a request's served score is made of where content alone is scored: the highest score
@@ -1471,7 +1451,8 @@ mod tests {
 
     /// Served scores are the highest window's score of each request, windows scored in one batch
     /// and given back to the right request: a request whose attack lies beyond its first window
-    /// scores as its attack window, others as their one window.
+    /// scores as its attack window, others as their one window. With a part model and offsets,
+    /// the served pieces score as `bundle::score_request_and_parts` does.
     #[test]
     fn served_scores_are_the_highest_window_of_each_request() {
         let config = featurizer::FeaturizerConfig {
@@ -1554,6 +1535,37 @@ mod tests {
         );
         assert!(served[1] > 0.5, "{served:?}");
         assert!(served[0] < 0.5 && served[2] > 0.5, "{served:?}");
+        // With a part model (the same network here) and an offset on the query's parts, the
+        // pieces give what `bundle::score_request_and_parts` gives the proxy, request by request.
+        let offsets =
+            bundle::PartOffsets::new([(featurizer::Placement::Query, 2.0)].into_iter().collect())
+                .unwrap();
+        let pieces = served_pieces(&model, Some(&model), &f, &refs, tch::Device::Cpu).unwrap();
+        let one = |v: &featurizer::SparseVector| {
+            let mut dense = vec![0f32; f.dim()];
+            v.write_dense(&mut dense);
+            super::super::evaluate::model_scores(
+                &model,
+                &DenseMatrix::new(1, f.dim(), dense).unwrap(),
+                tch::Device::Cpu,
+            )
+            .map(|s| s[0])
+        };
+        let mut shifted = 0;
+        for (r, piece) in requests.iter().zip(&pieces) {
+            let served = bundle::score_request_and_parts(&f, &r.parts(), &offsets, one, one)
+                .unwrap()
+                .score;
+            assert!(
+                (piece.score(&offsets) - served).abs() < 1e-6,
+                "{piece:?} vs {served}"
+            );
+            shifted += usize::from(piece.score(&offsets) > piece.score(&Default::default()));
+        }
+        assert!(
+            shifted > 0,
+            "no query part was shifted above its windows: {pieces:?}"
+        );
     }
     /// The threshold's FPR budget is a rate of the validation TRAFFIC: with every copy of a
     /// frequent benign page counted, ten rare benign requests are 1 % of the benign traffic and
