@@ -1500,22 +1500,24 @@ mod tests {
         ];
         let refs: Vec<&datasets::Record> = requests.iter().collect();
         let served = served_scores(&model, &f, &refs, tch::Device::Cpu).unwrap();
+        // One vector scored alone.
+        let one = |v: &featurizer::SparseVector| {
+            let mut dense = vec![0f32; f.dim()];
+            v.write_dense(&mut dense);
+            super::super::evaluate::model_scores(
+                &model,
+                &DenseMatrix::new(1, f.dim(), dense).unwrap(),
+                tch::Device::Cpu,
+            )
+            .map(|s| s[0])
+        };
         // Each request on its own: every window scored alone, the highest kept.
         for (r, &s) in requests.iter().zip(&served) {
             let mut windows = Vec::new();
             f.transform_windows(&r.parts(), &mut windows);
             let best = windows
                 .iter()
-                .map(|w| {
-                    let mut v = vec![0f32; f.dim()];
-                    w.write_dense(&mut v);
-                    super::super::evaluate::model_scores(
-                        &model,
-                        &DenseMatrix::new(1, f.dim(), v).unwrap(),
-                        tch::Device::Cpu,
-                    )
-                    .unwrap()[0]
-                })
+                .map(|w| one(w).unwrap())
                 .fold(f32::MIN, f32::max);
             assert!((best - s).abs() < 1e-6, "{best} vs {s}");
         }
@@ -1541,16 +1543,6 @@ mod tests {
             bundle::PartOffsets::new([(featurizer::Placement::Query, 2.0)].into_iter().collect())
                 .unwrap();
         let pieces = served_pieces(&model, Some(&model), &f, &refs, tch::Device::Cpu).unwrap();
-        let one = |v: &featurizer::SparseVector| {
-            let mut dense = vec![0f32; f.dim()];
-            v.write_dense(&mut dense);
-            super::super::evaluate::model_scores(
-                &model,
-                &DenseMatrix::new(1, f.dim(), dense).unwrap(),
-                tch::Device::Cpu,
-            )
-            .map(|s| s[0])
-        };
         let mut shifted = 0;
         for (r, piece) in requests.iter().zip(&pieces) {
             let served = bundle::score_request_and_parts(&f, &r.parts(), &offsets, one, one)
