@@ -626,7 +626,7 @@ fn compressed_bodies_are_inflated_before_scoring() {
         ("Content-Type", form),
         ("Content-Encoding", "gzip"),
     ];
-    let (score, _) = trainer_score(trained_bundle(), "POST", P, &headers, &attack);
+    let (score, _) = trainer_score(trained_bundle(), "POST", P, &headers, &attack, &[]);
     let audited = lines[0]["score"].as_f64().unwrap();
     assert!(
         (f64::from(score) - audited).abs() < 1e-6,
@@ -638,7 +638,7 @@ fn compressed_bodies_are_inflated_before_scoring() {
         ("Content-Type", form),
         ("Transfer-Encoding", "gzip, chunked"),
     ];
-    let (score, verdict) = trainer_score(trained_bundle(), "POST", P, &headers, &attack);
+    let (score, verdict) = trainer_score(trained_bundle(), "POST", P, &headers, &attack, &[]);
     assert!(
         verdict == "block" && (f64::from(score) - te_score).abs() < 1e-6,
         "pate-trainer score {score} ({verdict}) vs the proxy's {te_score}"
@@ -658,13 +658,14 @@ fn compressed_bodies_are_inflated_before_scoring() {
 }
 
 /// `pate-trainer score --target` with the headers, body (bytes, through `--body-file`) and
-/// method of a request as the proxy sees them; returns (score, verdict).
+/// method of a request as the proxy sees them, and `extra` arguments; returns (score, verdict).
 fn trainer_score(
     bundle: &std::path::Path,
     method: &str,
     target: &str,
     headers: &[(&str, &str)],
     body: &[u8],
+    extra: &[&str],
 ) -> (f32, String) {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), body).unwrap();
@@ -677,6 +678,7 @@ fn trainer_score(
     for (n, v) in headers {
         cmd.arg("--header").arg(format!("{n}: {v}"));
     }
+    cmd.args(extra);
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -780,7 +782,8 @@ fn pate_trainer_score_equals_the_proxy_after_distinct_padding() {
                 ("Content-Type", content_type),
                 ("Content-Length", &body.len().to_string()),
             ];
-            let (score, verdict) = trainer_score(&bundle, "POST", P, &headers, body.as_bytes());
+            let (score, verdict) =
+                trainer_score(&bundle, "POST", P, &headers, body.as_bytes(), &[]);
             assert_eq!(verdict == "block", attack, "{what}: trainer {score}");
             assert_eq!(r.status == 403, attack, "{what}: proxy {}", r.status);
             assert!(
@@ -858,30 +861,21 @@ fn the_part_model_finds_an_attack_in_one_field_of_a_long_form() {
             assert_eq!(r.status == 403, blocked, "{seen:#?}");
             assert_ne!(r.status, 400, "{seen:#?}");
             let body = format!("{}comentario={}", distinct_pairs(600), enc(value));
-            let mut score = Command::new(release_binary("pate-trainer", "PATE_TRAINER_BIN"));
-            score
-                .args(["score", "--bundle"])
-                .arg(&bundle)
-                .args(["--method", "POST", "--target", P, "--body", &body])
-                .args(["--header", "Host: localhost"])
-                .args([
-                    "--header",
-                    "Content-Type: application/x-www-form-urlencoded",
-                ]);
-            if !format_checks {
-                score.arg("--no-format-checks");
-            }
-            let out = score.output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let headers = [
+                ("Host", "localhost"),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ];
+            let extra: &[&str] = if format_checks {
+                &[]
+            } else {
+                &["--no-format-checks"]
+            };
+            let (score, verdict) =
+                trainer_score(&bundle, "POST", P, &headers, body.as_bytes(), extra);
             assert_eq!(
-                v["verdict"] == "block",
+                verdict == "block",
                 blocked,
-                "pate-trainer score: {v}; {seen:#?}"
+                "pate-trainer score: {verdict} ({score}); {seen:#?}"
             );
         }
     }
