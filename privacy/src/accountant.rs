@@ -41,11 +41,16 @@
 //!   is): the GNMax step is charged for the answered queries only (Papernot et al. 2018, §4.1;
 //!   without `answered`, every query).
 //!
+//! * Model averaging ([`ModelAverage`]): one Gaussian release of the sum of the teachers' clipped
+//!   linear models, α/(2σ²) data-independent and nothing data-dependent, whatever the number of
+//!   queries it then labels (post-processing; [`crate::average`] has the sensitivity argument).
+//!
 //! For each query and order the data-dependent value is the minimum of the valid bounds, so the
 //! data-dependent total never exceeds the data-independent total at any order, hence neither does
 //! its ε over the same set of orders. The data-dependent ε depends on the private votes and is NOT
 //! private to publish; [`crate::smooth`] sanitizes it (Papernot et al. 2018, §4.2 and App. C).
 use crate::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
+use crate::average::ModelAverage;
 use crate::noise::{DiscreteGaussian, DiscreteLaplace};
 use crate::special::{
     ln_discrete_laplace_diff_sf, log1mexp, logaddexp, logsumexp, DiscreteGaussianTails,
@@ -346,6 +351,9 @@ pub enum Mechanism {
     Gnmax(Gnmax),
     /// Confident-GNMax(T, σ₁, σ₂).
     ConfidentGnmax(ConfidentGnmax),
+    /// One Gaussian release of the teachers' clipped linear models ([`ModelAverage`]): it labels
+    /// any number of queries for the same ε.
+    ModelAverage(ModelAverage),
 }
 
 impl Mechanism {
@@ -355,6 +363,7 @@ impl Mechanism {
             Mechanism::Lnmax(_) => "lnmax",
             Mechanism::Gnmax(_) => "gnmax",
             Mechanism::ConfidentGnmax(_) => "confident-gnmax",
+            Mechanism::ModelAverage(_) => "model-average",
         }
     }
 
@@ -369,6 +378,7 @@ impl Mechanism {
                 DiscreteGaussian::new(m.sigma2)?;
                 m.integer_threshold().map(|_| ())
             }
+            Mechanism::ModelAverage(m) => m.check(),
         }
     }
 
@@ -383,6 +393,12 @@ impl Mechanism {
             Mechanism::Lnmax(m) => m.aggregate(votes, rng),
             Mechanism::Gnmax(m) => m.aggregate(votes, rng),
             Mechanism::ConfidentGnmax(m) => m.aggregate(votes, rng),
+            Mechanism::ModelAverage(_) => Err(PrivacyError::Parameter {
+                name: "mechanism",
+                reason: "model_average releases the teachers' models, not a vote file: it runs \
+                         inside `pate-trainer run`"
+                    .into(),
+            }),
         }
     }
 }
@@ -419,6 +435,8 @@ pub(crate) enum Analysis {
         threshold_ln_qs: Vec<(f64, usize)>,
         gnmax_ln_qs: Vec<(f64, usize)>,
     },
+    /// One release, whatever the number of queries it labels: no data-dependent analysis.
+    ModelAverage(ModelAverage),
 }
 
 impl Analysis {
@@ -446,6 +464,7 @@ impl Analysis {
                     * gnmax_rdp_data_independent(sigma1 * std::f64::consts::SQRT_2, order)
                     + *gnmax_steps_bound as f64 * gnmax_rdp_data_independent(*sigma2, order)
             }
+            Analysis::ModelAverage(m) => m.rdp(order),
         }
     }
     /// Data-dependent total at an order, and how many queries beat the data-independent bound.
@@ -503,6 +522,7 @@ impl Analysis {
                 // data-independent total charges; both are bounds, so the smaller holds.
                 ((a + b).min(self.independent_total(order)), better)
             }
+            Analysis::ModelAverage(m) => (m.rdp(order), 0),
         }
     }
     /// ε from a total at an order: moments (α + ln 1/δ)/λ, RDP [`rdp_epsilon`].
@@ -812,6 +832,15 @@ pub(crate) fn analyse(
                 params,
             )
         }
+        Mechanism::ModelAverage(m) => {
+            m.check()?;
+            let params = serde_json::json!({
+                "sigma": m.sigma, "clip_norm": m.clip_norm, "grid_bound": m.grid_bound(),
+                "noise": "discrete Gaussian N_Z(0, s^2), s >= 2 sigma grid_bound, on each coordinate of the sum of the teachers' grid vectors (l2 norm <= grid_bound each)",
+                "releases": 1,
+            });
+            (Analysis::ModelAverage(*m), params)
+        }
     })
 }
 
@@ -866,6 +895,11 @@ pub fn account(
         Mechanism::ConfidentGnmax(_) => (
             "confident-gnmax",
             "Renyi DP (Mironov 2017; Papernot et al. 2018, Algorithm 1, Theorem 6; to (ε, δ) by Canonne, Kamath & Steinke 2020, Proposition 12)",
+            "alpha",
+        ),
+        Mechanism::ModelAverage(_) => (
+            "model-average",
+            "Renyi DP of one Gaussian release, alpha/(2 sigma^2) (Mironov 2017, Proposition 7; discrete Gaussian: Canonne, Kamath & Steinke 2020; to (ε, δ) by their Proposition 12)",
             "alpha",
         ),
     };

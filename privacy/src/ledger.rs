@@ -66,6 +66,11 @@ impl LedgerEntry {
                 self.queries as f64 * alpha / (2.0 * s1)
                     + m.gnmax_steps_bound(self.queries) as f64 * alpha / s2
             }
+            // One release, however many queries it labelled.
+            Mechanism::ModelAverage(m) => {
+                m.check()?;
+                m.rdp(alpha)
+            }
         })
     }
 }

@@ -5,6 +5,7 @@
 //! * [`noise`]: exact discrete Laplace / discrete Gaussian samplers for integer vote counts
 //!   (Canonne, Kamath & Steinke 2020) and continuous Laplace / Gaussian for real values.
 //! * [`aggregate`]: LNMax (Papernot et al. 2017), GNMax and Confident-GNMax (Papernot et al. 2018).
+//! * [`average`]: model averaging, one Gaussian release of the teachers' clipped linear models.
 //! * [`privatize`]: Laplace perturbation of the student's l1-normalized features, (2ρ, 0)-local DP.
 //! * [`accountant`]: the 2017 moments accountant (LNMax) and the 2018 RDP accountant (GNMax,
 //!   Confident-GNMax), data-independent and data-dependent, and the smooth-sensitivity sanitization
@@ -17,6 +18,7 @@
 
 pub mod accountant;
 pub mod aggregate;
+pub mod average;
 pub mod ledger;
 pub mod matrix;
 pub mod noise;

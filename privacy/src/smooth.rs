@@ -191,6 +191,8 @@ fn smooth_sensitivity_bound(
                 }
             }
         }
+        // The same RDP on every data set: its local sensitivity is 0 at every distance.
+        Mechanism::ModelAverage(_) => {}
         Mechanism::ConfidentGnmax(m) => {
             let d1 = DiscreteGaussian::new(m.sigma1)?;
             let d2 = DiscreteGaussian::new(m.sigma2)?;

@@ -568,3 +568,79 @@ fn gnmax_head_charges_the_first_rows_at_its_sigma() {
         1e-9
     ));
 }
+
+fn model_average(sigma: f64) -> Mechanism {
+    Mechanism::ModelAverage(privacy::average::ModelAverage {
+        sigma,
+        clip_norm: 75.0,
+    })
+}
+
+/// Model averaging is ONE release: its ε is the same for 1 and 5,000 labelled queries, and it is
+/// the Gaussian mechanism's α/(2σ²) converted as every RDP value is. σ 4.1: at α = 14,
+/// 14/33.62 + (11.512925 − 2.639057)/13 + ln(13/14) = 0.416419 + 0.682605 − 0.074108 = 1.024916;
+/// at α = 16, 0.475907 + (11.512925 − 2.772589)/15 − 0.064539 = 0.994058 (the smaller of the two).
+#[test]
+fn model_average_is_one_release_whatever_the_queries() {
+    let orders = Some(vec![14.0, 16.0]);
+    let one = account(
+        &votes(&[[250, 0]]),
+        &model_average(4.1),
+        &opts(1e-5, orders.clone()),
+    )
+    .unwrap();
+    let many = account(
+        &votes(&vec![[125, 125]; 5000]),
+        &model_average(4.1),
+        &opts(1e-5, orders),
+    )
+    .unwrap();
+    assert!(
+        (one.data_independent_epsilon - 0.994_058).abs() < 1e-5,
+        "{}",
+        one.data_independent_epsilon
+    );
+    assert_eq!(one.data_independent_epsilon, many.data_independent_epsilon);
+    // Nothing data-dependent: the data-dependent value is the data-independent one.
+    assert_eq!(many.data_dependent_epsilon, many.data_independent_epsilon);
+    // The default grid gives at most the ε published for the lab's σ (1.0 at 4.05-4.1).
+    let default = account(&votes(&[[250, 0]]), &model_average(4.1), &opts(1e-5, None)).unwrap();
+    assert!(
+        default.data_independent_epsilon <= 1.0,
+        "{}",
+        default.data_independent_epsilon
+    );
+    assert_eq!(default.mechanism, "model-average");
+    // A ledger entry of the release composes to the same ε (one release per entry).
+    let entry = privacy::ledger::LedgerEntry {
+        time: "t".into(),
+        by: "test".into(),
+        mechanism: model_average(4.1),
+        queries: 5000,
+        answered: 5000,
+    };
+    let (composed, _) = privacy::ledger::composed_epsilon(&[entry], 1e-5).unwrap();
+    assert!(
+        (composed - default.data_independent_epsilon).abs() < 1e-3,
+        "{composed}"
+    );
+}
+
+/// The mechanism is written `{"mechanism": "model_average", "sigma", "clip_norm"}` and refuses a vote
+/// file (it releases models, not votes).
+#[test]
+fn model_average_round_trips_and_refuses_votes() {
+    let m: Mechanism =
+        serde_json::from_str(r#"{"mechanism": "model_average", "sigma": 4.1, "clip_norm": 75}"#)
+            .unwrap();
+    assert_eq!(m, model_average(4.1));
+    assert!(
+        serde_json::from_str::<Mechanism>(r#"{"mechanism": "model_average", "sigma": 4.1}"#)
+            .is_err()
+    );
+    let e = m
+        .aggregate(&votes(&[[1, 2]]), &mut NoiseRng::seeded_for_experiments(1))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("model_average"), "{e}");
+}

@@ -316,6 +316,9 @@ pub enum Error {
     /// A student threshold rule cannot choose a threshold.
     #[error("cannot choose the student's threshold: {0}")]
     Threshold(&'static str),
+    /// `privacy.mechanism: model_average` cannot release or label with these teachers or data.
+    #[error("privacy.mechanism model_average: {0}")]
+    ModelAverage(String),
     /// The operating system gave no entropy.
     #[error("no OS entropy: {0}")]
     Entropy(#[source] rand::rngs::SysError),

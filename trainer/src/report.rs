@@ -84,6 +84,8 @@ pub enum MechanismName {
     Gnmax,
     /// Confident-GNMax.
     ConfidentGnmax,
+    /// One release of the teachers' mean model.
+    ModelAverage,
 }
 
 impl From<&Mechanism> for MechanismName {
@@ -92,6 +94,7 @@ impl From<&Mechanism> for MechanismName {
             Mechanism::Lnmax(_) => MechanismName::Lnmax,
             Mechanism::Gnmax(_) => MechanismName::Gnmax,
             Mechanism::ConfidentGnmax(_) => MechanismName::ConfidentGnmax,
+            Mechanism::ModelAverage(_) => MechanismName::ModelAverage,
         }
     }
 }

@@ -56,11 +56,7 @@ struct ResolvedMechanism {
 
 impl ResolvedMechanism {
     fn name(&self) -> &'static str {
-        match self.mechanism {
-            Accounted::Lnmax(_) => "lnmax",
-            Accounted::Gnmax(_) => "gnmax",
-            Accounted::ConfidentGnmax(_) => "confident-gnmax",
-        }
+        self.mechanism.name()
     }
 }
 
@@ -1124,7 +1120,8 @@ fn pate_row(
     let aggregation = stages::aggregate::run(
         config,
         votes.votes,
-        set.files.len(),
+        &set.files,
+        features,
         ctx.data.splits.private.len(),
         &mut noise,
         env.started,

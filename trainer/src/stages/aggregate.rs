@@ -90,7 +90,44 @@ pub fn teachers_of(votes: &privacy::VoteMatrix) -> Result<usize> {
 /// Aggregates `votes` of `teachers` teachers with `privacy.mechanism` (after the calibrated,
 /// data-independent shift of `aggregation.malicious_vote_share`) and accounts for it; the
 /// accountant is given the same shifted counts. `private_records` sizes the δ check.
+///
+/// With `privacy.mechanism: model_average` the labels come from one release of the teachers'
+/// mean model instead ([`run_model_average`]); `run` is the one entry point of both, for
+/// `pate-trainer run` and the sweep alike.
 pub fn run(
+    config: &RunConfig,
+    votes: privacy::VoteMatrix,
+    teachers: &[crate::model_file::ModelFile],
+    features: &super::featurize::Features,
+    private_records: usize,
+    noise: &mut privacy::NoiseRng,
+    started: Instant,
+) -> Result<Aggregation> {
+    match &config.privacy.mechanism {
+        Mechanism::ModelAverage(m) => run_model_average(
+            config,
+            m,
+            votes,
+            teachers,
+            &features.queries_x,
+            &features.validation,
+            private_records,
+            noise,
+            started,
+        ),
+        _ => run_votes(
+            config,
+            votes,
+            teachers.len(),
+            private_records,
+            noise,
+            started,
+        ),
+    }
+}
+
+/// The vote mechanisms (LNMax, GNMax, Confident-GNMax) of [`run`].
+fn run_votes(
     config: &RunConfig,
     votes: privacy::VoteMatrix,
     teachers: usize,
@@ -124,6 +161,137 @@ pub fn run(
         epsilon,
         delta_warning,
     })
+}
+
+/// `privacy.mechanism: model_average`: one release of the mean of the teachers' clipped linear
+/// models ([`privacy::average`]), soft-thresholded (`aggregation.model_average.soft_threshold`),
+/// labels every query: malicious when it scores at least as high as
+/// `validation_recall` of the labelled validation split's malicious requests. Only the release
+/// reads private data; the threshold and the labels are post-processing of it with public data.
+/// `votes` (the teachers' noiseless votes, shifted by the vote share as for the other
+/// mechanisms) stay in the run directory for the evaluation's label agreement; they are not
+/// used for the labels.
+#[allow(clippy::too_many_arguments)]
+fn run_model_average(
+    config: &RunConfig,
+    mechanism: &privacy::average::ModelAverage,
+    votes: privacy::VoteMatrix,
+    teachers: &[crate::model_file::ModelFile],
+    queries: &crate::dense::DenseMatrix,
+    validation: &crate::ensemble::LabeledRows,
+    private_records: usize,
+    noise: &mut privacy::NoiseRng,
+    started: Instant,
+) -> Result<Aggregation> {
+    let labelling = config.aggregation.model_average.unwrap_or_default();
+    let votes = calibrate(
+        votes,
+        config.aggregation.malicious_vote_share,
+        teachers.len(),
+    )?;
+    let models = teachers
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match t.weights.layers.as_slice() {
+            [layer] if layer.out_dim == 1 => {
+                let mut theta = layer.weight.clone();
+                theta.extend_from_slice(&layer.bias);
+                Ok(theta)
+            }
+            _ => Err(Error::ModelAverage(format!(
+                "teacher {i} is not one linear layer with one output ({} layers)",
+                t.weights.layers.len()
+            ))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    super::banner(
+        &format!(
+            "aggregate with model-average: one release of the mean of {} teachers' models (σ {}, clip norm {})",
+            models.len(),
+            mechanism.sigma,
+            mechanism.clip_norm
+        ),
+        started,
+    );
+    let released = mechanism.release(&models, noise)?;
+    let theta = released.soft_thresholded(labelling.soft_threshold);
+    let (weights, bias) = theta.split_at(theta.len() - 1);
+    if weights.len() != queries.cols || weights.len() != validation.x.cols {
+        return Err(Error::ModelAverage(format!(
+            "the teachers read {} features, the queries {} and the validation split {}",
+            weights.len(),
+            queries.cols,
+            validation.x.cols
+        )));
+    }
+    let score = |x: &crate::dense::DenseMatrix| -> Vec<f64> {
+        x.values
+            .chunks(x.cols.max(1))
+            .map(|row| {
+                bias[0]
+                    + row
+                        .iter()
+                        .zip(weights)
+                        .map(|(&v, &w)| f64::from(v) * w)
+                        .sum::<f64>()
+            })
+            .collect()
+    };
+    let threshold = recall_threshold(
+        &score(&validation.x),
+        &validation.y,
+        labelling.validation_recall,
+    )?;
+    let labels: Vec<Option<bool>> = score(queries)
+        .into_iter()
+        .map(|s| Some(s >= threshold))
+        .collect();
+    tracing::info!(
+        "model-average: noise std {:.3} per weight, {} of {} weights kept after soft thresholding at {}; malicious at score ≥ {threshold:.4} ({} of the validation attacks): {} of {} queries malicious",
+        released.noise_std,
+        weights.iter().filter(|w| **w != 0.0).count(),
+        weights.len(),
+        labelling.soft_threshold,
+        labelling.validation_recall,
+        labels.iter().filter(|l| **l == Some(true)).count(),
+        labels.len()
+    );
+    super::banner("account", started);
+    let epsilon = account(
+        &votes,
+        &labels,
+        &Mechanism::ModelAverage(*mechanism),
+        config.privacy.delta,
+    )?;
+    let delta_warning = privacy::accountant::delta_warning(config.privacy.delta, private_records);
+    if let Some(w) = &delta_warning {
+        tracing::warn!("run: WARNING: {w}");
+    }
+    Ok(Aggregation {
+        votes,
+        labels,
+        epsilon,
+        delta_warning,
+    })
+}
+
+/// The highest score t at which at least `recall` of the malicious rows score ≥ t: the score of
+/// the malicious row at rank ⌈recall·n⌉ from the top.
+pub fn recall_threshold(scores: &[f64], labels: &[bool], recall: f64) -> Result<f64> {
+    let mut malicious: Vec<f64> = scores
+        .iter()
+        .zip(labels)
+        .filter(|(_, &y)| y)
+        .map(|(&s, _)| s)
+        .collect();
+    if malicious.is_empty() {
+        return Err(Error::ModelAverage(
+            "the validation split has no malicious request to set the label threshold on".into(),
+        ));
+    }
+    malicious.sort_by(|a, b| b.total_cmp(a));
+    let rank = ((recall * malicious.len() as f64).ceil() as usize).clamp(1, malicious.len());
+    Ok(malicious[rank - 1])
 }
 
 /// The accountant's ε of `labels` drawn from `votes` by `mechanism` (Confident-GNMax is charged
@@ -175,4 +343,28 @@ pub fn record_in_ledger(
 pub fn write(run: &RunDir, a: &Aggregation) -> Result<()> {
     pipeline::write_labels(&run.aggregate_labels(), &a.labels)?;
     pipeline::write_json(&run.privacy(), &a.epsilon)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The label threshold calls at least the asked share of the validation attacks malicious,
+    /// and is the highest such score.
+    #[test]
+    fn the_recall_threshold_is_the_highest_that_keeps_the_share() {
+        let scores = [0.9, 0.1, 0.8, 0.7, 0.2, 0.6, 0.5];
+        let labels = [true, false, true, true, false, true, true];
+        // Five attacks: 0.9 0.8 0.7 0.6 0.5. 80 % = 4 of them: ≥ 0.6.
+        assert_eq!(recall_threshold(&scores, &labels, 0.8).unwrap(), 0.6);
+        // 81 % needs a fifth: ≥ 0.5; every one of them at 1.0 too.
+        assert_eq!(recall_threshold(&scores, &labels, 0.81).unwrap(), 0.5);
+        assert_eq!(recall_threshold(&scores, &labels, 1.0).unwrap(), 0.5);
+        // A tiny share still keeps the top attack.
+        assert_eq!(recall_threshold(&scores, &labels, 0.01).unwrap(), 0.9);
+        let e = recall_threshold(&[0.3], &[false], 0.9)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no malicious"), "{e}");
+    }
 }

@@ -120,7 +120,8 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
     let aggregation = aggregate::run(
         config,
         votes.votes,
-        teachers.files.len(),
+        &teachers.files,
+        &features,
         data.splits.private.len(),
         &mut noise,
         started,
