@@ -5,8 +5,11 @@
 //! teacher's parameter vector θ_i (weights, then bias) is scaled to ℓ2 norm ≤ C (`clip_norm`),
 //! put on an integer grid by truncation toward zero (which never raises a norm), and checked in
 //! exact integer arithmetic to have ‖z_i‖₂ ≤ B. One private record is in one teacher's shard (the
-//! partition), so on neighbouring data sets only one z_i differs: the sum Σ z_i moves by at most
-//! 2B in ℓ2. Independent discrete Gaussian noise N_ℤ(0, s²) with s ≥ 2σB on each coordinate makes
+//! partition), so on neighbouring data sets — one record added or removed, the relation of
+//! docs/privacy.md — only one z_i differs: the sum Σ z_i moves by at most 2B in ℓ2. (Replacing a
+//! record is a removal and an addition, two teachers: twice the ε, as for the vote mechanisms.) A
+//! teacher whose parameters are not all finite counts as the zero vector rather than stopping the
+//! run, so that no record can turn a release into an abort. Independent discrete Gaussian noise N_ℤ(0, s²) with s ≥ 2σB on each coordinate makes
 //! the release (α, α·(2B)²/(2s²))-RDP ≤ (α, α/(2σ²)) for every α > 1 (Canonne, Kamath & Steinke
 //! 2020: for integer shifts the discrete Gaussian has the continuous one's Rényi divergence, and
 //! independent coordinates add). The released integers divided by (grid scale × teachers) are the
@@ -65,20 +68,24 @@ impl ModelAverage {
     }
 
     /// B: the integer ℓ2 bound of one teacher's grid vector, as large as the sampler allows
-    /// (s = 2σB ≤ [`DiscreteGaussian::MAX_SIGMA`]) so that the grid's rounding is negligible.
+    /// (s = 2σB, asked a hair above, ≤ [`DiscreteGaussian::MAX_SIGMA`]) so that the grid's
+    /// rounding is negligible.
     pub fn grid_bound(&self) -> u64 {
-        (DiscreteGaussian::MAX_SIGMA / (2.0 * self.sigma)).floor() as u64
+        (DiscreteGaussian::MAX_SIGMA / (2.0 * self.sigma * (1.0 + 1e-6))).floor() as u64
+    }
+
+    /// The noise on each coordinate of the sum: s a hair above 2σB, so that the sampler's
+    /// rational s² (rounded up from the float) is ≥ (2σB)² exactly.
+    pub fn noise(&self) -> Result<DiscreteGaussian> {
+        DiscreteGaussian::new(2.0 * self.sigma * self.grid_bound() as f64 * (1.0 + 1e-9))
     }
 
     /// One teacher's vector on the integer grid: θ·min(1, C/‖θ‖)·(B/C), truncated toward zero,
     /// with ‖z‖₂ ≤ B checked exactly (the scale shrinks until it holds, against floating-point
-    /// rounding in the norm).
-    pub fn to_grid(&self, theta: &[f32]) -> Result<Vec<i64>> {
-        if let Some(i) = theta.iter().position(|v| !v.is_finite()) {
-            return Err(PrivacyError::Parameter {
-                name: "model",
-                reason: format!("parameter {i} of a teacher is not a finite number"),
-            });
+    /// rounding in the norm). A vector with a parameter that is not finite is the zero vector.
+    pub fn to_grid(&self, theta: &[f32]) -> Vec<i64> {
+        if theta.iter().any(|v| !v.is_finite()) {
+            return vec![0; theta.len()];
         }
         let bound = self.grid_bound();
         let norm = theta
@@ -96,7 +103,7 @@ impl ModelAverage {
                 .collect();
             let squares: u128 = z.iter().map(|&c| (c.unsigned_abs() as u128).pow(2)).sum();
             if squares <= limit {
-                return Ok(z);
+                return z;
             }
             scale *= 1.0 - 1e-9;
         }
@@ -120,10 +127,10 @@ impl ModelAverage {
             });
         }
         let bound = self.grid_bound();
-        let noise = DiscreteGaussian::new(2.0 * self.sigma * bound as f64)?;
+        let noise = self.noise()?;
         let mut sum = vec![0i128; dim];
         for m in models {
-            for (s, z) in sum.iter_mut().zip(self.to_grid(m)?) {
+            for (s, z) in sum.iter_mut().zip(self.to_grid(m)) {
                 *s += i128::from(z);
             }
         }
@@ -183,19 +190,30 @@ mod tests {
     fn a_grid_vector_is_within_the_bound_and_a_short_one_is_kept() {
         let m = mech(4.0, 2.0);
         let b = m.grid_bound();
-        assert_eq!(b, 1250);
+        assert_eq!(b, 1249);
         let long: Vec<f32> = (0..1000)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.37)
             .collect();
-        let z = m.to_grid(&long).unwrap();
+        let z = m.to_grid(&long);
         let sq: u128 = z.iter().map(|&c| (c.unsigned_abs() as u128).pow(2)).sum();
         assert!(sq <= (b as u128).pow(2));
         // Clipped to the bound, not far below it (truncation loses < 1 per coordinate).
         assert!((sq as f64).sqrt() > b as f64 - (1000f64).sqrt());
-        // A vector inside the clip norm is only scaled onto the grid: 0.5 of C = 2 is 625 steps.
+        // A vector inside the clip norm is only scaled onto the grid: 1 is 624.5 steps.
         let short = [0.5f32, 0.0, -0.25];
-        assert_eq!(m.to_grid(&short).unwrap(), vec![312, 0, -156]);
-        assert!(m.to_grid(&[f32::NAN]).is_err());
+        assert_eq!(m.to_grid(&short), vec![312, 0, -156]);
+        // Not finite: the zero vector (inside the bound), not an error a record could cause.
+        assert_eq!(m.to_grid(&[f32::NAN, 1.0]), vec![0, 0]);
+        // The noise is at least 2σB, exactly (the sampler's σ² is a rational rounded up).
+        for sigma in [0.1, 0.3, 2.5, 4.1, 7.9, 50.0] {
+            let m = mech(sigma, 1.0);
+            let s2 = m.noise().unwrap().sigma2;
+            let two_b = 2 * m.grid_bound() as u128;
+            // s² = num/den ≥ (2σB)² ⇔ num ≥ den·(2B)²·σ², checked with σ² = p/q of σ's decimal
+            // expansion (σ here has at most one decimal: σ = t/10).
+            let t = (sigma * 10.0).round() as u128;
+            assert!(s2.num * 100 >= s2.den * two_b * two_b * t * t, "σ {sigma}");
+        }
     }
 
     /// The mean comes back on the original scale, with the stated noise: many releases of the
@@ -243,7 +261,7 @@ mod tests {
         let sum = |extra: &[f32]| -> Vec<i128> {
             let mut s = vec![0i128; 3];
             for t in others.iter().map(|v| v.as_slice()).chain([extra]) {
-                for (a, z) in s.iter_mut().zip(m.to_grid(t).unwrap()) {
+                for (a, z) in s.iter_mut().zip(m.to_grid(t)) {
                     *a += i128::from(z);
                 }
             }

@@ -101,7 +101,8 @@ impl RunRng {
 /// [`record_key`] — goes to teacher `u64(sha256(record_key ‖ k)[..8]) mod count`. It depends only on the data, so separate
 /// `teach --shard i/N` processes (one per Kubernetes index, say) agree on the same disjoint shards
 /// without sharing any state or seed, and the copies of a frequent request spread over the
-/// teachers. Returns positions into `private`, sorted.
+/// teachers. Returns positions into `private`, each shard ordered by its records' keys (then
+/// position), so that a teacher's rows come in an order fixed by its multiset of records.
 ///
 /// Why this rule: PATE's guarantee (Papernot et al. 2017, §3.1 and the sensitivity argument of
 /// the aggregator) needs neighbouring private data sets — one record added or removed — to differ
@@ -147,6 +148,13 @@ fn partition_by_copy_hash(
         let copy = if all_copies_together { 0 } else { *seen };
         *seen += 1;
         shards[teacher_of(&hash, copy, count)].push(j);
+    }
+    // Each shard in the order of its records' keys (then position): the order a teacher trains
+    // in then depends on its multiset of records alone. Removing a copy of a repeated request
+    // renumbers the later copies, which keeps every other teacher's multiset but moved rows
+    // within it, and a different order changes floating-point sums (and minibatches).
+    for shard in &mut shards {
+        shard.sort_by_cached_key(|&j| (record_key(&records[rows[j]]), j));
     }
     shards
 }

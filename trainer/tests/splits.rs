@@ -302,6 +302,47 @@ fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
     assert_eq!(changed, 1, "adding one record changed {changed} teachers");
 }
 
+/// The other teachers keep not only their records but their ORDER: removing a copy of a
+/// repeated request that is not its last renumbers the later copies (each still on a teacher
+/// with the same multiset), and a teacher given the same rows in another order computes other
+/// floating-point sums — a second teacher changed, in its last bits. Each shard comes in the
+/// order of its records' keys, so the rows in training order are the same.
+#[test]
+fn neighbouring_private_sets_leave_the_other_teachers_rows_in_the_same_order() {
+    let mut records = Vec::new();
+    for copy in 0..7 {
+        for i in 0..300 {
+            if copy <= i % 7 {
+                records.push(record(i, copy));
+            }
+        }
+    }
+    let private: Vec<usize> = (0..records.len()).collect();
+    let count = 20;
+    let sequences = |rows: &[usize]| -> Vec<Vec<Content>> {
+        hash_partition(&records, rows, count)
+            .into_iter()
+            .map(|shard| {
+                shard
+                    .into_iter()
+                    .map(|j| content(&records[rows[j]]))
+                    .collect()
+            })
+            .collect()
+    };
+    let base = sequences(&private);
+    // The first copy of each 7-times repeated request (i % 7 == 6): its removal renumbers six.
+    for removed in (0..300).filter(|i| i % 7 == 6).take(10) {
+        let without: Vec<usize> = private.iter().copied().filter(|&i| i != removed).collect();
+        let other = sequences(&without);
+        let changed = (0..count).filter(|&t| base[t] != other[t]).count();
+        assert_eq!(
+            changed, 1,
+            "removing record {removed} reordered {changed} teachers"
+        );
+    }
+}
+
 /// Copies of ONE request with different labels (per-file `label:` settings make this easy) are
 /// different records: removing any one of them, or adding one more under either label, must
 /// still change exactly one teacher's (request, label) data. Keyed by the request alone, the
