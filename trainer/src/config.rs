@@ -109,8 +109,8 @@ pub struct ModelAverageLabelling {
     pub soft_threshold: f64,
     /// A query is labelled malicious when it scores at least as high as this share of the
     /// labelled validation split's distinct malicious requests do: the attacks the teachers miss
-    /// cost the student more than benign requests they flag (EVALUATION.md, "One release of the
-    /// teachers' mean model").
+    /// cost the student more than benign requests they flag; 0.97 was chosen on CSIC's validation
+    /// split over 0.95-0.99 (EVALUATION.md, "One release of the teachers' mean model").
     pub validation_recall: f64,
 }
 
@@ -118,7 +118,7 @@ impl Default for ModelAverageLabelling {
     fn default() -> Self {
         ModelAverageLabelling {
             soft_threshold: 3.0,
-            validation_recall: 0.99,
+            validation_recall: 0.97,
         }
     }
 }
