@@ -92,7 +92,7 @@ pub fn teachers_of(votes: &privacy::VoteMatrix) -> Result<usize> {
 /// accountant is given the same shifted counts. `private_records` sizes the δ check.
 ///
 /// With `privacy.mechanism: model_average` the labels come from one release of the teachers'
-/// mean model instead ([`run_model_average`]); `run` is the one entry point of both, for
+/// mean model instead ([`model_average_labels`]); `run` is the one entry point of both, for
 /// `pate-trainer run` and the sweep alike.
 pub fn run(
     config: &RunConfig,
@@ -103,55 +103,23 @@ pub fn run(
     noise: &mut privacy::NoiseRng,
     started: Instant,
 ) -> Result<Aggregation> {
-    match &config.privacy.mechanism {
-        Mechanism::ModelAverage(m) => run_model_average(
+    let (votes, labels) = match &config.privacy.mechanism {
+        Mechanism::ModelAverage(m) => model_average_labels(
             config,
             m,
             votes,
             teachers,
             &features.queries_x,
             &features.validation,
-            private_records,
             noise,
             started,
-        ),
-        _ => run_votes(
-            config,
-            votes,
-            teachers.len(),
-            private_records,
-            noise,
-            started,
-        ),
-    }
-}
-
-/// The vote mechanisms (LNMax, GNMax, Confident-GNMax) of [`run`].
-fn run_votes(
-    config: &RunConfig,
-    votes: privacy::VoteMatrix,
-    teachers: usize,
-    private_records: usize,
-    noise: &mut privacy::NoiseRng,
-    started: Instant,
-) -> Result<Aggregation> {
-    let p = &config.privacy;
-    let mechanism = p.mechanism;
-    let share = config.aggregation.malicious_vote_share;
-    let votes = calibrate(votes, share, teachers)?;
-    super::banner(
-        &format!(
-            "aggregate with {} (malicious at a vote share of {share}: +{} on the malicious count)",
-            mechanism.name(),
-            pipeline::vote_share_shift(share, teachers)
-        ),
-        started,
-    );
-    let noisy_labels = mechanism.aggregate(&votes, noise)?;
-    let labels: Vec<Option<bool>> = noisy_labels.iter().map(|l| l.map(|c| c == 1)).collect();
+        )?,
+        _ => vote_labels(config, votes, teachers.len(), noise, started)?,
+    };
     super::banner("account", started);
-    let epsilon = account(&votes, &labels, &mechanism, p.delta)?;
-    let delta_warning = privacy::accountant::delta_warning(p.delta, private_records);
+    let delta = config.privacy.delta;
+    let epsilon = account(&votes, &labels, &config.privacy.mechanism, delta)?;
+    let delta_warning = privacy::accountant::delta_warning(delta, private_records);
     if let Some(w) = &delta_warning {
         tracing::warn!("run: WARNING: {w}");
     }
@@ -163,6 +131,31 @@ fn run_votes(
     })
 }
 
+/// The vote mechanisms (LNMax, GNMax, Confident-GNMax) of [`run`]: the shifted votes and the
+/// noisy labels.
+fn vote_labels(
+    config: &RunConfig,
+    votes: privacy::VoteMatrix,
+    teachers: usize,
+    noise: &mut privacy::NoiseRng,
+    started: Instant,
+) -> Result<(privacy::VoteMatrix, Vec<Option<bool>>)> {
+    let mechanism = config.privacy.mechanism;
+    let share = config.aggregation.malicious_vote_share;
+    let votes = calibrate(votes, share, teachers)?;
+    super::banner(
+        &format!(
+            "aggregate with {} (malicious at a vote share of {share}: +{} on the malicious count)",
+            mechanism.name(),
+            pipeline::vote_share_shift(share, teachers)
+        ),
+        started,
+    );
+    let noisy_labels = mechanism.aggregate(&votes, noise)?;
+    let labels = noisy_labels.iter().map(|l| l.map(|c| c == 1)).collect();
+    Ok((votes, labels))
+}
+
 /// `privacy.mechanism: model_average`: one release of the mean of the teachers' clipped linear
 /// models ([`privacy::average`]), soft-thresholded (`aggregation.model_average.soft_threshold`),
 /// labels every query: malicious when it scores at least as high as
@@ -172,17 +165,16 @@ fn run_votes(
 /// mechanisms) stay in the run directory for the evaluation's label agreement; they are not
 /// used for the labels.
 #[allow(clippy::too_many_arguments)]
-fn run_model_average(
+fn model_average_labels(
     config: &RunConfig,
     mechanism: &privacy::average::ModelAverage,
     votes: privacy::VoteMatrix,
     teachers: &[crate::model_file::ModelFile],
     queries: &crate::dense::DenseMatrix,
     validation: &crate::ensemble::LabeledRows,
-    private_records: usize,
     noise: &mut privacy::NoiseRng,
     started: Instant,
-) -> Result<Aggregation> {
+) -> Result<(privacy::VoteMatrix, Vec<Option<bool>>)> {
     let labelling = config.aggregation.model_average.unwrap_or_default();
     let votes = calibrate(
         votes,
@@ -256,23 +248,7 @@ fn run_model_average(
         labels.iter().filter(|l| **l == Some(true)).count(),
         labels.len()
     );
-    super::banner("account", started);
-    let epsilon = account(
-        &votes,
-        &labels,
-        &Mechanism::ModelAverage(*mechanism),
-        config.privacy.delta,
-    )?;
-    let delta_warning = privacy::accountant::delta_warning(config.privacy.delta, private_records);
-    if let Some(w) = &delta_warning {
-        tracing::warn!("run: WARNING: {w}");
-    }
-    Ok(Aggregation {
-        votes,
-        labels,
-        epsilon,
-        delta_warning,
-    })
+    Ok((votes, labels))
 }
 
 /// The highest score t at which at least `recall` of the malicious rows score ≥ t: the score of
