@@ -105,7 +105,7 @@ pub struct ModelAverageLabelling {
     /// Weights within this many noise standard deviations of 0 are set to 0 and the others moved
     /// toward 0 by as much (soft thresholding): the teachers' mean is sparse, the noise is on
     /// every weight, and a request's score would sum the noise of all its features (lab: labels
-    /// right on every public request 90.4 % with none, 96.0 % at 3, at ε 2).
+    /// right on every public request 90.3 % with none, 96.0 % at 3, at ε 2).
     pub soft_threshold: f64,
     /// A query is labelled malicious when it scores at least as high as this share of the
     /// labelled validation split's distinct malicious requests do: the attacks the teachers miss

@@ -254,12 +254,8 @@ fn teacher_contents(records: &[Record], private: &[usize], count: usize) -> Vec<
         .collect()
 }
 
-/// PATE's privacy argument needs a record added or removed to change one teacher's data only
-/// (Papernot et al. 2017, §3.1). Check it for every record of a private set with heavy repeats,
-/// removed in turn, and for a new record added at the front.
-#[test]
-fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
-    // 300 distinct requests, request i repeated 1 + i % 7 times, interleaved.
+/// 300 distinct requests, request i repeated 1 + i % 7 times, interleaved.
+fn repeated_records() -> Vec<Record> {
     let mut records = Vec::new();
     for copy in 0..7 {
         for i in 0..300 {
@@ -268,6 +264,15 @@ fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
             }
         }
     }
+    records
+}
+
+/// PATE's privacy argument needs a record added or removed to change one teacher's data only
+/// (Papernot et al. 2017, §3.1). Check it for every record of a private set with heavy repeats,
+/// removed in turn, and for a new record added at the front.
+#[test]
+fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
+    let records = repeated_records();
     let private: Vec<usize> = (0..records.len()).collect();
     let count = 20;
     let base = teacher_contents(&records, &private, count);
@@ -309,14 +314,7 @@ fn neighbouring_private_sets_differ_in_exactly_one_teacher() {
 /// order of its records' keys, so the rows in training order are the same.
 #[test]
 fn neighbouring_private_sets_leave_the_other_teachers_rows_in_the_same_order() {
-    let mut records = Vec::new();
-    for copy in 0..7 {
-        for i in 0..300 {
-            if copy <= i % 7 {
-                records.push(record(i, copy));
-            }
-        }
-    }
+    let records = repeated_records();
     let private: Vec<usize> = (0..records.len()).collect();
     let count = 20;
     let sequences = |rows: &[usize]| -> Vec<Vec<Content>> {
