@@ -91,6 +91,18 @@ fn one_release_labels_every_query_for_one_published_epsilon() {
         let labels = std::fs::read_to_string(run_dir.join("aggregate.labels")).unwrap();
         assert_eq!(labels.lines().count(), queries);
         assert!(labels.lines().all(|l| l == "0" || l == "1"), "{labels}");
+        // bundle.yaml carries the whitelist only: no data-dependent value, private count or
+        // ensemble figure, and not the released model's weights or label threshold either.
+        let yaml = std::fs::read_to_string(run_dir.join("bundle/bundle.yaml")).unwrap();
+        for leak in [
+            "data_dependent",
+            "ensemble",
+            "soft_threshold",
+            "validation_recall",
+            "private:",
+        ] {
+            assert!(!yaml.contains(leak), "bundle.yaml has {leak}:\n{yaml}");
+        }
         // The published ε is the one release's, and nothing data-dependent is below it.
         let bundle = bundle::Bundle::load(&run_dir.join("bundle"))
             .unwrap()
