@@ -103,18 +103,24 @@ pub fn run(
     noise: &mut privacy::NoiseRng,
     started: Instant,
 ) -> Result<Aggregation> {
-    let (votes, labels) = match &config.privacy.mechanism {
+    // The votes shifted by the vote share whatever the mechanism: the vote mechanisms aggregate
+    // them; with model_average they stay in the run directory for the label agreement only.
+    let votes = calibrate(
+        votes,
+        config.aggregation.malicious_vote_share,
+        teachers.len(),
+    )?;
+    let labels = match &config.privacy.mechanism {
         Mechanism::ModelAverage(m) => model_average_labels(
             config,
             m,
-            votes,
             teachers,
             &features.queries_x,
             &features.validation,
             noise,
             started,
         )?,
-        _ => vote_labels(config, votes, teachers.len(), noise, started)?,
+        _ => vote_labels(config, &votes, teachers.len(), noise, started)?,
     };
     super::banner("account", started);
     let delta = config.privacy.delta;
@@ -131,18 +137,17 @@ pub fn run(
     })
 }
 
-/// The vote mechanisms (LNMax, GNMax, Confident-GNMax) of [`run`]: the shifted votes and the
-/// noisy labels.
+/// The noisy labels of the vote mechanisms (LNMax, GNMax, Confident-GNMax) of [`run`], from the
+/// shifted `votes` of `teachers` teachers.
 fn vote_labels(
     config: &RunConfig,
-    votes: privacy::VoteMatrix,
+    votes: &privacy::VoteMatrix,
     teachers: usize,
     noise: &mut privacy::NoiseRng,
     started: Instant,
-) -> Result<(privacy::VoteMatrix, Vec<Option<bool>>)> {
+) -> Result<Vec<Option<bool>>> {
     let mechanism = config.privacy.mechanism;
     let share = config.aggregation.malicious_vote_share;
-    let votes = calibrate(votes, share, teachers)?;
     super::banner(
         &format!(
             "aggregate with {} (malicious at a vote share of {share}: +{} on the malicious count)",
@@ -151,9 +156,8 @@ fn vote_labels(
         ),
         started,
     );
-    let noisy_labels = mechanism.aggregate(&votes, noise)?;
-    let labels = noisy_labels.iter().map(|l| l.map(|c| c == 1)).collect();
-    Ok((votes, labels))
+    let noisy_labels = mechanism.aggregate(votes, noise)?;
+    Ok(noisy_labels.iter().map(|l| l.map(|c| c == 1)).collect())
 }
 
 /// `privacy.mechanism: model_average`: one release of the mean of the teachers' clipped linear
@@ -161,26 +165,17 @@ fn vote_labels(
 /// labels every query: malicious when it scores at least as high as
 /// `validation_recall` of the labelled validation split's malicious requests. Only the release
 /// reads private data; the threshold and the labels are post-processing of it with public data.
-/// `votes` (the teachers' noiseless votes, shifted by the vote share as for the other
-/// mechanisms) stay in the run directory for the evaluation's label agreement; they are not
-/// used for the labels.
-#[allow(clippy::too_many_arguments)]
+/// The teachers' votes are not used for the labels.
 fn model_average_labels(
     config: &RunConfig,
     mechanism: &privacy::average::ModelAverage,
-    votes: privacy::VoteMatrix,
     teachers: &[crate::model_file::ModelFile],
     queries: &crate::dense::DenseMatrix,
     validation: &crate::ensemble::LabeledRows,
     noise: &mut privacy::NoiseRng,
     started: Instant,
-) -> Result<(privacy::VoteMatrix, Vec<Option<bool>>)> {
+) -> Result<Vec<Option<bool>>> {
     let labelling = config.aggregation.model_average.unwrap_or_default();
-    let votes = calibrate(
-        votes,
-        config.aggregation.malicious_vote_share,
-        teachers.len(),
-    )?;
     let models = teachers
         .iter()
         .enumerate()
@@ -248,7 +243,7 @@ fn model_average_labels(
         labels.iter().filter(|l| **l == Some(true)).count(),
         labels.len()
     );
-    Ok((votes, labels))
+    Ok(labels)
 }
 
 /// The highest score t at which at least `recall` of the malicious rows score ≥ t: the score of
