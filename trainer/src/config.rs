@@ -492,9 +492,10 @@ pub struct StudentConfig {
     /// [`LabelCleaningConfig`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_cleaning: Option<LabelCleaningConfig>,
-    /// A drawn query whose request (the same record key: method, target, body, headers) the
-    /// labelled validation samples also hold is not asked: the student trains on it with the
-    /// validation label, and the draw goes on until `queries` requests are asked. The validation
+    /// A drawn query whose request (the same method, target and body — the key queries are made
+    /// distinct by; headers may differ, as a per-session cookie does) the labelled validation
+    /// samples also hold is not asked: the student trains on the validation sample with its
+    /// label, and the draw goes on until `queries` requests are asked. The validation
     /// split is public labelled data; the site's frequent pages are all in it, so the privacy
     /// budget goes to requests only the teachers can label, and GNMax's noise can no longer
     /// publish one of those pages as malicious (at ε ≤ 1, σ 60: about 2 % per unanimous benign

@@ -440,3 +440,90 @@ fn copies_differing_only_in_a_header_still_move_one_teacher() {
     let other = teacher_contents(&added, &all, count);
     assert_eq!((0..count).filter(|&t| base[t] != other[t]).count(), 1);
 }
+
+/// `student.validation_labels` in deployment (roles): the public traffic is unlabelled and every
+/// copy carries its own session cookie, while the validation file labels the same requests. A
+/// drawn request the validation samples hold — same method, target and body — is known, not
+/// asked, whatever its headers and its (absent) label; a request they do not hold is asked.
+/// (Matched by the whole record, label and cookie included, nothing was ever known.)
+#[test]
+fn validation_labels_know_a_drawn_request_by_its_request_not_its_cookie_or_label() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_csic(tmp.path(), "x.txt", &["/x"]);
+    let config = trainer::config::RunConfig::parse(&format!(
+        "private: [{{path: {f}, format: csic, label: malicious}}]\n\
+         public: [{{path: {f}, format: csic}}]\n\
+         validation: [{{path: {f}, format: csic, label: benign}}]\n\
+         test: [{{path: {f}, format: csic, label: benign}}]\n\
+         student: {{queries: 3, validation_labels: true, query_selection: distinct}}\n",
+        f = file.display()
+    ))
+    .unwrap();
+    let with_cookie = |target: &str, cookie: usize, label: Option<Label>| Record {
+        method: "GET".into(),
+        target: target.as_bytes().to_vec(),
+        body: None,
+        headers: vec![(
+            "Cookie".into(),
+            format!("JSESSIONID={cookie:032X}").into_bytes(),
+        )],
+        label,
+        line: 1 + cookie,
+    };
+    // Public: four distinct requests, /shop/home three times with three cookies; validation:
+    // /shop/home (malicious, as the site's owner labelled it) and /about, with other cookies.
+    let mut records = vec![
+        with_cookie("/shop/home", 1, None),
+        with_cookie("/shop/home", 2, None),
+        with_cookie("/shop/item?id=1", 3, None),
+        with_cookie("/shop/home", 4, None),
+        with_cookie("/shop/item?id=2", 5, None),
+        with_cookie("/shop/cart", 6, None),
+        with_cookie("/about", 7, Some(Label::Benign)),
+        with_cookie("/shop/home", 8, Some(Label::Malicious)),
+    ];
+    records.push(with_cookie("/private", 9, Some(Label::Benign)));
+    let data = trainer::stages::split::RunData {
+        files: vec![file.clone(); records.len()],
+        records,
+        splits: trainer::stages::split::Splits {
+            private: vec![8],
+            public: (0..6).collect(),
+            student_validation: vec![6, 7],
+            test: Vec::new(),
+        },
+        simulation: false,
+    };
+    let mut known_in_some_draw = false;
+    for seed in 0..20 {
+        let rng = trainer::pipeline::RunRng::new(Some(seed)).unwrap();
+        let plan = trainer::stages::split::plan(&config, &data, &rng).unwrap();
+        let target = |i: usize| String::from_utf8_lossy(&data.records[i].target).into_owned();
+        let asked: Vec<String> = plan.query_rows.iter().map(|&i| target(i)).collect();
+        assert_eq!(asked.len(), 3, "seed {seed}: {asked:?}");
+        assert!(
+            !asked.contains(&"/shop/home".to_string()),
+            "seed {seed}: the validation split labels /shop/home, yet it was asked: {asked:?}"
+        );
+        // Known only when the draw reached /shop/home before its last query.
+        for &position in &plan.validation_known {
+            assert_eq!(target(plan.validation_rows[position]), "/shop/home");
+        }
+        let home_drawn_before_last = plan.query_order[..3 + plan.validation_known.len()]
+            .iter()
+            .any(|&i| target(plan.distinct_public[i]) == "/shop/home");
+        assert_eq!(
+            plan.validation_known.len(),
+            usize::from(home_drawn_before_last)
+        );
+        known_in_some_draw |= home_drawn_before_last;
+        assert!(plan
+            .pool_rows
+            .iter()
+            .all(|&i| target(i) != "/shop/home" || !home_drawn_before_last));
+    }
+    assert!(
+        known_in_some_draw,
+        "20 draws never reached /shop/home early"
+    );
+}

@@ -176,12 +176,17 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
             &mut query_rng,
         ),
     };
+    // A drawn request is known when the validation samples hold the same request — matched by
+    // [`request_hash`], the key the draw and the samples are made distinct by. Not by
+    // [`record_key`]: that also holds the label, which public traffic in deployment does not
+    // have, and the headers, where CSIC gives every copy its own session cookie; either made
+    // nothing match (issue 16, session 22). The student trains on the validation sample itself.
     let validation_position: std::collections::HashMap<[u8; 32], usize> =
         if student.validation_labels {
             validation_rows
                 .iter()
                 .enumerate()
-                .map(|(position, &i)| (record_key(&records[i]), position))
+                .map(|(position, &i)| (request_hash(&records[i]), position))
                 .collect()
         } else {
             std::collections::HashMap::new()
@@ -192,7 +197,7 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         known: validation_known,
     } = ask_unknown(&draw, student.queries, |i| {
         validation_position
-            .get(&record_key(&records[distinct_public[i]]))
+            .get(&request_hash(&records[distinct_public[i]]))
             .copied()
     });
     if asked < student.queries {
