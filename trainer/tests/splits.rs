@@ -505,9 +505,19 @@ fn validation_labels_know_a_drawn_request_by_its_request_not_its_cookie_or_label
             !asked.contains(&"/shop/home".to_string()),
             "seed {seed}: the validation split labels /shop/home, yet it was asked: {asked:?}"
         );
-        // Known only when the draw reached /shop/home before its last query.
+        // Known only when the draw reached /shop/home before its last query; the pair is its
+        // public copy (one of records 0, 1, 3) and the validation sample that labels it (7).
         for &position in &plan.validation_known {
             assert_eq!(target(plan.validation_rows[position]), "/shop/home");
+        }
+        let pairs: Vec<(usize, usize)> = plan.validation_known_pairs().collect();
+        assert_eq!(pairs.len(), plan.validation_known.len());
+        for (public, validation) in pairs {
+            assert!(
+                [0, 1, 3].contains(&public),
+                "seed {seed}: public copy {public}"
+            );
+            assert_eq!(validation, 7);
         }
         let home_drawn_before_last = plan.query_order[..3 + plan.validation_known.len()]
             .iter()

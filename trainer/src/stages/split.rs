@@ -47,6 +47,23 @@ pub struct QueryPlan {
     pub validation_traffic: Vec<usize>,
 }
 
+impl QueryPlan {
+    /// Each drawn request the validation samples label (`student.validation_labels`), in draw
+    /// order: (its public copy, the validation sample that labels it), record indices.
+    pub fn validation_known_pairs(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let asked = self.query_rows.len();
+        self.validation_known
+            .iter()
+            .enumerate()
+            .map(move |(k, &position)| {
+                (
+                    self.distinct_public[self.query_order[asked + k]],
+                    self.validation_rows[position],
+                )
+            })
+    }
+}
+
 fn roles_name(config: &RunConfig, simulated: &'static str, roles: &'static str) -> &'static str {
     if config.is_simulation() {
         simulated

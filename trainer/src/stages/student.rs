@@ -161,10 +161,19 @@ fn public_examples(
     }
     let templates: Vec<&datasets::Record> =
         plan.distinct_public.iter().map(|&i| &records[i]).collect();
-    // The queries the teachers labelled benign (post-processing of the private labels).
+    // The queries the teachers labelled benign (post-processing of the private labels), and the
+    // drawn requests the validation split labels benign (`student.validation_labels`: public
+    // labels, no query). The site's frequent pages are among the latter, not the queries; left
+    // out, the part model never saw them as a benign request's parts, scored the site's own
+    // image paths as attacks, and the content-only threshold went to 0.997 (session 23).
     let benign_templates: Vec<&datasets::Record> = benign_answered
         .iter()
         .map(|&i| &records[plan.query_rows[i]])
+        .chain(
+            plan.validation_known_pairs()
+                .filter(|&(_, v)| records[v].label == Some(datasets::Label::Benign))
+                .map(|(public, _)| &records[public]),
+        )
         .collect();
     let mut stream = rng.stream("public-examples");
     let (examples, tampered) = crate::public_examples::synthesize(
@@ -179,7 +188,7 @@ fn public_examples(
     );
     let rows: Vec<usize> = (0..examples.len()).collect();
     tracing::info!(
-        "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests the teachers labelled benign re-shaped with their own values (no privacy cost)",
+        "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests labelled benign (by the teachers, or the validation split) re-shaped with their own values (no privacy cost)",
         examples.len(),
         malicious.len(),
         templates.len(),
@@ -299,7 +308,7 @@ fn public_examples(
             &mut rng.stream("part-model-validation"),
         );
         tracing::info!(
-            "student: part model examples: {} distinct parts counted {} times ({} malicious) from {} benign and {} attack values placed into {} requests the teachers labelled benign; {} validation parts",
+            "student: part model examples: {} distinct parts counted {} times ({} malicious) from {} benign and {} attack values placed into {} requests labelled benign (by the teachers, or the validation split); {} validation parts",
             examples.parts.len(),
             examples.weights.iter().sum::<f32>(),
             examples.malicious.iter().filter(|&&m| m).count(),
