@@ -557,14 +557,25 @@ check "train.yaml of the training ConfigMap = configs/train.yaml with the datase
 # commands: every index of the Indexed Job runs the container's command and args (with
 # $(JOB_COMPLETION_INDEX) expanded as Kubernetes does, four pods at a time), then the student Job
 # runs student.sh; paths are moved to a temp dir and the config is configs/quick.yaml (the cluster's
-# train.yaml needs the full data). The student Job must keep every teacher the shards trained, and
-# publish a bundle behind `current` that pate-proxy accepts.
+# train.yaml needs the full data) with train.yaml's mechanism: its teachers linear and its privacy
+# and aggregation model averaging (at σ 1: ten teachers, a flow check, not a detector). The student
+# Job must keep every teacher the shards trained, release their mean model, and publish a bundle
+# behind `current` that pate-proxy accepts.
 k8s_training_flow() {
   local trainer=$ROOT/target/release/pate-trainer
   [ -x "$trainer" ] || { echo "target/release/pate-trainer not built"; return 1; }
   [ -x "$PROXY" ] || { echo "target/release/pate-proxy not built"; return 1; }
   local d=$TMP/k8s-flow; mkdir -p "$d/run" "$d/bundles"
-  sed "s#path: \.\./#path: $ROOT/#" configs/quick.yaml > "$d/train.yaml"
+  sed "s#path: \.\./#path: $ROOT/#" configs/quick.yaml > "$d/quick.yaml"
+  "$PY" - "$d/quick.yaml" configs/train.yaml "$d/train.yaml" <<'PY' || return 1
+import sys, yaml
+quick, train = (yaml.safe_load(open(p)) for p in sys.argv[1:3])
+assert train["privacy"]["mechanism"] == "model_average", "train.yaml's mechanism changed: update this check"
+quick["teachers"]["training"]["hidden"] = []
+quick["privacy"] = dict(train["privacy"], sigma=1.0)
+quick["aggregation"] = train["aggregation"]
+yaml.safe_dump(quick, open(sys.argv[3], "w"))
+PY
   local n; n=$("$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["teachers"]["count"])' "$d/train.yaml") || return 1
   # One line per index: the pod's argv, separated by \x1f (bash variables cannot hold NUL), paths moved.
   "$PY" - deploy/kubernetes/training/teachers-job.yaml "$n" "$d" > "$d/pods.txt" <<'PY' || return 1
@@ -590,6 +601,7 @@ PY
   sed -i -e "s#/config/train.yaml#$d/train.yaml#g" -e "s#/run/pate#$d/run#g" -e "s#/bundles#$d/bundles#g" "$d/student.sh"
   PATH="$ROOT/target/release:$PATH" sh "$d/student.sh" > "$d/student.log" 2>&1 || { tail -n 20 "$d/student.log"; return 1; }
   grep -q "all $n teacher(s) already trained" "$d/student.log" || { echo "the student Job did not keep the shards' teachers:"; grep -i teach "$d/student.log" | head; return 1; }
+  grep -q "aggregate with model-average" "$d/student.log" || { echo "the student Job did not release the teachers' mean model:"; grep -i aggregate "$d/student.log"; return 1; }
   grep -m1 'already trained' "$d/student.log"; tail -n 1 "$d/student.log"
   printf 'listen: "127.0.0.1:1"\nupstream: "127.0.0.1:2"\nadmin_listen: "127.0.0.1:3"\nbundle: "%s"\nmode: detect\naudit_log: "%s"\n' \
     "$d/bundles/current" "$d/audit.jsonl" > "$d/proxy.yaml"
