@@ -72,7 +72,8 @@ struct PublicExamples {
 }
 
 /// `student.public_examples`: public attacks placed into the site's public request shapes and
-/// the queries the teachers labelled benign (public data and post-processing: no ε). With
+/// the requests labelled benign — by the teachers (queries) or by the validation split (drawn
+/// requests it labels, `student.validation_labels`) — (public data and post-processing: no ε). With
 /// `validation` > 0, a tenth of the public attack values is held out of training and placed into
 /// the student's benign validation requests instead (beside those requests re-shaped with their
 /// own values).
