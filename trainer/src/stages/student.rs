@@ -167,15 +167,7 @@ fn public_examples(
     // labels, no query). The site's frequent pages are among the latter, not the queries; left
     // out, the part model never saw them as a benign request's parts, scored the site's own
     // image paths as attacks, and the content-only threshold went to 0.997 (session 23).
-    let benign_templates: Vec<&datasets::Record> = benign_answered
-        .iter()
-        .map(|&i| &records[plan.query_rows[i]])
-        .chain(
-            plan.validation_known_pairs()
-                .filter(|&(_, v)| records[v].label == Some(datasets::Label::Benign))
-                .map(|(public, _)| &records[public]),
-        )
-        .collect();
+    let benign_templates = benign_templates(records, plan, benign_answered);
     let mut stream = rng.stream("public-examples");
     let (examples, tampered) = crate::public_examples::synthesize(
         &templates,
@@ -326,6 +318,25 @@ fn public_examples(
         content_only_validation,
         part_model,
     }))
+}
+
+/// The requests labelled benign that public examples are made from: the answered queries the
+/// teachers labelled benign (`benign_answered`, positions in `plan.query_rows`), then the public
+/// copy of each drawn request the validation split labels benign (`student.validation_labels`).
+fn benign_templates<'a>(
+    records: &'a [datasets::Record],
+    plan: &QueryPlan,
+    benign_answered: &[usize],
+) -> Vec<&'a datasets::Record> {
+    benign_answered
+        .iter()
+        .map(|&i| &records[plan.query_rows[i]])
+        .chain(
+            plan.validation_known_pairs()
+                .filter(|&(_, v)| records[v].label == Some(datasets::Label::Benign))
+                .map(|(public, _)| &records[public]),
+        )
+        .collect()
 }
 
 fn is_malicious(records: &[datasets::Record]) -> Vec<bool> {
@@ -1389,6 +1400,61 @@ mod tests {
     use super::*;
     use crate::ensemble::TrainConfig;
     use crate::pipeline::train_student;
+
+    /// The public examples' benign templates: the queries the teachers labelled benign, and the
+    /// public copy of each drawn request the validation split labels benign (not the validation
+    /// sample, not one it labels malicious, not a known request the draw reached after its last
+    /// query). Without the second kind the part model never saw the site's frequent pages.
+    #[test]
+    fn benign_templates_are_the_benign_queries_and_the_validation_splits_known_benign_requests() {
+        let record = |target: &str, label: Option<datasets::Label>| datasets::Record {
+            method: "GET".into(),
+            target: target.as_bytes().to_vec(),
+            body: None,
+            headers: Vec::new(),
+            label,
+            line: 1,
+        };
+        use datasets::Label::{Benign, Malicious};
+        // Public 0..5 (unlabelled), validation 5..8.
+        let records = vec![
+            record("/q0", None),
+            record("/q1", None),
+            record("/home", None),
+            record("/attack", None),
+            record("/late", None),
+            record("/home", Some(Benign)),
+            record("/attack", Some(Malicious)),
+            record("/late", Some(Benign)),
+        ];
+        // The draw: /q0 and /q1 asked, /home and /attack known, /late after the last query.
+        let plan = QueryPlan {
+            distinct_public: vec![0, 1, 2, 3, 4],
+            query_order: vec![0, 1, 2, 3, 4],
+            query_rows: vec![0, 1],
+            pool_rows: vec![4],
+            distinct_validation: 3,
+            validation_rows: vec![5, 6, 7],
+            validation_known: vec![0, 1],
+            validation_known_copies: vec![1, 1],
+            public_multiplicity: vec![1; 5],
+            query_copies: vec![1, 1],
+            validation_copies: vec![1; 3],
+            validation_traffic: vec![1; 3],
+        };
+        assert_eq!(
+            plan.validation_known_pairs().collect::<Vec<_>>(),
+            vec![(2, 5), (3, 6)]
+        );
+        // The teachers labelled /q1 benign (answered position 1).
+        let templates = benign_templates(&records, &plan, &[1]);
+        let targets: Vec<&[u8]> = templates.iter().map(|r| r.target.as_slice()).collect();
+        assert_eq!(targets, vec![b"/q1".as_slice(), b"/home".as_slice()]);
+        assert!(
+            std::ptr::eq(templates[1], &records[2]),
+            "the public copy, not the validation sample"
+        );
+    }
 
     /// `search_offsets`: each placement rises as far as every group's allowance allows and no
     /// further — a query part of 0.3 may cross a threshold of 0.5 (allowance 1) but not the one of
