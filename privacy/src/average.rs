@@ -9,10 +9,11 @@
 //! docs/privacy.md — only one z_i differs: the sum Σ z_i moves by at most 2B in ℓ2. (Replacing a
 //! record is a removal and an addition, two teachers: twice the ε, as for the vote mechanisms.) A
 //! teacher whose parameters are not all finite counts as the zero vector rather than stopping the
-//! run, so that no record can turn a release into an abort. Independent discrete Gaussian noise N_ℤ(0, s²) with s ≥ 2σB on each coordinate makes
-//! the release (α, α·(2B)²/(2s²))-RDP ≤ (α, α/(2σ²)) for every α > 1 (Canonne, Kamath & Steinke
-//! 2020: for integer shifts the discrete Gaussian has the continuous one's Rényi divergence, and
-//! independent coordinates add). The released integers divided by (grid scale × teachers) are the
+//! run, so that no record can turn a release into an abort. Independent discrete Gaussian noise
+//! N_ℤ(0, s²) with s ≥ 2σB on each coordinate makes the release (α, α·(2B)²/(2s²))-RDP
+//! ≤ (α, α/(2σ²)) for every α > 1 (Canonne, Kamath & Steinke 2020: for integer shifts the
+//! discrete Gaussian has the continuous one's Rényi divergence, and independent coordinates
+//! add). The released integers divided by (grid scale × teachers) are the
 //! noisy mean model; everything after (thresholding small weights, labelling) is post-processing.
 use serde::{Deserialize, Serialize};
 
