@@ -160,6 +160,56 @@ impl Featurizer {
     }
 }
 
+impl Featurizer {
+    /// This featurizer with its rarity table (the site's format model: `rare:*`, `unseen:path`,
+    /// `odd:*`) counted on `docs` instead of the corpus it was fitted on, with the same settings;
+    /// the vocabulary, document frequencies and IDF are kept (the rarity features keep their
+    /// places, and a name outside the reserved ones still has no `rare:<name>` entry). What the
+    /// counts are taken from is the caller's choice: requests KNOWN to be benign (a labelled
+    /// public split) make the table a model of the site's benign formats, where a pool that holds
+    /// the site's attacks counts their characters as the site's own. Without a rarity table the
+    /// featurizer is returned unchanged.
+    pub fn with_rarity_from<'a>(
+        &self,
+        docs: impl IntoIterator<Item = RequestParts<'a>>,
+    ) -> Result<Self, FeaturizerError> {
+        let Some(fitted) = &self.content.rarity else {
+            return Ok(self.clone());
+        };
+        let config = &self.content.config;
+        let mut table = RarityTable::new(fitted.min_count)
+            .with_odd_permille(fitted.odd_permille.clone())
+            .with_odd_shape_path(fitted.odd_shape_path)
+            .with_odd_name_variants(fitted.odd_name_variants);
+        let mut scratch = Scratch::default();
+        let mut n = 0u64;
+        for doc in docs {
+            n += 1;
+            // The parameter view `document_features` counts: the target and a form body.
+            let view = if config.placements.is_some() {
+                RequestParts {
+                    body: doc.body.filter(|_| placement::body_is_form(&doc)),
+                    ..doc
+                }
+            } else {
+                doc
+            };
+            normalize_into(config, &view, &mut scratch);
+            table.add(doc.method, &scratch.text, &mut scratch.params);
+        }
+        if n == 0 {
+            return Err(FeaturizerError::EmptyCorpus);
+        }
+        let mut content = self.content.clone();
+        content.rarity = Some(table);
+        let content_hash = hash_content(&content);
+        Featurizer::from_artifact(Artifact {
+            content,
+            content_hash,
+        })
+    }
+}
+
 /// The rarity features' vocabulary entries (with their document frequency over the corpus
 /// `docs`): `rare:<name>` for [`RarityTable::reserved_names`], then `rare:any` and `unseen:path`, then the
 /// oddity features of each level ([`params::ODD_KINDS`], then [`params::ODD_SHAPE_PATH_KINDS`]

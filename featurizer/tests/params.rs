@@ -262,3 +262,83 @@ fn without_format_checks_the_site_format_features_are_gone_and_the_rest_stays() 
         assert_eq!(left, rest_sorted, "{target}");
     }
 }
+
+/// `with_rarity_from`: the table counted on other requests (the benign ones), the vocabulary,
+/// document frequencies and IDF kept. A pool where 3 of 22 passwords carry a `/` (attacks the
+/// pool holds) does not make `/` odd at 1 %; counted on the 19 benign requests, it is.
+#[test]
+fn the_rarity_table_counted_on_other_requests_keeps_the_vocabulary() {
+    let login = |pwd: &'static str| RequestParts {
+        method: "POST",
+        target: b"/shop/login.jsp",
+        body: Some(pwd.as_bytes()),
+        headers: Default::default(),
+    };
+    const BENIGN: [&str; 19] = [
+        "login=ana&pwd=x1",
+        "login=bob&pwd=secret",
+        "login=eva&pwd=q2w3",
+        "login=ana&pwd=x2",
+        "login=bob&pwd=verano",
+        "login=eva&pwd=luna7",
+        "login=ana&pwd=x3",
+        "login=bob&pwd=clave",
+        "login=eva&pwd=sol",
+        "login=ana&pwd=mar9",
+        "login=bob&pwd=tierra",
+        "login=eva&pwd=rio",
+        "login=ana&pwd=nube",
+        "login=bob&pwd=cielo",
+        "login=eva&pwd=roca1",
+        "login=ana&pwd=pan",
+        "login=bob&pwd=vino",
+        "login=eva&pwd=queso",
+        "login=ana&pwd=agua",
+    ];
+    let config = FeaturizerConfig {
+        odd_permille: vec![10, 100],
+        ..config()
+    };
+    let pool: Vec<RequestParts> = BENIGN
+        .iter()
+        .map(|&b| login(b))
+        .chain([
+            login("login=bob&pwd=%2Fbuldar"),
+            login("login=eva&pwd=ri%2Fo"),
+            login("login=ana&pwd=nu%2Fbe"),
+        ])
+        .collect();
+    let fitted = Featurizer::fit(config, pool).unwrap();
+    let refit = fitted
+        .with_rarity_from(BENIGN.iter().map(|&b| login(b)))
+        .unwrap();
+    assert_eq!(refit.vocabulary(), fitted.vocabulary());
+    assert_eq!(refit.idf(), fitted.idf());
+    assert_eq!(refit.documents(), fitted.documents());
+    assert_ne!(
+        refit.content_hash(),
+        fitted.content_hash(),
+        "the table is in the hash"
+    );
+    let attack = login("login=eva&pwd=%2Fsol");
+    let odd = "p:odd:char<0.01".to_string();
+    assert!(
+        !tokens_of(&fitted, &attack).contains(&odd),
+        "{:?}",
+        tokens_of(&fitted, &attack)
+    );
+    assert!(
+        tokens_of(&refit, &attack).contains(&odd),
+        "{:?}",
+        tokens_of(&refit, &attack)
+    );
+    assert!(!tokens_of(&refit, &login("login=eva&pwd=sol")).contains(&odd));
+    // It round-trips as any artifact does.
+    let back = Featurizer::from_json(&refit.to_json()).unwrap();
+    assert_eq!(back.transform(&attack), refit.transform(&attack));
+    // No requests to count: an error, not an empty table.
+    assert!(fitted.with_rarity_from(Vec::new()).is_err());
+    // Without a rarity table there is nothing to recount.
+    let plain = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
+    assert_eq!(plain.with_rarity_from(corpus()).unwrap(), plain);
+}

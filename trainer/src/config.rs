@@ -247,6 +247,29 @@ pub enum FitOn {
     Private,
 }
 
+/// Which requests the featurizer's rarity table (the site's format model: `rare:*`,
+/// `unseen:path`, `odd:*`) counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RarityOn {
+    /// The rows the vocabulary is fitted on (`fit_on`).
+    #[default]
+    FitOn,
+    /// The validation split's requests labelled benign: public, labelled data, so the table is
+    /// a model of the site's BENIGN formats. The public pool holds the site's attacks too, and
+    /// counted on it a character only attacks put into a parameter (`/` in a password) is as
+    /// common as the rarer benign ones, so `odd:char<1 %` never fires on it. Each validation
+    /// request is scored with the table of the other folds (`stages::featurize::ValidationFolds`),
+    /// so that the threshold sees the site's benign formats as new traffic does.
+    ValidationBenign,
+}
+
+impl RarityOn {
+    fn is_fit_on(&self) -> bool {
+        *self == RarityOn::FitOn
+    }
+}
+
 /// The featurizer section.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -254,6 +277,10 @@ pub struct FeaturizerSection {
     /// Which side the vocabulary and IDF are fitted on.
     #[serde(default = "default_fit_on")]
     pub fit_on: FitOn,
+    /// Which requests the rarity table counts (with `config.rarity_min_count`): `fit_on`'s rows
+    /// (the default) or the validation split's benign requests ([`RarityOn`]).
+    #[serde(default, skip_serializing_if = "RarityOn::is_fit_on")]
+    pub rarity_on: RarityOn,
     /// The featurizer's own settings (`top_k`, `max_input_bytes`, `decode_rounds`, `include_body`).
     #[serde(default)]
     pub config: featurizer::FeaturizerConfig,
@@ -282,6 +309,7 @@ impl Default for FeaturizerSection {
     fn default() -> Self {
         FeaturizerSection {
             fit_on: FitOn::Public,
+            rarity_on: RarityOn::FitOn,
             config: featurizer::FeaturizerConfig::default(),
             known_browsers: None,
         }
@@ -984,6 +1012,14 @@ impl RunConfig {
                 "needs featurizer.config.placements.known_header_permille (the known header values it adds to)".to_string(),
             );
         }
+        if self.featurizer.rarity_on == RarityOn::ValidationBenign
+            && self.featurizer.config.rarity_min_count.is_none()
+        {
+            return bad(
+                "featurizer.rarity_on",
+                "validation_benign needs featurizer.config.rarity_min_count (the rarity table it counts)".to_string(),
+            );
+        }
         if self.featurizer.fit_on == FitOn::Private
             && self.featurizer.config.rarity_min_count.is_some()
         {
@@ -1334,6 +1370,20 @@ mod tests {
             .to_string();
         assert!(e.contains("featurizer.config.rarity_min_count"), "{e}");
         RunConfig::parse(&format!("{base}{}", rarity.replace("FIT", "public"))).unwrap();
+        // The rarity table on the validation split's benign requests: only with a table.
+        let on_validation = rarity.replace("FIT", "public, rarity_on: validation_benign");
+        let ok = RunConfig::parse(&format!("{base}{on_validation}")).unwrap();
+        assert_eq!(ok.featurizer.rarity_on, RarityOn::ValidationBenign);
+        let e = RunConfig::parse(&format!(
+            "{base}featurizer: {{rarity_on: validation_benign}}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("featurizer.rarity_on"), "{e}");
+        assert_eq!(
+            RunConfig::parse(base).unwrap().featurizer.rarity_on,
+            RarityOn::FitOn
+        );
         let ok = RunConfig::parse(&format!(
             "{base}student: {{query_selection: head, head_share: 0.3, threshold_rule: answered_benign}}\n"
         ))

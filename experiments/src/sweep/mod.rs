@@ -807,11 +807,7 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
 fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Context> {
     tracing::info!("sweep: data `{}`: load, split, featurize", spec.label);
     let data = load_data(spec, base, out)?;
-    let featurizer = stages::featurize::fit(
-        base,
-        &data.records,
-        stages::featurize::fit_rows(base, &data.splits),
-    )?;
+    let featurizer = stages::featurize::fit(base, &data)?;
     let work = out.join("work").join(&spec.key);
     std::fs::create_dir_all(&work).map_err(|source| Error::Io {
         path: work.clone(),

@@ -167,20 +167,20 @@ pub fn run(args: Args) -> Result<()> {
             });
         }
         let data = pipeline::load_run_data(&config)?;
-        let (records, splits) = (data.records, data.splits);
         let featurizer = if featurizer_path.exists() {
             featurizer::Featurizer::load(&featurizer_path)?
         } else {
-            let fit_rows = stages::featurize::fit_rows(&config, &splits);
+            let fit_rows = stages::featurize::fit_rows(&config, &data.splits);
             tracing::info!(
                 "teach: fitting the featurizer on {} requests into {}",
                 fit_rows.len(),
                 featurizer_path.display()
             );
-            let f = stages::featurize::fit(&config, &records, fit_rows)?;
+            let f = stages::featurize::fit(&config, &data)?;
             f.save(&featurizer_path)?;
             f
         };
+        let (records, splits) = (data.records, data.splits);
         let private_rows =
             pipeline::teacher_rows(&records, &splits.private, config.teachers.weighting());
         let partition = stages::teach::shards(&config, &records, &private_rows)?;

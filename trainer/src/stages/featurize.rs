@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use featurizer::Featurizer;
 
-use crate::config::{FitOn, RunConfig};
+use crate::config::{FitOn, RarityOn, RunConfig};
 use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
@@ -49,6 +49,9 @@ pub struct Features {
     pub queries_y: Vec<Option<bool>>,
     /// The unlabelled public pool (only with self-training).
     pub pool_x: Option<DenseMatrix>,
+    /// With `featurizer.rarity_on: validation_benign`, the featurizers the validation samples
+    /// were featurized with (each its fold's); `None` otherwise.
+    pub validation_folds: Option<ValidationFolds>,
 }
 
 impl std::ops::Deref for Features {
@@ -77,8 +80,10 @@ pub fn fit_banner(config: &RunConfig, rows: usize) -> String {
     )
 }
 
-/// Fits the featurizer of `config` on `records[rows]` (warning loudly when the rows are private).
-pub fn fit(config: &RunConfig, records: &[datasets::Record], rows: &[usize]) -> Result<Featurizer> {
+/// Fits the featurizer of `config` on its [`fit_rows`] of `data` (warning loudly when the rows
+/// are private), its rarity table counted where `featurizer.rarity_on` says.
+pub fn fit(config: &RunConfig, data: &RunData) -> Result<Featurizer> {
+    let (records, rows) = (&data.records, fit_rows(config, &data.splits));
     if matches!(config.featurizer.fit_on, FitOn::Private) {
         tracing::warn!("\n{PRIVATE_FEATURIZER_WARNING}\n");
     }
@@ -104,11 +109,29 @@ pub fn fit(config: &RunConfig, records: &[datasets::Record], rows: &[usize]) -> 
             browsers.len()
         );
     }
-    Ok(Featurizer::fit_with_known_headers(
+    let fitted = Featurizer::fit_with_known_headers(
         config.featurizer.config.clone(),
         rows.iter().map(|&i| records[i].parts()),
         browsers.iter().map(|r| r.parts()),
-    )?)
+    )?;
+    match config.featurizer.rarity_on {
+        RarityOn::FitOn => Ok(fitted),
+        RarityOn::ValidationBenign => {
+            let benign = validation_benign(data);
+            if benign.is_empty() {
+                return Err(Error::key(
+                    "featurizer.rarity_on",
+                    "validation_benign: the validation split holds no benign request to count"
+                        .to_string(),
+                ));
+            }
+            tracing::info!(
+                "featurizer: the rarity table counts the {} benign validation requests",
+                benign.len()
+            );
+            Ok(fitted.with_rarity_from(benign.iter().map(|r| r.parts()))?)
+        }
+    }
 }
 
 fn labelled(f: &Featurizer, records: &[datasets::Record], rows: &[usize]) -> Result<LabeledRows> {
@@ -144,7 +167,14 @@ pub fn student_side(
 ) -> Result<Features> {
     let records = &data.records;
     let featurizer = &shared.featurizer;
-    let validation = labelled(featurizer, records, &plan.validation_rows)?;
+    let validation_folds = ValidationFolds::new(config, featurizer, data)?;
+    let validation = match &validation_folds {
+        None => labelled(featurizer, records, &plan.validation_rows)?,
+        Some(folds) => LabeledRows {
+            x: folds.featurize(records, &plan.validation_rows),
+            y: pipeline::labels_of(records, &plan.validation_rows)?,
+        },
+    };
     // The public role's labels are never read for training: the queries may be unlabelled. Where
     // they are labelled, the labels only feed the report's agreement diagnostic.
     let queries_x = pipeline::featurize_rows(featurizer, records, &plan.query_rows);
@@ -161,7 +191,110 @@ pub fn student_side(
         queries_x,
         queries_y,
         pool_x,
+        validation_folds,
     })
+}
+
+/// How many folds the validation split's records are dealt into with `featurizer.rarity_on:
+/// validation_benign`: each validation request is scored with the table of the other nine tenths,
+/// close to the served table's counts (five folds by request read validation 1-2 points below
+/// the test, and the threshold stood higher than the test needed).
+pub const VALIDATION_FOLDS: usize = 10;
+
+/// With `featurizer.rarity_on: validation_benign` the rarity table counts the validation split's
+/// benign requests, and a validation request scored with it would be counted in the very table
+/// that judges its formats (its own value never rare): the threshold, chosen on those scores,
+/// would be lower than new traffic needs. So each validation request is scored with the table
+/// counted WITHOUT its fold. The folds deal RECORDS, as the split does (its k-th copy by
+/// position in the split): a test request is judged by a table that holds the other copies of a
+/// page the site serves often but never the request itself when it is new, and a validation
+/// request so too — its record's fold left out, its other copies mostly counted. Folds by
+/// request left every copy of a frequent page out of its own table.
+pub struct ValidationFolds {
+    /// Per fold, the featurizer whose table counts every other fold's benign records.
+    featurizers: Vec<Featurizer>,
+    /// The fold of each validation record (record index → fold).
+    fold_of: std::collections::HashMap<usize, usize>,
+}
+
+impl ValidationFolds {
+    /// The folds of `config`'s validation split (`None` unless `featurizer.rarity_on` is
+    /// `validation_benign`); `featurizer` is the run's (its vocabulary is kept).
+    pub fn new(
+        config: &RunConfig,
+        featurizer: &Featurizer,
+        data: &RunData,
+    ) -> Result<Option<Self>> {
+        if config.featurizer.rarity_on != RarityOn::ValidationBenign {
+            return Ok(None);
+        }
+        let fold_of: std::collections::HashMap<usize, usize> = data
+            .splits
+            .student_validation
+            .iter()
+            .enumerate()
+            .map(|(position, &i)| (i, position % VALIDATION_FOLDS))
+            .collect();
+        let featurizers = (0..VALIDATION_FOLDS)
+            .map(|k| {
+                let others: Vec<&datasets::Record> = data
+                    .splits
+                    .student_validation
+                    .iter()
+                    .filter(|i| fold_of[i] != k)
+                    .map(|&i| &data.records[i])
+                    .filter(|r| r.label == Some(datasets::Label::Benign))
+                    .collect();
+                if others.is_empty() {
+                    // Every benign validation record is in this fold (a tiny split): its
+                    // requests are scored with the served table, as the rest is.
+                    return Ok(featurizer.clone());
+                }
+                Ok(featurizer.with_rarity_from(others.iter().map(|r| r.parts()))?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(ValidationFolds {
+            featurizers,
+            fold_of,
+        }))
+    }
+
+    /// The fold of validation record `i` (a record index; 0 for a record outside the split).
+    pub fn fold(&self, i: usize) -> usize {
+        self.fold_of.get(&i).copied().unwrap_or(0)
+    }
+
+    /// The featurizer fold `k`'s records are scored with.
+    pub fn featurizer(&self, k: usize) -> &Featurizer {
+        &self.featurizers[k]
+    }
+
+    /// The dense features of `records[indices]` (validation records), each with its fold's
+    /// featurizer.
+    pub fn featurize(&self, records: &[datasets::Record], indices: &[usize]) -> DenseMatrix {
+        let dim = self.featurizers[0].dim();
+        let mut values = vec![0f32; indices.len() * dim];
+        for (row, &i) in indices.iter().enumerate() {
+            self.featurizers[self.fold(i)]
+                .transform(&records[i].parts())
+                .write_dense(&mut values[row * dim..(row + 1) * dim]);
+        }
+        DenseMatrix {
+            rows: indices.len(),
+            cols: dim,
+            values,
+        }
+    }
+}
+
+/// The validation split's benign records (what `rarity_on: validation_benign` counts).
+fn validation_benign(data: &RunData) -> Vec<&datasets::Record> {
+    data.splits
+        .student_validation
+        .iter()
+        .map(|&i| &data.records[i])
+        .filter(|r| r.label == Some(datasets::Label::Benign))
+        .collect()
 }
 
 /// Featurizes every set of a run ([`shared`] and [`student_side`]).
@@ -243,4 +376,108 @@ pub fn labels_of(records: &[datasets::Record], indices: &[usize]) -> Result<Vec<
             }),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::Splits;
+
+    fn record(target: &str, label: datasets::Label) -> datasets::Record {
+        datasets::Record {
+            method: "GET".into(),
+            target: target.as_bytes().to_vec(),
+            body: None,
+            headers: Vec::new(),
+            label: Some(label),
+            line: 1,
+        }
+    }
+
+    /// `rarity_on: validation_benign`: the served table counts the validation split's benign
+    /// records — not the public pool, not a validation attack — and each validation record is
+    /// featurized with the table of the other folds: a request seen once is unseen there, one
+    /// the split holds in many copies is still counted (its other copies).
+    #[test]
+    fn the_validation_benign_table_never_counts_a_validation_record_for_its_own_score() {
+        let config = RunConfig::parse(
+            "split: {simulate_from: [{path: a.txt, format: csic}]}\n\
+             featurizer: {fit_on: public, rarity_on: validation_benign, \
+             config: {params: true, rarity_min_count: 3, top_k: 500}}\n",
+        )
+        .unwrap();
+        let mut records = Vec::new();
+        let mut splits = Splits::default();
+        let mut add = |target: &str, label, copies: usize, to: &mut Vec<usize>| {
+            for _ in 0..copies {
+                to.push(records.len());
+                records.push(record(target, label));
+            }
+        };
+        use datasets::Label::{Benign, Malicious};
+        // A frequent page (30 copies) and 20 pages seen 3 times each, interleaved as traffic.
+        for p in 0..20 {
+            add("/index", Benign, 1, &mut splits.student_validation);
+            add(&format!("/p{p}"), Benign, 3, &mut splits.student_validation);
+        }
+        add("/index", Benign, 10, &mut splits.student_validation);
+        add("/evil", Malicious, 3, &mut splits.student_validation);
+        add("/pub", Benign, 3, &mut splits.public);
+        let data = RunData {
+            files: vec![std::path::PathBuf::from("a.txt"); records.len()],
+            records,
+            splits,
+            simulation: true,
+        };
+        let served = fit(&config, &data).unwrap();
+        let unseen = served.unseen_path_index().expect("format checks");
+        let is_unseen = |f: &Featurizer, target: &str| {
+            f.transform(&record(target, Benign).parts())
+                .indices
+                .contains(&unseen)
+        };
+        assert!(!is_unseen(&served, "/p0"));
+        assert!(!is_unseen(&served, "/index"));
+        assert!(is_unseen(&served, "/pub"), "the public pool is not counted");
+        assert!(
+            is_unseen(&served, "/evil"),
+            "a validation attack is not counted"
+        );
+        let folds = ValidationFolds::new(&config, &served, &data)
+            .unwrap()
+            .expect("folds");
+        let validation = &data.splits.student_validation;
+        for &i in validation {
+            let target = String::from_utf8(data.records[i].target.clone()).unwrap();
+            let f = folds.featurizer(folds.fold(i));
+            // Its own record is never counted: a path the table holds only 3 times (this record
+            // among them) is < 3 without it; the frequent page keeps its other copies.
+            match target.as_str() {
+                "/index" => assert!(!is_unseen(f, "/index")),
+                "/evil" => {}
+                t => {
+                    let copies_elsewhere = validation
+                        .iter()
+                        .filter(|&&j| j != i && data.records[j].target == data.records[i].target)
+                        .filter(|&&j| folds.fold(j) != folds.fold(i))
+                        .count();
+                    assert_eq!(is_unseen(f, t), copies_elsewhere < 3, "{t}");
+                    assert!(is_unseen(f, t), "{t}: 3 copies, one of them its own");
+                }
+            }
+        }
+        // The featurized validation rows are each its fold's.
+        let first_p0 = validation[1];
+        let x = folds.featurize(&data.records, &[first_p0]);
+        assert!(x.values[unseen as usize] > 0.0);
+        // Off: no folds.
+        let off = RunConfig::parse(
+            "split: {simulate_from: [{path: a.txt, format: csic}]}\n\
+             featurizer: {config: {params: true, rarity_min_count: 3, top_k: 500}}\n",
+        )
+        .unwrap();
+        assert!(ValidationFolds::new(&off, &served, &data)
+            .unwrap()
+            .is_none());
+    }
 }

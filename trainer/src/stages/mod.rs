@@ -91,7 +91,7 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
 
     let fit_rows = featurize::fit_rows(config, &data.splits);
     banner(&featurize::fit_banner(config, fit_rows.len()), started);
-    let featurizer = featurize::fit(config, &data.records, fit_rows)?;
+    let featurizer = featurize::fit(config, &data)?;
     featurizer.save(&run.featurizer())?;
     banner("featurize", started);
     let features = featurize::featurize(config, featurizer, &data, &plan)?;

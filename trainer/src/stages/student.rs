@@ -11,7 +11,7 @@ use crate::pipeline::{self, RunData, RunRng, StudentExtras};
 use crate::part_model::PartExamples;
 use crate::public_examples::Spot;
 
-use super::featurize::Features;
+use super::featurize::{self, Features};
 use super::split::QueryPlan;
 use super::Env;
 
@@ -793,12 +793,27 @@ fn served_threshold(
         .map(|&i| &data.records[i])
         .chain(placed_validation)
         .collect();
-    let scores = served_scores(model, &features.featurizer, &records, device)?;
+    let site_rows = plan.validation_rows.len();
+    let mut scores = served_scores(model, &features.featurizer, &records, device)?;
+    if let Some(folds) = &features.validation_folds {
+        // `featurizer.rarity_on: validation_benign`: each validation request with the table
+        // its own fold is not counted in (the placed examples, public values in the site's
+        // benign requests, with the served one).
+        for fold in 0..featurize::VALIDATION_FOLDS {
+            let rows: Vec<usize> = (0..site_rows)
+                .filter(|&r| folds.fold(plan.validation_rows[r]) == fold)
+                .collect();
+            let fold_records: Vec<&datasets::Record> = rows.iter().map(|&r| records[r]).collect();
+            let fold_scores = served_scores(model, folds.featurizer(fold), &fold_records, device)?;
+            for (&r, s) in rows.iter().zip(fold_scores) {
+                scores[r] = s;
+            }
+        }
+    }
     let labels: Vec<bool> = records
         .iter()
         .map(|r| r.label == Some(datasets::Label::Malicious))
         .collect();
-    let site_rows = plan.validation_rows.len();
     let validation_scores = scores[..site_rows].to_vec();
     let answered_benign = match config.student.threshold_rule {
         crate::config::ThresholdRule::AnsweredBenign => {
