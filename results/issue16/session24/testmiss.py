@@ -1,4 +1,4 @@
-import sys, json, re; sys.path.insert(0, __import__('os').path.join(__import__('os').path.dirname(__import__('os').path.abspath(__file__)), '../model-average'))
+import os, sys, json, re; sys.path.insert(0, __import__('os').path.join(__import__('os').path.dirname(__import__('os').path.abspath(__file__)), '../model-average'))
 from common import *
 R = sys.argv[1]
 Xt, yt = mat(R, 'test'), labels(R, 'test')
