@@ -395,7 +395,7 @@ mod tests {
     }
 
     /// `rarity_on: validation_benign`: the served table counts the validation split's benign
-    /// records — not the public pool, not a validation attack — and each validation record is
+    /// records — not the public pool, not the private split, not a validation attack — and each validation record is
     /// featurized with the table of the other folds: a request seen once is unseen there, one
     /// the split holds in many copies is still counted (its other copies).
     #[test]
@@ -423,6 +423,7 @@ mod tests {
         add("/index", Benign, 10, &mut splits.student_validation);
         add("/evil", Malicious, 3, &mut splits.student_validation);
         add("/pub", Benign, 3, &mut splits.public);
+        add("/private", Benign, 3, &mut splits.private);
         let data = RunData {
             files: vec![std::path::PathBuf::from("a.txt"); records.len()],
             records,
@@ -439,6 +440,10 @@ mod tests {
         assert!(!is_unseen(&served, "/p0"));
         assert!(!is_unseen(&served, "/index"));
         assert!(is_unseen(&served, "/pub"), "the public pool is not counted");
+        assert!(
+            is_unseen(&served, "/private"),
+            "the private split is never counted (the table travels in the bundle)"
+        );
         assert!(
             is_unseen(&served, "/evil"),
             "a validation attack is not counted"
