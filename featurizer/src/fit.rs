@@ -176,7 +176,6 @@ impl Featurizer {
         let Some(fitted) = &self.content.rarity else {
             return Ok(self.clone());
         };
-        let config = &self.content.config;
         let mut table = RarityTable::new(fitted.min_count)
             .with_odd_permille(fitted.odd_permille.clone())
             .with_odd_shape_path(fitted.odd_shape_path)
@@ -185,16 +184,11 @@ impl Featurizer {
         let mut n = 0u64;
         for doc in docs {
             n += 1;
-            // The parameter view `document_features` counts: the target and a form body.
-            let view = if config.placements.is_some() {
-                RequestParts {
-                    body: doc.body.filter(|_| placement::body_is_form(&doc)),
-                    ..doc
-                }
-            } else {
-                doc
-            };
-            normalize_into(config, &view, &mut scratch);
+            // The text the table's lookups read: the parameter view with placements (the
+            // target and a form body), the whole normalized request without.
+            if self.params_view(&doc, &mut scratch).is_none() {
+                normalize_into(&self.content.config, &doc, &mut scratch);
+            }
             table.add(doc.method, &scratch.text, &mut scratch.params);
         }
         if n == 0 {

@@ -299,16 +299,15 @@ fn the_rarity_table_counted_on_other_requests_keeps_the_vocabulary() {
         odd_permille: vec![10, 100],
         ..config()
     };
-    let pool: Vec<RequestParts> = BENIGN
-        .iter()
-        .map(|&b| login(b))
-        .chain([
+    // The pool: the 19 benign requests and 3 attacks.
+    let pool = || {
+        BENIGN.iter().map(|&b| login(b)).chain([
             login("login=bob&pwd=%2Fbuldar"),
             login("login=eva&pwd=ri%2Fo"),
             login("login=ana&pwd=nu%2Fbe"),
         ])
-        .collect();
-    let fitted = Featurizer::fit(config, pool).unwrap();
+    };
+    let fitted = Featurizer::fit(config, pool()).unwrap();
     let refit = fitted
         .with_rarity_from(BENIGN.iter().map(|&b| login(b)))
         .unwrap();
@@ -336,6 +335,18 @@ fn the_rarity_table_counted_on_other_requests_keeps_the_vocabulary() {
     // It round-trips as any artifact does.
     let back = Featurizer::from_json(&refit.to_json()).unwrap();
     assert_eq!(back.transform(&attack), refit.transform(&attack));
+    // Counted on the corpus it was fitted on, the table is the fitted one (with placements too,
+    // whose parameter view is the target and a form body).
+    assert_eq!(fitted.with_rarity_from(pool()).unwrap(), fitted);
+    let placed = Featurizer::fit(
+        FeaturizerConfig {
+            placements: Some(Default::default()),
+            ..fitted.config().clone()
+        },
+        pool(),
+    )
+    .unwrap();
+    assert_eq!(placed.with_rarity_from(pool()).unwrap(), placed);
     // No requests to count: an error, not an empty table.
     assert!(fitted.with_rarity_from(Vec::new()).is_err());
     // Without a rarity table there is nothing to recount.

@@ -129,7 +129,7 @@ pub fn fit(config: &RunConfig, data: &RunData) -> Result<Featurizer> {
                 "featurizer: the rarity table counts the {} benign validation requests",
                 benign.len()
             );
-            Ok(fitted.with_rarity_from(benign.iter().map(|r| r.parts()))?)
+            Ok(fitted.with_rarity_from(benign.iter().map(|(_, r)| r.parts()))?)
         }
     }
 }
@@ -236,15 +236,13 @@ impl ValidationFolds {
             .enumerate()
             .map(|(position, &i)| (i, position % VALIDATION_FOLDS))
             .collect();
+        let benign = validation_benign(data);
         let featurizers = (0..VALIDATION_FOLDS)
             .map(|k| {
-                let others: Vec<&datasets::Record> = data
-                    .splits
-                    .student_validation
+                let others: Vec<&datasets::Record> = benign
                     .iter()
-                    .filter(|i| fold_of[i] != k)
-                    .map(|&i| &data.records[i])
-                    .filter(|r| r.label == Some(datasets::Label::Benign))
+                    .filter(|&&(i, _)| fold_of[&i] != k)
+                    .map(|&(_, r)| r)
                     .collect();
                 if others.is_empty() {
                     // Every benign validation record is in this fold (a tiny split): its
@@ -289,12 +287,13 @@ impl ValidationFolds {
 }
 
 /// The validation split's benign records (what `rarity_on: validation_benign` counts).
-fn validation_benign(data: &RunData) -> Vec<&datasets::Record> {
+/// (record index, record) of each.
+fn validation_benign(data: &RunData) -> Vec<(usize, &datasets::Record)> {
     data.splits
         .student_validation
         .iter()
-        .map(|&i| &data.records[i])
-        .filter(|r| r.label == Some(datasets::Label::Benign))
+        .map(|&i| (i, &data.records[i]))
+        .filter(|(_, r)| r.label == Some(datasets::Label::Benign))
         .collect()
 }
 
