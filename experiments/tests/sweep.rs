@@ -342,24 +342,42 @@ fn the_committed_sweep_config_loads() {
     }
 }
 
-/// The committed split tables (`results/sweep/splits/*.json`, written before the split's third
-/// share was renamed `validation`) still read: `--report-only` rebuilds splits.csv/.md from them.
+/// A split table written before the split's third share was renamed `validation` (its old name,
+/// `student_validation`, in `fractions` and in a row) still reads: `--report-only` rebuilds
+/// splits.csv/.md from the `splits/*.json` of an earlier sweep's output. The fixture is the
+/// `base` table such a sweep wrote (`results/sweep/splits/base.json` at 868f4b0).
 #[test]
-fn the_committed_split_tables_read() {
-    let dir = repo().join("results/sweep/splits");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let table: experiments::sweep::report::SplitTable =
-            trainer::report::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let f = table.fractions;
-        assert!(f.validation > 0.0, "{}: {f:?}", path.display());
-        assert!(
-            (f.private + f.public + f.validation + f.test - 1.0).abs() < 1e-9,
-            "{}: {f:?}",
-            path.display()
-        );
-        n += 1;
-    }
-    assert!(n >= 2, "{n} tables in {}", dir.display());
+fn a_split_table_of_an_earlier_sweep_reads() {
+    const OLD_TABLE: &str = r#"{
+  "data": "base",
+  "files": [
+    {"format": "csic", "label": "benign", "limit": null, "splits": null,
+     "path": "configs/../../shared/datasets/csic2010/normalTrafficTraining.txt"},
+    {"format": "csic", "label": "benign", "limit": null, "splits": null,
+     "path": "configs/../../shared/datasets/csic2010/normalTrafficTest_A.txt"},
+    {"format": "csic", "label": "malicious", "limit": null, "splits": null,
+     "path": "configs/../../shared/datasets/csic2010/anomalousTrafficTest_A.txt"}
+  ],
+  "fractions": {"private": 0.6, "public": 0.15, "student_validation": 0.05, "test": 0.2},
+  "splits": [
+    {"benign": 31443, "distinct_benign": 8403, "distinct_malicious": 4811, "malicious": 7702, "split": "private"},
+    {"benign": 4330, "distinct_benign": 2214, "distinct_malicious": 1199, "malicious": 1564, "split": "public"},
+    {"benign": 2758, "distinct_benign": 712, "distinct_malicious": 415, "malicious": 673, "split": "student_validation"},
+    {"benign": 17902, "distinct_benign": 2770, "distinct_malicious": 1592, "malicious": 2910, "split": "test"}
+  ]
+}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("base.json");
+    std::fs::write(&path, OLD_TABLE).unwrap();
+    let table: experiments::sweep::report::SplitTable =
+        trainer::report::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let f = table.fractions;
+    assert!((f.validation - 0.05).abs() < 1e-12, "{f:?}");
+    assert!(
+        (f.private + f.public + f.validation + f.test - 1.0).abs() < 1e-9,
+        "{f:?}"
+    );
+    assert_eq!(table.files.len(), 3);
+    assert_eq!(table.splits.len(), 4);
+    assert_eq!(table.splits[2].benign, 2758);
 }
