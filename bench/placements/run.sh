@@ -34,14 +34,15 @@
 #                   with every score and prints the lowest threshold that blocks at most 5 % of
 #                   benign values in every placement (bench/placements/calibrate.py)
 #
-# Output (default results/placements/): <detector>.json (replay.py's counts and status codes per
-# placement and class) and table.md (bench/placements/table.py over every <detector>.json there).
+# Output (default runs/placements/, git-ignored): <detector>.json (replay.py's counts and status
+# codes per placement and class) and table.md (bench/placements/table.py over every <detector>.json
+# there).
 # Every detector gets the same request bytes (Host and Connection headers, no Accept-Charset, so
 # CRS rule 920450 does not fire on it as it does on CSIC's); blocked = HTTP 403.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-LEVELS="1 2"; PROXY_BUNDLE=""; PER_CLASS=200; SEED=1; OUT=results/placements; KEEP=0
+LEVELS="1 2"; PROXY_BUNDLE=""; PER_CLASS=200; SEED=1; OUT=runs/placements; KEEP=0
 PROXY_THRESHOLD=""; FORMAT_CHECKS=true; CALIBRATE=0; PROXY_NAME=pate-proxy; DATA=""; FIT=(); TENTH=()
 while [ $# -gt 0 ]; do
   case $1 in
