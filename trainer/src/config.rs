@@ -322,11 +322,10 @@ impl Default for FeaturizerSection {
 pub struct TeachersConfig {
     /// Number of teachers (disjoint shards of the private data).
     pub count: usize,
-    /// The removed `teachers.mode` key: the teachers always train batched (one `[N, in, out]`
-    /// model). Configs and run directories written before it left still say `mode: batched`
-    /// (the committed `results/` configs among them), so that value is accepted and ignored;
-    /// anything else is an error naming the key. The sequential path is benchmark-only
-    /// (`trainer::ensemble::train` with `Mode::Sequential`, see `trainer/benches/ensemble.rs`).
+    /// The removed `teachers.mode` key: the teachers always train one at a time, each with its
+    /// own shard's shapes (`trainer::ensemble::Mode`). Configs and run directories written
+    /// before it left still say `mode: batched`, so that value is accepted and ignored; anything
+    /// else is an error naming the key.
     #[serde(default, rename = "mode", skip_serializing)]
     _legacy_mode: LegacyTeacherMode,
     /// Share of each shard held out for early stopping and the teacher's threshold. `0` holds

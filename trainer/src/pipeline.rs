@@ -359,12 +359,16 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
             / data.len()
     );
     let model = Ensemble::from_members(&init, job.device)?;
+    // One teacher after the other, each with its own shard's shapes: a teacher's computation is
+    // then a function of its shard, its random stream and the config alone, bit for bit — the
+    // premise of every mechanism's analysis (one record changes one teacher). Batched training
+    // pads every member to the largest shard, so one record there changed the others' rounding.
     let (model, reports) = ensemble::train(
         model,
         &data,
         job.training,
         &mut rngs,
-        Mode::Batched,
+        Mode::Sequential,
         "teach",
     )?;
     for (((k, hash), weights), report) in todo.iter().zip(model.members()?).zip(reports) {

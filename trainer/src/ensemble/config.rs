@@ -138,9 +138,12 @@ impl TrainConfig {
     }
 }
 
-/// Batched (all members at once) or one member after the other. The pipeline always trains
-/// batched; `Sequential` is for the benchmark (`trainer/benches/ensemble.rs`) and the tests that
-/// compare the two (it is not a configuration or command-line option).
+/// Batched (all members at once) or one member after the other. Teachers always train
+/// `Sequential`: only then is each member's computation a function of its own data, bit for bit
+/// (`Batched` pads every member's rows to the largest member's count, so one row more in the
+/// largest changes every member's shapes and float rounding). `Batched` is for the benchmark
+/// (`trainer/benches/ensemble.rs`) and the tests that compare the two; a one-member model (the
+/// student, the part model) trains the same either way. Not a configuration option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {

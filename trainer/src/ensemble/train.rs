@@ -70,8 +70,10 @@ fn permutation(n: usize, rng: &mut impl Rng) -> Vec<usize> {
 /// Trains every member of `ensemble` on its own `data[k]` with its own random stream `rngs[k]`
 /// (mini-batch order), early-stops each on its held-out loss, keeps each member's best weights and
 /// picks each member's threshold by Youden's J on its held-out samples. `Mode::Sequential` trains
-/// one member after the other (for comparison; results equal `Mode::Batched` up to float
-/// rounding). Progress goes to stderr under `label` unless it is empty.
+/// one member after the other, each with its own rows' shapes, so that a member's result depends
+/// on its own data alone (how teachers train); `Mode::Batched` trains all at once, padded to the
+/// largest member (results equal up to float rounding). Progress goes to stderr under `label`
+/// unless it is empty.
 pub fn train<R: Rng>(
     ensemble: Ensemble,
     data: &[MemberData],
@@ -162,23 +164,23 @@ pub fn train_with_layout<R: Rng>(
             let members = ensemble.members()?;
             let mut trained = Vec::with_capacity(n);
             let mut reports = Vec::with_capacity(n);
+            // One bar over the members (a line every tenth of them without a terminal).
+            let bar = (!label.is_empty()).then(|| crate::log::Progress::new(n as u64));
             for k in 0..n {
                 let one = Ensemble::from_members(std::slice::from_ref(&members[k]), device)?;
-                let sub_label = if label.is_empty() {
-                    String::new()
-                } else {
-                    format!("{label} {}/{n}", k + 1)
-                };
-                let (one, mut report) = train_batched(
-                    one,
-                    &data[k..=k],
-                    config,
-                    &mut rngs[k..=k],
-                    &sub_label,
-                    layout,
-                )?;
+                let (one, mut report) =
+                    train_batched(one, &data[k..=k], config, &mut rngs[k..=k], "", layout)?;
                 trained.push(one.members()?.remove(0));
                 reports.push(report.remove(0));
+                if let Some(bar) = &bar {
+                    let done = k + 1;
+                    let line = format!("{label}: {done}/{n} trained, each on its own rows");
+                    if done == n || done % n.div_ceil(10) == 0 {
+                        bar.step(done as u64, line);
+                    } else {
+                        bar.set_position(done as u64);
+                    }
+                }
             }
             Ok((Ensemble::from_members(&trained, device)?, reports))
         }
