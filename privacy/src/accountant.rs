@@ -49,7 +49,7 @@
 //! data-dependent total never exceeds the data-independent total at any order, hence neither does
 //! its ε over the same set of orders. The data-dependent ε depends on the private votes and is NOT
 //! private to publish; [`crate::smooth`] sanitizes it (Papernot et al. 2018, §4.2 and App. C).
-use crate::aggregate::{ConfidentGnmax, Gnmax, Lnmax};
+use crate::aggregate::{ConfidentGnmax, Gnmax, GnmaxHead, Lnmax};
 use crate::average::ModelAverage;
 use crate::noise::{DiscreteGaussian, DiscreteLaplace};
 use crate::special::{
@@ -382,6 +382,36 @@ impl Mechanism {
         }
     }
 
+    /// The mechanism whose one-record guarantee is this one's guarantee for a group of `k`
+    /// records (group privacy by the same accounting, not k·ε): k records change at most k
+    /// teachers, so every count (or the models' sum) moves by at most k times as much. Gaussian
+    /// noise then has RDP k²·α/(2σ²), that of σ/k; Laplace noise the ε of γ·k. Replacing one
+    /// record (one removal and one addition, two teachers) is `k = 2`. Only the
+    /// data-independent bound of the result is a group bound (the data-dependent analysis
+    /// assumes neighbours one teacher apart).
+    pub fn for_group(&self, k: u32) -> Mechanism {
+        let k = f64::from(k.max(1));
+        match *self {
+            Mechanism::Lnmax(m) => Mechanism::Lnmax(Lnmax { gamma: m.gamma * k }),
+            Mechanism::Gnmax(m) => Mechanism::Gnmax(Gnmax {
+                sigma: m.sigma / k,
+                head: m.head.map(|h| GnmaxHead {
+                    queries: h.queries,
+                    sigma: h.sigma / k,
+                }),
+            }),
+            Mechanism::ConfidentGnmax(m) => Mechanism::ConfidentGnmax(ConfidentGnmax {
+                sigma1: m.sigma1 / k,
+                sigma2: m.sigma2 / k,
+                ..m
+            }),
+            Mechanism::ModelAverage(m) => Mechanism::ModelAverage(ModelAverage {
+                sigma: m.sigma / k,
+                ..m
+            }),
+        }
+    }
+
     /// Noisy labels of every query (`None`: Confident-GNMax declined to answer).
     pub fn aggregate(
         &self,
@@ -551,15 +581,16 @@ pub fn rdp_epsilon(rdp: f64, alpha: f64, ln_inv_delta: f64) -> f64 {
     eps.max(0.0)
 }
 
-/// `Some(warning)` when δ ≥ 1/n for `records` private records: a mechanism that publishes one
-/// random record outright is (0, 1/n)-DP, so such a δ does not rule out leaking a whole record
-/// (Dwork & Roth 2014, §2.3). `None` when δ < 1/n.
+/// `Some(warning)` when δ ≥ 1/(10n) for `records` private records. A mechanism that publishes
+/// one random record outright is (0, 1/n)-DP, so δ must be well below 1/n to rule out leaking a
+/// whole record (Dwork & Roth 2014, §2.3); "well below" is taken as a factor of ten at least.
+/// `None` when δ < 1/(10n).
 pub fn delta_warning(delta: f64, records: usize) -> Option<String> {
     let n = records.max(1) as f64;
-    (delta >= 1.0 / n).then(|| {
+    let limit = 1.0 / (10.0 * n);
+    (delta >= limit).then(|| {
         format!(
-            "delta = {delta:e} is not below 1/n = {:e} for n = {records} private records: a δ that large allows publishing a whole record; choose delta < {:e}",
-            1.0 / n,
+            "delta = {delta:e} is not below 1/(10n) = {limit:e} for n = {records} private records: δ must be well below 1/n = {:e} (a δ of 1/n allows publishing a whole record); choose delta < {limit:e}",
             1.0 / n
         )
     })

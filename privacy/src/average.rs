@@ -7,7 +7,8 @@
 //! exact integer arithmetic to have ‖z_i‖₂ ≤ B. One private record is in one teacher's shard (the
 //! partition), so on neighbouring data sets — one record added or removed, the relation of
 //! docs/privacy.md — only one z_i differs: the sum Σ z_i moves by at most 2B in ℓ2. (Replacing a
-//! record is a removal and an addition, two teachers: twice the ε, as for the vote mechanisms.) A
+//! record is a removal and an addition, two teachers: a group of two, 4B, whose ε the same
+//! accounting computes — `Mechanism::for_group` — and which is more than twice the ε.) A
 //! teacher whose parameters are not all finite counts as the zero vector rather than stopping the
 //! run, so that no record can turn a release into an abort. Independent discrete Gaussian noise
 //! N_ℤ(0, s²) with s ≥ 2σB on each coordinate makes the release (α, α·(2B)²/(2s²))-RDP

@@ -327,3 +327,77 @@ fn privatize_adds_laplace_noise_and_reports_local_epsilon() {
         x.values
     );
 }
+
+/// ε of `queries` Gaussian releases of RDP `per_query`·α each, computed here without the
+/// accountant (RDP → (ε, δ) by Canonne, Kamath & Steinke 2020, Prop. 12, over a fine grid of
+/// real orders; the accountant's coarser grid can only give more).
+fn independent_gaussian_epsilon(per_query: f64, queries: f64, delta: f64) -> f64 {
+    (1..200_000)
+        .map(|i| 1.0 + f64::from(i) * 1e-3)
+        .map(|a| {
+            queries * per_query * a
+                + ((1.0 / delta).ln() - a.ln()) / (a - 1.0)
+                + (1.0 - 1.0 / a).ln()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+fn account_group_is_the_rdp_bound_for_k_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = write(
+        dir.path(),
+        "report.json",
+        r#"{"mechanism_parameters": {"mechanism": "model_average", "sigma": 4.1, "clip_norm": 75},
+            "malicious_vote_share": 0.5}"#,
+    );
+    // Model averaging (no vote file): one record, one replaced (two records), ten records.
+    let mut epsilons = Vec::new();
+    for (k, expected) in [(1u32, 0.985), (2, 2.107), (10, 13.70)] {
+        let j = ok_json(&[
+            "account",
+            "--mechanism-from",
+            &from,
+            "--group",
+            &k.to_string(),
+        ]);
+        assert_eq!(j["group_records"], k);
+        let eps = j["data_independent_epsilon"].as_f64().unwrap();
+        let k2 = f64::from(k * k);
+        let independent = independent_gaussian_epsilon(k2 / (2.0 * 4.1 * 4.1), 1.0, 1e-5);
+        assert!(
+            (independent - expected).abs() < 2e-3,
+            "k {k}: {independent}"
+        );
+        assert!(
+            eps >= independent - 1e-9 && eps - independent < 0.005 * independent,
+            "k {k}: accountant {eps}, independent {independent} (the grid's orders within 0.5 %)"
+        );
+        epsilons.push(eps);
+    }
+    // Not k·ε: ten records cost more than ten times one, a replacement more than twice.
+    assert!(epsilons[2] > 10.0 * epsilons[0] && epsilons[1] > 2.0 * epsilons[0]);
+    // GNMax on 1,000 queries at σ 40, two records: RDP 4α/σ² a query.
+    let votes = write(dir.path(), "votes.csv", &vote_text(1000));
+    let j = ok_json(&[
+        "account",
+        "--votes",
+        &votes,
+        "--mechanism",
+        "gnmax",
+        "--sigma",
+        "40",
+        "--group",
+        "2",
+    ]);
+    let eps = j["data_independent_epsilon"].as_f64().unwrap();
+    let independent = independent_gaussian_epsilon(4.0 / (40.0 * 40.0), 1000.0, 1e-5);
+    assert!(
+        eps >= independent - 1e-9 && eps - independent < 0.005 * independent,
+        "accountant {eps}, independent {independent}"
+    );
+    // A vote mechanism without a vote file is a clear error.
+    let out = trainer(&["account", "--mechanism", "gnmax", "--sigma", "40"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--votes"));
+}

@@ -9,6 +9,7 @@
 //!     --sigma2 40 --delta 1e-5 [--answered labels.csv]
 //! pate-trainer account --votes RUN/votes.csv --mechanism-from RUN/report.json
 //! pate-trainer account --votes votes.csv --mechanism-from labels.json   # aggregate's summary
+//! pate-trainer account --mechanism-from RUN/report.json --group 2     # one record replaced
 //! ```
 //! `--mechanism-from` takes the mechanism with every parameter (GNMax's head included) and the
 //! vote share from what ran them, so a re-accounting cannot leave one out.
@@ -115,8 +116,9 @@ impl MechanismArgs {
 #[command(group(clap::ArgGroup::new("mechanism_source").required(true).args(["mechanism", "mechanism_from"])))]
 pub struct Args {
     /// Vote file: one line per query, per-class counts separated by commas, `#` comments.
+    /// Not needed for model averaging (one release of the models, no votes).
     #[arg(long)]
-    pub votes: PathBuf,
+    pub votes: Option<PathBuf>,
     /// Mechanism and its parameters (or `--mechanism-from`).
     #[command(flatten)]
     pub mechanism: Option<MechanismArgs>,
@@ -159,6 +161,11 @@ pub struct Args {
     /// Also write the JSON report to this file (atomically).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Group privacy: the data-independent ε for any K records together (K = 2: one record
+    /// replaced), by the same accounting with every count moved K times as far; prints
+    /// `{group_records, delta, mechanism, data_independent_epsilon}` instead of the report.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "sanitize")]
+    pub group: Option<u32>,
     /// Calibrated aggregation (`aggregate --malicious-vote-share`, `aggregation
     /// .malicious_vote_share` in `run`): account for the shifted counts the mechanism saw.
     #[arg(long, default_value_t = 0.5)]
@@ -201,7 +208,17 @@ fn mechanism_and_share(args: &Args) -> Result<(Mechanism, f64)> {
 /// Runs `pate-trainer account`.
 pub fn run(args: Args) -> Result<()> {
     let (mechanism, share) = mechanism_and_share(&args)?;
-    let votes = privacy::votes::read_vote_file(&args.votes)?;
+    let votes = match (&args.votes, mechanism) {
+        (Some(path), _) => privacy::votes::read_vote_file(path)?,
+        // One release whatever the queries: its ε does not read a vote.
+        (None, Mechanism::ModelAverage(_)) => privacy::VoteMatrix::from_rows(&[[1u64, 0]])?,
+        (None, _) => {
+            return Err(Error::FlagRequired {
+                flag: "votes",
+                with: format!("--mechanism {}", mechanism.name()),
+            })
+        }
+    };
     let votes = crate::stages::aggregate::calibrate_file(votes, share)?;
     let answered = match &args.answered {
         None => None,
@@ -225,6 +242,16 @@ pub fn run(args: Args) -> Result<()> {
         orders: args.orders.clone(),
         answered,
     };
+    if let Some(k) = args.group {
+        let group = account(&votes, &mechanism.for_group(k), &opts)?;
+        let json = serde_json::json!({
+            "group_records": k,
+            "delta": args.delta,
+            "mechanism": mechanism,
+            "data_independent_epsilon": group.data_independent_epsilon,
+        });
+        return print_json(&json.to_string(), args.out.as_deref());
+    }
     let mut report = account(&votes, &mechanism, &opts)?;
     if args.sanitize {
         let mut rng = privacy::NoiseRng::from_option(args.seed)?;
@@ -242,7 +269,12 @@ pub fn run(args: Args) -> Result<()> {
         });
     }
     let json = serde_json::to_string(&report).map_err(Error::serialize("the report"))?;
-    if let Some(out) = &args.out {
+    print_json(&json, args.out.as_deref())
+}
+
+/// Prints `json` and, with `out`, writes it there atomically.
+fn print_json(json: &str, out: Option<&std::path::Path>) -> Result<()> {
+    if let Some(out) = out {
         privacy::write_atomic(out, format!("{json}\n").as_bytes())?;
     }
     println!("{json}");
