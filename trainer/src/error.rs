@@ -158,19 +158,24 @@ pub enum Error {
         /// The split (`student validation`, `test`).
         split: &'static str,
     },
-    /// The same file is listed as private and as public data.
+    /// The same file is listed under two roles.
     #[error(
-        "invalid configuration: {}:{line} is a private record and also a public one ({}:{line}): \
-         the same file is under private: and public:; a record cannot be both protected by ε and \
-         public",
-        private.display(),
-        public.display()
+        "invalid configuration: {}:{line} is a {first_role} record and also a {second_role} one \
+         ({}:{line}): the same file is under {first_role}: and {second_role}:; a record plays one \
+         role (a private record under another role would be published, a validation or test \
+         record would judge what it trained)",
+        first.display(),
+        second.display()
     )]
-    PrivateAndPublic {
-        /// The file under `private:`.
-        private: PathBuf,
-        /// The file under `public:`.
-        public: PathBuf,
+    FileInTwoRoles {
+        /// The role listed first (`private`, `public`, `validation`, `test`).
+        first_role: &'static str,
+        /// The file under it.
+        first: PathBuf,
+        /// The other role.
+        second_role: &'static str,
+        /// The file under it.
+        second: PathBuf,
         /// The first record's 1-based line.
         line: usize,
     },

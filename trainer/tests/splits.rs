@@ -144,7 +144,8 @@ fn write_csic(dir: &std::path::Path, name: &str, targets: &[&str]) -> std::path:
 }
 
 /// Roles: the files play the roles they are listed under; public data may be unlabelled; the
-/// same file under private: and public: is an error naming both files and a line.
+/// same file under two roles (private and public, validation and test) is an error naming both
+/// files and a line.
 #[test]
 fn roles_load_as_listed_and_a_private_record_cannot_be_public() {
     let tmp = tempfile::tempdir().unwrap();
@@ -192,10 +193,20 @@ fn roles_load_as_listed_and_a_private_record_cannot_be_public() {
         assert!(
             e.contains("private.txt:1")
                 && e.contains(&format!("{}:1", both.display()))
-                && e.contains("both"),
+                && e.contains("under private: and public:"),
             "{e}"
         );
     }
+    // Any two roles, not only private and public: the validation file again as the test file.
+    let config = trainer::config::RunConfig::parse(&yaml(&public).replace(
+        &test.display().to_string(),
+        &validation.display().to_string(),
+    ))
+    .unwrap();
+    let e = trainer::pipeline::load_run_data(&config)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("under validation: and test:"), "{e}");
 }
 
 #[test]

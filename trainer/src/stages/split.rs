@@ -609,7 +609,12 @@ pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
             data.splits = split_by_record(&data.records, &simulation.fractions());
         }
         None => {
-            check_private_not_public(&config.private, &config.public)?;
+            check_roles_distinct(&[
+                ("private", &config.private),
+                ("public", &config.public),
+                ("validation", &config.validation),
+                ("test", &config.test),
+            ])?;
             data.splits.private = add(&config.private, true)?;
             data.splits.public = add(&config.public, false)?;
             data.splits.student_validation = add(&config.validation, true)?;
@@ -620,28 +625,37 @@ pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
     Ok(data)
 }
 
-/// A file listed both as private and as public (by path, or by identical bytes under another
-/// name) would make its records both protected and published.
-fn check_private_not_public(private: &[DatasetSource], public: &[DatasetSource]) -> Result<()> {
-    let identity = |d: &DatasetSource| -> Result<(Option<std::path::PathBuf>, String)> {
-        Ok((std::fs::canonicalize(&d.path).ok(), file_sha256(&d.path)?))
-    };
-    for p in private {
-        let pid = identity(p)?;
-        for q in public {
-            let qid = identity(q)?;
-            let same = pid.1 == qid.1 || (pid.0.is_some() && pid.0 == qid.0);
-            if !same {
-                continue;
+/// A file listed under two roles (by path, or by identical bytes under another name) is
+/// refused, whichever two: a private record would be published (public, validation and test
+/// data are used and shipped in the clear), and a validation or test record in another role
+/// would be evaluated on what trained, or picked the threshold of, the student.
+fn check_roles_distinct(roles: &[(&'static str, &Vec<DatasetSource>)]) -> Result<()> {
+    let mut seen: Vec<(
+        &'static str,
+        &DatasetSource,
+        Option<std::path::PathBuf>,
+        String,
+    )> = Vec::new();
+    for &(role, sources) in roles {
+        for source in sources.iter() {
+            let path = std::fs::canonicalize(&source.path).ok();
+            let hash = file_sha256(&source.path)?;
+            let earlier = seen
+                .iter()
+                .find(|(r, _, p, h)| *r != role && (*h == hash || (path.is_some() && *p == path)));
+            if let Some(&(first_role, first, _, _)) = earlier {
+                let line = load_sources(std::slice::from_ref(source), false)?
+                    .first()
+                    .map_or(1, |r| r.line);
+                return Err(Error::FileInTwoRoles {
+                    first_role,
+                    first: first.path.clone(),
+                    second_role: role,
+                    second: source.path.clone(),
+                    line,
+                });
             }
-            let first = load_sources(std::slice::from_ref(p), false)?
-                .first()
-                .map_or(1, |r| r.line);
-            return Err(Error::PrivateAndPublic {
-                private: p.path.clone(),
-                public: q.path.clone(),
-                line: first,
-            });
+            seen.push((role, source, path, hash));
         }
     }
     Ok(())
