@@ -161,7 +161,7 @@ pub struct DatasetSource {
 }
 
 /// The simulation mode (`split:`): one pool of labelled files split into the four roles, record
-/// by record ([`crate::pipeline::split_by_record`]): the k-th copy of a (request, label) goes to
+/// by record ([`crate::stages::split::split_by_record`]): the k-th copy of a (request, label) goes to
 /// a role by a hash of (request, label, k), so every record is in exactly one role and a
 /// recurring request (a static page) appears in the private, public and test roles in proportion,
 /// as in real traffic.
@@ -217,8 +217,8 @@ pub struct SplitConfig {
     /// The public side: the featurizer's fitting corpus and the query pool.
     pub public: f64,
     /// Labelled public samples for the student's early stopping and threshold. Runs and sweeps
-    /// written before ee46a94 named it `student_validation` (the committed `results/sweep/splits/`
-    /// files); the alias reads those as what they are, the same fraction.
+    /// written before ee46a94 named it `student_validation`; the alias reads those as what they
+    /// are, the same fraction.
     #[serde(alias = "student_validation")]
     pub validation: f64,
     /// The test split (evaluation only).
@@ -492,7 +492,7 @@ pub struct StudentConfig {
     /// With `threshold_rule: target_fpr`: hold the budget at this confidence (in (0, 1)) instead
     /// of at the point estimate: the threshold is the highest-TPR point at which this quantile of
     /// the benign share flagged, over resamplings of the validation traffic record by record, is
-    /// at most `target_fpr` ([`crate::pipeline::confident_target_fpr_threshold`]). Null: the
+    /// at most `target_fpr` ([`crate::calibrate::confident_target_fpr_threshold`]). Null: the
     /// point estimate, which new traffic exceeds about half the time.
     pub target_fpr_confidence: Option<f64>,
     /// Traffic weighting: each answered query and each validation sample counts as many times as

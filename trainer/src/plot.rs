@@ -56,8 +56,8 @@ pub struct Rendered {
 impl Rendered {
     /// Writes the SVG to `svg` and the PNG to `png`, each atomically.
     pub fn write(&self, svg: &Path, png: &Path) -> Result<()> {
-        crate::pipeline::write_file(svg, self.svg.as_bytes())?;
-        crate::pipeline::write_file(png, &self.png)
+        crate::io::write_file(svg, self.svg.as_bytes())?;
+        crate::io::write_file(png, &self.png)
     }
 }
 

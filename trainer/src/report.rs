@@ -205,7 +205,7 @@ pub struct StudentOptions {
     pub validation_labels_known: Option<usize>,
     /// `student.label_cleaning`: the answered labels left out of the student's training.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_cleaning: Option<crate::stages::student::CleaningReport>,
+    pub label_cleaning: Option<CleaningReport>,
     /// With the featurizer's `placements`: the threshold rule was applied to requests scored as
     /// pate-proxy scores them (the highest window): the validation requests (`answered_benign`:
     /// the answered queries labelled benign); the validation figures above are on those too.
@@ -469,4 +469,15 @@ pub fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
         path: path.to_owned(),
         source,
     })
+}
+
+/// The answered labels [`crate::student::clean_labels`] left out of the student's training.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CleaningReport {
+    /// Labels "malicious" left out.
+    pub dropped_malicious: usize,
+    /// Labels "benign" left out.
+    pub dropped_benign: usize,
+    /// In a simulation (the queries' true labels known): how many of those left out were wrong.
+    pub dropped_wrong: Option<usize>,
 }

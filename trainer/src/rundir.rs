@@ -25,13 +25,24 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::pipeline::{file_sha256, write_json};
+use crate::io::{file_sha256, write_json};
 
 /// The privacy ledger of the run's teacher set, beside `teachers/` (`privacy::ledger`).
 pub const LEDGER_FILE: &str = "ledger.jsonl";
 
 /// Name of the feature set of the unlabelled public pool (self-training), `features/public_pool.f32`.
 pub const PUBLIC_POOL_SET: &str = "public_pool";
+
+/// The student's model file inside a run directory (a [`crate::model_file::ModelFile`], safetensors).
+pub const RUN_STUDENT_FILE: &str = "student.safetensors";
+/// The model of single parts inside a run directory (a [`crate::model_file::ModelFile`], when the run made one).
+pub const RUN_PART_MODEL_FILE: &str = "part_model.safetensors";
+/// The featurizer artifact inside a run directory.
+pub const RUN_FEATURIZER_FILE: &str = "featurizer.json";
+/// The run report inside a run directory (privacy report and test metrics).
+pub const RUN_REPORT_FILE: &str = "report.json";
+/// The bundle directory inside a run directory.
+pub const RUN_BUNDLE_DIR: &str = "bundle";
 
 /// Paths inside a run directory: every file name a stage reads or writes is here.
 #[derive(Debug, Clone)]
@@ -142,12 +153,12 @@ impl RunDir {
 
     /// `student.safetensors`.
     pub fn student(&self) -> PathBuf {
-        self.root.join(crate::cli::export::RUN_STUDENT_FILE)
+        self.root.join(RUN_STUDENT_FILE)
     }
 
     /// `part_model.safetensors` (`student.public_examples.part_model`).
     pub fn part_model(&self) -> PathBuf {
-        self.root.join(crate::cli::export::RUN_PART_MODEL_FILE)
+        self.root.join(RUN_PART_MODEL_FILE)
     }
 
     /// `manifest.json`.
@@ -182,12 +193,12 @@ impl RunDir {
 
     /// `report.json`.
     pub fn report(&self) -> PathBuf {
-        self.root.join(crate::cli::export::RUN_REPORT_FILE)
+        self.root.join(RUN_REPORT_FILE)
     }
 
     /// `bundle/`.
     pub fn bundle(&self) -> PathBuf {
-        self.root.join(crate::cli::export::RUN_BUNDLE_DIR)
+        self.root.join(RUN_BUNDLE_DIR)
     }
 }
 

@@ -351,7 +351,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
     );
     assert!(records.len() >= 1000, "{} records", records.len());
     let indices: Vec<usize> = (0..records.len()).collect();
-    let x = trainer::pipeline::featurize_rows(&featurizer, &records, &indices);
+    let x = trainer::stages::featurize::featurize_rows(&featurizer, &records, &indices);
 
     // The default architecture (K → 512 → 128 → 1), weights spread enough to use the whole (0, 1).
     let mlp = random_mlp(&[featurizer.dim(), 512, 128, 1], 25);
@@ -382,7 +382,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
             part_model_offsets: Default::default(),
         },
     };
-    let tch_scores = trainer::pipeline::model_scores(&model, &x, tch::Device::Cpu).unwrap();
+    let tch_scores = trainer::stages::evaluate::model_scores(&model, &x, tch::Device::Cpu).unwrap();
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bundle");

@@ -6,7 +6,6 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 use trainer::model_file::ModelFile;
-use trainer::pipeline;
 use trainer::report::{EvaluationReport, MechanismName, Report};
 
 fn repo() -> PathBuf {
@@ -300,8 +299,9 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
     let loaded = bundle::Bundle::load(&run_dir.join("bundle")).unwrap();
     let student = ModelFile::load(&run_dir.join("student.safetensors")).unwrap();
     assert_eq!(loaded.manifest.threshold, student.info.threshold);
-    let test_x = pipeline::read_matrix(&run_dir.join("features/test.f32")).unwrap();
-    let torch_scores = pipeline::model_scores(&student, &test_x, tch::Device::Cpu).unwrap();
+    let test_x = trainer::io::read_matrix(&run_dir.join("features/test.f32")).unwrap();
+    let torch_scores =
+        trainer::stages::evaluate::model_scores(&student, &test_x, tch::Device::Cpu).unwrap();
     bundle::init_onnxruntime(None).unwrap();
     let mut scorer = bundle::Scorer::new(&loaded).unwrap();
     let onnx_scores = scorer.score_flat(&test_x.values).unwrap();

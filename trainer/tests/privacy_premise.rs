@@ -96,7 +96,7 @@ fn neighbour(dir: &Path, drop: Option<usize>, add: Option<&str>) -> PathBuf {
 fn record_of_shard(dir: &Path, private: &Path, k: usize) -> usize {
     let config = RunConfig::load(&config(dir, private, LINEAR)).unwrap();
     let data = trainer::stages::split::load_run_data(&config).unwrap();
-    let rows = trainer::pipeline::teacher_rows(
+    let rows = trainer::teachers::teacher_rows(
         &data.records,
         &data.splits.private,
         config.teachers.weighting(),
@@ -111,20 +111,22 @@ fn record_of_shard(dir: &Path, private: &Path, k: usize) -> usize {
         .expect("a record that occurs once")
 }
 
-/// Each teacher's query votes (its own, alone) on the audit's test requests.
-fn votes(run: &Path, teachers: &[ModelFile]) -> Vec<Vec<u64>> {
+/// Each teacher's malicious votes on the audit's test requests (each teacher alone), and the
+/// malicious counts as the vote stage takes them (every teacher scored together).
+fn votes(run: &Path, teachers: &[ModelFile]) -> (Vec<Vec<u64>>, Vec<u64>) {
     let config = RunConfig::load(&run.join("../config.yaml")).unwrap();
     let data = trainer::stages::split::load_run_data(&config).unwrap();
     let f = featurizer::Featurizer::load(&run.join("featurizer.json")).unwrap();
     let x = trainer::stages::featurize::featurize_rows(&f, &data.records, &data.splits.test);
-    teachers
+    let malicious = |t: &[ModelFile]| -> Vec<u64> {
+        let v = trainer::stages::vote::vote(t, &x, tch::Device::Cpu).unwrap();
+        v.rows().map(|r| r[1]).collect()
+    };
+    let each = teachers
         .iter()
-        .map(|t| {
-            let v =
-                trainer::stages::vote::vote(std::slice::from_ref(t), &x, tch::Device::Cpu).unwrap();
-            v.rows().map(|r| r[1]).collect()
-        })
-        .collect()
+        .map(|t| malicious(std::slice::from_ref(t)))
+        .collect();
+    (each, malicious(teachers))
 }
 
 fn bits(t: &ModelFile) -> Vec<u32> {
@@ -162,7 +164,14 @@ fn assert_only_changed(dirs: [&Path; 2], a: &[ModelFile], b: &[ModelFile], chang
         changed.iter().copied().collect(),
         "the shards whose data differ"
     );
-    let (va, vb) = (votes(dirs[0], a), votes(dirs[1], b));
+    let ((va, counts_a), (vb, counts_b)) = (votes(dirs[0], a), votes(dirs[1], b));
+    // The vote stage's counts move by at most one vote per changed teacher on every query.
+    for (q, (&ca, &cb)) in counts_a.iter().zip(&counts_b).enumerate() {
+        assert!(
+            ca.abs_diff(cb) <= changed.len() as u64,
+            "query {q}: {ca} vs {cb}"
+        );
+    }
     for k in (0..a.len()).filter(|k| !differing.contains(k)) {
         assert!(bits(&a[k]) == bits(&b[k]), "teacher {k}: weights differ");
         assert_eq!(a[k].info.threshold.to_bits(), b[k].info.threshold.to_bits());

@@ -2,7 +2,8 @@
 //! neighbouring data sets (one record more or less) differ in exactly one teacher's data.
 use datasets::{Label, Record};
 use trainer::config::SplitConfig;
-use trainer::pipeline::{distinct, hash_partition, split_by_record};
+use trainer::stages::split::{distinct, split_by_record};
+use trainer::teachers::hash_partition;
 
 fn record(i: usize, copy: usize) -> Record {
     Record {
@@ -94,7 +95,12 @@ fn simulated_split_is_by_record_deterministic_and_spreads_recurring_requests() {
     let content = |recs: &[Record], rows: &[usize]| {
         let mut c: Vec<([u8; 32], Option<Label>)> = rows
             .iter()
-            .map(|&i| (trainer::pipeline::request_hash(&recs[i]), recs[i].label))
+            .map(|&i| {
+                (
+                    trainer::stages::split::request_hash(&recs[i]),
+                    recs[i].label,
+                )
+            })
             .collect();
         c.sort_unstable();
         c
@@ -122,8 +128,8 @@ fn simulated_split_is_by_record_deterministic_and_spreads_recurring_requests() {
     let mut b = a.clone();
     b.body = Some(b"a=4".to_vec());
     assert_ne!(
-        trainer::pipeline::request_hash(&a),
-        trainer::pipeline::request_hash(&b)
+        trainer::stages::split::request_hash(&a),
+        trainer::stages::split::request_hash(&b)
     );
     assert_eq!(
         distinct(&records, &(0..records.len()).collect::<Vec<_>>()).len(),
@@ -168,7 +174,7 @@ fn roles_load_as_listed_and_a_private_record_cannot_be_public() {
         )
     };
     let config = trainer::config::RunConfig::parse(&yaml(&public)).unwrap();
-    let data = trainer::pipeline::load_run_data(&config).unwrap();
+    let data = trainer::stages::split::load_run_data(&config).unwrap();
     assert!(!data.simulation);
     let s = &data.splits;
     assert_eq!(
@@ -187,7 +193,7 @@ fn roles_load_as_listed_and_a_private_record_cannot_be_public() {
     assert!(s.private.iter().all(|&i| data.files[i] == private));
     for both in [&private, &copy] {
         let config = trainer::config::RunConfig::parse(&yaml(both)).unwrap();
-        let e = trainer::pipeline::load_run_data(&config)
+        let e = trainer::stages::split::load_run_data(&config)
             .unwrap_err()
             .to_string();
         assert!(
@@ -203,7 +209,7 @@ fn roles_load_as_listed_and_a_private_record_cannot_be_public() {
         &validation.display().to_string(),
     ))
     .unwrap();
-    let e = trainer::pipeline::load_run_data(&config)
+    let e = trainer::stages::split::load_run_data(&config)
         .unwrap_err()
         .to_string();
     assert!(e.contains("under validation: and test:"), "{e}");
@@ -245,7 +251,7 @@ type Content = ([u8; 32], Vec<(String, Vec<u8>)>, Option<Label>);
 
 fn content(r: &Record) -> Content {
     (
-        trainer::pipeline::request_hash(r),
+        trainer::stages::split::request_hash(r),
         r.headers.clone(),
         r.label,
     )
@@ -400,7 +406,7 @@ fn conflicting_labels_of_one_request_still_move_one_teacher() {
         );
     }
     // The weighted rows keep the same property: `cap:3` keeps 3 copies per (request, label).
-    let kept = trainer::pipeline::teacher_rows(
+    let kept = trainer::teachers::teacher_rows(
         &records,
         &private,
         trainer::config::TeacherMultiplicity::Cap(3),
@@ -507,7 +513,7 @@ fn validation_labels_know_a_drawn_request_by_its_request_not_its_cookie_or_label
     };
     let mut known_in_some_draw = false;
     for seed in 0..20 {
-        let rng = trainer::pipeline::RunRng::new(Some(seed)).unwrap();
+        let rng = trainer::rng::RunRng::new(Some(seed)).unwrap();
         let plan = trainer::stages::split::plan(&config, &data, &rng).unwrap();
         let target = |i: usize| String::from_utf8_lossy(&data.records[i].target).into_owned();
         let asked: Vec<String> = plan.query_rows.iter().map(|&i| target(i)).collect();

@@ -7,7 +7,6 @@ use std::process::Command;
 use rand::SeedableRng;
 use trainer::config::QuerySelection;
 use trainer::metrics::roc_curve;
-use trainer::pipeline;
 use trainer::report::{AppliedThresholdRule, Report, SplitsReport};
 
 mod common;
@@ -289,36 +288,37 @@ fn target_fpr_threshold_is_the_best_tpr_within_the_fpr_budget() {
     ];
     // FPR 0: only above 0.9 → threshold 0.95 (TPR 1/4).
     assert_eq!(
-        pipeline::target_fpr_threshold(&scores, &labels, 0.0),
+        trainer::calibrate::target_fpr_threshold(&scores, &labels, 0.0),
         Some(0.95)
     );
     // FPR ≤ 1/9: the benign 0.9 may be flagged → threshold 0.85 (TPR 2/4).
     assert_eq!(
-        pipeline::target_fpr_threshold(&scores, &labels, 0.12),
+        trainer::calibrate::target_fpr_threshold(&scores, &labels, 0.12),
         Some(0.85)
     );
     // No point meets the budget (the top score is benign): a probability just above every score,
     // never +inf (a bundle refuses it), so nothing seen is flagged.
-    let t = pipeline::target_fpr_threshold(&[0.9, 0.2, 0.5], &[false, true, true], 0.0).unwrap();
+    let t = trainer::calibrate::target_fpr_threshold(&[0.9, 0.2, 0.5], &[false, true, true], 0.0)
+        .unwrap();
     assert!(t > 0.9 && t <= 1.0, "{t}");
-    let t = pipeline::target_fpr_threshold(&[1.0, 0.2], &[false, true], 0.0).unwrap();
+    let t = trainer::calibrate::target_fpr_threshold(&[1.0, 0.2], &[false, true], 0.0).unwrap();
     assert_eq!(t, 1.0);
     // A class absent: no threshold.
     assert_eq!(
-        pipeline::target_fpr_threshold(&[0.1, 0.2], &[false, false], 0.01),
+        trainer::calibrate::target_fpr_threshold(&[0.1, 0.2], &[false, false], 0.01),
         None
     );
     let roc = roc_curve(&scores, &labels);
-    assert_eq!(pipeline::tpr_at_fpr(&roc, 0.0), Some(0.25));
-    assert_eq!(pipeline::tpr_at_fpr(&roc, 0.12), Some(0.5));
-    assert_eq!(pipeline::tpr_at_fpr(&roc, 1.0), Some(1.0));
+    assert_eq!(trainer::stages::evaluate::tpr_at_fpr(&roc, 0.0), Some(0.25));
+    assert_eq!(trainer::stages::evaluate::tpr_at_fpr(&roc, 0.12), Some(0.5));
+    assert_eq!(trainer::stages::evaluate::tpr_at_fpr(&roc, 1.0), Some(1.0));
 }
 
 #[test]
 fn weighted_sampling_draws_heavy_items_first_without_repeats() {
     let weights = [1usize, 1000, 1, 1, 500, 1];
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
-    let all = pipeline::weighted_sample(&weights, weights.len(), &mut rng);
+    let all = trainer::stages::split::weighted_sample(&weights, weights.len(), &mut rng);
     let mut sorted = all.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, vec![0, 1, 2, 3, 4, 5], "a permutation");
@@ -326,7 +326,7 @@ fn weighted_sampling_draws_heavy_items_first_without_repeats() {
     let mut heavy_first = 0;
     for seed in 0..200 {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-        let two = pipeline::weighted_sample(&weights, 2, &mut rng);
+        let two = trainer::stages::split::weighted_sample(&weights, 2, &mut rng);
         heavy_first += usize::from(two.contains(&1) && two.contains(&4));
     }
     assert!(heavy_first >= 190, "{heavy_first}/200");
@@ -383,14 +383,14 @@ fn label_cleaning_leaves_out_confidently_contradicted_labels() {
         folds: 5,
         confidence: 0.8,
     };
-    let keep = pipeline::clean_labels(
+    let keep = trainer::student::clean_labels(
         &train,
         None,
         &validation,
         &cleaning,
         &training,
         "test",
-        &pipeline::RunRng::new(Some(7)).unwrap(),
+        &trainer::rng::RunRng::new(Some(7)).unwrap(),
         tch::Device::Cpu,
     )
     .unwrap();

@@ -97,13 +97,13 @@ pub const MAX_CONSECUTIVE_FAILURES: usize = 20;
 /// drained so the server sees an orderly close).
 const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
-/// The first 8 bytes, little-endian, of [`trainer::pipeline::request_hash`] (sha256 of method,
+/// The first 8 bytes, little-endian, of [`trainer::stages::split::request_hash`] (sha256 of method,
 /// target and body): identifies a request text. NOTE: the trainer's simulated split is now record
-/// by record ([`trainer::pipeline::split_by_record`]: copy k of a (request, label) is placed by
-/// [`trainer::pipeline::split_unit`]), so this number alone no longer tells the split; the old rule
+/// by record ([`trainer::stages::split::split_by_record`]: copy k of a (request, label) is placed by
+/// [`trainer::stages::split::split_unit`]), so this number alone no longer tells the split; the old rule
 /// `request_hash / 2^64 >= 0.8` was the split by request text.
 pub fn request_hash(record: &Record) -> u64 {
-    let h = trainer::pipeline::request_hash(record);
+    let h = trainer::stages::split::request_hash(record);
     u64::from_le_bytes(h[..8].try_into().expect("sha256 has 32 bytes"))
 }
 
@@ -664,7 +664,7 @@ mod tests {
     #[test]
     fn request_hash_is_the_number_the_split_reads() {
         let a = record("GET", b"/a?x=1", None);
-        let full = trainer::pipeline::request_hash(&a);
+        let full = trainer::stages::split::request_hash(&a);
         assert_eq!(request_hash(&a).to_le_bytes(), full[..8]);
         assert_eq!(request_hash(&a), request_hash(&a.clone()));
         assert_ne!(
@@ -677,8 +677,8 @@ mod tests {
         );
         // The simulated split places the first copy by `split_unit(record_key, 0)`.
         let config = trainer::config::SplitConfig::default();
-        let splits = trainer::pipeline::split_by_record(std::slice::from_ref(&a), &config);
-        let u = trainer::pipeline::split_unit(&trainer::pipeline::record_key(&a), 0);
+        let splits = trainer::stages::split::split_by_record(std::slice::from_ref(&a), &config);
+        let u = trainer::stages::split::split_unit(&trainer::stages::split::record_key(&a), 0);
         assert_eq!(
             splits.test.len() == 1,
             u >= config.private + config.public + config.validation

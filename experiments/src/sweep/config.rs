@@ -98,7 +98,7 @@ pub struct SweepDataset {
     pub splits: Option<Vec<SplitName>>,
 }
 
-/// The splits of `pipeline::split_by_record` (the simulation).
+/// The splits of `trainer::stages::split::split_by_record` (the simulation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SplitName {

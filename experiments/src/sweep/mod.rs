@@ -32,8 +32,9 @@ use config::{ExperimentKind, MechanismSpec, SplitName, SweepConfig, SweepDataset
 use report::{EpsilonPoint, ResultRow, SplitTable, SplitTableFile, SplitTableRow};
 use trainer::config::RunConfig;
 use trainer::metrics::{roc_curve, Metrics};
-use trainer::pipeline::{self, RunData, RunRng};
+use trainer::rng::RunRng;
 use trainer::stages;
+use trainer::stages::split::RunData;
 
 /// What a sweep did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,12 +316,12 @@ pub fn run_sweep_with(
         path: out.to_owned(),
         source,
     })?;
-    pipeline::write_file(
+    trainer::io::write_file(
         &out.join(".gitignore"),
         b"# models, features and matrices: large, rebuilt on demand\nwork/\n",
     )?;
     if !report_only {
-        pipeline::write_json(
+        trainer::io::write_json(
             &out.join("sweep.json"),
             &SweepSnapshot {
                 sweep: config,
@@ -704,7 +705,7 @@ fn write_json_in(path: &Path, value: &impl serde::Serialize) -> Result<()> {
             source,
         })?;
     }
-    Ok(pipeline::write_json(path, value)?)
+    Ok(trainer::io::write_json(path, value)?)
 }
 
 fn read_result(path: &Path) -> Option<ResultRow> {
@@ -719,7 +720,7 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
     let mut allowed: Vec<Option<Vec<SplitName>>> = Vec::new();
     let mut files = Vec::new();
     for d in &spec.datasets {
-        let r = pipeline::load_datasets(std::slice::from_ref(&d.source()))?;
+        let r = trainer::stages::split::load_datasets(std::slice::from_ref(&d.source()))?;
         allowed.extend(std::iter::repeat_n(d.splits.clone(), r.len()));
         files.extend(std::iter::repeat_n(d.path.clone(), r.len()));
         records.extend(r);
@@ -729,14 +730,14 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
         .as_ref()
         .map(|s| s.fractions())
         .ok_or(Error::Sweep(SweepProblem::BaseNotSimulation))?;
-    pipeline::drop_unread_headers(&mut records, &base.featurizer.config);
-    let s = pipeline::split_by_record(&records, &fractions);
+    trainer::stages::split::drop_unread_headers(&mut records, &base.featurizer.config);
+    let s = trainer::stages::split::split_by_record(&records, &fractions);
     let keep = |rows: Vec<usize>, split: SplitName| -> Vec<usize> {
         rows.into_iter()
             .filter(|&i| allowed[i].as_ref().is_none_or(|a| a.contains(&split)))
             .collect()
     };
-    let splits = pipeline::Splits {
+    let splits = trainer::stages::split::Splits {
         private: keep(s.private, SplitName::Private),
         public: keep(s.public, SplitName::Public),
         student_validation: keep(s.student_validation, SplitName::StudentValidation),
@@ -751,7 +752,7 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
         &splits.test,
     ];
     for (split, rows) in SplitName::ALL.iter().zip(roles) {
-        let distinct = pipeline::distinct(&records, rows);
+        let distinct = trainer::stages::split::distinct(&records, rows);
         let count = |rows: &[usize], l: datasets::Label| {
             rows.iter()
                 .filter(|&&i| records[i].label == Some(l))
@@ -818,9 +819,9 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
         .map_err(trainer::Error::from)?;
     let shared = stages::featurize::shared(base, featurizer, &data)?;
     let records = &data.records;
-    let validation_y = pipeline::labels_of(
+    let validation_y = trainer::stages::featurize::labels_of(
         records,
-        &pipeline::distinct(records, &data.splits.student_validation),
+        &trainer::stages::split::distinct(records, &data.splits.student_validation),
     )?;
     for (what, y) in [
         ("student validation", &validation_y),
@@ -834,10 +835,11 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
             }));
         }
     }
-    let distinct_public = pipeline::distinct(records, &data.splits.public).len();
-    let first_of: std::collections::HashSet<usize> = pipeline::distinct(records, &data.splits.test)
-        .into_iter()
-        .collect();
+    let distinct_public = trainer::stages::split::distinct(records, &data.splits.public).len();
+    let first_of: std::collections::HashSet<usize> =
+        trainer::stages::split::distinct(records, &data.splits.test)
+            .into_iter()
+            .collect();
     let test_distinct: Vec<usize> = (data.splits.test.iter().enumerate())
         .filter(|(_, i)| first_of.contains(i))
         .map(|(r, _)| r)
@@ -1018,7 +1020,7 @@ fn compute(
                 ctx.shared.private.y.len(),
                 training.batch_size
             );
-            let student = pipeline::train_student(
+            let student = trainer::student::train_student(
                 ctx.shared.private.clone(),
                 features.validation.clone(),
                 training,
@@ -1064,8 +1066,11 @@ fn ensemble_row(
     let test = &ctx.shared.test;
     let rows: Vec<usize> = stages::evaluate::ensemble_rows(config, test.x.rows, env)
         .unwrap_or_else(|| (0..test.x.rows).collect());
-    let share =
-        pipeline::ensemble_vote_fraction(&set.files, &test.x.select_rows(&rows), env.device)?;
+    let share = trainer::stages::vote::ensemble_vote_fraction(
+        &set.files,
+        &test.x.select_rows(&rows),
+        env.device,
+    )?;
     let y: Vec<bool> = rows.iter().map(|&r| test.y[r]).collect();
     set_metrics(row, &share, &y, 0.5);
     row.test_samples = y.len();
@@ -1076,8 +1081,11 @@ fn ensemble_row(
         .copied()
         .take(config.evaluation.ensemble_max.unwrap_or(usize::MAX))
         .collect();
-    let share =
-        pipeline::ensemble_vote_fraction(&set.files, &test.x.select_rows(&distinct), env.device)?;
+    let share = trainer::stages::vote::ensemble_vote_fraction(
+        &set.files,
+        &test.x.select_rows(&distinct),
+        env.device,
+    )?;
     let y: Vec<bool> = distinct.iter().map(|&r| test.y[r]).collect();
     let m = Metrics::compute(&share, &y, 0.5);
     row.tpr_distinct = m.tpr;
@@ -1197,17 +1205,17 @@ fn set_metrics(row: &mut ResultRow, scores: &[f32], labels: &[bool], threshold: 
 
 /// results.csv, summary.csv, summary.md, splits.csv, splits.md and plots/.
 fn write_outputs(out: &Path, rows: &[ResultRow], config: &SweepConfig) -> Result<()> {
-    pipeline::write_file(
+    trainer::io::write_file(
         &out.join("results.csv"),
         report::results_csv(rows).as_bytes(),
     )?;
     let cells = report::summarize(rows);
-    pipeline::write_file(
+    trainer::io::write_file(
         &out.join("summary.csv"),
         report::summary_csv(&cells).as_bytes(),
     )?;
     let header = "## Sweep summary\n\nPer cell: median [first–third quartile] over its students, on the test split. ε: δ of the base config; the data-dependent ε is a function of the private votes (not private to publish); the local ε = 2ρ is the per-query guarantee of the student-side Laplace noise (`privacy::privatize`). Written by `pate-experiments sweep`.";
-    pipeline::write_file(
+    trainer::io::write_file(
         &out.join("summary.md"),
         report::summary_md(&cells, header).as_bytes(),
     )?;
@@ -1249,8 +1257,11 @@ fn write_split_tables(out: &Path) -> Result<()> {
             md += &format!("| {} | {} |\n", t.data, row.replace(',', " | "));
         }
     }
-    pipeline::write_file(&out.join("splits.csv"), csv.as_bytes())?;
-    Ok(pipeline::write_file(&out.join("splits.md"), md.as_bytes())?)
+    trainer::io::write_file(&out.join("splits.csv"), csv.as_bytes())?;
+    Ok(trainer::io::write_file(
+        &out.join("splits.md"),
+        md.as_bytes(),
+    )?)
 }
 
 /// A short mechanism label for plot axes: `GNMax σ=12.3*` (* = matched).

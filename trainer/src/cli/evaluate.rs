@@ -7,7 +7,6 @@ use crate::cli::run::parse_device;
 use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::model_file::{load_teachers, ModelFile};
-use crate::pipeline;
 use crate::rundir::{resolve_path, sets, RunDir};
 
 /// Arguments of `pate-trainer evaluate`.
@@ -61,8 +60,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let device = device::resolve(args.device)?;
     let model = ModelFile::load(&model_path)?;
-    let x = pipeline::read_matrix(&features_path)?;
-    let y = pipeline::read_full_labels(&labels_path, "test labels must be 0 or 1")?;
+    let x = crate::io::read_matrix(&features_path)?;
+    let y = crate::io::read_full_labels(&labels_path, "test labels must be 0 or 1")?;
     if y.len() != x.rows {
         return Err(Error::RowCount {
             path: labels_path,
@@ -82,7 +81,7 @@ pub fn run(args: Args) -> Result<()> {
         .clone()
         .or_else(|| run.as_ref().map(|r| r.evaluation()))
     {
-        pipeline::write_json(&out, &evaluation.report)?;
+        crate::io::write_json(&out, &evaluation.report)?;
     }
     let roc = match (&args.roc, &run) {
         (Some(svg), _) if svg.extension().is_some_and(|e| e == "png") => {

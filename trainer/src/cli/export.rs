@@ -20,17 +20,9 @@ use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::model_file::ModelFile;
 use crate::report::ExportedParts;
-
-/// The student's model file inside a run directory (a [`ModelFile`], safetensors).
-pub const RUN_STUDENT_FILE: &str = "student.safetensors";
-/// The model of single parts inside a run directory (a [`ModelFile`], when the run made one).
-pub const RUN_PART_MODEL_FILE: &str = "part_model.safetensors";
-/// The featurizer artifact inside a run directory.
-pub const RUN_FEATURIZER_FILE: &str = "featurizer.json";
-/// The run report inside a run directory (privacy report and test metrics).
-pub const RUN_REPORT_FILE: &str = "report.json";
-/// The bundle directory inside a run directory.
-pub const RUN_BUNDLE_DIR: &str = "bundle";
+use crate::rundir::{
+    RUN_BUNDLE_DIR, RUN_FEATURIZER_FILE, RUN_PART_MODEL_FILE, RUN_REPORT_FILE, RUN_STUDENT_FILE,
+};
 
 /// Arguments of `pate-trainer export`.
 #[derive(Debug, clap::Args)]

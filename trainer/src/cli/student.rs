@@ -11,7 +11,7 @@ use crate::dense::DenseMatrix;
 use crate::device::{self, DeviceChoice};
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
-use crate::pipeline::{self, RunRng};
+use crate::rng::RunRng;
 use crate::rundir::PUBLIC_POOL_SET;
 use crate::rundir::{resolve_path, sets, RunDir};
 
@@ -86,8 +86,8 @@ pub fn run(args: Args) -> Result<()> {
     let featurizer = featurizer::Featurizer::load(&featurizer_path)?;
 
     let (queries, labels, answered) = read_answered_queries(&queries_path, &labels_path)?;
-    let validation = pipeline::read_matrix(&validation_path)?;
-    let validation_labels = pipeline::read_full_labels(
+    let validation = crate::io::read_matrix(&validation_path)?;
+    let validation_labels = crate::io::read_full_labels(
         &validation_labels_path,
         "validation labels must all be 0 or 1",
     )?;
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let pool = if config.student.self_training.rounds > 0 {
         let pool_path = pick(&args.pool, &|r| r.features(PUBLIC_POOL_SET), "pool")?;
-        let m = pipeline::read_matrix(&pool_path)?;
+        let m = crate::io::read_matrix(&pool_path)?;
         check_width(&pool_path, &m)?;
         Some(m)
     } else {
@@ -168,8 +168,8 @@ fn read_answered_queries(
     queries_path: &Path,
     labels_path: &Path,
 ) -> Result<(DenseMatrix, Vec<Option<bool>>, Vec<usize>)> {
-    let queries = pipeline::read_matrix(queries_path)?;
-    let labels = pipeline::read_labels(labels_path)?;
+    let queries = crate::io::read_matrix(queries_path)?;
+    let labels = crate::io::read_labels(labels_path)?;
     if labels.len() != queries.rows {
         return Err(Error::RowCount {
             path: labels_path.to_owned(),
@@ -219,5 +219,5 @@ pub struct StudentSummary {
     /// Its training.
     pub training: crate::ensemble::MemberReport,
     /// What the `student:` options did.
-    pub options: crate::pipeline::StudentExtras,
+    pub options: crate::student::StudentExtras,
 }

@@ -18,7 +18,7 @@ use crate::cli::run::parse_device;
 use crate::config::RunConfig;
 use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result, UsageProblem};
-use crate::pipeline::{self, RunRng};
+use crate::rng::RunRng;
 use crate::rundir::RunDir;
 use crate::stages;
 
@@ -124,10 +124,10 @@ pub fn run(args: Args) -> Result<()> {
                 limit: None,
             })
             .collect();
-        let records = pipeline::load_datasets(&sources)?;
+        let records = crate::stages::split::load_datasets(&sources)?;
         let all: Vec<usize> = (0..records.len()).collect();
-        let x = pipeline::featurize_rows(&featurizer, &records, &all);
-        let y = pipeline::labels_of(&records, &all)?;
+        let x = crate::stages::featurize::featurize_rows(&featurizer, &records, &all);
+        let y = crate::stages::featurize::labels_of(&records, &all)?;
         let mut shards = vec![None; n];
         shards[i] = Some((x, y));
         let mut partition = vec![Vec::new(); n];
@@ -166,7 +166,7 @@ pub fn run(args: Args) -> Result<()> {
                 },
             });
         }
-        let data = pipeline::load_run_data(&config)?;
+        let data = crate::stages::split::load_run_data(&config)?;
         let featurizer = if featurizer_path.exists() {
             featurizer::Featurizer::load(&featurizer_path)?
         } else {
@@ -182,7 +182,7 @@ pub fn run(args: Args) -> Result<()> {
         };
         let (records, splits) = (data.records, data.splits);
         let private_rows =
-            pipeline::teacher_rows(&records, &splits.private, config.teachers.weighting());
+            crate::teachers::teacher_rows(&records, &splits.private, config.teachers.weighting());
         let partition = stages::teach::shards(&config, &records, &private_rows)?;
         let shards = partition
             .iter()
@@ -193,8 +193,8 @@ pub fn run(args: Args) -> Result<()> {
                 }
                 let idx: Vec<usize> = rows.iter().map(|&j| private_rows[j]).collect();
                 Ok(Some((
-                    pipeline::featurize_rows(&featurizer, &records, &idx),
-                    pipeline::labels_of(&records, &idx)?,
+                    crate::stages::featurize::featurize_rows(&featurizer, &records, &idx),
+                    crate::stages::featurize::labels_of(&records, &idx)?,
                 )))
             })
             .collect::<Result<Vec<_>>>()?;

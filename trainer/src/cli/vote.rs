@@ -15,7 +15,6 @@ use crate::cli::run::parse_device;
 use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::model_file::{load_teachers, ModelFile};
-use crate::pipeline;
 use crate::report::MechanismName;
 use crate::rundir::{resolve_path, sets, RunDir};
 
@@ -80,7 +79,7 @@ pub fn run(args: Args) -> Result<()> {
             (load_teachers(&dir)?, dir)
         }
     };
-    let queries = pipeline::read_matrix(&queries_path)?;
+    let queries = crate::io::read_matrix(&queries_path)?;
     let input = teachers[0].weights.dims()[0];
     if queries.cols != input {
         return Err(Error::FeatureWidth {

@@ -7,7 +7,6 @@ use privacy::accountant::{AccountOptions, EpsilonReport};
 
 use crate::config::{Mechanism, RunConfig};
 use crate::error::{Error, Result, VoteProblem};
-use crate::pipeline;
 use crate::rundir::RunDir;
 
 /// The noisy labels of a run and what they cost.
@@ -48,7 +47,7 @@ pub struct LedgerSummary {
 }
 
 /// Calibrated aggregation (`aggregation.malicious_vote_share`, `--malicious-vote-share`): the
-/// votes of `teachers` teachers with the constant, data-independent shift of [`pipeline::shift_votes`]
+/// votes of `teachers` teachers with the constant, data-independent shift of [`crate::votes::shift_votes`]
 /// for a vote share `share`; unchanged at 0.5 (plurality). The noisy aggregation and the
 /// accountant both take the shifted votes.
 pub fn calibrate(
@@ -62,7 +61,7 @@ pub fn calibrate(
     if share == 0.5 {
         return Ok(votes);
     }
-    pipeline::shift_votes(&votes, share, teachers)
+    crate::votes::shift_votes(&votes, share, teachers)
 }
 
 /// [`calibrate`] for a vote file of unknown teacher count (the `aggregate` and `account`
@@ -152,7 +151,7 @@ fn vote_labels(
         &format!(
             "aggregate with {} (malicious at a vote share of {share}: +{} on the malicious count)",
             mechanism.name(),
-            pipeline::vote_share_shift(share, teachers)
+            crate::votes::vote_share_shift(share, teachers)
         ),
         started,
     );
@@ -312,8 +311,8 @@ pub fn record_in_ledger(
 
 /// Writes `aggregate.labels` and `privacy.json`.
 pub fn write(run: &RunDir, a: &Aggregation) -> Result<()> {
-    pipeline::write_labels(&run.aggregate_labels(), &a.labels)?;
-    pipeline::write_json(&run.privacy(), &a.epsilon)
+    crate::io::write_labels(&run.aggregate_labels(), &a.labels)?;
+    crate::io::write_json(&run.privacy(), &a.epsilon)
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use tch::Device;
 use crate::ensemble::Ensemble;
 use crate::metrics::{roc_curve, Metrics, RocPoint};
 use crate::model_file::ModelFile;
-use crate::pipeline::{self, RunData};
 use crate::report::{EvaluationReport, TestView, TprAtFpr, TEACHER_ENSEMBLE_SCORE};
 use crate::rundir::RunDir;
+use crate::stages::split::RunData;
 
 use super::featurize::Features;
 use super::Env;
@@ -113,11 +113,13 @@ pub fn ensemble_rows(config: &RunConfig, test_rows: usize, env: &Env) -> Option<
         .ensemble_max
         .filter(|&m| m < test_rows)
         .map(|m| {
-            let mut rows: Vec<usize> =
-                pipeline::shuffled(test_rows, &mut env.rng.stream("ensemble-evaluation"))
-                    .into_iter()
-                    .take(m)
-                    .collect();
+            let mut rows: Vec<usize> = crate::stages::split::shuffled(
+                test_rows,
+                &mut env.rng.stream("ensemble-evaluation"),
+            )
+            .into_iter()
+            .take(m)
+            .collect();
             rows.sort_unstable();
             rows
         })
@@ -171,7 +173,7 @@ pub fn run(
         .enumerate()
         .map(|(k, &r)| (r, k))
         .collect();
-    let distinct_test: Vec<usize> = pipeline::distinct(records, &splits.test)
+    let distinct_test: Vec<usize> = crate::stages::split::distinct(records, &splits.test)
         .iter()
         .filter_map(|r| position.get(r).copied())
         .collect();
@@ -182,10 +184,14 @@ pub fn run(
     let public_hashes: HashSet<[u8; 32]> = splits
         .public
         .iter()
-        .map(|&i| pipeline::request_hash(&records[i]))
+        .map(|&i| crate::stages::split::request_hash(&records[i]))
         .collect();
     let novel_test: Vec<usize> = (0..splits.test.len())
-        .filter(|&k| !public_hashes.contains(&pipeline::request_hash(&records[splits.test[k]])))
+        .filter(|&k| {
+            !public_hashes.contains(&crate::stages::split::request_hash(
+                &records[splits.test[k]],
+            ))
+        })
         .collect();
     let novel = if novel_test.is_empty() {
         None
@@ -202,7 +208,7 @@ pub fn run(
 /// Writes `roc.svg`, `roc.png` and `evaluation.json`.
 pub fn write(run: &RunDir, e: &Evaluated) -> Result<()> {
     e.evaluation.roc_plot()?.write(&run.roc(), &run.roc_png())?;
-    pipeline::write_json(&run.evaluation(), &e.evaluation.report)
+    crate::io::write_json(&run.evaluation(), &e.evaluation.report)
 }
 
 /// Scores of one model (e.g. the student) with libtorch.

@@ -6,12 +6,12 @@ use crate::cli::export::{bundle_metrics, export_bundle};
 use crate::config::{FitOn, RunConfig};
 use crate::device;
 use crate::error::{Error, Result};
-use crate::pipeline::{self, RunData};
 use crate::report::{
     FeaturizerSummary, LedgerReport, MechanismName, Report, SplitSizes, StudentOptions,
     TrainingSummary, LABEL_AGREEMENT_NOTE,
 };
 use crate::rundir::{RunDir, RunManifest, LEDGER_FILE};
+use crate::stages::split::RunData;
 
 use super::aggregate::{Aggregation, LedgerSummary};
 use super::evaluate::Evaluated;
@@ -142,7 +142,7 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
         student_distinct_test: p.evaluated.distinct.clone(),
         student_novel_test: p.evaluated.novel.clone(),
         malicious_vote_share: share,
-        vote_shift: pipeline::vote_share_shift(share, teachers),
+        vote_shift: crate::votes::vote_share_shift(share, teachers),
         teacher_ensemble_metrics: evaluation.teacher_ensemble.clone(),
         teacher_ensemble_tpr_at_fpr: evaluation.teacher_ensemble_tpr_at_fpr,
         student_options: student_options(p),
@@ -210,7 +210,7 @@ pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report
         },
     )?;
     report.seconds = p.env.started.elapsed().as_secs_f64();
-    pipeline::write_json(&run.report(), &report)?;
+    crate::io::write_json(&run.report(), &report)?;
     manifest.record(run, "export+report", &[run.bundle(), run.report()])?;
     Ok(report)
 }

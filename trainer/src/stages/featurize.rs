@@ -9,8 +9,8 @@ use crate::config::{FitOn, RarityOn, RunConfig};
 use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
-use crate::pipeline::{self, RunData, Splits};
 use crate::rundir::{sets, RunDir, PUBLIC_POOL_SET};
+use crate::stages::split::{RunData, Splits};
 
 use super::split::QueryPlan;
 
@@ -136,8 +136,8 @@ pub fn fit(config: &RunConfig, data: &RunData) -> Result<Featurizer> {
 
 fn labelled(f: &Featurizer, records: &[datasets::Record], rows: &[usize]) -> Result<LabeledRows> {
     Ok(LabeledRows {
-        x: pipeline::featurize_rows(f, records, rows),
-        y: pipeline::labels_of(records, rows)?,
+        x: crate::stages::featurize::featurize_rows(f, records, rows),
+        y: crate::stages::featurize::labels_of(records, rows)?,
     })
 }
 
@@ -145,7 +145,7 @@ fn labelled(f: &Featurizer, records: &[datasets::Record], rows: &[usize]) -> Res
 pub fn shared(config: &RunConfig, featurizer: Featurizer, data: &RunData) -> Result<Shared> {
     let records = &data.records;
     let private_rows =
-        pipeline::teacher_rows(records, &data.splits.private, config.teachers.weighting());
+        crate::teachers::teacher_rows(records, &data.splits.private, config.teachers.weighting());
     let private = labelled(&featurizer, records, &private_rows)?;
     let test = labelled(&featurizer, records, &data.splits.test)?;
     Ok(Shared {
@@ -172,19 +172,19 @@ pub fn student_side(
         None => labelled(featurizer, records, &plan.validation_rows)?,
         Some(folds) => LabeledRows {
             x: folds.featurize(records, &plan.validation_rows),
-            y: pipeline::labels_of(records, &plan.validation_rows)?,
+            y: crate::stages::featurize::labels_of(records, &plan.validation_rows)?,
         },
     };
     // The public role's labels are never read for training: the queries may be unlabelled. Where
     // they are labelled, the labels only feed the report's agreement diagnostic.
-    let queries_x = pipeline::featurize_rows(featurizer, records, &plan.query_rows);
+    let queries_x = crate::stages::featurize::featurize_rows(featurizer, records, &plan.query_rows);
     let queries_y = plan
         .query_rows
         .iter()
         .map(|&i| records[i].label.map(|l| l == datasets::Label::Malicious))
         .collect();
     let pool_x = (config.student.self_training.rounds > 0)
-        .then(|| pipeline::featurize_rows(featurizer, records, &plan.pool_rows));
+        .then(|| crate::stages::featurize::featurize_rows(featurizer, records, &plan.pool_rows));
     Ok(Features {
         shared,
         validation,
@@ -331,16 +331,16 @@ pub fn write(run: &RunDir, f: &Features) -> Result<Vec<PathBuf>> {
         (sets::STUDENT_VALIDATION, &f.validation),
         (sets::TEST, &f.test),
     ] {
-        pipeline::write_matrix(&run.features(set), &rows.x)?;
+        crate::io::write_matrix(&run.features(set), &rows.x)?;
         let labels: Vec<Option<bool>> = rows.y.iter().map(|&l| Some(l)).collect();
-        pipeline::write_labels(&run.labels(set), &labels)?;
+        crate::io::write_labels(&run.labels(set), &labels)?;
         written.extend([run.features(set), run.labels(set)]);
     }
-    pipeline::write_matrix(&run.features(sets::QUERIES), &f.queries_x)?;
-    pipeline::write_labels(&run.labels(sets::QUERIES), &f.queries_y)?;
+    crate::io::write_matrix(&run.features(sets::QUERIES), &f.queries_x)?;
+    crate::io::write_labels(&run.labels(sets::QUERIES), &f.queries_y)?;
     written.extend([run.features(sets::QUERIES), run.labels(sets::QUERIES)]);
     if let Some(x) = &f.pool_x {
-        pipeline::write_matrix(&run.features(PUBLIC_POOL_SET), x)?;
+        crate::io::write_matrix(&run.features(PUBLIC_POOL_SET), x)?;
         written.push(run.features(PUBLIC_POOL_SET));
     }
     Ok(written)
@@ -381,7 +381,7 @@ pub fn labels_of(records: &[datasets::Record], indices: &[usize]) -> Result<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::Splits;
+    use crate::stages::split::Splits;
 
     fn record(target: &str, label: datasets::Label) -> datasets::Record {
         datasets::Record {

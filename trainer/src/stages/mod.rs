@@ -26,8 +26,8 @@ use tch::Device;
 use crate::config::RunConfig;
 use crate::device;
 use crate::error::{Error, Result};
-use crate::pipeline::{self, RunRng};
 use crate::report::Report;
+use crate::rng::RunRng;
 use crate::rundir::{RunDir, RunManifest};
 
 /// Prints a stage banner with the time since the run started.
@@ -80,7 +80,7 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
         what: run.config().display().to_string(),
         source,
     })?;
-    pipeline::write_file(&run.config(), config_yaml.as_bytes())?;
+    crate::io::write_file(&run.config(), config_yaml.as_bytes())?;
     let config_json =
         serde_json::to_value(config).map_err(Error::serialize("the configuration"))?;
     let mut manifest =

@@ -6,8 +6,9 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{DatasetSource, QuerySelection, RunConfig, SplitConfig};
 use crate::error::{Error, Result};
-use crate::pipeline::{self, file_sha256, RunRng};
+use crate::io::file_sha256;
 use crate::report::{SplitCounts, SplitLines, SplitsReport};
+use crate::rng::RunRng;
 use crate::rundir::RunDir;
 
 /// The student's side of the split: which distinct public requests the teachers are asked about,
@@ -84,7 +85,7 @@ pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
         ),
         started,
     );
-    let data = pipeline::load_run_data(config)?;
+    let data = crate::stages::split::load_run_data(config)?;
     let (records, splits) = (&data.records, &data.splits);
     // A data set that cannot train a detector (one class only, e.g. a benign-only file) is
     // refused before anything is written, naming the files; the per-split check after
@@ -155,7 +156,7 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
     // Queries and validation samples are DISTINCT requests: asking the teachers the same request
     // again costs privacy budget and teaches the student nothing new (CSIC repeats some requests
     // hundreds of times, and the hash split keeps all copies in one split).
-    let distinct_public = pipeline::distinct(records, &splits.public);
+    let distinct_public = crate::stages::split::distinct(records, &splits.public);
     if distinct_public.len() < student.queries {
         return Err(Error::key(
             "student.queries",
@@ -166,11 +167,11 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
             ),
         ));
     }
-    let public_multiplicity = pipeline::multiplicities(records, &splits.public);
+    let public_multiplicity = crate::stages::split::multiplicities(records, &splits.public);
     // The validation samples first (their own stream): with `student.validation_labels` the
     // draw's requests they hold are labelled by them instead of asked.
-    let distinct_validation = pipeline::distinct(records, &splits.student_validation);
-    let validation_order: Vec<usize> = pipeline::shuffled(
+    let distinct_validation = crate::stages::split::distinct(records, &splits.student_validation);
+    let validation_order: Vec<usize> = crate::stages::split::shuffled(
         distinct_validation.len(),
         &mut rng.stream("student-validation"),
     )
@@ -183,11 +184,15 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .collect();
     let mut query_rng = rng.stream("queries");
     let draw: Vec<usize> = match student.query_selection {
-        QuerySelection::Distinct => pipeline::shuffled(distinct_public.len(), &mut query_rng),
-        QuerySelection::Traffic => {
-            pipeline::weighted_sample(&public_multiplicity, distinct_public.len(), &mut query_rng)
+        QuerySelection::Distinct => {
+            crate::stages::split::shuffled(distinct_public.len(), &mut query_rng)
         }
-        QuerySelection::Head => pipeline::head_then_uniform(
+        QuerySelection::Traffic => crate::stages::split::weighted_sample(
+            &public_multiplicity,
+            distinct_public.len(),
+            &mut query_rng,
+        ),
+        QuerySelection::Head => crate::stages::split::head_then_uniform(
             &public_multiplicity,
             (student.head_share * student.queries as f64).round() as usize,
             &mut query_rng,
@@ -237,7 +242,8 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .map(|&i| distinct_public[i])
         .collect();
     // Traffic weights (student.multiplicity_cap): copies of each answered query / validation row.
-    let validation_multiplicity = pipeline::multiplicities(records, &splits.student_validation);
+    let validation_multiplicity =
+        crate::stages::split::multiplicities(records, &splits.student_validation);
     let cap = student.multiplicity_cap.unwrap_or(1);
     let query_copies: Vec<usize> = query_order[..asked]
         .iter()
@@ -343,7 +349,7 @@ pub fn write(run: &RunDir, config: &RunConfig, data: &RunData, plan: &QueryPlan)
             test: where_from(&splits.test),
         },
     };
-    pipeline::write_json(&run.splits(), &report)
+    crate::io::write_json(&run.splits(), &report)
 }
 
 /// Loads every dataset of the config (label override and limit applied). Errors name the file
@@ -545,7 +551,7 @@ pub fn write_csic_by_label(
                 _ => continue,
             }
         }
-        pipeline::write_file(&path, &bytes)?;
+        crate::io::write_file(&path, &bytes)?;
         counts.push((name, written));
     }
     Ok(counts)

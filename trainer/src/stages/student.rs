@@ -6,10 +6,13 @@ use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
-use crate::pipeline::{self, RunData, RunRng, StudentExtras};
+use crate::rng::RunRng;
+use crate::stages::split::RunData;
+use crate::student::StudentExtras;
 
 use crate::part_model::PartExamples;
 use crate::public_examples::Spot;
+use crate::report::CleaningReport;
 
 use super::featurize::{self, Features};
 use super::split::QueryPlan;
@@ -34,17 +37,6 @@ pub struct Student {
     /// Drawn requests labelled by the validation split instead of asked
     /// (`student.validation_labels`; None when off).
     pub validation_labels_known: Option<usize>,
-}
-
-/// The answered labels [`pipeline::clean_labels`] left out of the student's training.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CleaningReport {
-    /// Labels "malicious" left out.
-    pub dropped_malicious: usize,
-    /// Labels "benign" left out.
-    pub dropped_benign: usize,
-    /// In a simulation (the queries' true labels known): how many of those left out were wrong.
-    pub dropped_wrong: Option<usize>,
 }
 
 /// Share of the answered queries with a known label whose noisy label equals it.
@@ -132,7 +124,10 @@ fn public_examples(
     } else if pe.validation > 0 {
         malicious.sort();
         malicious.dedup();
-        let order = pipeline::shuffled(malicious.len(), &mut rng.stream("public-examples-holdout"));
+        let order = crate::stages::split::shuffled(
+            malicious.len(),
+            &mut rng.stream("public-examples-holdout"),
+        );
         let keep = malicious.len().div_ceil(10);
         let mut hold = vec![false; malicious.len()];
         for &i in order.iter().take(keep) {
@@ -146,7 +141,10 @@ fn public_examples(
     let (mut user_agents, mut held_out_user_agents) = (Vec::new(), Vec::new());
     if let Some(path) = &pe.user_agents {
         let all = crate::public_examples::load_user_agents(path)?;
-        let order = pipeline::shuffled(all.len(), &mut rng.stream("public-examples-user-agents"));
+        let order = crate::stages::split::shuffled(
+            all.len(),
+            &mut rng.stream("public-examples-user-agents"),
+        );
         let keep = if pe.validation > 0 {
             all.len().div_ceil(10).min(all.len() - 1)
         } else {
@@ -257,7 +255,7 @@ fn public_examples(
         Vec::new()
     };
     let mut train = LabeledRows {
-        x: pipeline::featurize_rows(&features.featurizer, &examples, &rows),
+        x: crate::stages::featurize::featurize_rows(&features.featurizer, &examples, &rows),
         y: is_malicious(&examples),
     };
     if pe.content_only_copies && features.featurizer.format_checks() {
@@ -268,7 +266,7 @@ fn public_examples(
             copied.len()
         );
         let copies = LabeledRows {
-            x: pipeline::featurize_rows(&content_only, &examples, &copied),
+            x: crate::stages::featurize::featurize_rows(&content_only, &examples, &copied),
             y: copied.iter().map(|&i| train.y[i]).collect(),
         };
         train = concat(train, copies)?;
@@ -546,7 +544,7 @@ pub fn run(
                 .student
                 .multiplicity_cap
                 .map(|_| answered.iter().map(|&i| plan.query_copies[i]).collect());
-            let keep = pipeline::clean_labels(
+            let keep = crate::student::clean_labels(
                 &answered_rows,
                 copies.as_deref(),
                 &features.validation,
@@ -605,7 +603,11 @@ pub fn run(
         validation = concat(
             validation,
             LabeledRows {
-                x: pipeline::featurize_rows(&features.featurizer, &e.validation, &rows),
+                x: crate::stages::featurize::featurize_rows(
+                    &features.featurizer,
+                    &e.validation,
+                    &rows,
+                ),
                 y: is_malicious(&e.validation),
             },
         )?;
@@ -632,7 +634,7 @@ pub fn run(
         && config.student.threshold_rule == crate::config::ThresholdRule::TargetFpr
         && config.student.multiplicity_cap.is_some();
     let validation_rows = rechoose.then(|| validation.clone());
-    let (mut model, mut extras) = pipeline::train_student_full(
+    let (mut model, mut extras) = crate::student::train_student_full(
         train,
         validation,
         copies.as_ref().map(|(a, v)| (a.as_slice(), v.as_slice())),
@@ -708,7 +710,7 @@ pub fn run(
             // Each distinct benign part is one row weighted by its count: the same loss as its
             // copies (`MemberData::train_weights`) in a third of the rows. The held-out parts
             // (the best epoch's choice) count once each.
-            let mut part = pipeline::train_student_weighted(
+            let mut part = crate::student::train_student_weighted(
                 train.rows(dim),
                 Some(train.weights.clone()),
                 validation.rows(dim),
@@ -944,7 +946,7 @@ fn content_only_threshold(
             .map(|(&x, _)| x)
             .collect();
         own.push(
-            pipeline::lowest_benign_threshold(
+            crate::calibrate::lowest_benign_threshold(
                 &benign,
                 budget,
                 student.target_fpr_confidence,
@@ -1088,7 +1090,7 @@ fn part_offsets(
             .flat_map(|r| std::iter::repeat_n(r.unshifted(), r.copies))
             .collect();
         OffsetGroup {
-            allowed: pipeline::benign_allowance(&unshifted, share, confidence, rng),
+            allowed: crate::calibrate::benign_allowance(&unshifted, share, confidence, rng),
             rows,
         }
     };
@@ -1238,8 +1240,8 @@ fn site_threshold(
     purpose: &str,
 ) -> Option<f32> {
     match student.target_fpr_confidence {
-        None => pipeline::target_fpr_threshold(scores, labels, student.target_fpr),
-        Some(confidence) => pipeline::confident_target_fpr_threshold(
+        None => crate::calibrate::target_fpr_threshold(scores, labels, student.target_fpr),
+        Some(confidence) => crate::calibrate::confident_target_fpr_threshold(
             scores,
             labels,
             student.target_fpr,
@@ -1320,7 +1322,7 @@ fn choose_threshold(
             match &placed_budget {
                 None => site,
                 Some((s, l, fpr)) => {
-                    let placed = pipeline::target_fpr_threshold(s, l, *fpr).ok_or(
+                    let placed = crate::calibrate::target_fpr_threshold(s, l, *fpr).ok_or(
                         Error::Threshold("the placed validation examples need both classes"),
                     )?;
                     tracing::info!(
@@ -1335,7 +1337,7 @@ fn choose_threshold(
         crate::config::ThresholdRule::AnsweredBenign => {
             let (s, weights) =
                 answered_benign.ok_or(Error::Threshold("no answered query was scored"))?;
-            pipeline::weighted_quantile_threshold(&s, &weights, student.target_fpr)
+            crate::calibrate::weighted_quantile_threshold(&s, &weights, student.target_fpr)
                 .ok_or(Error::Threshold("no answered query was labelled benign"))?
         }
     };
@@ -1379,7 +1381,7 @@ pub fn from_labels(
         y: answered.iter().filter_map(|&i| labels[i]).collect(),
     };
     if let Some(cleaning) = &config.student.label_cleaning {
-        let keep = pipeline::clean_labels(
+        let keep = crate::student::clean_labels(
             &train,
             None,
             &validation,
@@ -1397,7 +1399,7 @@ pub fn from_labels(
         );
         train = train.select(&kept);
     }
-    pipeline::train_student_full(
+    crate::student::train_student_full(
         train,
         validation,
         None,
@@ -1414,7 +1416,7 @@ pub fn from_labels(
 mod tests {
     use super::*;
     use crate::ensemble::TrainConfig;
-    use crate::pipeline::train_student;
+    use crate::student::train_student;
 
     /// The public examples' benign templates: the queries the teachers labelled benign, and the
     /// public copy of each drawn request the validation split labels benign (not the validation

@@ -10,8 +10,9 @@ use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result, TeacherProblem};
 use crate::model_file::{load_teachers, ModelFile};
-use crate::pipeline::{self, RunRng, TeachJob};
+use crate::rng::RunRng;
 use crate::rundir::RunDir;
+use crate::teachers::TeachJob;
 
 use super::featurize::Features;
 use super::Env;
@@ -41,7 +42,7 @@ pub fn shards(
     private_rows: &[usize],
 ) -> Result<Vec<Vec<usize>>> {
     let count = config.teachers.count;
-    let shards = pipeline::teacher_shards(
+    let shards = crate::teachers::teacher_shards(
         records,
         private_rows,
         count,
@@ -115,7 +116,7 @@ pub fn add_tamperings(
             })
             .collect();
         let rows: Vec<usize> = (0..tampered.len()).collect();
-        let extra = pipeline::featurize_rows(featurizer, &tampered, &rows);
+        let extra = crate::stages::featurize::featurize_rows(featurizer, &tampered, &rows);
         x.values.extend_from_slice(&extra.values);
         x.rows += extra.rows;
         y.extend(std::iter::repeat_n(true, extra.rows));
@@ -144,7 +145,7 @@ pub fn train(
         out_dir: dir,
         device,
     };
-    pipeline::teach(&job, rng)
+    crate::teachers::teach(&job, rng)
 }
 
 /// Loads the `count` teachers of `dir`, refusing a directory holding another number.
@@ -173,7 +174,7 @@ pub fn run(
     let count = config.teachers.count;
     super::banner(&format!("teach {count} teachers"), env.started);
     let shards = shards(config, records, &features.private_rows)?;
-    pipeline::write_json(&run.shards(), &shards)?;
+    crate::io::write_json(&run.shards(), &shards)?;
     let mut data: Vec<_> = shard_data(&features.private, &shards)
         .into_iter()
         .map(Some)
@@ -233,8 +234,8 @@ mod tests {
         shard: &[usize],
     ) -> (DenseMatrix, Vec<bool>) {
         (
-            pipeline::featurize_rows(f, records, shard),
-            pipeline::labels_of(records, shard).unwrap(),
+            crate::stages::featurize::featurize_rows(f, records, shard),
+            crate::stages::featurize::labels_of(records, shard).unwrap(),
         )
     }
 

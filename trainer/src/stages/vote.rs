@@ -7,7 +7,6 @@ use crate::dense::DenseMatrix;
 use crate::ensemble::{count_votes, Ensemble};
 use crate::error::Result;
 use crate::model_file::ModelFile;
-use crate::pipeline;
 use crate::rundir::{sets, RunDir};
 
 use super::Env;
@@ -93,7 +92,7 @@ pub fn run(
 
 /// Writes `features/queries.sent.f32` and `votes.csv`.
 pub fn write(run: &RunDir, v: &Votes) -> Result<()> {
-    pipeline::write_matrix(&run.features(sets::QUERIES_SENT), &v.sent)?;
+    crate::io::write_matrix(&run.features(sets::QUERIES_SENT), &v.sent)?;
     privacy::votes::write_vote_file(&run.votes(), &v.votes)?;
     Ok(())
 }
