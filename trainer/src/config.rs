@@ -1044,6 +1044,27 @@ impl RunConfig {
 
     /// The datasets: the four roles, or a simulation split from `split.simulate_from`.
     fn validate_datasets(&self) -> Result<()> {
+        // `limit` keeps a file's first N records: removing one private line brings line N + 1
+        // in, so neighbouring files differ in two records (two teachers) and the published ε
+        // (one record) would not hold. Seeded runs are experiments, not private anyway.
+        let private_sources = self
+            .private
+            .iter()
+            .chain(self.split.iter().flat_map(|s| &s.simulate_from));
+        if self.seed.is_none() && private_sources.clone().any(|d| d.limit.is_some()) {
+            let key = if self.split.is_some() {
+                "split.simulate_from"
+            } else {
+                "private"
+            };
+            return bad(
+                key,
+                "limit: is refused on private data: keeping a file's first N records turns \
+                 one record removed into one replaced (two teachers), which the published ε \
+                 does not cover; cut the file instead"
+                    .into(),
+            );
+        }
         let roles = [
             ("private", self.private.len()),
             ("public", self.public.len()),

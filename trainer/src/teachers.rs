@@ -184,6 +184,11 @@ pub fn shard_hash(
     hex::encode(h.finalize())
 }
 
+/// How a teacher is trained beyond its config, in every teacher's data hash: a teacher saved by
+/// batched training (padded to the largest shard, so not a function of its own shard) never
+/// matches and is trained again.
+pub const TEACHER_PROCEDURE: &str = "one teacher at a time, own shard's shapes";
+
 /// Everything a teaching stage needs.
 pub struct TeachJob<'a> {
     /// One `(features, labels)` per shard to train; `None` for shards this job does not train.
@@ -215,6 +220,7 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
         "training": job.training,
         "holdout_fraction": job.holdout_fraction,
         "holdout_max": job.holdout_max,
+        "procedure": TEACHER_PROCEDURE,
     });
     let mut todo = Vec::new();
     let mut reused = 0;

@@ -279,3 +279,42 @@ fn neighbouring_data_changes_one_linear_teacher_only() {
 fn neighbouring_data_changes_one_network_teacher_only() {
     premise_holds(NETWORK);
 }
+
+/// A teacher's data hash (what decides whether a saved teacher is reused) covers how it was
+/// trained: one saved by the batched training of before, whose hash lacked the procedure, is
+/// not reused.
+#[test]
+fn teachers_saved_by_batched_training_are_not_reused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let private = premise_dir().join("private.csv");
+    let saved = teach(tmp.path(), &private, NETWORK);
+    let config = RunConfig::load(&tmp.path().join("config.yaml")).unwrap();
+    let data = trainer::stages::split::load_run_data(&config).unwrap();
+    let rows = trainer::teachers::teacher_rows(
+        &data.records,
+        &data.splits.private,
+        config.teachers.weighting(),
+    );
+    let shards = trainer::stages::teach::shards(&config, &data.records, &rows).unwrap();
+    let f = featurizer::Featurizer::load(&tmp.path().join("run/featurizer.json")).unwrap();
+    let shard: Vec<usize> = shards[0].iter().map(|&j| rows[j]).collect();
+    let x = trainer::stages::featurize::featurize_rows(&f, &data.records, &shard);
+    let y = trainer::stages::featurize::labels_of(&data.records, &shard).unwrap();
+    let t = &config.teachers;
+    let hash = |procedure: Option<&str>| {
+        let mut json = serde_json::json!({
+            "training": t.training,
+            "holdout_fraction": t.holdout_fraction,
+            "holdout_max": t.holdout_max,
+        });
+        if let Some(p) = procedure {
+            json["procedure"] = p.into();
+        }
+        trainer::teachers::shard_hash(f.content_hash(), &x, &y, &json)
+    };
+    assert_eq!(
+        saved[0].info.data_hash,
+        hash(Some(trainer::teachers::TEACHER_PROCEDURE))
+    );
+    assert_ne!(saved[0].info.data_hash, hash(None));
+}

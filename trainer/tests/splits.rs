@@ -554,3 +554,34 @@ fn validation_labels_know_a_drawn_request_by_its_request_not_its_cookie_or_label
         "20 draws never reached /shop/home early"
     );
 }
+
+/// `limit:` on private data (a private role or the simulation's pool) is refused unless the run
+/// is a seeded experiment: keeping a file's first N records makes one removed record a replaced
+/// one (line N + 1 comes in).
+#[test]
+fn limit_on_private_data_is_refused_for_a_private_run() {
+    let yaml = |seed: &str, limit: &str| {
+        format!(
+            "seed: {seed}\nprivate: [{{path: p.txt, format: csic, label: malicious{limit}}}]\n\
+             public: [{{path: q.txt, format: csic}}]\n\
+             validation: [{{path: v.txt, format: csic, label: benign}}]\n\
+             test: [{{path: t.txt, format: csic, label: benign}}]\n"
+        )
+    };
+    let e = trainer::config::RunConfig::parse(&yaml("null", ", limit: 100"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("private") && e.contains("limit"), "{e}");
+    assert!(trainer::config::RunConfig::parse(&yaml("7", ", limit: 100")).is_ok());
+    assert!(trainer::config::RunConfig::parse(&yaml("null", "")).is_ok());
+    let simulation = "seed: null\nsplit:\n  simulate_from: [{path: p.txt, format: csic, \
+                      label: benign, limit: 10}]\n  private: 0.5\n  public: 0.2\n  \
+                      validation: 0.1\n  test: 0.2\n";
+    let e = trainer::config::RunConfig::parse(simulation)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("split.simulate_from") && e.contains("limit"),
+        "{e}"
+    );
+}
