@@ -79,13 +79,13 @@ impl Metrics {
             r,
             "score",
             "Student probability that a request is malicious.",
-            probability_buckets(),
+            PROBABILITY_BUCKETS.to_vec(),
         )?;
         let scoring_duration = histogram(
             r,
             "scoring_duration_seconds",
             "Time to featurize and score one request.",
-            prometheus::exponential_buckets(10e-6, 2.0, 14)?,
+            DURATION_BUCKETS.to_vec(),
         )?;
         let model_info = gauge_vec(
             r,
@@ -137,7 +137,7 @@ impl Metrics {
             r,
             "shadow_score",
             "Shadow model probability that a request is malicious.",
-            probability_buckets(),
+            PROBABILITY_BUCKETS.to_vec(),
         )?;
         let shadow_model_info = gauge_vec(
             r,
@@ -297,10 +297,18 @@ fn histogram(
     Ok(metric)
 }
 
-/// Twenty equal buckets on [0, 1].
-fn probability_buckets() -> Vec<f64> {
-    (1..=20).map(|i| f64::from(i) * 0.05).collect()
-}
+/// Twenty equal buckets on [0, 1], written out so that the exposition prints each bound as
+/// written here (`le="0.15"`; `i as f64 * 0.05` would print `0.15000000000000002`).
+const PROBABILITY_BUCKETS: [f64; 20] = [
+    0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85,
+    0.9, 0.95, 1.0,
+];
+
+/// Scoring time buckets: 10 µs doubling up to 81.92 ms, written out for the same reason.
+const DURATION_BUCKETS: [f64; 14] = [
+    0.00001, 0.00002, 0.00004, 0.00008, 0.00016, 0.00032, 0.00064, 0.00128, 0.00256, 0.00512,
+    0.01024, 0.02048, 0.04096, 0.08192,
+];
 
 /// `metric` with its `result="ok"` and `result="error"` children at 0.
 fn results(metric: IntCounterVec) -> IntCounterVec {
@@ -346,6 +354,35 @@ mod tests {
         assert!(
             !text.contains("version=\"v1\""),
             "old model_info series must go"
+        );
+    }
+
+    /// The `le` label values of `family`'s buckets, in exposition order.
+    fn bucket_bounds<'a>(text: &'a str, family: &str) -> Vec<&'a str> {
+        let prefix = format!("{family}_bucket{{le=\"");
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix.as_str()))
+            .filter_map(|l| l.split('"').next())
+            .collect()
+    }
+
+    #[test]
+    fn bucket_bounds_are_printed_as_written() {
+        let m = Metrics::new().unwrap();
+        let text = String::from_utf8(m.render()).unwrap();
+        let probability = [
+            "0.05", "0.1", "0.15", "0.2", "0.25", "0.3", "0.35", "0.4", "0.45", "0.5", "0.55",
+            "0.6", "0.65", "0.7", "0.75", "0.8", "0.85", "0.9", "0.95", "1", "+Inf",
+        ];
+        assert_eq!(bucket_bounds(&text, "patewaf_score"), probability);
+        assert_eq!(bucket_bounds(&text, "patewaf_shadow_score"), probability);
+        assert_eq!(
+            bucket_bounds(&text, "patewaf_scoring_duration_seconds"),
+            [
+                "0.00001", "0.00002", "0.00004", "0.00008", "0.00016", "0.00032", "0.00064",
+                "0.00128", "0.00256", "0.00512", "0.01024", "0.02048", "0.04096", "0.08192",
+                "+Inf",
+            ]
         );
     }
 }
