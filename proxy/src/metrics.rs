@@ -6,12 +6,19 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::error::ProxyError;
 use crate::verdict::Verdict;
 
 /// All metrics of one proxy process, in their own registry.
 pub struct Metrics {
     registry: Registry,
+    /// The `patewaf_shadow_*` metrics: exported only once [`Metrics::show_shadow`] was called
+    /// (a shadow bundle is configured), so that a proxy without one exports none of them.
+    shadow_registry: Registry,
+    /// Whether `shadow_registry` is part of the exposition.
+    shadow_shown: AtomicBool,
     /// `patewaf_requests_total{verdict}`.
     pub requests: IntCounterVec,
     /// `patewaf_score`: the student's probability for every scored request.
@@ -121,8 +128,10 @@ impl Metrics {
             .namespace("patewaf"),
         )?;
         registry.register(Box::new(unseen_path.clone()))?;
+        let shadow_registry = Registry::new();
+        let sr = &shadow_registry;
         let shadow_requests_vec = counter_vec(
-            r,
+            sr,
             "shadow_requests_total",
             "Requests scored by the shadow bundle beside the active one, by the active \
              model's verdict and the verdict the shadow model would have given.",
@@ -134,19 +143,19 @@ impl Metrics {
             })
         });
         let shadow_score = histogram(
-            r,
+            sr,
             "shadow_score",
             "Shadow model probability that a request is malicious.",
             PROBABILITY_BUCKETS.to_vec(),
         )?;
         let shadow_model_info = gauge_vec(
-            r,
+            sr,
             "shadow_model_info",
             "The shadow model (value 1; absent when no shadow bundle is loaded).",
             &["version"],
         )?;
         let shadow_loads = results(counter_vec(
-            r,
+            sr,
             "shadow_loads_total",
             "Loads of the shadow bundle (start-up and reloads), by result.",
             &["result"],
@@ -159,6 +168,8 @@ impl Metrics {
         )?);
         Ok(Self {
             registry,
+            shadow_registry,
+            shadow_shown: AtomicBool::new(false),
             requests,
             score,
             scoring_duration,
@@ -212,11 +223,22 @@ impl Metrics {
             .set(1);
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// Adds the `patewaf_shadow_*` metrics to the exposition from now on (called at the first
+    /// load of a configured shadow bundle, whether it loads or is rejected).
+    pub fn show_shadow(&self) {
+        self.shadow_shown.store(true, Ordering::Relaxed);
+    }
+
+    /// The Prometheus text exposition of every metric (the shadow ones once shown).
     pub fn render(&self) -> Vec<u8> {
+        let mut families = self.registry.gather();
+        if self.shadow_shown.load(Ordering::Relaxed) {
+            families.extend(self.shadow_registry.gather());
+            families.sort_by(|a, b| a.name().cmp(b.name()));
+        }
         let mut out = Vec::new();
         // Encoding into a Vec only fails on invalid metric families, which `new` cannot build.
-        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+        if let Err(e) = TextEncoder::new().encode(&families, &mut out) {
             tracing::error!("encoding metrics: {e}");
         }
         out
@@ -325,6 +347,7 @@ mod tests {
     #[test]
     fn exposition_has_the_contract_names() {
         let m = Metrics::new().unwrap();
+        m.show_shadow();
         m.count(Verdict::Block);
         m.count_shadow(Verdict::Allow, Verdict::Flag);
         m.set_shadow_model_info(Some("s1"));
@@ -357,6 +380,32 @@ mod tests {
         );
     }
 
+    #[test]
+    fn shadow_series_are_exported_only_once_shown() {
+        let m = Metrics::new().unwrap();
+        let text = String::from_utf8(m.render()).unwrap();
+        assert!(!text.contains("patewaf_shadow_"), "{text}");
+        assert!(text.contains("patewaf_promotions_total{result=\"ok\"} 0"));
+        m.show_shadow();
+        let text = String::from_utf8(m.render()).unwrap();
+        for sample in [
+            "patewaf_shadow_requests_total{active_verdict=\"allow\",shadow_verdict=\"allow\"} 0",
+            "patewaf_shadow_score_count 0",
+            "patewaf_shadow_loads_total{result=\"ok\"} 0",
+        ] {
+            assert!(text.contains(sample), "missing {sample} in\n{text}");
+        }
+        // One exposition, families in name order as one registry would give them.
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+    }
+
     /// The `le` label values of `family`'s buckets, in exposition order.
     fn bucket_bounds<'a>(text: &'a str, family: &str) -> Vec<&'a str> {
         let prefix = format!("{family}_bucket{{le=\"");
@@ -369,6 +418,7 @@ mod tests {
     #[test]
     fn bucket_bounds_are_printed_as_written() {
         let m = Metrics::new().unwrap();
+        m.show_shadow();
         let text = String::from_utf8(m.render()).unwrap();
         let probability = [
             "0.05", "0.1", "0.15", "0.2", "0.25", "0.3", "0.35", "0.4", "0.45", "0.5", "0.55",

@@ -260,6 +260,7 @@ impl Shared {
         result: Result<ServingModel, ProxyError>,
         dir: &std::path::Path,
     ) -> Result<String, ProxyError> {
+        self.metrics.show_shadow();
         match result {
             Ok(model) => {
                 let model = Arc::new(model);
