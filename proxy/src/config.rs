@@ -293,6 +293,21 @@ impl LogLevel {
             LogLevel::Trace => "trace",
         }
     }
+
+    /// This level moved `more` steps towards `trace` and `less` steps towards `error`
+    /// (`pate-proxy -v` / `-q`, counted), clamped to `error..=trace`.
+    pub fn adjusted(self, more: u8, less: u8) -> LogLevel {
+        const ORDER: [LogLevel; 5] = [
+            LogLevel::Error,
+            LogLevel::Warn,
+            LogLevel::Info,
+            LogLevel::Debug,
+            LogLevel::Trace,
+        ];
+        let at = ORDER.iter().position(|l| *l == self).unwrap_or(2) as i32;
+        let to = (at + i32::from(more) - i32::from(less)).clamp(0, ORDER.len() as i32 - 1);
+        ORDER[to as usize]
+    }
 }
 
 /// The whole configuration file.
@@ -739,6 +754,20 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("upstream"), "{err}");
+    }
+
+    #[test]
+    fn verbose_and_quiet_flags_step_the_log_level() {
+        use LogLevel::*;
+        assert_eq!(Info.adjusted(0, 0), Info);
+        assert_eq!(Info.adjusted(1, 0), Debug);
+        assert_eq!(Info.adjusted(2, 0), Trace);
+        assert_eq!(Info.adjusted(5, 0), Trace);
+        assert_eq!(Info.adjusted(0, 1), Warn);
+        assert_eq!(Info.adjusted(0, 2), Error);
+        assert_eq!(Info.adjusted(0, 9), Error);
+        assert_eq!(Warn.adjusted(1, 0), Info);
+        assert_eq!(Error.adjusted(0, 1), Error);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, Parser, Subcommand};
+use proxy::server::LogFormat;
 
 /// pate-proxy: a reverse proxy (pingora) that scores every request with a PATE-trained student
 /// model (ONNX Runtime) and blocks (403) or flags it before it reaches the upstream (Apache).
@@ -12,6 +13,8 @@ use clap::{Parser, Subcommand};
 /// Signals: SIGHUP reloads the bundle and reopens the audit log (like POST /reload on the admin
 /// address); SIGTERM stops gracefully (waits up to grace_period_seconds); SIGINT stops at once;
 /// SIGQUIT hands the sockets to a new process started with --upgrade.
+///
+/// The process log goes to stderr at the config's `log_level:`, stepped by -v/-q.
 #[derive(Parser)]
 #[command(name = "pate-proxy", version, after_help = CONFIG_HELP)]
 struct Cli {
@@ -21,6 +24,16 @@ struct Cli {
     /// Take the listening sockets over from a running pate-proxy (after sending it SIGQUIT).
     #[arg(long)]
     upgrade: bool,
+    /// More process log than the config's `log_level:` (info: `-v` debug, `-vv` trace).
+    #[arg(short, long, global = true, action = ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Less process log than `log_level:` (info: `-q` warnings and errors, `-qq` errors only).
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    quiet: u8,
+    /// The process log on stderr: `text` lines (coloured only on a terminal) or `json`, one
+    /// object per line. The audit log is JSON lines either way.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -87,11 +100,15 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Run) | None => {
-            proxy::server::init_logging(config.log_level);
+            let level = config.log_level.adjusted(cli.verbose, cli.quiet);
+            proxy::server::init_logging(level, cli.log_format);
             match proxy::server::run(config, cli.upgrade) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    match cli.log_format {
+                        LogFormat::Text => eprintln!("error: {e}"),
+                        LogFormat::Json => tracing::error!("{e}"),
+                    }
                     ExitCode::FAILURE
                 }
             }

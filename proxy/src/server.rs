@@ -16,16 +16,39 @@ use crate::filter::WafProxy;
 use crate::slowloris::{HeadDeadlineApp, StrictCounters};
 use crate::state::Shared;
 
-/// Sets up logging at the configured level (`RUST_LOG` overrides); pingora's `log` records are
-/// forwarded to the same subscriber.
-pub fn init_logging(level: LogLevel) {
+/// How the process log is written on stderr (`pate-proxy --log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line per event: time, level, message, fields; coloured only on a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `message` and the event's fields).
+    Json,
+}
+
+/// Sets up the process log on stderr at `level` (`RUST_LOG` overrides it) in `format`;
+/// pingora's `log` records are forwarded to the same subscriber. Text carries ANSI colour codes
+/// only when stderr is a terminal (not in a file, a pipe or journald).
+pub fn init_logging(level: LogLevel, format: LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.as_str()));
-    // A second initialization (tests, benches) is not an error worth failing for.
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false)
-        .try_init();
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    // A second initialization (tests, benches) is not an error worth failing for.
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .try_init(),
+    };
 }
 
 /// Loads ONNX Runtime and the bundle (failing fast with a clear error), then runs the proxy
