@@ -88,16 +88,16 @@ impl ServeHttp for AdminApp {
             ),
             ("GET", "/live") => reply(StatusCode::OK, "text/plain", b"live\n".to_vec()),
             ("GET", "/ready") => match self.shared.model.get() {
-                Some(model) => {
+                Some(model) if self.shared.is_listening() => {
                     let shadow = self.shared.shadow.get().map(|m| m.version.clone());
                     json(
                         StatusCode::OK,
                         serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold, "content_only_threshold": model.content_only_threshold, "part_model": model.has_part_model(), "scorer": model.scorer().as_str(), "shadow_version": shadow}),
                     )
                 }
-                None => json(
+                model => json(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    serde_json::json!({"ready": false}),
+                    serde_json::json!({"ready": false, "listening": self.shared.is_listening(), "model_version": model.map(|m| m.version.clone())}),
                 ),
             },
             ("POST", "/reload") => self.reload().await,

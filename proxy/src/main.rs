@@ -14,7 +14,8 @@ use proxy::server::LogFormat;
 /// address); SIGTERM stops gracefully (waits up to grace_period_seconds); SIGINT stops at once;
 /// SIGQUIT hands the sockets to a new process started with --upgrade.
 ///
-/// The process log goes to stderr at the config's `log_level:`, stepped by -v/-q.
+/// The process log goes to stderr at the config's `log_level:`, stepped by -v/-q; GET /ready
+/// answers 200 once a model serves and the `listen` socket is bound.
 #[derive(Parser)]
 #[command(name = "pate-proxy", version, after_help = CONFIG_HELP)]
 struct Cli {

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use pingora::proxy::http_proxy;
 use pingora::server::configuration::{Opt, ServerConf};
-use pingora::server::Server;
+use pingora::server::{ListenFds, RuntimeOpts, Server, ShutdownWatch};
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
+use pingora::services::Service as ServiceTrait;
 
 use crate::admin::{AdminApp, HangupReloader};
 use crate::config::{Config, LogLevel};
@@ -126,7 +127,13 @@ pub fn build(shared: Arc<Shared>, upgrade: bool) -> Result<Server, ProxyError> {
         requests: shared.metrics.requests.clone(),
     });
     let mut proxy = Service::new("pate-proxy".to_string(), app);
-    proxy.add_tcp(&shared.config.listen.to_string());
+    let listen = shared.config.listen.to_string();
+    proxy.add_tcp(&listen);
+    let proxy = MarkBound {
+        inner: proxy,
+        addr: listen,
+        shared: shared.clone(),
+    };
     let mut admin = Service::new(
         "pate-proxy admin".to_string(),
         AdminApp::new(shared.clone()),
@@ -137,6 +144,63 @@ pub fn build(shared: Arc<Shared>, upgrade: bool) -> Result<Server, ProxyError> {
     server.add_service(admin);
     server.add_service(hangup);
     Ok(server)
+}
+
+/// A listening service that tells `shared` when its address is bound ([`Shared::set_listening`]),
+/// so that `/ready` and `patewaf_ready` wait for the listener. pingora binds inside the
+/// service's own start (retrying while the address is in use) and records every socket it binds
+/// in the server's listen-fd table, the one it hands to a process started with `--upgrade`
+/// (which finds the inherited sockets there from the start): the address's entry in that table
+/// is the sign that the socket is bound.
+struct MarkBound<S> {
+    inner: S,
+    /// The address as given to `add_tcp`, the table's key.
+    addr: String,
+    shared: Arc<Shared>,
+}
+
+#[async_trait::async_trait]
+impl<S: ServiceTrait> ServiceTrait for MarkBound<S> {
+    async fn start_service(
+        &mut self,
+        fds: Option<ListenFds>,
+        shutdown: ShutdownWatch,
+        listeners_per_fd: usize,
+    ) {
+        if let Some(table) = fds.clone() {
+            let (addr, shared, mut stop) =
+                (self.addr.clone(), self.shared.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                while table.lock().get(&addr).is_none() {
+                    tokio::select! {
+                        _ = stop.changed() => return,
+                        () = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+                    }
+                }
+                tracing::info!("listening on {addr}");
+                shared.set_listening();
+            });
+        }
+        self.inner
+            .start_service(fds, shutdown, listeners_per_fd)
+            .await;
+    }
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn threads(&self) -> Option<usize> {
+        self.inner.threads()
+    }
+
+    fn runtime_opts_override(&self, global: &RuntimeOpts) -> Option<RuntimeOpts> {
+        self.inner.runtime_opts_override(global)
+    }
+
+    fn listen_addresses(&self) -> Option<Vec<String>> {
+        self.inner.listen_addresses()
+    }
 }
 
 /// SIGHUP's default action terminates the process. `systemctl reload` or logrotate may send it

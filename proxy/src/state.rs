@@ -1,7 +1,7 @@
 //! State shared by the proxy service, the admin server and the signal handler; hot reload.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,6 +28,11 @@ pub struct Shared {
     dirs: Mutex<BundleDirs>,
     /// Serializes reloads and promotions (two `POST /reload` at once load one after the other).
     reload_lock: tokio::sync::Mutex<()>,
+    /// Whether the proxy's listener is bound (see [`Shared::set_listening`]).
+    listening: AtomicBool,
+    /// Serializes the updates of `patewaf_ready`, so that the last one sees both the model and
+    /// the listener as they are.
+    ready_gauge: Mutex<()>,
     request_ids: RequestIds,
 }
 
@@ -118,8 +123,37 @@ impl Shared {
             audit,
             dirs: Mutex::new(dirs),
             reload_lock: tokio::sync::Mutex::new(()),
+            listening: AtomicBool::new(false),
+            ready_gauge: Mutex::new(()),
             request_ids: RequestIds::new(),
         }))
+    }
+
+    /// Records that the proxy's listening socket is bound (`server::build` watches for it):
+    /// until then the proxy is not ready, whatever model is loaded.
+    pub fn set_listening(&self) {
+        self.listening.store(true, Ordering::SeqCst);
+        self.refresh_ready();
+    }
+
+    /// Whether the proxy's listening socket is bound.
+    pub fn is_listening(&self) -> bool {
+        self.listening.load(Ordering::SeqCst)
+    }
+
+    /// Ready (`GET /ready` 200, `patewaf_ready 1`): a verified, warm model serves and the
+    /// listener is bound.
+    pub fn is_ready(&self) -> bool {
+        self.is_listening() && self.model.get().is_some()
+    }
+
+    /// Sets `patewaf_ready` from [`Shared::is_ready`].
+    fn refresh_ready(&self) {
+        let _one_at_a_time = self
+            .ready_gauge
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.metrics.ready.set(i64::from(self.is_ready()));
     }
 
     /// A fresh request id.
@@ -294,7 +328,7 @@ impl Shared {
 
     /// Swaps a loaded model in; `count` is false for the start-up load, which is not a reload.
     /// Makes `model` the active one (reload and promote alike): its `patewaf_model_info`, one
-    /// atomic swap, ready. Returns it and the version it replaced.
+    /// atomic swap, ready (once the listener is bound). Returns it and the version it replaced.
     fn activate(&self, model: ServingModel) -> (Arc<ServingModel>, Option<String>) {
         let model = Arc::new(model);
         self.metrics.set_model_info(
@@ -304,7 +338,7 @@ impl Shared {
             &model.mechanism,
         );
         let previous = self.model.swap(model.clone()).map(|m| m.version.clone());
-        self.metrics.ready.set(1);
+        self.refresh_ready();
         (model, previous)
     }
 
