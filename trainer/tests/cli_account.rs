@@ -2,6 +2,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+
 fn trainer(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
         .args(args)
@@ -328,20 +330,6 @@ fn privatize_adds_laplace_noise_and_reports_local_epsilon() {
     );
 }
 
-/// ε of `queries` Gaussian releases of RDP `per_query`·α each, computed here without the
-/// accountant (RDP → (ε, δ) by Canonne, Kamath & Steinke 2020, Prop. 12, over a fine grid of
-/// real orders; the accountant's coarser grid can only give more).
-fn independent_gaussian_epsilon(per_query: f64, queries: f64, delta: f64) -> f64 {
-    (1..200_000)
-        .map(|i| 1.0 + f64::from(i) * 1e-3)
-        .map(|a| {
-            queries * per_query * a
-                + ((1.0 / delta).ln() - a.ln()) / (a - 1.0)
-                + (1.0 - 1.0 / a).ln()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
 #[test]
 fn account_group_is_the_rdp_bound_for_k_records() {
     let dir = tempfile::tempdir().unwrap();
@@ -364,7 +352,7 @@ fn account_group_is_the_rdp_bound_for_k_records() {
         assert_eq!(j["group_records"], k);
         let eps = j["data_independent_epsilon"].as_f64().unwrap();
         let k2 = f64::from(k * k);
-        let independent = independent_gaussian_epsilon(k2 / (2.0 * 4.1 * 4.1), 1.0, 1e-5);
+        let independent = common::independent_gaussian_epsilon(k2 / (2.0 * 4.1 * 4.1), 1.0, 1e-5);
         assert!(
             (independent - expected).abs() < 2e-3,
             "k {k}: {independent}"
@@ -391,7 +379,7 @@ fn account_group_is_the_rdp_bound_for_k_records() {
         "2",
     ]);
     let eps = j["data_independent_epsilon"].as_f64().unwrap();
-    let independent = independent_gaussian_epsilon(4.0 / (40.0 * 40.0), 1000.0, 1e-5);
+    let independent = common::independent_gaussian_epsilon(4.0 / (40.0 * 40.0), 1000.0, 1e-5);
     assert!(
         eps >= independent - 1e-9 && eps - independent < 0.005 * independent,
         "accountant {eps}, independent {independent}"

@@ -58,25 +58,12 @@ fn run_ok(cfg: &Path, run_dir: &Path) -> Report {
     trainer::report::read(&run_dir.join("report.json")).unwrap()
 }
 
-/// The (ε, δ) of one Gaussian release of ℓ2 sensitivity 2C with noise σ·2C, computed here
-/// without the accountant: RDP α/(2σ²) converted by ε = rdp + (ln(1/δ) − ln α)/(α − 1)
-/// + ln(1 − 1/α) (Canonne, Kamath & Steinke 2020, Proposition 12), minimized over a fine grid
-/// of real orders. The accountant minimizes over its coarser grid: its ε is at least this.
-fn independent_epsilon(sigma: f64, delta: f64) -> f64 {
-    (1..200_000)
-        .map(|i| 1.0 + f64::from(i) * 1e-3)
-        .map(|a| {
-            a / (2.0 * sigma * sigma)
-                + ((1.0 / delta).ln() - a.ln()) / (a - 1.0)
-                + (1.0 - 1.0 / a).ln()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
 #[test]
 fn one_release_labels_every_query_for_one_published_epsilon() {
     let tmp = tempfile::tempdir().unwrap();
-    let one_release = independent_epsilon(MECHANISM.sigma, 1e-5);
+    // One release of ℓ2 sensitivity 2C with noise σ·2C: RDP α/(2σ²).
+    let one_release =
+        common::independent_gaussian_epsilon(1.0 / (2.0 * MECHANISM.sigma.powi(2)), 1.0, 1e-5);
     assert!((one_release - 0.9854).abs() < 1e-3, "{one_release}");
     let mut epsilons = Vec::new();
     for queries in [60, 150] {

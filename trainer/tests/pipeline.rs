@@ -79,8 +79,14 @@ fn quick_run_end_to_end_produces_report_and_matching_onnx_bundle() {
         stderr.contains("device: cpu"),
         "the device is logged: {stderr}"
     );
-    // Not a terminal: plain lines (the ones bench/gpu-run.sh greps), one per epoch, no bar redraws.
-    for line in ["] == teach", "teach: epoch 1/", "run: done in "] {
+    // Not a terminal: plain lines, one per step (teachers trained, student epochs), no bar
+    // redraws.
+    for line in [
+        "] == teach",
+        "teach: 1/10 trained",
+        "student: epoch 1/",
+        "run: done in ",
+    ] {
         assert!(stderr.contains(line), "stderr has `{line}`: {stderr}");
     }
     assert!(

@@ -91,22 +91,32 @@ fn neighbour(dir: &Path, drop: Option<usize>, add: Option<&str>) -> PathBuf {
     path
 }
 
-/// The line (1-based) of a record of teacher `k`'s shard of `private` that occurs once in the
-/// file (removing a copy of a repeated record removes its last copy, whichever line it was).
-fn record_of_shard(dir: &Path, private: &Path, k: usize) -> usize {
-    let config = RunConfig::load(&config(dir, private, LINEAR)).unwrap();
-    let data = trainer::stages::split::load_run_data(&config).unwrap();
+/// The run's records and each teacher's shard, as record indices.
+fn shard_records(config: &RunConfig) -> (trainer::stages::split::RunData, Vec<Vec<usize>>) {
+    let data = trainer::stages::split::load_run_data(config).unwrap();
     let rows = trainer::teachers::teacher_rows(
         &data.records,
         &data.splits.private,
         config.teachers.weighting(),
     );
-    let shards = trainer::stages::teach::shards(&config, &data.records, &rows).unwrap();
+    let shards = trainer::stages::teach::shards(config, &data.records, &rows).unwrap();
+    let shards = shards
+        .iter()
+        .map(|s| s.iter().map(|&j| rows[j]).collect())
+        .collect();
+    (data, shards)
+}
+
+/// The line (1-based) of a record of teacher `k`'s shard of `private` that occurs once in the
+/// file (removing a copy of a repeated record removes its last copy, whichever line it was).
+fn record_of_shard(dir: &Path, private: &Path, k: usize) -> usize {
+    let config = RunConfig::load(&config(dir, private, LINEAR)).unwrap();
+    let (data, shards) = shard_records(&config);
     let text = std::fs::read_to_string(private).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     shards[k]
         .iter()
-        .map(|&j| data.records[rows[j]].line)
+        .map(|&i| data.records[i].line)
         .find(|&line| lines.iter().filter(|&&l| l == lines[line - 1]).count() == 1)
         .expect("a record that occurs once")
 }
@@ -289,17 +299,10 @@ fn teachers_saved_by_batched_training_are_not_reused() {
     let private = premise_dir().join("private.csv");
     let saved = teach(tmp.path(), &private, NETWORK);
     let config = RunConfig::load(&tmp.path().join("config.yaml")).unwrap();
-    let data = trainer::stages::split::load_run_data(&config).unwrap();
-    let rows = trainer::teachers::teacher_rows(
-        &data.records,
-        &data.splits.private,
-        config.teachers.weighting(),
-    );
-    let shards = trainer::stages::teach::shards(&config, &data.records, &rows).unwrap();
+    let (data, shards) = shard_records(&config);
     let f = featurizer::Featurizer::load(&tmp.path().join("run/featurizer.json")).unwrap();
-    let shard: Vec<usize> = shards[0].iter().map(|&j| rows[j]).collect();
-    let x = trainer::stages::featurize::featurize_rows(&f, &data.records, &shard);
-    let y = trainer::stages::featurize::labels_of(&data.records, &shard).unwrap();
+    let x = trainer::stages::featurize::featurize_rows(&f, &data.records, &shards[0]);
+    let y = trainer::stages::featurize::labels_of(&data.records, &shards[0]).unwrap();
     let t = &config.teachers;
     let hash = |procedure: Option<&str>| {
         let mut json = serde_json::json!({
