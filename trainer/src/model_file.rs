@@ -63,6 +63,34 @@ pub struct ModelInfo {
     pub part_model_offsets: bundle::PartOffsets,
 }
 
+impl ModelInfo {
+    /// The record of a freshly trained model of `role`: its training report (whose threshold it
+    /// takes), the hash of its data and of its featurizer, the randomness, this trainer's version;
+    /// no shard, content-only threshold or part offsets.
+    pub fn trained(
+        role: ModelRole,
+        training: MemberReport,
+        data_hash: String,
+        featurizer_hash: String,
+        rng: privacy::RngProvenance,
+    ) -> ModelInfo {
+        ModelInfo {
+            format_version: MODEL_FILE_VERSION,
+            role,
+            shard: None,
+            shards: None,
+            data_hash,
+            featurizer_hash,
+            threshold: training.threshold,
+            training,
+            rng,
+            trainer_version: env!("CARGO_PKG_VERSION").into(),
+            content_only_threshold: None,
+            part_model_offsets: Default::default(),
+        }
+    }
+}
+
 /// A network and its [`ModelInfo`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelFile {

@@ -9,7 +9,7 @@ use crate::calibrate::weighted_quantile_threshold;
 use crate::dense::DenseMatrix;
 use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 use crate::error::{Error, Result};
-use crate::model_file::{ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
+use crate::model_file::{ModelFile, ModelInfo, ModelRole};
 use crate::report::AppliedThresholdRule;
 use crate::rng::RunRng;
 use crate::stages::evaluate::evaluate_scores;
@@ -85,20 +85,13 @@ pub fn train_student_weighted(
     let report = reports.remove(0);
     Ok(ModelFile {
         weights: model.members()?.remove(0),
-        info: ModelInfo {
-            format_version: MODEL_FILE_VERSION,
-            role: ModelRole::Student,
-            shard: None,
-            shards: None,
+        info: ModelInfo::trained(
+            ModelRole::Student,
+            report,
             data_hash,
-            featurizer_hash: featurizer_hash.into(),
-            threshold: report.threshold,
-            training: report,
-            rng: rng.provenance(),
-            trainer_version: env!("CARGO_PKG_VERSION").into(),
-            content_only_threshold: None,
-            part_model_offsets: Default::default(),
-        },
+            featurizer_hash.into(),
+            rng.provenance(),
+        ),
     })
 }
 

@@ -10,7 +10,7 @@ use tch::Device;
 use crate::dense::DenseMatrix;
 use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 use crate::error::{Error, Result};
-use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole, MODEL_FILE_VERSION};
+use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole};
 use crate::rng::RunRng;
 use crate::stages::split::record_key;
 use crate::stages::split::shuffled;
@@ -300,18 +300,15 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
         let file = ModelFile {
             weights,
             info: ModelInfo {
-                format_version: MODEL_FILE_VERSION,
-                role: ModelRole::Teacher,
                 shard: Some(*k),
                 shards: Some(count),
-                data_hash: hash.clone(),
-                featurizer_hash: job.featurizer_hash.clone(),
-                threshold: report.threshold,
-                training: report,
-                rng: rng.provenance(),
-                trainer_version: env!("CARGO_PKG_VERSION").into(),
-                content_only_threshold: None,
-                part_model_offsets: Default::default(),
+                ..ModelInfo::trained(
+                    ModelRole::Teacher,
+                    report,
+                    hash.clone(),
+                    job.featurizer_hash.clone(),
+                    rng.provenance(),
+                )
             },
         };
         file.save(&job.out_dir.join(teacher_file_name(*k)))?;

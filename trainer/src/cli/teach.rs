@@ -95,138 +95,136 @@ pub fn run(args: Args) -> Result<()> {
     }
     let run = RunDir::new(&args.out);
     run.create()?;
-    let rng = RunRng::new(config.seed)?;
-    let device = device::resolve(args.device.unwrap_or(config.device))?;
-    let count = args.shard.map_or(config.teachers.count, |(_, n)| n);
-
-    let featurizer_path = args.featurizer.clone().unwrap_or_else(|| run.featurizer());
-    if !args.data.is_empty() {
-        // Multi-organization mode: the organization's files are its whole shard.
-        let (i, n) = args.shard.expect("clap: --data requires --shard");
-        let format = args.format.ok_or(Error::FlagRequired {
-            flag: "format",
-            with: "--data".into(),
-        })?;
-        if !featurizer_path.exists() {
-            return Err(Error::Usage {
-                command: "teach",
-                problem: UsageProblem::MissingFeaturizer(featurizer_path),
-            });
-        }
-        let featurizer = featurizer::Featurizer::load(&featurizer_path)?;
-        let sources: Vec<_> = args
-            .data
-            .iter()
-            .map(|p| crate::config::DatasetSource {
-                path: p.clone(),
-                format,
-                label: args.label,
-                limit: None,
-            })
-            .collect();
-        let records = crate::stages::split::load_datasets(&sources)?;
-        let all: Vec<usize> = (0..records.len()).collect();
-        let x = crate::stages::featurize::featurize_rows(&featurizer, &records, &all);
-        let y = crate::stages::featurize::labels_of(&records, &all)?;
-        let mut shards = vec![None; n];
-        shards[i] = Some((x, y));
-        let mut partition = vec![Vec::new(); n];
-        partition[i] = all.clone();
-        stages::teach::add_tamperings(
-            &mut shards,
-            &partition,
-            &all,
-            &records,
-            &featurizer,
-            config.teachers.tamperings,
-            &rng,
-        );
-        return train(
-            &config,
-            shards,
-            featurizer.content_hash(),
-            &run,
-            &rng,
-            device,
-        );
-    }
-    {
-        if args.config.is_none() {
-            return Err(Error::Usage {
-                command: "teach",
-                problem: UsageProblem::ConfigForDatasets,
-            });
-        }
-        if args.shard.is_some() && count != config.teachers.count {
-            return Err(Error::Usage {
-                command: "teach",
-                problem: UsageProblem::ShardCount {
-                    shards: count,
-                    config: config.teachers.count,
-                },
-            });
-        }
-        let data = crate::stages::split::load_run_data(&config)?;
-        let featurizer = if featurizer_path.exists() {
-            featurizer::Featurizer::load(&featurizer_path)?
-        } else {
-            let fit_rows = stages::featurize::fit_rows(&config, &data.splits);
-            tracing::info!(
-                "teach: fitting the featurizer on {} requests into {}",
-                fit_rows.len(),
-                featurizer_path.display()
-            );
-            let f = stages::featurize::fit(&config, &data)?;
-            f.save(&featurizer_path)?;
-            f
-        };
-        let (records, splits) = (data.records, data.splits);
-        let private_rows =
-            crate::teachers::teacher_rows(&records, &splits.private, config.teachers.weighting());
-        let partition = stages::teach::shards(&config, &records, &private_rows)?;
-        let shards = partition
-            .iter()
-            .enumerate()
-            .map(|(k, rows)| -> Result<_> {
-                if args.shard.is_some_and(|(i, _)| i != k) {
-                    return Ok(None);
-                }
-                let idx: Vec<usize> = rows.iter().map(|&j| private_rows[j]).collect();
-                Ok(Some((
-                    crate::stages::featurize::featurize_rows(&featurizer, &records, &idx),
-                    crate::stages::featurize::labels_of(&records, &idx)?,
-                )))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut shards = shards;
-        stages::teach::add_tamperings(
-            &mut shards,
-            &partition,
-            &private_rows,
-            &records,
-            &featurizer,
-            config.teachers.tamperings,
-            &rng,
-        );
-        train(
-            &config,
-            shards,
-            featurizer.content_hash(),
-            &run,
-            &rng,
-            device,
-        )
+    let job = Job {
+        rng: RunRng::new(config.seed)?,
+        device: device::resolve(args.device.unwrap_or(config.device))?,
+        featurizer_path: args.featurizer.clone().unwrap_or_else(|| run.featurizer()),
+        config,
+        run,
+    };
+    if args.data.is_empty() {
+        teach_from_config(&args, &job)
+    } else {
+        teach_own_files(&args, &job)
     }
 }
 
-fn train(
-    config: &RunConfig,
-    shards: Vec<Option<(crate::dense::DenseMatrix, Vec<bool>)>>,
-    featurizer_hash: &str,
-    run: &RunDir,
-    rng: &RunRng,
+/// What both ways of teaching share.
+struct Job {
+    config: RunConfig,
+    run: RunDir,
+    rng: RunRng,
     device: tch::Device,
+    featurizer_path: std::path::PathBuf,
+}
+
+/// Multi-organization mode: the organization's files (`--data`) are its whole shard `i/N`.
+fn teach_own_files(args: &Args, job: &Job) -> Result<()> {
+    let (i, n) = args.shard.expect("clap: --data requires --shard");
+    let format = args.format.ok_or(Error::FlagRequired {
+        flag: "format",
+        with: "--data".into(),
+    })?;
+    if !job.featurizer_path.exists() {
+        return Err(Error::Usage {
+            command: "teach",
+            problem: UsageProblem::MissingFeaturizer(job.featurizer_path.clone()),
+        });
+    }
+    let featurizer = featurizer::Featurizer::load(&job.featurizer_path)?;
+    let sources: Vec<_> = args
+        .data
+        .iter()
+        .map(|p| crate::config::DatasetSource {
+            path: p.clone(),
+            format,
+            label: args.label,
+            limit: None,
+        })
+        .collect();
+    let records = crate::stages::split::load_datasets(&sources)?;
+    let all: Vec<usize> = (0..records.len()).collect();
+    let x = crate::stages::featurize::featurize_rows(&featurizer, &records, &all);
+    let y = crate::stages::featurize::labels_of(&records, &all)?;
+    let mut shards = vec![None; n];
+    shards[i] = Some((x, y));
+    let mut partition = vec![Vec::new(); n];
+    partition[i] = all.clone();
+    stages::teach::add_tamperings(
+        &mut shards,
+        &partition,
+        &all,
+        &records,
+        &featurizer,
+        job.config.teachers.tamperings,
+        &job.rng,
+    );
+    train(job, shards, featurizer.content_hash())
+}
+
+/// The config's roles: the private role partitioned, every shard (or `--shard i/N` alone)
+/// trained.
+fn teach_from_config(args: &Args, job: &Job) -> Result<()> {
+    let config = &job.config;
+    if args.config.is_none() {
+        return Err(Error::Usage {
+            command: "teach",
+            problem: UsageProblem::ConfigForDatasets,
+        });
+    }
+    if let Some((_, count)) = args.shard.filter(|&(_, n)| n != config.teachers.count) {
+        return Err(Error::Usage {
+            command: "teach",
+            problem: UsageProblem::ShardCount {
+                shards: count,
+                config: config.teachers.count,
+            },
+        });
+    }
+    let data = crate::stages::split::load_run_data(config)?;
+    let featurizer = if job.featurizer_path.exists() {
+        featurizer::Featurizer::load(&job.featurizer_path)?
+    } else {
+        let fit_rows = stages::featurize::fit_rows(config, &data.splits);
+        tracing::info!(
+            "teach: fitting the featurizer on {} requests into {}",
+            fit_rows.len(),
+            job.featurizer_path.display()
+        );
+        let f = stages::featurize::fit(config, &data)?;
+        f.save(&job.featurizer_path)?;
+        f
+    };
+    let (records, splits) = (data.records, data.splits);
+    let private_rows =
+        crate::teachers::teacher_rows(&records, &splits.private, config.teachers.weighting());
+    // Only this process's shard is featurized (`--shard i/N`).
+    let sets = stages::teach::shard_sets(
+        config,
+        &records,
+        &private_rows,
+        &featurizer,
+        |k, shard| {
+            if args.shard.is_some_and(|(i, _)| i != k) {
+                return Ok(None);
+            }
+            let idx: Vec<usize> = shard.iter().map(|&j| private_rows[j]).collect();
+            Ok(Some((
+                crate::stages::featurize::featurize_rows(&featurizer, &records, &idx),
+                crate::stages::featurize::labels_of(&records, &idx)?,
+            )))
+        },
+        &job.rng,
+    )?;
+    train(job, sets.data, featurizer.content_hash())
+}
+
+fn train(
+    job: &Job,
+    shards: Vec<Option<stages::teach::ShardData>>,
+    featurizer_hash: &str,
 ) -> Result<()> {
+    let (config, run, rng, device) = (&job.config, &job.run, &job.rng, job.device);
     let (trained, reused) = stages::teach::train(
         config,
         shards,

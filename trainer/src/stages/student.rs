@@ -81,33 +81,146 @@ fn public_examples(
         return Ok(None);
     };
     let records = &data.records;
-    let (mut malicious, mut benign) = (Vec::new(), Vec::new());
-    for source in &pe.files {
-        let options = datasets::LoadOptions {
-            label: source.label,
-            label_file: None,
-        };
-        let mut public = datasets::load_with(source.format, &source.path, &options)?;
-        if let Some(limit) = source.limit {
-            public.truncate(limit);
-        }
-        for r in &public {
-            match r.label {
-                Some(datasets::Label::Malicious) => {
-                    malicious.push(crate::public_examples::public_value(r))
+    let values = PublicValues::load(pe, rng)?;
+    let templates: Vec<&datasets::Record> =
+        plan.distinct_public.iter().map(|&i| &records[i]).collect();
+    // The queries the teachers labelled benign (post-processing of the private labels), and the
+    // drawn requests the validation split labels benign (`student.validation_labels`: public
+    // labels, no query). The site's frequent pages are among the latter, not the queries; left
+    // out, the part model never saw them as a benign request's parts, scored the site's own
+    // image paths as attacks, and the content-only threshold went to 0.997.
+    let benign_templates = benign_templates(records, plan, benign_answered);
+    let (examples, tampered) = crate::public_examples::synthesize(
+        &templates,
+        &benign_templates,
+        &values.malicious,
+        pe.count,
+        pe.benign_spots,
+        pe.tamperings,
+        &values.user_agents,
+        &mut rng.stream("public-examples"),
+    );
+    tracing::info!(
+        "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests labelled benign (by the teachers, or the validation split) re-shaped with their own values (no privacy cost)",
+        examples.len(),
+        values.malicious.len(),
+        templates.len(),
+        benign_templates.len()
+    );
+    if !values.user_agents.is_empty() {
+        tracing::info!(
+            "student: half the public labelled examples dressed as requests of {} real browsers ({} more for the validation examples)",
+            values.user_agents.len(),
+            values.held_out_user_agents.len()
+        );
+    }
+    // Validation: the student's labelled benign validation requests as templates.
+    let benign_validation: Vec<&datasets::Record> = plan
+        .validation_rows
+        .iter()
+        .map(|&i| &records[i])
+        .filter(|r| r.label == Some(datasets::Label::Benign))
+        .collect();
+    let validation = crate::public_examples::synthesize(
+        &benign_validation,
+        &benign_validation,
+        &values.held_out,
+        pe.validation,
+        pe.validation_benign_spots.unwrap_or(pe.benign_spots),
+        0.0,
+        &values.held_out_user_agents,
+        &mut rng.stream("public-examples-validation"),
+    )
+    .0;
+    if pe.validation > 0 {
+        tracing::info!(
+            "student: {} placed validation examples: {} held-out public attack values and {} benign validation requests",
+            validation.len(),
+            values.held_out.len(),
+            benign_validation.len()
+        );
+    }
+    let content_only_validation = content_only_validation(pe, &benign_validation, &values, rng)?;
+    let train = example_rows(pe, features, &examples, &tampered)?;
+    let part_model = pe.part_model.as_ref().map(|pm| {
+        part_examples(
+            pm,
+            features,
+            (&benign_templates, &benign_validation),
+            &values,
+            rng,
+        )
+    });
+    Ok(Some(PublicExamples {
+        train,
+        validation,
+        content_only_validation,
+        part_model,
+    }))
+}
+
+/// The public values the examples place: the public files' attack and benign values, the
+/// held-out ones, and the real browsers' User-Agents (a tenth held out for validation).
+struct PublicValues {
+    malicious: Vec<Vec<u8>>,
+    benign: Vec<Vec<u8>>,
+    held_out: Vec<Vec<u8>>,
+    held_out_benign: Vec<Vec<u8>>,
+    user_agents: Vec<String>,
+    held_out_user_agents: Vec<String>,
+}
+
+impl PublicValues {
+    fn load(pe: &crate::config::PublicExamplesConfig, rng: &RunRng) -> Result<Self> {
+        let (mut malicious, mut benign) = (Vec::new(), Vec::new());
+        for source in &pe.files {
+            let options = datasets::LoadOptions {
+                label: source.label,
+                label_file: None,
+            };
+            let mut public = datasets::load_with(source.format, &source.path, &options)?;
+            if let Some(limit) = source.limit {
+                public.truncate(limit);
+            }
+            for r in &public {
+                match r.label {
+                    Some(datasets::Label::Malicious) => {
+                        malicious.push(crate::public_examples::public_value(r))
+                    }
+                    // Public benign values are not placed in training (see
+                    // public_examples::synthesize); the content-only threshold's validation only.
+                    Some(datasets::Label::Benign) => {
+                        benign.push(crate::public_examples::public_value(r))
+                    }
+                    None => {}
                 }
-                // Public benign values are not placed in training (see
-                // public_examples::synthesize); the content-only threshold's validation only.
-                Some(datasets::Label::Benign) => {
-                    benign.push(crate::public_examples::public_value(r))
-                }
-                None => {}
             }
         }
+        let (held_out, held_out_benign) = hold_out(pe, &mut malicious, &mut benign, rng);
+        let (user_agents, held_out_user_agents) = match &pe.user_agents {
+            Some(path) => split_user_agents(pe, path, rng)?,
+            None => (Vec::new(), Vec::new()),
+        };
+        Ok(PublicValues {
+            malicious,
+            benign,
+            held_out,
+            held_out_benign,
+            user_agents,
+            held_out_user_agents,
+        })
     }
-    // The held-out values: every value of a random tenth (distinct values, so none of them is
-    // also trained on); with the part model, the tenth `part_model::held_out` calls so, benign
-    // values too (the part model trains on the others).
+}
+
+/// The held-out values, taken out of `malicious` and `benign`: every value of a random tenth
+/// (distinct values, so none of them is also trained on); with the part model, the tenth
+/// `part_model::held_out` calls so, benign values too (the part model trains on the others).
+fn hold_out(
+    pe: &crate::config::PublicExamplesConfig,
+    malicious: &mut Vec<Vec<u8>>,
+    benign: &mut Vec<Vec<u8>>,
+    rng: &RunRng,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let mut held_out = Vec::new();
     let mut held_out_benign = Vec::new();
     if pe.part_model.is_some() {
@@ -115,10 +228,10 @@ fn public_examples(
         malicious.dedup();
         benign.sort();
         benign.dedup();
-        (held_out, malicious) = malicious
+        (held_out, *malicious) = std::mem::take(malicious)
             .into_iter()
             .partition(|v| crate::part_model::held_out(v));
-        (held_out_benign, benign) = benign
+        (held_out_benign, *benign) = std::mem::take(benign)
             .into_iter()
             .partition(|v| crate::part_model::held_out(v));
     } else if pe.validation > 0 {
@@ -133,189 +246,165 @@ fn public_examples(
         for &i in order.iter().take(keep) {
             hold[i] = true;
         }
-        let (h, t): (Vec<_>, Vec<_>) = malicious.into_iter().zip(hold).partition(|(_, held)| *held);
+        let (h, t): (Vec<_>, Vec<_>) = std::mem::take(malicious)
+            .into_iter()
+            .zip(hold)
+            .partition(|(_, held)| *held);
         held_out = h.into_iter().map(|(v, _)| v).collect();
-        malicious = t.into_iter().map(|(v, _)| v).collect();
+        *malicious = t.into_iter().map(|(v, _)| v).collect();
     }
-    // Real browsers' User-Agents: a tenth held out for the validation examples, as the values.
-    let (mut user_agents, mut held_out_user_agents) = (Vec::new(), Vec::new());
-    if let Some(path) = &pe.user_agents {
-        let all = crate::public_examples::load_user_agents(path)?;
-        let order = crate::stages::split::shuffled(
-            all.len(),
-            &mut rng.stream("public-examples-user-agents"),
-        );
-        let keep = if pe.validation > 0 {
-            all.len().div_ceil(10).min(all.len() - 1)
-        } else {
-            0
-        };
-        for (k, &i) in order.iter().enumerate() {
-            if k < keep {
-                held_out_user_agents.push(all[i].clone());
-            } else {
-                user_agents.push(all[i].clone());
-            }
-        }
-    }
-    let templates: Vec<&datasets::Record> =
-        plan.distinct_public.iter().map(|&i| &records[i]).collect();
-    // The queries the teachers labelled benign (post-processing of the private labels), and the
-    // drawn requests the validation split labels benign (`student.validation_labels`: public
-    // labels, no query). The site's frequent pages are among the latter, not the queries; left
-    // out, the part model never saw them as a benign request's parts, scored the site's own
-    // image paths as attacks, and the content-only threshold went to 0.997 (session 23).
-    let benign_templates = benign_templates(records, plan, benign_answered);
-    let mut stream = rng.stream("public-examples");
-    let (examples, tampered) = crate::public_examples::synthesize(
-        &templates,
-        &benign_templates,
-        &malicious,
-        pe.count,
-        pe.benign_spots,
-        pe.tamperings,
-        &user_agents,
-        &mut stream,
-    );
-    let rows: Vec<usize> = (0..examples.len()).collect();
-    tracing::info!(
-        "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests labelled benign (by the teachers, or the validation split) re-shaped with their own values (no privacy cost)",
-        examples.len(),
-        malicious.len(),
-        templates.len(),
-        benign_templates.len()
-    );
-    if !user_agents.is_empty() {
-        tracing::info!(
-            "student: half the public labelled examples dressed as requests of {} real browsers ({} more for the validation examples)",
-            user_agents.len(),
-            held_out_user_agents.len()
-        );
-    }
-    // Validation: the student's labelled benign validation requests as templates.
-    let benign_validation: Vec<&datasets::Record> = plan
-        .validation_rows
-        .iter()
-        .map(|&i| &records[i])
-        .filter(|r| r.label == Some(datasets::Label::Benign))
-        .collect();
-    let validation = crate::public_examples::synthesize(
-        &benign_validation,
-        &benign_validation,
-        &held_out,
-        pe.validation,
-        pe.validation_benign_spots.unwrap_or(pe.benign_spots),
-        0.0,
-        &held_out_user_agents,
-        &mut rng.stream("public-examples-validation"),
-    )
-    .0;
-    if pe.validation > 0 {
-        tracing::info!(
-            "student: {} placed validation examples: {} held-out public attack values and {} benign validation requests",
-            validation.len(),
-            held_out.len(),
-            benign_validation.len()
-        );
-    }
-    let content_only_validation = if pe.content_only_validation > 0 {
-        if benign.is_empty() || held_out.is_empty() {
-            return Err(Error::ConfigKey {
-                key: "student.public_examples.content_only_validation".into(),
-                reason: format!(
-                    "needs public benign values and held-out attack values; the files gave {} \
-                     benign and {} held-out attack values",
-                    benign.len(),
-                    held_out.len()
-                ),
-            });
-        }
-        let validation_benign = if pe.part_model.is_some() {
-            &held_out_benign
-        } else {
-            &benign
-        };
-        let placed = crate::public_examples::placed_in_every_spot(
-            &benign_validation,
-            validation_benign,
-            &held_out,
-            pe.content_only_validation,
-            &mut rng.stream("public-examples-content-only"),
-        );
-        tracing::info!(
-            "student: {} placed examples for the content-only threshold: {} public benign and {} held-out attack values, {} of each class in each of {} placements",
-            placed.len(),
-            validation_benign.len(),
-            held_out.len(),
-            pe.content_only_validation,
-            crate::public_examples::PLACEMENTS.len()
-        );
-        placed
+    (held_out, held_out_benign)
+}
+
+/// Real browsers' User-Agents: the ones to train with, and a tenth held out for the validation
+/// examples (none without validation examples).
+fn split_user_agents(
+    pe: &crate::config::PublicExamplesConfig,
+    path: &std::path::Path,
+    rng: &RunRng,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let all = crate::public_examples::load_user_agents(path)?;
+    let order =
+        crate::stages::split::shuffled(all.len(), &mut rng.stream("public-examples-user-agents"));
+    let keep = if pe.validation > 0 {
+        all.len().div_ceil(10).min(all.len() - 1)
     } else {
-        Vec::new()
+        0
     };
-    let mut train = LabeledRows {
-        x: crate::stages::featurize::featurize_rows(&features.featurizer, &examples, &rows),
-        y: is_malicious(&examples),
-    };
-    if pe.content_only_copies && features.featurizer.format_checks() {
-        let copied: Vec<usize> = (0..examples.len()).filter(|&i| !tampered[i]).collect();
-        let content_only = features.featurizer.clone().without_format_checks();
-        tracing::info!(
-            "student: {} of them also without the site's format checks (content_only_copies)",
-            copied.len()
-        );
-        let copies = LabeledRows {
-            x: crate::stages::featurize::featurize_rows(&content_only, &examples, &copied),
-            y: copied.iter().map(|&i| train.y[i]).collect(),
-        };
-        train = concat(train, copies)?;
+    let (mut user_agents, mut held_out) = (Vec::new(), Vec::new());
+    for (k, &i) in order.iter().enumerate() {
+        if k < keep {
+            held_out.push(all[i].clone());
+        } else {
+            user_agents.push(all[i].clone());
+        }
     }
-    let part_model = pe.part_model.as_ref().map(|pm| {
-        let content = features.featurizer.clone().without_format_checks();
-        let examples = crate::part_model::examples(
-            &content,
-            &benign_templates,
-            &benign,
-            &malicious,
-            &user_agents,
-            pm,
-            &mut rng.stream("part-model-examples"),
-        );
-        // Held-out parts for the training's best-epoch choice only (the content-only threshold
-        // is chosen on whole requests): a twentieth as many values is enough, and each part is
-        // a dense row of the featurizer's width in training.
-        let validation_config = crate::config::PartModelConfig {
-            per_spot: pm.per_spot.div_ceil(20),
-            ..pm.clone()
-        };
-        let validation = crate::part_model::examples(
-            &content,
-            &benign_validation,
-            &held_out_benign,
-            &held_out,
-            &held_out_user_agents,
-            &validation_config,
-            &mut rng.stream("part-model-validation"),
-        );
-        tracing::info!(
-            "student: part model examples: {} distinct parts counted {} times ({} malicious) from {} benign and {} attack values placed into {} requests labelled benign (by the teachers, or the validation split); {} validation parts",
-            examples.parts.len(),
-            examples.weights.iter().sum::<f32>(),
-            examples.malicious.iter().filter(|&&m| m).count(),
-            benign.len(),
-            malicious.len(),
-            benign_templates.len(),
-            validation.parts.len()
-        );
-        (examples, validation)
-    });
-    Ok(Some(PublicExamples {
-        train,
-        validation,
-        content_only_validation,
-        part_model,
-    }))
+    Ok((user_agents, held_out))
+}
+
+/// `public_examples.content_only_validation`: public benign and held-out attack values placed in
+/// every spot of the benign validation requests (empty when 0).
+fn content_only_validation(
+    pe: &crate::config::PublicExamplesConfig,
+    benign_validation: &[&datasets::Record],
+    values: &PublicValues,
+    rng: &RunRng,
+) -> Result<Vec<(Spot, datasets::Record)>> {
+    if pe.content_only_validation == 0 {
+        return Ok(Vec::new());
+    }
+    let (benign, held_out) = (&values.benign, &values.held_out);
+    if benign.is_empty() || held_out.is_empty() {
+        return Err(Error::ConfigKey {
+            key: "student.public_examples.content_only_validation".into(),
+            reason: format!(
+                "needs public benign values and held-out attack values; the files gave {} \
+                 benign and {} held-out attack values",
+                benign.len(),
+                held_out.len()
+            ),
+        });
+    }
+    let validation_benign = if pe.part_model.is_some() {
+        &values.held_out_benign
+    } else {
+        benign
+    };
+    let placed = crate::public_examples::placed_in_every_spot(
+        benign_validation,
+        validation_benign,
+        held_out,
+        pe.content_only_validation,
+        &mut rng.stream("public-examples-content-only"),
+    );
+    tracing::info!(
+        "student: {} placed examples for the content-only threshold: {} public benign and {} held-out attack values, {} of each class in each of {} placements",
+        placed.len(),
+        validation_benign.len(),
+        held_out.len(),
+        pe.content_only_validation,
+        crate::public_examples::PLACEMENTS.len()
+    );
+    Ok(placed)
+}
+
+/// The examples' training rows, and with `content_only_copies` (and format checks on) the
+/// untampered ones again without the site's format checks.
+fn example_rows(
+    pe: &crate::config::PublicExamplesConfig,
+    features: &Features,
+    examples: &[datasets::Record],
+    tampered: &[bool],
+) -> Result<LabeledRows> {
+    let rows: Vec<usize> = (0..examples.len()).collect();
+    let train = LabeledRows {
+        x: crate::stages::featurize::featurize_rows(&features.featurizer, examples, &rows),
+        y: is_malicious(examples),
+    };
+    if !(pe.content_only_copies && features.featurizer.format_checks()) {
+        return Ok(train);
+    }
+    let copied: Vec<usize> = (0..examples.len()).filter(|&i| !tampered[i]).collect();
+    let content_only = features.featurizer.clone().without_format_checks();
+    tracing::info!(
+        "student: {} of them also without the site's format checks (content_only_copies)",
+        copied.len()
+    );
+    let copies = LabeledRows {
+        x: crate::stages::featurize::featurize_rows(&content_only, examples, &copied),
+        y: copied.iter().map(|&i| train.y[i]).collect(),
+    };
+    concat(train, copies)
+}
+
+/// The part model's training and held-out parts: public values placed into the requests
+/// labelled benign (`templates.0`) and, held out, into the benign validation requests
+/// (`templates.1`).
+fn part_examples(
+    pm: &crate::config::PartModelConfig,
+    features: &Features,
+    templates: (&[&datasets::Record], &[&datasets::Record]),
+    values: &PublicValues,
+    rng: &RunRng,
+) -> (PartExamples, PartExamples) {
+    let (benign_templates, benign_validation) = templates;
+    let content = features.featurizer.clone().without_format_checks();
+    let examples = crate::part_model::examples(
+        &content,
+        benign_templates,
+        &values.benign,
+        &values.malicious,
+        &values.user_agents,
+        pm,
+        &mut rng.stream("part-model-examples"),
+    );
+    // Held-out parts for the training's best-epoch choice only (the content-only threshold
+    // is chosen on whole requests): a twentieth as many values is enough, and each part is
+    // a dense row of the featurizer's width in training.
+    let validation_config = crate::config::PartModelConfig {
+        per_spot: pm.per_spot.div_ceil(20),
+        ..pm.clone()
+    };
+    let validation = crate::part_model::examples(
+        &content,
+        benign_validation,
+        &values.held_out_benign,
+        &values.held_out,
+        &values.held_out_user_agents,
+        &validation_config,
+        &mut rng.stream("part-model-validation"),
+    );
+    tracing::info!(
+        "student: part model examples: {} distinct parts counted {} times ({} malicious) from {} benign and {} attack values placed into {} requests labelled benign (by the teachers, or the validation split); {} validation parts",
+        examples.parts.len(),
+        examples.weights.iter().sum::<f32>(),
+        examples.malicious.iter().filter(|&&m| m).count(),
+        values.benign.len(),
+        values.malicious.len(),
+        benign_templates.len(),
+        validation.parts.len()
+    );
+    (examples, validation)
 }
 
 /// The requests labelled benign that public examples are made from: the answered queries the
@@ -522,121 +611,35 @@ pub fn run(
         .iter()
         .map(|&i| plan.public_multiplicity[plan.query_order[i]])
         .collect();
-    let answered_rows = LabeledRows {
-        x: features.queries_x.select_rows(&answered),
-        y: answered
-            .iter()
-            .map(|&i| labels[i].expect("answered"))
-            .collect(),
-    };
-    // The answered queries the student trains on: every one, or those label cleaning keeps.
-    let (trained, mut train, cleaning) = match &config.student.label_cleaning {
-        None => (answered.clone(), answered_rows, None),
-        Some(cleaning) => {
-            super::banner(
-                &format!(
-                    "label cleaning: {} folds, confidence {}",
-                    cleaning.folds, cleaning.confidence
-                ),
-                env.started,
-            );
-            let copies: Option<Vec<usize>> = config
-                .student
-                .multiplicity_cap
-                .map(|_| answered.iter().map(|&i| plan.query_copies[i]).collect());
-            let keep = crate::student::clean_labels(
-                &answered_rows,
-                copies.as_deref(),
-                &features.validation,
-                cleaning,
-                &config.student.training,
-                &features.hash,
-                &env.rng,
-                env.device,
-            )?;
-            let dropped: Vec<usize> = (0..answered.len())
-                .filter(|&k| !keep[k])
-                .map(|k| answered[k])
-                .collect();
-            let report = CleaningReport {
-                dropped_malicious: dropped.iter().filter(|&&i| labels[i] == Some(true)).count(),
-                dropped_benign: dropped
-                    .iter()
-                    .filter(|&&i| labels[i] == Some(false))
-                    .count(),
-                dropped_wrong: features.queries_y.iter().any(Option::is_some).then(|| {
-                    dropped
-                        .iter()
-                        .filter(|&&i| features.queries_y[i].is_some_and(|t| Some(t) != labels[i]))
-                        .count()
-                }),
-            };
-            tracing::info!(
-                "label cleaning: left out {} malicious and {} benign labels",
-                report.dropped_malicious,
-                report.dropped_benign
-            );
-            let kept: Vec<usize> = (0..answered.len()).filter(|&k| keep[k]).collect();
-            (
-                kept.iter().map(|&k| answered[k]).collect(),
-                answered_rows.select(&kept),
-                Some(report),
-            )
-        }
-    };
+    let (trained, mut train, cleaning) =
+        answered_rows(config, plan, features, labels, &answered, env)?;
     // `student.validation_labels`: the drawn requests the validation split labels, never asked,
     // train with that label (public labelled data in place of a query).
     if !plan.validation_known.is_empty() {
         train = concat(train, features.validation.select(&plan.validation_known))?;
     }
     let examples = public_examples(config, data, plan, features, &benign_answered, &env.rng)?;
-    let public_examples = examples.as_ref().map_or(0, |e| e.train.y.len());
-    let mut validation = features.validation.clone();
-    let mut placed_validation = Vec::new();
-    let mut content_only_validation = Vec::new();
-    let mut part_examples = None;
+    let mut sets = StudentSets {
+        public_examples: examples.as_ref().map_or(0, |e| e.train.y.len()),
+        train,
+        validation: features.validation.clone(),
+        placed_validation: Vec::new(),
+        content_only_validation: Vec::new(),
+        part_examples: None,
+    };
     if let Some(e) = examples {
-        content_only_validation = e.content_only_validation;
-        part_examples = e.part_model;
-        train = concat(train, e.train)?;
-        let rows: Vec<usize> = (0..e.validation.len()).collect();
-        validation = concat(
-            validation,
-            LabeledRows {
-                x: crate::stages::featurize::featurize_rows(
-                    &features.featurizer,
-                    &e.validation,
-                    &rows,
-                ),
-                y: is_malicious(&e.validation),
-            },
-        )?;
-        placed_validation = e.validation;
+        sets = sets.with_examples(e, features)?;
     }
-    let copies = config.student.multiplicity_cap.map(|_| {
-        (
-            trained
-                .iter()
-                .map(|&i| plan.query_copies[i])
-                .chain(plan.validation_known_copies.iter().copied())
-                .chain(std::iter::repeat_n(1, public_examples))
-                .collect::<Vec<_>>(),
-            plan.validation_copies
-                .iter()
-                .copied()
-                .chain(std::iter::repeat_n(1, placed_validation.len()))
-                .collect::<Vec<_>>(),
-        )
-    });
+    let copies = training_copies(config, plan, &trained, &sets);
     let served = features.featurizer.config().placements.is_some();
     // Without placements the threshold is chosen again below on these rows' model scores.
     let rechoose = !served
         && config.student.threshold_rule == crate::config::ThresholdRule::TargetFpr
         && config.student.multiplicity_cap.is_some();
-    let validation_rows = rechoose.then(|| validation.clone());
+    let validation_rows = rechoose.then(|| sets.validation.clone());
     let (mut model, mut extras) = crate::student::train_student_full(
-        train,
-        validation,
+        sets.train,
+        sets.validation,
         copies.as_ref().map(|(a, v)| (a.as_slice(), v.as_slice())),
         features.pool_x.as_ref(),
         Some((&benign_answered_x, &benign_answered_weights)),
@@ -645,93 +648,27 @@ pub fn run(
         &env.rng,
         env.device,
     )?;
-    // The threshold holds its FPR budget on the validation requests counted with ALL their
-    // copies (their traffic), not the training weights' `multiplicity_cap`: the budget is a rate
-    // of the site's traffic. (Capped, the rare benign requests weighed up to ten times more than
-    // on the traffic: a 1 % budget held 0.2-0.3 % on the test traffic, at 75-80 % TPR instead
-    // of 93 %; EVALUATION.md.)
-    let traffic = config.student.multiplicity_cap.map(|_| {
-        plan.validation_traffic
-            .iter()
-            .copied()
-            .chain(std::iter::repeat_n(1, placed_validation.len()))
-            .collect::<Vec<_>>()
-    });
-    // With placements, the validation requests' scores as served (computed once for the
-    // threshold); without, the model's scores on their features.
-    let validation_scores = if served {
-        served_threshold(
+    let validation_scores = validation_scores(
+        ThresholdContext {
             config,
             data,
             plan,
             features,
-            &placed_validation,
-            &benign_answered,
-            traffic.as_deref(),
-            (&mut model, &mut extras),
             env,
-        )?
-    } else if let (Some(validation), Some(traffic)) = (validation_rows, &traffic) {
-        // `train_student_full` chose it on the capped copies: again on the traffic.
-        let scores = super::evaluate::model_scores(&model, &validation.x, env.device)?;
-        let site = plan.validation_rows.len();
-        let site_scores = scores[..site].to_vec();
-        choose_threshold(
-            ThresholdInputs {
-                scores,
-                labels: validation.y,
-                site_rows: site,
-                copies: Some(traffic),
-            },
-            &config.student,
-            &env.rng,
-            None,
-            (&mut model, &mut extras),
-        )?;
-        tracing::info!(
-            "student: threshold {} ({}{}) on {} validation requests counted with their traffic",
-            model.info.threshold,
-            extras.threshold_rule,
-            confidence_note(&config.student),
-            site
-        );
-        site_scores
-    } else {
-        super::evaluate::model_scores(&model, &features.validation.x, env.device)?
-    };
-    let part_model = match (&part_examples, config.student.public_examples.as_ref()) {
-        (Some((train, validation)), Some(pe)) => {
-            let training = &pe.part_model.as_ref().expect("part examples made").training;
-            super::banner(
-                &format!("part model on {} public parts", train.parts.len()),
-                env.started,
-            );
-            let dim = features.featurizer.dim();
-            // Each distinct benign part is one row weighted by its count: the same loss as its
-            // copies (`MemberData::train_weights`) in a third of the rows. The held-out parts
-            // (the best epoch's choice) count once each.
-            let mut part = crate::student::train_student_weighted(
-                train.rows(dim),
-                Some(train.weights.clone()),
-                validation.rows(dim),
-                training,
-                &features.hash,
-                &env.rng,
-                env.device,
-            )?;
-            part.info.role = crate::model_file::ModelRole::PartModel;
-            Some(part)
-        }
-        _ => None,
-    };
-    drop(part_examples);
-    if !content_only_validation.is_empty() {
+        },
+        &sets.placed_validation,
+        &benign_answered,
+        validation_rows,
+        (&mut model, &mut extras),
+    )?;
+    let part_model = train_part_model(config, features, sets.part_examples, env)?;
+    if !sets.content_only_validation.is_empty() {
         content_only_threshold(
             config,
             data,
             plan,
             features,
-            (&content_only_validation, part_model.as_ref()),
+            (&sets.content_only_validation, part_model.as_ref()),
             (&mut model, &mut extras),
             env,
         )?;
@@ -744,10 +681,255 @@ pub fn run(
         extras,
         answered,
         label_agreement,
-        public_examples,
+        public_examples: sets.public_examples,
         cleaning,
         validation_labels_known,
     })
+}
+
+/// What the student trains and is validated on, beyond the answered queries: the public
+/// examples and the placed requests scored for the threshold.
+struct StudentSets {
+    /// How many training rows the public examples added.
+    public_examples: usize,
+    train: LabeledRows,
+    /// The validation split's rows, then the placed validation requests' rows.
+    validation: LabeledRows,
+    placed_validation: Vec<datasets::Record>,
+    content_only_validation: Vec<(Spot, datasets::Record)>,
+    part_examples: Option<(PartExamples, PartExamples)>,
+}
+
+impl StudentSets {
+    /// Adds the public examples: their training rows, their placed validation requests (also
+    /// featurized into the validation rows), the content-only validation and the part examples.
+    fn with_examples(mut self, e: PublicExamples, features: &Features) -> Result<Self> {
+        self.content_only_validation = e.content_only_validation;
+        self.part_examples = e.part_model;
+        self.train = concat(self.train, e.train)?;
+        let rows: Vec<usize> = (0..e.validation.len()).collect();
+        self.validation = concat(
+            self.validation,
+            LabeledRows {
+                x: crate::stages::featurize::featurize_rows(
+                    &features.featurizer,
+                    &e.validation,
+                    &rows,
+                ),
+                y: is_malicious(&e.validation),
+            },
+        )?;
+        self.placed_validation = e.validation;
+        Ok(self)
+    }
+}
+
+/// The answered queries the student trains on: every one, or those label cleaning keeps (with
+/// its report). Returns their query indices and rows.
+fn answered_rows(
+    config: &RunConfig,
+    plan: &QueryPlan,
+    features: &Features,
+    labels: &[Option<bool>],
+    answered: &[usize],
+    env: &Env,
+) -> Result<(Vec<usize>, LabeledRows, Option<CleaningReport>)> {
+    let answered_rows = LabeledRows {
+        x: features.queries_x.select_rows(answered),
+        y: answered
+            .iter()
+            .map(|&i| labels[i].expect("answered"))
+            .collect(),
+    };
+    let Some(cleaning) = &config.student.label_cleaning else {
+        return Ok((answered.to_vec(), answered_rows, None));
+    };
+    super::banner(
+        &format!(
+            "label cleaning: {} folds, confidence {}",
+            cleaning.folds, cleaning.confidence
+        ),
+        env.started,
+    );
+    let copies: Option<Vec<usize>> = config
+        .student
+        .multiplicity_cap
+        .map(|_| answered.iter().map(|&i| plan.query_copies[i]).collect());
+    let keep = crate::student::clean_labels(
+        &answered_rows,
+        copies.as_deref(),
+        &features.validation,
+        cleaning,
+        &config.student.training,
+        &features.hash,
+        &env.rng,
+        env.device,
+    )?;
+    let dropped: Vec<usize> = (0..answered.len())
+        .filter(|&k| !keep[k])
+        .map(|k| answered[k])
+        .collect();
+    let report = CleaningReport {
+        dropped_malicious: dropped.iter().filter(|&&i| labels[i] == Some(true)).count(),
+        dropped_benign: dropped
+            .iter()
+            .filter(|&&i| labels[i] == Some(false))
+            .count(),
+        dropped_wrong: features.queries_y.iter().any(Option::is_some).then(|| {
+            dropped
+                .iter()
+                .filter(|&&i| features.queries_y[i].is_some_and(|t| Some(t) != labels[i]))
+                .count()
+        }),
+    };
+    tracing::info!(
+        "label cleaning: left out {} malicious and {} benign labels",
+        report.dropped_malicious,
+        report.dropped_benign
+    );
+    let kept: Vec<usize> = (0..answered.len()).filter(|&k| keep[k]).collect();
+    Ok((
+        kept.iter().map(|&k| answered[k]).collect(),
+        answered_rows.select(&kept),
+        Some(report),
+    ))
+}
+
+/// With `student.multiplicity_cap`: each training row's copies (the trained queries', the
+/// validation-labelled drawn requests', one per public example) and each validation row's.
+fn training_copies(
+    config: &RunConfig,
+    plan: &QueryPlan,
+    trained: &[usize],
+    sets: &StudentSets,
+) -> Option<(Vec<usize>, Vec<usize>)> {
+    config.student.multiplicity_cap.map(|_| {
+        (
+            trained
+                .iter()
+                .map(|&i| plan.query_copies[i])
+                .chain(plan.validation_known_copies.iter().copied())
+                .chain(std::iter::repeat_n(1, sets.public_examples))
+                .collect::<Vec<_>>(),
+            plan.validation_copies
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(1, sets.placed_validation.len()))
+                .collect::<Vec<_>>(),
+        )
+    })
+}
+
+/// What choosing the served threshold reads.
+#[derive(Clone, Copy)]
+struct ThresholdContext<'a> {
+    config: &'a RunConfig,
+    data: &'a RunData,
+    plan: &'a QueryPlan,
+    features: &'a Features,
+    env: &'a Env,
+}
+
+/// The validation split's scores the traffic diagnostic reads, after choosing the threshold
+/// where the rule needs scores the training did not see: with placements, the validation
+/// requests' scores as served (`served_threshold`); without, with `validation_rows` (the
+/// traffic-counted target-FPR rule), the model's scores on them; else the model's scores.
+fn validation_scores(
+    cx: ThresholdContext,
+    placed_validation: &[datasets::Record],
+    benign_answered: &[usize],
+    validation_rows: Option<LabeledRows>,
+    (model, extras): (&mut ModelFile, &mut StudentExtras),
+) -> Result<Vec<f32>> {
+    let ThresholdContext {
+        config,
+        plan,
+        features,
+        env,
+        ..
+    } = cx;
+    // The threshold holds its FPR budget on the validation requests counted with ALL their
+    // copies (their traffic), not the training weights' `multiplicity_cap`: the budget is a rate
+    // of the site's traffic. (Capped, the rare benign requests weighed up to ten times more than
+    // on the traffic: a 1 % budget held 0.2-0.3 % on the test traffic, at 75-80 % TPR instead
+    // of 93 %; EVALUATION.md.)
+    let traffic = config.student.multiplicity_cap.map(|_| {
+        plan.validation_traffic
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(1, placed_validation.len()))
+            .collect::<Vec<_>>()
+    });
+    if features.featurizer.config().placements.is_some() {
+        return served_threshold(
+            &cx,
+            placed_validation,
+            benign_answered,
+            traffic.as_deref(),
+            (model, extras),
+        );
+    }
+    let (Some(validation), Some(traffic)) = (validation_rows, traffic.as_deref()) else {
+        return super::evaluate::model_scores(model, &features.validation.x, env.device);
+    };
+    // `train_student_full` chose it on the capped copies: again on the traffic.
+    let scores = super::evaluate::model_scores(model, &validation.x, env.device)?;
+    let site = plan.validation_rows.len();
+    let site_scores = scores[..site].to_vec();
+    choose_threshold(
+        ThresholdInputs {
+            scores,
+            labels: validation.y,
+            site_rows: site,
+            copies: Some(traffic),
+        },
+        &config.student,
+        &env.rng,
+        None,
+        (model, extras),
+    )?;
+    tracing::info!(
+        "student: threshold {} ({}{}) on {} validation requests counted with their traffic",
+        model.info.threshold,
+        extras.threshold_rule,
+        confidence_note(&config.student),
+        site
+    );
+    Ok(site_scores)
+}
+
+/// The part model (`student.public_examples.part_model`), trained on the public parts.
+fn train_part_model(
+    config: &RunConfig,
+    features: &Features,
+    part_examples: Option<(PartExamples, PartExamples)>,
+    env: &Env,
+) -> Result<Option<ModelFile>> {
+    let (Some((train, validation)), Some(pe)) =
+        (part_examples, config.student.public_examples.as_ref())
+    else {
+        return Ok(None);
+    };
+    let training = &pe.part_model.as_ref().expect("part examples made").training;
+    super::banner(
+        &format!("part model on {} public parts", train.parts.len()),
+        env.started,
+    );
+    let dim = features.featurizer.dim();
+    // Each distinct benign part is one row weighted by its count: the same loss as its
+    // copies (`MemberData::train_weights`) in a third of the rows. The held-out parts
+    // (the best epoch's choice) count once each.
+    let mut part = crate::student::train_student_weighted(
+        train.rows(dim),
+        Some(train.weights.clone()),
+        validation.rows(dim),
+        training,
+        &features.hash,
+        &env.rng,
+        env.device,
+    )?;
+    part.info.role = crate::model_file::ModelRole::PartModel;
+    Ok(Some(part))
 }
 
 /// TPR at FPR ≤ 1 % on the validation requests (`scores`, `labels`: one per
@@ -776,18 +958,20 @@ fn traffic_validation_tpr(
 /// figures of `extras` are recomputed on those scores. Public data only: never the test split.
 /// `validation_copies`: how often each validation request (then each placed example) counts.
 /// Returns the served scores of the validation requests (one per `plan.validation_rows`).
-#[allow(clippy::too_many_arguments)]
 fn served_threshold(
-    config: &RunConfig,
-    data: &RunData,
-    plan: &QueryPlan,
-    features: &Features,
+    cx: &ThresholdContext,
     placed_validation: &[datasets::Record],
     benign_answered: &[usize],
     validation_copies: Option<&[usize]>,
     (model, extras): (&mut ModelFile, &mut StudentExtras),
-    env: &Env,
 ) -> Result<Vec<f32>> {
+    let ThresholdContext {
+        config,
+        data,
+        plan,
+        features,
+        env,
+    } = *cx;
     let device = env.device;
     let records: Vec<&datasets::Record> = plan
         .validation_rows
@@ -891,72 +1075,27 @@ fn content_only_threshold(
         .iter()
         .map(|&i| &data.records[i])
         .collect();
-    let site_pieces = served_pieces(model, part_model, &content, &site, env.device)?;
-    let unshifted = bundle::PartOffsets::default();
     // The site's validation requests counted with their traffic (as the bundle's threshold).
-    let copies = |k: usize| {
-        student
-            .multiplicity_cap
-            .map_or(1, |_| plan.validation_traffic[k].max(1))
+    let site = OffsetRows {
+        pieces: &served_pieces(model, part_model, &content, &site, env.device)?,
+        malicious: &is_malicious_refs(&site),
+        copies: &(0..site.len())
+            .map(|k| {
+                student
+                    .multiplicity_cap
+                    .map_or(1, |_| plan.validation_traffic[k].max(1))
+            })
+            .collect::<Vec<_>>(),
+        budget: student.target_fpr,
     };
-    let site_malicious: Vec<bool> = site
-        .iter()
-        .map(|r| r.label == Some(datasets::Label::Malicious))
-        .collect();
-    let (scores, labels): (Vec<f32>, Vec<bool>) = site_pieces
-        .iter()
-        .zip(&site_malicious)
-        .enumerate()
-        .flat_map(|(k, (p, &m))| std::iter::repeat_n((p.score(&unshifted), m), copies(k)))
-        .collect();
-    let site_threshold = site_threshold(
-        &scores,
-        &labels,
-        student,
-        &env.rng,
-        "content-only-threshold-confidence",
-    )
-    .ok_or(Error::Threshold(
-        "the student validation samples need both classes",
-    ))?;
+    let site_threshold = content_site_threshold(&site, student, env)?;
     let records: Vec<&datasets::Record> = placed.iter().map(|(_, r)| r).collect();
-    let placed_pieces = served_pieces(model, part_model, &content, &records, env.device)?;
-    let malicious: Vec<bool> = records
-        .iter()
-        .map(|r| r.label == Some(datasets::Label::Malicious))
-        .collect();
-    let in_spot = |spot: Spot, offsets: &bundle::PartOffsets| -> (Vec<f32>, Vec<bool>) {
-        placed
-            .iter()
-            .zip(placed_pieces.iter().zip(&malicious))
-            .filter(|((s, _), _)| *s == spot)
-            .map(|(_, (p, &m))| (p.score(offsets), m))
-            .unzip()
+    let placed = PlacedScores {
+        placed,
+        pieces: served_pieces(model, part_model, &content, &records, env.device)?,
+        malicious: is_malicious_refs(&records),
     };
-    // Each placement's own threshold: the lowest that holds its benign values' budget (at the
-    // same confidence as the site's), whatever the attack scores around it.
-    let mut confidence_rng = env.rng.stream("content-only-placement-confidence");
-    let mut own = Vec::with_capacity(crate::public_examples::PLACEMENTS.len());
-    for spot in crate::public_examples::PLACEMENTS {
-        let (s, l) = in_spot(spot, &unshifted);
-        let benign: Vec<f32> = s
-            .iter()
-            .zip(&l)
-            .filter(|(_, &m)| !m)
-            .map(|(&x, _)| x)
-            .collect();
-        own.push(
-            crate::calibrate::lowest_benign_threshold(
-                &benign,
-                budget,
-                student.target_fpr_confidence,
-                &mut confidence_rng,
-            )
-            .ok_or(Error::Threshold(
-                "the content-only validation examples need benign values in every placement",
-            ))?,
-        );
-    }
+    let own = placement_thresholds(&placed, budget, student, env)?;
     let threshold = own.iter().copied().fold(site_threshold, f32::max);
     let offsets = match (
         part_model,
@@ -964,44 +1103,15 @@ fn content_only_threshold(
     ) {
         (Some(_), Some(pm)) if pm.placement_offsets => part_offsets(
             threshold,
-            OffsetRows {
-                pieces: &site_pieces,
-                malicious: &site_malicious,
-                copies: &(0..site.len()).map(copies).collect::<Vec<_>>(),
-                budget: student.target_fpr,
-            },
-            placed,
-            &placed_pieces,
-            &malicious,
+            site,
+            &placed,
             budget,
             student.target_fpr_confidence,
             &mut env.rng.stream("part-model-offsets-confidence"),
         ),
         _ => bundle::PartOffsets::default(),
     };
-    let rate = |s: &[f32], l: &[bool], class: bool| {
-        let n = l.iter().filter(|&&m| m == class).count();
-        let hit = s
-            .iter()
-            .zip(l)
-            .filter(|(&x, &m)| m == class && bundle::is_block(x, threshold))
-            .count();
-        hit as f64 / n.max(1) as f64
-    };
-    let placements: Vec<crate::report::ContentOnlyPlacement> = crate::public_examples::PLACEMENTS
-        .into_iter()
-        .zip(&own)
-        .map(|(spot, &own)| {
-            let (s, l) = in_spot(spot, &offsets);
-            crate::report::ContentOnlyPlacement {
-                placement: spot,
-                threshold: own,
-                offset: offsets.get(spot.placement()),
-                attacks_blocked: rate(&s, &l, true),
-                benign_blocked: rate(&s, &l, false),
-            }
-        })
-        .collect();
+    let placements = placement_report(&placed, &own, &offsets, threshold);
     tracing::info!(
         "student: content-only threshold {threshold} (site validation traffic: {site_threshold}; every placement's benign values at FPR <= {budget}); per placement, attacks / benign blocked: {}",
         placements
@@ -1027,6 +1137,127 @@ fn content_only_threshold(
     Ok(())
 }
 
+/// Whether each record is labelled malicious.
+fn is_malicious_refs(records: &[&datasets::Record]) -> Vec<bool> {
+    records
+        .iter()
+        .map(|r| r.label == Some(datasets::Label::Malicious))
+        .collect()
+}
+
+/// The content-only threshold the site's validation traffic allows (the bundle's rule, on the
+/// content-only scores, each request counted with its copies).
+fn content_site_threshold(
+    site: &OffsetRows,
+    student: &crate::config::StudentConfig,
+    env: &Env,
+) -> Result<f32> {
+    let unshifted = bundle::PartOffsets::default();
+    let (scores, labels): (Vec<f32>, Vec<bool>) = site
+        .pieces
+        .iter()
+        .zip(site.malicious)
+        .zip(site.copies)
+        .flat_map(|((p, &m), &c)| std::iter::repeat_n((p.score(&unshifted), m), c))
+        .collect();
+    site_threshold(
+        &scores,
+        &labels,
+        student,
+        &env.rng,
+        "content-only-threshold-confidence",
+    )
+    .ok_or(Error::Threshold(
+        "the student validation samples need both classes",
+    ))
+}
+
+/// The placed content-only validation requests with their served pieces and labels.
+struct PlacedScores<'a> {
+    placed: &'a [(Spot, datasets::Record)],
+    pieces: Vec<ServedPieces>,
+    malicious: Vec<bool>,
+}
+
+impl PlacedScores<'_> {
+    /// The scores (parts shifted by `offsets`) and labels of the requests placed in `spot`.
+    fn in_spot(&self, spot: Spot, offsets: &bundle::PartOffsets) -> (Vec<f32>, Vec<bool>) {
+        self.placed
+            .iter()
+            .zip(self.pieces.iter().zip(&self.malicious))
+            .filter(|((s, _), _)| *s == spot)
+            .map(|(_, (p, &m))| (p.score(offsets), m))
+            .unzip()
+    }
+}
+
+/// Each placement's own threshold: the lowest that holds its benign values' budget (at the same
+/// confidence as the site's), whatever the attack scores around it.
+fn placement_thresholds(
+    placed: &PlacedScores,
+    budget: f64,
+    student: &crate::config::StudentConfig,
+    env: &Env,
+) -> Result<Vec<f32>> {
+    let unshifted = bundle::PartOffsets::default();
+    let mut confidence_rng = env.rng.stream("content-only-placement-confidence");
+    let mut own = Vec::with_capacity(crate::public_examples::PLACEMENTS.len());
+    for spot in crate::public_examples::PLACEMENTS {
+        let (s, l) = placed.in_spot(spot, &unshifted);
+        let benign: Vec<f32> = s
+            .iter()
+            .zip(&l)
+            .filter(|(_, &m)| !m)
+            .map(|(&x, _)| x)
+            .collect();
+        own.push(
+            crate::calibrate::lowest_benign_threshold(
+                &benign,
+                budget,
+                student.target_fpr_confidence,
+                &mut confidence_rng,
+            )
+            .ok_or(Error::Threshold(
+                "the content-only validation examples need benign values in every placement",
+            ))?,
+        );
+    }
+    Ok(own)
+}
+
+/// Per placement: its own threshold, its part offset, and the shares of its attacks and benign
+/// values blocked at `threshold` with the offsets.
+fn placement_report(
+    placed: &PlacedScores,
+    own: &[f32],
+    offsets: &bundle::PartOffsets,
+    threshold: f32,
+) -> Vec<crate::report::ContentOnlyPlacement> {
+    let rate = |s: &[f32], l: &[bool], class: bool| {
+        let n = l.iter().filter(|&&m| m == class).count();
+        let hit = s
+            .iter()
+            .zip(l)
+            .filter(|(&x, &m)| m == class && bundle::is_block(x, threshold))
+            .count();
+        hit as f64 / n.max(1) as f64
+    };
+    crate::public_examples::PLACEMENTS
+        .into_iter()
+        .zip(own)
+        .map(|(spot, &own)| {
+            let (s, l) = placed.in_spot(spot, offsets);
+            crate::report::ContentOnlyPlacement {
+                placement: spot,
+                threshold: own,
+                offset: offsets.get(spot.placement()),
+                attacks_blocked: rate(&s, &l, true),
+                benign_blocked: rate(&s, &l, false),
+            }
+        })
+        .collect()
+}
+
 /// The site's validation requests for [`part_offsets`]: their pieces, labels, how often each
 /// counts, and the share of the benign ones that may be blocked.
 struct OffsetRows<'a> {
@@ -1048,13 +1279,10 @@ const OFFSET_STEP: f32 = 0.1;
 /// placements are shifted; a part of any other placement (a JSON key, an XML attribute) counts
 /// as a window. Attack values are not read: an offset only rises while the benign budgets
 /// allow.
-#[allow(clippy::too_many_arguments)]
 fn part_offsets(
     threshold: f32,
     site: OffsetRows,
-    placed: &[(Spot, datasets::Record)],
-    placed_pieces: &[ServedPieces],
-    malicious: &[bool],
+    placed: &PlacedScores,
     budget: f64,
     confidence: Option<f64>,
     rng: &mut impl rand::Rng,
@@ -1106,8 +1334,9 @@ fn part_offsets(
     )];
     for spot in spots {
         let rows = placed
+            .placed
             .iter()
-            .zip(placed_pieces.iter().zip(malicious))
+            .zip(placed.pieces.iter().zip(&placed.malicious))
             .filter(|((s, _), (_, &m))| *s == spot && !m)
             .map(|(_, (p, _))| row(p, 1))
             .collect();

@@ -1,5 +1,6 @@
 //! Stage 3, `teach`: partition the private rows into one shard per teacher and train the
-//! teachers (batched ensemble), each saved as `teachers/teacher-NNNNN.safetensors`.
+//! teachers (one at a time, each on its own shard), each saved as
+//! `teachers/teacher-NNNNN.safetensors`.
 use std::path::Path;
 use std::time::Instant;
 
@@ -58,6 +59,52 @@ pub fn shards(
         ));
     }
     Ok(shards)
+}
+
+/// One teacher's training data: features and labels (true = malicious).
+pub type ShardData = (DenseMatrix, Vec<bool>);
+
+/// The teachers' partition and training data.
+pub struct ShardSets {
+    /// Each shard's positions into the private rows.
+    pub partition: Vec<Vec<usize>>,
+    /// Each shard's training data (`None`: a shard this call does not train).
+    pub data: Vec<Option<ShardData>>,
+    /// Tampered requests added, all shards together.
+    pub tampered: usize,
+}
+
+/// The partition of `private_rows` (indices into `records`) and each shard's training data:
+/// `rows_of(k, positions of shard k)` (`None`: a shard this call does not train), with the
+/// shard's own tampered requests added (`teachers.tamperings`).
+pub fn shard_sets(
+    config: &RunConfig,
+    records: &[datasets::Record],
+    private_rows: &[usize],
+    featurizer: &featurizer::Featurizer,
+    mut rows_of: impl FnMut(usize, &[usize]) -> Result<Option<ShardData>>,
+    rng: &RunRng,
+) -> Result<ShardSets> {
+    let partition = shards(config, records, private_rows)?;
+    let mut data = partition
+        .iter()
+        .enumerate()
+        .map(|(k, shard)| rows_of(k, shard))
+        .collect::<Result<Vec<_>>>()?;
+    let tampered = add_tamperings(
+        &mut data,
+        &partition,
+        private_rows,
+        records,
+        featurizer,
+        config.teachers.tamperings,
+        rng,
+    );
+    Ok(ShardSets {
+        partition,
+        data,
+        tampered,
+    })
 }
 
 /// The training data of each shard.
@@ -173,21 +220,19 @@ pub fn run(
 ) -> Result<Teachers> {
     let count = config.teachers.count;
     super::banner(&format!("teach {count} teachers"), env.started);
-    let shards = shards(config, records, &features.private_rows)?;
-    crate::io::write_json(&run.shards(), &shards)?;
-    let mut data: Vec<_> = shard_data(&features.private, &shards)
-        .into_iter()
-        .map(Some)
-        .collect();
-    let tampered_rows = add_tamperings(
-        &mut data,
-        &shards,
-        &features.private_rows,
+    let ShardSets {
+        partition: shards,
+        data,
+        tampered: tampered_rows,
+    } = shard_sets(
+        config,
         records,
+        &features.private_rows,
         &features.featurizer,
-        config.teachers.tamperings,
+        |_, shard| Ok(shard_data(&features.private, &[shard.to_vec()]).pop()),
         &env.rng,
-    );
+    )?;
+    crate::io::write_json(&run.shards(), &shards)?;
     if tampered_rows > 0 {
         tracing::info!(
             "teach: {tampered_rows} tampered requests of the shards' own benign ones added"
