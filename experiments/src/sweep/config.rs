@@ -180,6 +180,14 @@ pub enum MechanismSpec {
         /// σ₂ of the answer, or `matched`.
         sigma2: Sigma,
     },
+    /// Model averaging (`configs/train.yaml`'s mechanism): one Gaussian release of the linear
+    /// teachers' clipped mean model, whatever the number of queries it labels.
+    ModelAverage {
+        /// σ, the noise multiplier.
+        sigma: f64,
+        /// The ℓ2 norm each teacher's model is clipped to.
+        clip_norm: f64,
+    },
 }
 
 impl MechanismSpec {
@@ -189,6 +197,7 @@ impl MechanismSpec {
             MechanismSpec::Lnmax { .. } => false,
             MechanismSpec::Gnmax { sigma, .. } => sigma.value().is_none(),
             MechanismSpec::ConfidentGnmax { sigma2, .. } => sigma2.value().is_none(),
+            MechanismSpec::ModelAverage { .. } => false,
         }
     }
 
@@ -206,6 +215,9 @@ impl MechanismSpec {
                 sigma1,
                 sigma2,
             } => format!("cgnmax-T{threshold_share}-s1_{sigma1}-s2_{}", s(sigma2)),
+            MechanismSpec::ModelAverage { sigma, clip_norm } => {
+                format!("avg-s{sigma}-c{clip_norm}")
+            }
         }
     }
 }
@@ -355,9 +367,12 @@ impl SweepConfig {
                                     && positive(*sigma1)
                                     && sigma_ok(sigma2)
                             }
+                            MechanismSpec::ModelAverage { sigma, clip_norm } => {
+                                positive(*sigma) && positive(*clip_norm)
+                            }
                         };
                         if !ok {
-                            return bad(k, "γ, σ, σ₁ and head.sigma must be positive numbers, head.queries at least 1, σ/σ₂ a positive number or `matched`, threshold_share in [0, 1]");
+                            return bad(k, "γ, σ, σ₁, head.sigma and clip_norm must be positive numbers, head.queries at least 1, σ/σ₂ a positive number or `matched`, threshold_share in [0, 1]");
                         }
                     }
                 }

@@ -183,6 +183,13 @@ fn resolve_mechanism(
                 format!("T = {threshold}, σ₁ = {sigma1}, σ₂ = {s2:.2}{matched}"),
             )
         }
+        MechanismSpec::ModelAverage { sigma, clip_norm } => (
+            Accounted::ModelAverage(privacy::average::ModelAverage {
+                sigma: *sigma,
+                clip_norm: *clip_norm,
+            }),
+            format!("σ = {sigma}, clip norm {clip_norm}, one release"),
+        ),
     };
     Ok(ResolvedMechanism {
         label: spec.label(),
@@ -1562,4 +1569,31 @@ fn plot_epsilon_curve(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod mechanism_tests {
+    use super::*;
+
+    /// The recommended mechanism in a sweep: one release, the same ε for any query count, and a
+    /// GNMax matched to it gets the σ that spends that ε on its queries.
+    #[test]
+    fn model_average_resolves_to_one_release_and_gnmax_matches_it() {
+        let spec = MechanismSpec::ModelAverage {
+            sigma: 4.1,
+            clip_norm: 75.0,
+        };
+        assert_eq!(spec.label(), "avg-s4.1-c75");
+        let reference = resolve_mechanism(&spec, None, 250, 100, 1e-5).unwrap();
+        let eps = |q| data_independent_epsilon(&reference.mechanism, 250, q, 1e-5).unwrap();
+        assert!((eps(100) - 0.985).abs() < 1e-3, "{}", eps(100));
+        assert_eq!(eps(100), eps(4500));
+        let matched = MechanismSpec::Gnmax {
+            sigma: config::Sigma::Keyword("matched".into()),
+            head: None,
+        };
+        let gnmax = resolve_mechanism(&matched, Some(&reference), 250, 1000, 1e-5).unwrap();
+        let spent = data_independent_epsilon(&gnmax.mechanism, 250, 1000, 1e-5).unwrap();
+        assert!((spent - eps(100)).abs() < 1e-3, "{spent}");
+    }
 }
