@@ -618,6 +618,12 @@ pub enum UsageProblem {
     /// `score` with neither `--target` nor `--input` and `--format`.
     #[error("pass --target or --input FILE --format F")]
     ScoreInput,
+    /// `run --public` with a simulation config, which has no roles.
+    #[error(
+        "--public replaces the config's public: role, and this config simulates the roles from \
+         one pool (split:); give a config with the four roles"
+    )]
+    PublicWithSimulation,
     /// `teach` with neither `--config` nor `--data`.
     #[error("pass --config CFG, or --shard i/N with --data FILE")]
     TeachInput,

@@ -1,7 +1,7 @@
 //! `pate-trainer run --config configs/train.yaml --out RUN_DIR`: the whole pipeline.
 //!
 //! load datasets → split by request hash → fit the featurizer (public side by default) →
-//! featurize → teach (batched ensemble) → privatize the queries (Lap(1/ρ), optional) → vote →
+//! featurize → teach (one teacher per shard) → privatize the queries (Lap(1/ρ), optional) → vote →
 //! noisy aggregation → accounting → student on the ORIGINAL query features with the aggregated
 //! labels → evaluate on the test split → export the ONNX bundle → `report.json` and `roc.svg`.
 //! The stages are [`crate::stages`]; this command only reads the arguments.
@@ -29,6 +29,19 @@ pub struct Args {
     /// libtorch CPU threads (overrides the config's `threads`).
     #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
+    /// The protected site's traffic, in place of the config's `public:` role (repeatable; paths
+    /// relative to the current directory): the featurizer's corpus and the student's queries.
+    #[arg(long, value_name = "FILE")]
+    pub public: Vec<PathBuf>,
+    /// The format of the `--public` files: `apache` (an access log, common or combined), or any
+    /// dataset format.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "apache",
+        requires = "public"
+    )]
+    pub public_format: datasets::Format,
     /// EXPERIMENTS AND TESTS ONLY: seed every random draw (overrides the config's `seed`); the
     /// run is then reproducible and its bundle and report say it is NOT private.
     #[arg(long)]
@@ -64,6 +77,25 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.seed.is_some() {
         config.seed = args.seed;
+    }
+    if !args.public.is_empty() {
+        if config.split.is_some() {
+            return Err(Error::Usage {
+                command: "run",
+                problem: crate::error::UsageProblem::PublicWithSimulation,
+            });
+        }
+        config.public = args
+            .public
+            .iter()
+            .map(|path| crate::config::DatasetSource {
+                path: path.clone(),
+                format: args.public_format,
+                label: None,
+                limit: None,
+            })
+            .collect();
+        config.validate()?;
     }
     let report = crate::stages::run(&config, &RunDir::new(&args.out), started)?;
     tracing::info!(
