@@ -901,6 +901,37 @@ impl RunConfig {
                 ),
             );
         }
+        self.validate_public_examples()?;
+        if self.evaluation.ensemble_max == Some(0) {
+            return bad(
+                "evaluation.ensemble_max",
+                "must be at least 1 (or null for the whole test split)".into(),
+            );
+        }
+        self.validate_datasets()?;
+        self.validate_teachers()?;
+        self.validate_student()?;
+        let s = self.aggregation.malicious_vote_share;
+        if !(s > 0.0 && s < 1.0) {
+            return bad(
+                "aggregation.malicious_vote_share",
+                format!("must be in (0, 1), got {s}"),
+            );
+        }
+        self.validate_model_average()?;
+        self.validate_featurizer()?;
+        let c = self.student.self_training.confidence;
+        if !(c > 0.5 && c < 1.0) {
+            return bad(
+                "student.self_training.confidence",
+                format!("must be in (0.5, 1), got {c}"),
+            );
+        }
+        self.validate_privacy()
+    }
+
+    /// `student.public_examples.*`.
+    fn validate_public_examples(&self) -> Result<()> {
         if let Some(fpr) = self
             .student
             .public_examples
@@ -973,23 +1004,12 @@ impl RunConfig {
                 );
             }
         }
-        if self.evaluation.ensemble_max == Some(0) {
-            return bad(
-                "evaluation.ensemble_max",
-                "must be at least 1 (or null for the whole test split)".into(),
-            );
-        }
-        self.validate_datasets()?;
-        self.validate_teachers()?;
-        self.validate_student()?;
-        let s = self.aggregation.malicious_vote_share;
-        if !(s > 0.0 && s < 1.0) {
-            return bad(
-                "aggregation.malicious_vote_share",
-                format!("must be in (0, 1), got {s}"),
-            );
-        }
-        self.validate_model_average()?;
+        Ok(())
+    }
+
+    /// `featurizer.*` against the rest: the norm the privatizer needs, what the known browsers
+    /// and the rarity table need, and no exact private counts in the bundle.
+    fn validate_featurizer(&self) -> Result<()> {
         if self.privacy.rho.is_some() && self.featurizer.config.norm != featurizer::Norm::L1 {
             return bad(
                 "featurizer.config.norm",
@@ -1032,14 +1052,7 @@ impl RunConfig {
                     .into(),
             );
         }
-        let c = self.student.self_training.confidence;
-        if !(c > 0.5 && c < 1.0) {
-            return bad(
-                "student.self_training.confidence",
-                format!("must be in (0.5, 1), got {c}"),
-            );
-        }
-        self.validate_privacy()
+        Ok(())
     }
 
     /// The datasets: the four roles, or a simulation split from `split.simulate_from`.

@@ -163,61 +163,106 @@ fn read_student(path: &Path) -> Result<(Mlp, Option<crate::model_file::ModelInfo
     }
 }
 
+/// The files `export` reads and the directory it writes: each flag, else its file in `--run`.
+struct ExportPaths {
+    student: PathBuf,
+    featurizer: PathBuf,
+    out: PathBuf,
+    /// Optional: with `--run`, used when the file exists.
+    report: Option<PathBuf>,
+    /// Optional: with `--run`, used when the file exists.
+    part_model: Option<PathBuf>,
+}
+
+impl ExportPaths {
+    fn resolve(args: &Args) -> Result<ExportPaths> {
+        let in_run = |name: &str| args.run.as_ref().map(|r| r.join(name));
+        let existing = |name: &str| in_run(name).filter(|p| p.exists());
+        let missing = |what: &'static str, flag: &'static str| Error::ExportInput { what, flag };
+        Ok(ExportPaths {
+            student: args
+                .student
+                .clone()
+                .or_else(|| in_run(RUN_STUDENT_FILE))
+                .ok_or_else(|| missing("student", "student"))?,
+            featurizer: args
+                .featurizer
+                .clone()
+                .or_else(|| in_run(RUN_FEATURIZER_FILE))
+                .ok_or_else(|| missing("featurizer", "featurizer"))?,
+            out: args
+                .out
+                .clone()
+                .or_else(|| in_run(RUN_BUNDLE_DIR))
+                .ok_or_else(|| missing("output directory", "out"))?,
+            report: args.report.clone().or_else(|| existing(RUN_REPORT_FILE)),
+            part_model: args
+                .part_model
+                .clone()
+                .or_else(|| existing(RUN_PART_MODEL_FILE)),
+        })
+    }
+}
+
+/// An error unless the model at `model`, trained with the featurizer of hash `trained_with`, is
+/// exported with that featurizer.
+fn same_featurizer(
+    model: &Path,
+    trained_with: &str,
+    featurizer: &Featurizer,
+    featurizer_path: &Path,
+) -> Result<()> {
+    if trained_with == featurizer.content_hash() {
+        return Ok(());
+    }
+    Err(Error::FeaturizerMismatch {
+        model: model.to_owned(),
+        trained_with: trained_with.to_string(),
+        featurizer: featurizer_path.to_owned(),
+        found: featurizer.content_hash().to_string(),
+    })
+}
+
+/// The ε composed over every aggregation that used the run's teachers (the ledger beside them);
+/// `None` without entries.
+fn ledger_summary(run: &Path, delta: f64) -> Result<Option<ExportLedger>> {
+    let entries = privacy::ledger::read(&run.join(crate::rundir::LEDGER_FILE))?;
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let (e, order) = privacy::ledger::composed_epsilon(&entries, delta)?;
+    Ok(Some(ExportLedger {
+        aggregations: entries.len(),
+        composed_data_independent_epsilon: e,
+        rdp_order: order,
+        delta,
+    }))
+}
+
 /// Runs `pate-trainer export`.
 pub fn run(args: Args) -> Result<()> {
-    let in_run = |name: &str| args.run.as_ref().map(|r| r.join(name));
-    let missing = |what: &'static str, flag: &'static str| Error::ExportInput { what, flag };
-    let student_path = args
-        .student
-        .clone()
-        .or_else(|| in_run(RUN_STUDENT_FILE))
-        .ok_or_else(|| missing("student", "student"))?;
-    let featurizer_path = args
-        .featurizer
-        .clone()
-        .or_else(|| in_run(RUN_FEATURIZER_FILE))
-        .ok_or_else(|| missing("featurizer", "featurizer"))?;
-    let out = args
-        .out
-        .clone()
-        .or_else(|| in_run(RUN_BUNDLE_DIR))
-        .ok_or_else(|| missing("output directory", "out"))?;
-    // The report is optional: with --run it is used when the file exists.
-    let report_path = args
-        .report
-        .clone()
-        .or_else(|| in_run(RUN_REPORT_FILE).filter(|p| p.exists()));
-
+    let ExportPaths {
+        student: student_path,
+        featurizer: featurizer_path,
+        out,
+        report: report_path,
+        part_model: part_model_path,
+    } = ExportPaths::resolve(&args)?;
     let (mlp, info) = read_student(&student_path)?;
     let featurizer = Featurizer::load(&featurizer_path)?;
-    let part_model_path = args
-        .part_model
-        .clone()
-        .or_else(|| in_run(RUN_PART_MODEL_FILE).filter(|p| p.exists()));
+    let same_featurizer = |model: &Path, trained_with: &str| {
+        same_featurizer(model, trained_with, &featurizer, &featurizer_path)
+    };
     let part_model = part_model_path
         .as_deref()
         .map(|path| {
             let file = ModelFile::load(path)?;
-            if file.info.featurizer_hash != featurizer.content_hash() {
-                return Err(Error::FeaturizerMismatch {
-                    model: path.to_owned(),
-                    trained_with: file.info.featurizer_hash.clone(),
-                    featurizer: featurizer_path.clone(),
-                    found: featurizer.content_hash().to_string(),
-                });
-            }
-            Ok(file.weights)
+            same_featurizer(path, &file.info.featurizer_hash)?;
+            Ok::<_, Error>(file.weights)
         })
         .transpose()?;
-    if let Some(hash) = info.as_ref().map(|i| i.featurizer_hash.clone()) {
-        if hash != featurizer.content_hash() {
-            return Err(Error::FeaturizerMismatch {
-                model: student_path.clone(),
-                trained_with: hash,
-                featurizer: featurizer_path.clone(),
-                found: featurizer.content_hash().to_string(),
-            });
-        }
+    if let Some(info) = &info {
+        same_featurizer(&student_path, &info.featurizer_hash)?;
     }
     let report: ExportedParts = report_path
         .as_deref()
@@ -266,22 +311,8 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     let loaded = Bundle::load(&out)?;
     let difference = verify_with_onnxruntime(&loaded, &mlp)?;
-    // The ε composed over every aggregation that used this run's teachers (the ledger beside them).
     let ledger = match (&args.run, manifest.privacy.as_ref()) {
-        (Some(dir), Some(p)) => {
-            let entries = privacy::ledger::read(&dir.join(crate::rundir::LEDGER_FILE))?;
-            if entries.is_empty() {
-                None
-            } else {
-                let (e, order) = privacy::ledger::composed_epsilon(&entries, p.delta)?;
-                Some(ExportLedger {
-                    aggregations: entries.len(),
-                    composed_data_independent_epsilon: e,
-                    rdp_order: order,
-                    delta: p.delta,
-                })
-            }
-        }
+        (Some(dir), Some(p)) => ledger_summary(dir, p.delta)?,
         _ => None,
     };
     let summary = ExportSummary {
