@@ -207,15 +207,10 @@ pub struct TeachJob<'a> {
     pub device: Device,
 }
 
-/// Trains the teachers of `job` that are not already saved in `job.out_dir` with a matching
-/// shard hash (finished teachers are kept and skipped, so an interrupted run resumes), writing
-/// one file per teacher. Returns how many were trained and how many reused.
-pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
+/// The shards of `job` to train, each with its data hash, and how many teachers are already
+/// saved in `job.out_dir` trained on the same data the same way (kept).
+fn teachers_to_train(job: &TeachJob) -> (Vec<(usize, String)>, usize) {
     let count = job.shards.len();
-    std::fs::create_dir_all(job.out_dir).map_err(|source| Error::Io {
-        path: job.out_dir.to_owned(),
-        source,
-    })?;
     let training_json = serde_json::json!({
         "training": job.training,
         "holdout_fraction": job.holdout_fraction,
@@ -243,6 +238,19 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
         }
         todo.push((k, hash));
     }
+    (todo, reused)
+}
+
+/// Trains the teachers of `job` that are not already saved in `job.out_dir` with a matching
+/// shard hash (finished teachers are kept and skipped, so an interrupted run resumes), writing
+/// one file per teacher. Returns how many were trained and how many reused.
+pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
+    let count = job.shards.len();
+    std::fs::create_dir_all(job.out_dir).map_err(|source| Error::Io {
+        path: job.out_dir.to_owned(),
+        source,
+    })?;
+    let (todo, reused) = teachers_to_train(job);
     if todo.is_empty() {
         tracing::info!(
             "teach: all {reused} teacher(s) already trained in {}",

@@ -94,6 +94,34 @@ fn merged_votes(files: &[(PathBuf, String)]) -> Result<privacy::VoteMatrix> {
     Ok(privacy::VoteMatrix::from_rows(&rows)?)
 }
 
+/// Distributed GNMax: the organizations' noisy vote shares summed (each carries its share of
+/// the noise), the label the argmax. Returns the labels, queries and classes.
+fn aggregate_shares(
+    files: &[(PathBuf, String)],
+    mechanism: Mechanism,
+) -> Result<(Vec<Option<usize>>, usize, usize)> {
+    let parsed: Vec<(PathBuf, privacy::shares::NoisyShare)> = files
+        .iter()
+        .map(|(p, t)| Ok((p.clone(), privacy::shares::parse_share(t, p)?)))
+        .collect::<Result<_>>()?;
+    let sigma = parsed[0].1.sigma;
+    match mechanism {
+        Mechanism::Gnmax(m) if m.sigma == sigma && m.head.is_none() => {}
+        _ => {
+            return Err(Error::Usage {
+                command: "aggregate",
+                problem: UsageProblem::ShareSigma {
+                    sigma,
+                    got: Box::new(mechanism),
+                },
+            })
+        }
+    }
+    let sum = privacy::shares::sum_shares(&parsed)?;
+    let classes = sum[0].len();
+    Ok((privacy::shares::argmax_labels(&sum), sum.len(), classes))
+}
+
 /// Runs `pate-trainer aggregate`.
 pub fn run(args: Args) -> Result<()> {
     let mechanism = args.mechanism.mechanism()?;
@@ -123,31 +151,8 @@ pub fn run(args: Args) -> Result<()> {
             false,
         )
     } else if shares == files.len() {
-        let parsed: Vec<(PathBuf, privacy::shares::NoisyShare)> = files
-            .iter()
-            .map(|(p, t)| Ok((p.clone(), privacy::shares::parse_share(t, p)?)))
-            .collect::<Result<_>>()?;
-        let sigma = parsed[0].1.sigma;
-        match mechanism {
-            Mechanism::Gnmax(m) if m.sigma == sigma && m.head.is_none() => {}
-            _ => {
-                return Err(Error::Usage {
-                    command: "aggregate",
-                    problem: UsageProblem::ShareSigma {
-                        sigma,
-                        got: Box::new(mechanism),
-                    },
-                })
-            }
-        }
-        let sum = privacy::shares::sum_shares(&parsed)?;
-        let classes = sum[0].len();
-        (
-            privacy::shares::argmax_labels(&sum),
-            sum.len(),
-            classes,
-            true,
-        )
+        let (labels, queries, classes) = aggregate_shares(&files, mechanism)?;
+        (labels, queries, classes, true)
     } else {
         return Err(Error::Usage {
             command: "aggregate",

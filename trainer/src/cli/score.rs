@@ -136,23 +136,12 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     if let Some(target) = &args.target {
-        let body = match (&args.body, &args.body_file) {
-            (Some(b), _) => Some(b.as_bytes().to_vec()),
-            (None, Some(path)) => Some(std::fs::read(path).map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?),
-            (None, None) => None,
-        };
         let headers = args
             .headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>>>()?;
-        let body = match body {
-            Some(b) => Some(inflate(&headers, b)?),
-            None => None,
-        };
+        let body = request_body(&args, &headers)?;
         let parts = RequestParts {
             method: &args.method,
             target: target.as_bytes(),
@@ -209,6 +198,19 @@ pub fn run(args: Args) -> Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(stdout_error(e)),
         _ => Ok(()),
     }
+}
+
+/// The `--body` or `--body-file` of a `--target` request, decoded as the proxy decodes it.
+fn request_body(args: &Args, headers: &[(String, Vec<u8>)]) -> Result<Option<Vec<u8>>> {
+    let body = match (&args.body, &args.body_file) {
+        (Some(b), _) => b.as_bytes().to_vec(),
+        (None, Some(path)) => std::fs::read(path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(inflate(headers, body)?))
 }
 
 fn stdout_error(source: std::io::Error) -> Error {

@@ -67,15 +67,8 @@ impl Env {
     }
 }
 
-/// Runs every stage of `config` into `run` and returns the report (also written to
-/// `report.json`). The run directory appears only once the config and the data are valid.
-pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report> {
-    let env = Env::new(config, started)?;
-    let data = split::load(config, started)?;
-    let plan = split::plan(config, &data, &env.rng)?;
-    // Only now, with the config and the data valid and the device usable, does the run
-    // directory appear (a bad data file leaves no half-written run directory behind).
-    run.create()?;
+/// Writes the effective configuration (`config.yaml`) and starts the run's manifest with it.
+fn write_config(config: &RunConfig, run: &RunDir, env: &Env) -> Result<RunManifest> {
     let config_yaml = serde_yaml::to_string(config).map_err(|source| Error::SerializeYaml {
         what: run.config().display().to_string(),
         source,
@@ -86,6 +79,19 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
     let mut manifest =
         RunManifest::new(env.rng.provenance(), device::name(env.device), config_json);
     manifest.record(run, "config", &[run.config()])?;
+    Ok(manifest)
+}
+
+/// Runs every stage of `config` into `run` and returns the report (also written to
+/// `report.json`). The run directory appears only once the config and the data are valid.
+pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report> {
+    let env = Env::new(config, started)?;
+    let data = split::load(config, started)?;
+    let plan = split::plan(config, &data, &env.rng)?;
+    // Only now, with the config and the data valid and the device usable, does the run
+    // directory appear (a bad data file leaves no half-written run directory behind).
+    run.create()?;
+    let mut manifest = write_config(config, run, &env)?;
     split::write(run, config, &data, &plan)?;
     manifest.record(run, "split", &[run.splits()])?;
 
