@@ -18,6 +18,18 @@ use crate::stages::evaluate::tpr_at_fpr;
 use crate::stages::split::shuffled;
 use crate::teachers::shard_hash;
 
+/// What every student training reads besides its data and config: the featurizer's hash (in
+/// the model file), the run's randomness and the device.
+#[derive(Clone, Copy)]
+pub struct StudentEnv<'a> {
+    /// The featurizer's content hash.
+    pub featurizer_hash: &'a str,
+    /// The run's randomness.
+    pub rng: &'a RunRng,
+    /// The training device.
+    pub device: Device,
+}
+
 /// Trains the student on `queries` with their (noisily aggregated) labels; early stopping and the
 /// Youden threshold on the labelled validation samples.
 pub fn train_student(
@@ -124,7 +136,6 @@ pub struct StudentExtras {
 /// `pool` (unlabelled public features; needed when `student.self_training.rounds` > 0) and the
 /// threshold rule (`answered_benign` needs `answered_benign`: the features of the answered
 /// queries labelled benign and their public multiplicities).
-#[allow(clippy::too_many_arguments)]
 pub fn train_student_full(
     train: LabeledRows,
     validation: LabeledRows,
@@ -132,10 +143,13 @@ pub fn train_student_full(
     pool: Option<&DenseMatrix>,
     answered_benign: Option<(&DenseMatrix, &[usize])>,
     student: &crate::config::StudentConfig,
-    featurizer_hash: &str,
-    rng: &RunRng,
-    device: Device,
+    env: StudentEnv,
 ) -> Result<(ModelFile, StudentExtras)> {
+    let StudentEnv {
+        featurizer_hash,
+        rng,
+        device,
+    } = env;
     let mut extras = StudentExtras::default();
     // Traffic weighting by repetition (a row with weight w appears w times): the same gradient
     // in expectation as a per-sample weight, and the ROC of the repeated validation rows is the
@@ -156,17 +170,7 @@ pub fn train_student_full(
         device,
     )?;
     if student.self_training.rounds > 0 {
-        model = self_train(
-            model,
-            &train,
-            &validation,
-            pool,
-            student,
-            featurizer_hash,
-            rng,
-            device,
-            &mut extras,
-        )?;
+        model = self_train(model, &train, &validation, pool, student, env, &mut extras)?;
     }
     extras.threshold_rule = apply_threshold_rule(
         &mut model,
@@ -189,17 +193,19 @@ pub fn train_student_full(
 /// `training`, its rows repeated by `copies` when given) on the other folds; a row whose label the
 /// out-of-fold score contradicts with at least `cleaning.confidence` is not kept. The folds are
 /// drawn from the stream `label-cleaning` of `rng`.
-#[allow(clippy::too_many_arguments)]
 pub fn clean_labels(
     train: &LabeledRows,
     copies: Option<&[usize]>,
     validation: &LabeledRows,
     cleaning: &crate::config::LabelCleaningConfig,
     training: &TrainConfig,
-    featurizer_hash: &str,
-    rng: &RunRng,
-    device: Device,
+    env: StudentEnv,
 ) -> Result<Vec<bool>> {
+    let StudentEnv {
+        featurizer_hash,
+        rng,
+        device,
+    } = env;
     let n = train.y.len();
     let folds = cleaning.folds.max(2);
     let mut fold = vec![0usize; n];
@@ -265,18 +271,20 @@ fn repeat_rows(rows: LabeledRows, copies: &[usize], what: &'static str) -> Resul
 /// `student.self_training.rounds` (> 0) rounds of self-training from `model`: each round the
 /// latest model pseudo-labels the confident rows of `pool`, and a fresh student trains on `train`
 /// plus them. Returns the last round's model; each round's pseudo-label counts go to `extras`.
-#[allow(clippy::too_many_arguments)]
 fn self_train(
     mut model: ModelFile,
     train: &LabeledRows,
     validation: &LabeledRows,
     pool: Option<&DenseMatrix>,
     student: &crate::config::StudentConfig,
-    featurizer_hash: &str,
-    rng: &RunRng,
-    device: Device,
+    env: StudentEnv,
     extras: &mut StudentExtras,
 ) -> Result<ModelFile> {
+    let StudentEnv {
+        featurizer_hash,
+        rng,
+        device,
+    } = env;
     let rounds = student.self_training.rounds;
     let pool = pool.ok_or_else(|| {
         Error::key(

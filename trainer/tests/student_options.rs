@@ -389,9 +389,11 @@ fn label_cleaning_leaves_out_confidently_contradicted_labels() {
         &validation,
         &cleaning,
         &training,
-        "test",
-        &trainer::rng::RunRng::new(Some(7)).unwrap(),
-        tch::Device::Cpu,
+        trainer::student::StudentEnv {
+            featurizer_hash: "test",
+            rng: &trainer::rng::RunRng::new(Some(7)).unwrap(),
+            device: tch::Device::Cpu,
+        },
     )
     .unwrap();
     let left_out: Vec<usize> = (0..n).filter(|&i| !keep[i]).collect();

@@ -130,9 +130,11 @@ pub fn run(args: Args) -> Result<()> {
             y: validation_labels,
         },
         pool.as_ref(),
-        featurizer.content_hash(),
-        &rng,
-        device,
+        crate::student::StudentEnv {
+            featurizer_hash: featurizer.content_hash(),
+            rng: &rng,
+            device,
+        },
     )?;
     student.save(&out)?;
     let summary = StudentSummary {

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
 use crate::rng::RunRng;
 use crate::stages::split::RunData;
-use crate::student::StudentExtras;
+use crate::student::{StudentEnv, StudentExtras};
 
 use crate::part_model::PartExamples;
 use crate::public_examples::Spot;
@@ -644,9 +644,11 @@ pub fn run(
         features.pool_x.as_ref(),
         Some((&benign_answered_x, &benign_answered_weights)),
         &config.student,
-        &features.hash,
-        &env.rng,
-        env.device,
+        StudentEnv {
+            featurizer_hash: &features.hash,
+            rng: &env.rng,
+            device: env.device,
+        },
     )?;
     let validation_scores = validation_scores(
         ThresholdContext {
@@ -761,9 +763,11 @@ fn answered_rows(
         &features.validation,
         cleaning,
         &config.student.training,
-        &features.hash,
-        &env.rng,
-        env.device,
+        StudentEnv {
+            featurizer_hash: &features.hash,
+            rng: &env.rng,
+            device: env.device,
+        },
     )?;
     let dropped: Vec<usize> = (0..answered.len())
         .filter(|&k| !keep[k])
@@ -1586,16 +1590,13 @@ fn choose_threshold(
 /// The student from the queries' features and their noisy labels alone (the `student`
 /// subcommand: no split, so no traffic weights, and each answered query labelled benign counts
 /// once for `threshold_rule: answered_benign`); `label_cleaning` as in `run`, without weights.
-#[allow(clippy::too_many_arguments)]
 pub fn from_labels(
     config: &RunConfig,
     queries: &DenseMatrix,
     labels: &[Option<bool>],
     validation: LabeledRows,
     pool: Option<&DenseMatrix>,
-    featurizer_hash: &str,
-    rng: &RunRng,
-    device: tch::Device,
+    env: StudentEnv,
 ) -> Result<(ModelFile, StudentExtras)> {
     let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
     let benign_rows: Vec<usize> = answered
@@ -1616,9 +1617,7 @@ pub fn from_labels(
             &validation,
             cleaning,
             &config.student.training,
-            featurizer_hash,
-            rng,
-            device,
+            env,
         )?;
         let kept: Vec<usize> = (0..keep.len()).filter(|&k| keep[k]).collect();
         tracing::info!(
@@ -1635,9 +1634,7 @@ pub fn from_labels(
         pool,
         Some((&benign_x, &benign_weights)),
         &config.student,
-        featurizer_hash,
-        rng,
-        device,
+        env,
     )
 }
 
