@@ -731,6 +731,18 @@ pub fn load_user_agents(path: &std::path::Path) -> crate::error::Result<Vec<Stri
     Ok(out)
 }
 
+/// How many examples [`synthesize`] draws, where its benign ones go, and the share of tampered
+/// requests among the malicious ones.
+#[derive(Debug, Clone, Copy)]
+pub struct Synthesis {
+    /// Examples drawn.
+    pub count: usize,
+    /// The spots a benign example's value may take.
+    pub benign_spots: BenignSpots,
+    /// Share of the malicious examples that are tampered benign requests instead.
+    pub tamperings: f64,
+}
+
 /// `count` labelled examples, half of each class, each at a spot drawn uniformly from
 /// [`PLACEMENTS`] (a benign one from `benign_spots`' spots) and encoded one time in five:
 /// - malicious: a public attack value (drawn uniformly from `malicious`) placed into a site
@@ -751,17 +763,19 @@ pub fn load_user_agents(path: &std::path::Path) -> crate::error::Result<Vec<Stri
 /// same share in both classes, so a browser's headers do not decide the label either.
 /// Returns the examples and, per example, whether it is a tampered request (`tamperings`) rather
 /// than one carrying a value.
-#[allow(clippy::too_many_arguments)]
 pub fn synthesize(
     templates: &[&Record],
     benign_templates: &[&Record],
     malicious: &[Vec<u8>],
-    count: usize,
-    benign_spots: BenignSpots,
-    tamperings: f64,
+    draw: &Synthesis,
     user_agents: &[String],
     rng: &mut impl Rng,
 ) -> (Vec<Record>, Vec<bool>) {
+    let Synthesis {
+        count,
+        benign_spots,
+        tamperings,
+    } = *draw;
     let mut out = Vec::with_capacity(count);
     let mut tampered = Vec::with_capacity(count);
     if templates.is_empty() || malicious.is_empty() {

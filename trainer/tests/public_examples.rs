@@ -5,8 +5,8 @@ use featurizer::placement::split_request;
 use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
 use trainer::public_examples::{
-    dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, PLACEMENTS,
-    TAMPERED_METHODS,
+    dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, Synthesis,
+    PLACEMENTS, TAMPERED_METHODS,
 };
 
 mod common;
@@ -81,9 +81,11 @@ fn synthesize_balances_the_classes_and_uses_the_sites_own_values_for_benign() {
         &[&t],
         &[&t],
         &attacks,
-        100,
-        BenignSpots::Every,
-        0.0,
+        &Synthesis {
+            count: 100,
+            benign_spots: BenignSpots::Every,
+            tamperings: 0.0,
+        },
         &[],
         &mut rng,
     )
@@ -140,7 +142,19 @@ fn benign_examples_can_keep_the_request_line_and_form_as_the_site_sent_them() {
         .into_iter()
         .enumerate()
     {
-        let out = synthesize(&[&t], &[&t], &attacks, 400, spots, 0.0, &[], &mut rng).0;
+        let out = synthesize(
+            &[&t],
+            &[&t],
+            &attacks,
+            &Synthesis {
+                count: 400,
+                benign_spots: spots,
+                tamperings: 0.0,
+            },
+            &[],
+            &mut rng,
+        )
+        .0;
         for r in out.iter().filter(|r| r.label == Some(Label::Benign)) {
             // A body example carries the pairs in a JSON/XML/multipart/text body instead, so
             // fewer stay; none may be new.
@@ -293,9 +307,11 @@ fn synthesize_dresses_both_classes_alike_and_keeps_attacks_in_the_user_agent() {
         &[&t],
         &[&t],
         &attacks,
-        200,
-        BenignSpots::Every,
-        0.0,
+        &Synthesis {
+            count: 200,
+            benign_spots: BenignSpots::Every,
+            tamperings: 0.0,
+        },
         &[],
         &mut rand_chacha::ChaCha20Rng::seed_from_u64(11),
     )
@@ -661,9 +677,11 @@ fn tagged_examples_name_the_tampered_ones() {
         &[&t],
         &[&t],
         &attacks,
-        400,
-        BenignSpots::Every,
-        0.5,
+        &Synthesis {
+            count: 400,
+            benign_spots: BenignSpots::Every,
+            tamperings: 0.5,
+        },
         &[],
         &mut rand_chacha::ChaCha20Rng::seed_from_u64(5),
     );
@@ -819,9 +837,11 @@ fn examples_of(
         &[t],
         &[t],
         attacks,
-        count,
-        BenignSpots::Every,
-        tamperings,
+        &Synthesis {
+            count,
+            benign_spots: BenignSpots::Every,
+            tamperings,
+        },
         user_agents,
         &mut rand_chacha::ChaCha20Rng::seed_from_u64(seed),
     )

@@ -11,7 +11,7 @@ use crate::stages::split::RunData;
 use crate::student::{StudentEnv, StudentExtras};
 
 use crate::part_model::PartExamples;
-use crate::public_examples::Spot;
+use crate::public_examples::{Spot, Synthesis};
 use crate::report::CleaningReport;
 
 use super::featurize::{self, Features};
@@ -94,9 +94,11 @@ fn public_examples(
         &templates,
         &benign_templates,
         &values.malicious,
-        pe.count,
-        pe.benign_spots,
-        pe.tamperings,
+        &Synthesis {
+            count: pe.count,
+            benign_spots: pe.benign_spots,
+            tamperings: pe.tamperings,
+        },
         &values.user_agents,
         &mut rng.stream("public-examples"),
     );
@@ -125,9 +127,11 @@ fn public_examples(
         &benign_validation,
         &benign_validation,
         &values.held_out,
-        pe.validation,
-        pe.validation_benign_spots.unwrap_or(pe.benign_spots),
-        0.0,
+        &Synthesis {
+            count: pe.validation,
+            benign_spots: pe.validation_benign_spots.unwrap_or(pe.benign_spots),
+            tamperings: 0.0,
+        },
         &values.held_out_user_agents,
         &mut rng.stream("public-examples-validation"),
     )
