@@ -182,37 +182,8 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .iter()
         .map(|&i| distinct_validation[i])
         .collect();
-    let mut query_rng = rng.stream("queries");
-    let draw: Vec<usize> = match student.query_selection {
-        QuerySelection::Distinct => {
-            crate::stages::split::shuffled(distinct_public.len(), &mut query_rng)
-        }
-        QuerySelection::Traffic => crate::stages::split::weighted_sample(
-            &public_multiplicity,
-            distinct_public.len(),
-            &mut query_rng,
-        ),
-        QuerySelection::Head => crate::stages::split::head_then_uniform(
-            &public_multiplicity,
-            (student.head_share * student.queries as f64).round() as usize,
-            &mut query_rng,
-        ),
-    };
-    // A drawn request is known when the validation samples hold the same request — matched by
-    // [`request_hash`], the key the draw and the samples are made distinct by. Not by
-    // [`record_key`]: that also holds the label, which public traffic in deployment does not
-    // have, and the headers, where CSIC gives every copy its own session cookie; either made
-    // nothing match (issue 16, session 22). The student trains on the validation sample itself.
-    let validation_position: std::collections::HashMap<[u8; 32], usize> =
-        if student.validation_labels {
-            validation_rows
-                .iter()
-                .enumerate()
-                .map(|(position, &i)| (request_hash(&records[i]), position))
-                .collect()
-        } else {
-            std::collections::HashMap::new()
-        };
+    let draw = query_draw(student, &public_multiplicity, &mut rng.stream("queries"));
+    let validation_position = validation_positions(student, records, &validation_rows);
     let DrawnQueries {
         order: query_order,
         asked,
@@ -275,6 +246,46 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         validation_copies,
         validation_traffic,
     })
+}
+
+/// The order the distinct public requests (with these multiplicities) are drawn in, by
+/// `student.query_selection`.
+fn query_draw(
+    student: &crate::config::StudentConfig,
+    public_multiplicity: &[usize],
+    rng: &mut impl rand::Rng,
+) -> Vec<usize> {
+    let n = public_multiplicity.len();
+    match student.query_selection {
+        QuerySelection::Distinct => shuffled(n, rng),
+        QuerySelection::Traffic => weighted_sample(public_multiplicity, n, rng),
+        QuerySelection::Head => head_then_uniform(
+            public_multiplicity,
+            (student.head_share * student.queries as f64).round() as usize,
+            rng,
+        ),
+    }
+}
+
+/// With `student.validation_labels`, each validation sample's position by its request: a drawn
+/// request is known when the validation samples hold the same request — matched by
+/// [`request_hash`], the key the draw and the samples are made distinct by. Not by
+/// [`record_key`]: that also holds the label, which public traffic in deployment does not have,
+/// and the headers, where CSIC gives every copy its own session cookie; either made nothing
+/// match. The student trains on the validation sample itself. Empty without the option.
+fn validation_positions(
+    student: &crate::config::StudentConfig,
+    records: &[datasets::Record],
+    validation_rows: &[usize],
+) -> std::collections::HashMap<[u8; 32], usize> {
+    if !student.validation_labels {
+        return std::collections::HashMap::new();
+    }
+    validation_rows
+        .iter()
+        .enumerate()
+        .map(|(position, &i)| (request_hash(&records[i]), position))
+        .collect()
 }
 
 /// A draw split by [`ask_unknown`].
