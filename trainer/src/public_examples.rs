@@ -307,32 +307,15 @@ pub fn place(
         Some((p, q)) => (p.to_string(), Some(q.to_string())),
         None => (target.clone(), None),
     };
-    let mut params = pairs(query.as_deref().unwrap_or("").as_bytes());
-    params.extend(pairs(template.body.as_deref().unwrap_or_default()));
-    if params.is_empty() {
-        params.push(("id".to_string(), "1".to_string()));
-    }
+    let params = template_params(template, query.as_deref());
     let pick = rng.random_range(0..params.len());
-    let mut headers: Vec<(String, Vec<u8>)> = template
-        .headers
-        .iter()
-        .filter(|(n, _)| {
-            !n.eq_ignore_ascii_case("content-type") && !n.eq_ignore_ascii_case("content-length")
-        })
-        .cloned()
-        .collect();
-    let set_header = |headers: &mut Vec<(String, Vec<u8>)>, name: &str, v: String| {
-        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        headers.push((name.to_string(), v.into_bytes()));
-    };
-    let mut method = template.method.clone();
-    let mut new_target = target.clone();
-    let mut body: Option<Vec<u8>> = template.body.clone();
-    let mut content_type: Option<String> = template
-        .headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        .map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+    let Placed {
+        mut method,
+        target: mut new_target,
+        mut body,
+        mut content_type,
+        mut headers,
+    } = Placed::from(template);
     // Header values cannot carry raw line breaks.
     let header_safe = shown.replace(['\r', '\n'], " ");
     match spot {
@@ -362,21 +345,17 @@ pub fn place(
             );
         }
         Spot::UserAgent | Spot::Referer | Spot::Cookie | Spot::Forwarded | Spot::CustomHeader => {
-            let host = template
-                .headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-                .map_or_else(|| "localhost".into(), |(_, v)| String::from_utf8_lossy(v));
             let (name, v) = header_spot(
                 spot,
-                &host,
+                &host_of(template),
                 &path,
                 &params[pick].0,
                 &shown,
                 header_safe,
                 rng,
             );
-            set_header(&mut headers, name, v);
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            headers.push((name.to_string(), v.into_bytes()));
         }
         Spot::Json | Spot::Xml | Spot::MultipartField | Spot::MultipartFilename | Spot::Text => {
             let (b, ct) = match spot {
@@ -397,19 +376,86 @@ pub fn place(
             content_type = Some(ct);
         }
     }
-    if let Some(b) = &body {
-        if let Some(ct) = &content_type {
-            headers.push(("Content-Type".into(), ct.clone().into_bytes()));
-        }
-        headers.push(("Content-Length".into(), b.len().to_string().into_bytes()));
-    }
-    Record {
+    Placed {
         method,
-        target: new_target.into_bytes(),
+        target: new_target,
         body,
+        content_type,
         headers,
-        label: Some(label),
-        line: template.line,
+    }
+    .into_record(label, template.line)
+}
+
+/// The template's parameters, query then form body; `id=1` when it has none.
+fn template_params(template: &Record, query: Option<&str>) -> Vec<(String, String)> {
+    let mut params = pairs(query.unwrap_or("").as_bytes());
+    params.extend(pairs(template.body.as_deref().unwrap_or_default()));
+    if params.is_empty() {
+        params.push(("id".to_string(), "1".to_string()));
+    }
+    params
+}
+
+/// The template's `Host`, or `localhost`.
+fn host_of(template: &Record) -> std::borrow::Cow<'_, str> {
+    template
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or_else(|| "localhost".into(), |(_, v)| String::from_utf8_lossy(v))
+}
+
+/// A request being placed into: the template's method, target and body, its content type, and
+/// its other headers (content type and length are written last, from the body).
+struct Placed {
+    method: String,
+    target: String,
+    body: Option<Vec<u8>>,
+    content_type: Option<String>,
+    headers: Vec<(String, Vec<u8>)>,
+}
+
+impl Placed {
+    fn from(template: &Record) -> Placed {
+        let is_content = |n: &str| {
+            n.eq_ignore_ascii_case("content-type") || n.eq_ignore_ascii_case("content-length")
+        };
+        Placed {
+            method: template.method.clone(),
+            target: String::from_utf8_lossy(&template.target).into_owned(),
+            body: template.body.clone(),
+            content_type: template
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned()),
+            headers: template
+                .headers
+                .iter()
+                .filter(|(n, _)| !is_content(n))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The record, with `Content-Type` and `Content-Length` of its body.
+    fn into_record(mut self, label: Label, line: usize) -> Record {
+        if let Some(b) = &self.body {
+            if let Some(ct) = &self.content_type {
+                self.headers
+                    .push(("Content-Type".into(), ct.clone().into_bytes()));
+            }
+            self.headers
+                .push(("Content-Length".into(), b.len().to_string().into_bytes()));
+        }
+        Record {
+            method: self.method,
+            target: self.target.into_bytes(),
+            body: self.body,
+            headers: self.headers,
+            label: Some(label),
+            line,
+        }
     }
 }
 
