@@ -24,7 +24,7 @@ use crate::error::ProxyError;
 use crate::model::{Scored, ServingModel};
 use crate::shadow::{self, ShadowJudgement};
 use crate::state::Shared;
-use crate::verdict::Verdict;
+use crate::verdict::{Unscored, Verdict};
 
 /// `Via` value added to forwarded requests (RFC 9110 §7.6.3).
 pub const VIA: &str = "1.1 pate-waf";
@@ -56,6 +56,28 @@ struct Judgement<'a> {
     placement: Option<&'static str>,
     /// Whether the request was scored with the site's format checks (its route's setting).
     format_checks: bool,
+}
+
+/// A request head past one of the proxy's limits.
+struct OverLimit {
+    /// Block mode's answer: status and reason phrase.
+    status: u16,
+    what: &'static str,
+    /// Detect mode's reason for forwarding it unscored.
+    unscored: Unscored,
+    /// What was over which limit (`target of 9000 bytes > uri_limit_bytes 8192`).
+    detail: String,
+}
+
+impl OverLimit {
+    /// The audit reason of the refusal (`uri_over_limit: ...`, `header_over_limit: ...`).
+    fn refusal_reason(&self) -> String {
+        let limit = match self.unscored {
+            Unscored::UriTooLong => "uri_over_limit",
+            _ => "header_over_limit",
+        };
+        format!("{limit}: {}", self.detail)
+    }
 }
 
 /// What reading the request body for scoring gave.
@@ -301,32 +323,34 @@ impl WafProxy {
             .inc();
     }
 
-    /// The request head against `uri_limit_bytes` (414) and the header limits (431): the status,
-    /// its reason phrase and the audit reason of the first limit exceeded.
-    fn over_head_limits(&self, session: &Session) -> Option<(u16, &'static str, String)> {
+    /// The request head against `uri_limit_bytes` (414) and the header limits (431): the first
+    /// limit exceeded.
+    fn over_head_limits(&self, session: &Session) -> Option<OverLimit> {
         let config = &self.shared.config;
         let header = session.req_header();
         let target_len = header.raw_path().len();
         if target_len > config.uri_limit_bytes && config.uri_over_limit == UriOverLimit::Reject {
-            return Some((
-                414,
-                "URI Too Long",
-                format!(
-                    "uri_over_limit: target of {target_len} bytes > uri_limit_bytes {}",
+            return Some(OverLimit {
+                status: 414,
+                what: "URI Too Long",
+                unscored: Unscored::UriTooLong,
+                detail: format!(
+                    "target of {target_len} bytes > uri_limit_bytes {}",
                     config.uri_limit_bytes
                 ),
-            ));
+            });
         }
         let count = header.headers.len();
         if count > config.header_count_limit {
-            return Some((
-                431,
-                "Request Header Fields Too Large",
-                format!(
-                    "header_over_limit: {count} header fields > header_count_limit {}",
+            return Some(OverLimit {
+                status: 431,
+                what: "Request Header Fields Too Large",
+                unscored: Unscored::TooManyHeaders,
+                detail: format!(
+                    "{count} header fields > header_count_limit {}",
                     config.header_count_limit
                 ),
-            ));
+            });
         }
         let bytes: usize = header
             .headers
@@ -334,21 +358,69 @@ impl WafProxy {
             .map(|(name, value)| name.as_str().len() + value.len())
             .sum();
         if bytes > config.header_limit_bytes {
-            return Some((
-                431,
-                "Request Header Fields Too Large",
-                format!(
-                    "header_over_limit: {bytes} bytes of header fields > header_limit_bytes {}",
+            return Some(OverLimit {
+                status: 431,
+                what: "Request Header Fields Too Large",
+                unscored: Unscored::HeadersTooLarge,
+                detail: format!(
+                    "{bytes} bytes of header fields > header_limit_bytes {}",
                     config.header_limit_bytes
                 ),
-            ));
+            });
         }
         None
     }
 
-    /// Answers `status` without scoring or connecting upstream; counted as `refused` (a protocol
-    /// limit decided, not the model) and audited with `reason`, the target truncated as
-    /// configured.
+    /// Forwards a request unscored (detect mode: past a protocol limit or not scorable, which
+    /// block mode refuses): counted as `unscored` and by `why`, audited with the reason
+    /// `why: detail`.
+    fn forward_unscored(
+        &self,
+        session: &Session,
+        ctx: &mut RequestCtx,
+        mode: Mode,
+        why: Unscored,
+        detail: &str,
+    ) {
+        self.count(ctx, Verdict::Unscored);
+        self.shared.metrics.count_unscored(why);
+        tracing::info!(
+            request_id = %ctx.request_id,
+            reason = why.as_str(),
+            "forwarded unscored (detect mode): {detail}"
+        );
+        self.audit_unscored(ctx, session, mode, format!("{}: {detail}", why.as_str()));
+    }
+
+    /// The audit line of a request answered or forwarded without a score (`ctx.verdict` is
+    /// `refused` or `unscored`).
+    fn audit_unscored(&self, ctx: &RequestCtx, session: &Session, mode: Mode, reason: String) {
+        let method = session.req_header().method.as_str().to_string();
+        let target = session.req_header().raw_path().to_vec();
+        let parts = RequestParts {
+            method: &method,
+            target: &target,
+            body: None,
+            headers: Default::default(),
+        };
+        let model = self.shared.model.get();
+        self.audit(
+            ctx,
+            session,
+            &parts,
+            Judgement {
+                model: model.as_deref(),
+                scored: None,
+                mode,
+                reason: Some(reason),
+                shadow: None,
+                placement: None,
+                // Not scored: no placement is looked for.
+                format_checks: true,
+            },
+        );
+    }
+
     /// The metrics of a scored request; then, unless it is an allow both models agree on, its
     /// detection (by the placement that scores highest) and audit line. `judged.scored` is the
     /// score; `judged.placement` is filled in here.
@@ -412,6 +484,9 @@ impl WafProxy {
         self.audit(ctx, session, parts, judged);
     }
 
+    /// Answers `status` without scoring or connecting upstream; counted as `refused` (a protocol
+    /// limit decided, not the model) and audited with `reason`, the target truncated as
+    /// configured.
     async fn refuse(
         &self,
         session: &mut Session,
@@ -422,30 +497,7 @@ impl WafProxy {
         reason: String,
     ) -> Result<()> {
         self.count(ctx, Verdict::Refused);
-        let method = session.req_header().method.as_str().to_string();
-        let target = session.req_header().raw_path().to_vec();
-        let parts = RequestParts {
-            method: &method,
-            target: &target,
-            body: None,
-            headers: Default::default(),
-        };
-        let model = self.shared.model.get();
-        self.audit(
-            ctx,
-            session,
-            &parts,
-            Judgement {
-                model: model.as_deref(),
-                scored: None,
-                mode,
-                reason: Some(reason),
-                shadow: None,
-                placement: None,
-                // Not scored: no placement is looked for.
-                format_checks: true,
-            },
-        );
+        self.audit_unscored(ctx, session, mode, reason);
         respond(session, status, what, &ctx.request_id).await
     }
 
@@ -570,10 +622,18 @@ impl ProxyHttp for WafProxy {
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         let config = &self.shared.config;
+        let route = config.route_for(session.req_header().uri.path());
+        let mode = route.and_then(|r| r.mode).unwrap_or(config.mode);
         // Protocol limits come before routes: an excluded path is not scored, but it is still
-        // bounded.
-        if let Some((status, what, reason)) = self.over_head_limits(session) {
-            self.refuse(session, ctx, config.mode, status, what, reason)
+        // bounded. Detect mode (global or the route's) never refuses on them: it forwards the
+        // request unscored, for the upstream to accept or refuse, and counts it.
+        if let Some(over) = self.over_head_limits(session) {
+            if mode == Mode::Detect {
+                self.forward_unscored(session, ctx, mode, over.unscored, &over.detail);
+                return Ok(false);
+            }
+            let reason = over.refusal_reason();
+            self.refuse(session, ctx, mode, over.status, over.what, reason)
                 .await?;
             return Ok(true);
         }
@@ -582,23 +642,26 @@ impl ProxyHttp for WafProxy {
             self.count(ctx, Verdict::Excluded);
             return Ok(false);
         }
-        let route = config.route_for(session.req_header().uri.path());
         if route.is_some_and(|r| r.exclude) {
             self.count(ctx, Verdict::Excluded);
             return Ok(false);
         }
-        let mode = route.and_then(|r| r.mode).unwrap_or(config.mode);
         let format_checks = config.format_checks_for(route);
         let model = self.shared.model.get();
         // The featurizer reads headers and every body type only with `placements`.
         let whole_request = model
             .as_deref()
             .is_some_and(|m| m.featurizer.config().placements.is_some());
-        let body = match self
-            .read_scored_body(session, whole_request)
-            .await?
-            .into_body()
-        {
+        let body = match self.read_scored_body(session, whole_request).await? {
+            // What was read is in pingora's replay buffer: forwarded whole.
+            ScoredBody::UnsupportedEncoding(reason) if mode == Mode::Detect => {
+                let detail = reason.strip_prefix("content_encoding: ").unwrap_or(&reason);
+                self.forward_unscored(session, ctx, mode, Unscored::UnsupportedEncoding, detail);
+                return Ok(false);
+            }
+            body => body,
+        };
+        let body = match body.into_body() {
             Ok(body) => body,
             Err((status, what, reason)) => {
                 self.refuse(session, ctx, mode, status, what, reason)

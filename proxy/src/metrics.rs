@@ -9,7 +9,7 @@ use prometheus::{
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::ProxyError;
-use crate::verdict::Verdict;
+use crate::verdict::{Unscored, Verdict};
 
 /// All metrics of one proxy process, in their own registry.
 pub struct Metrics {
@@ -67,6 +67,10 @@ pub struct Metrics {
     /// site served (another site's bundle, or pages the training pool lacks): the operator's cue
     /// for `format_checks: false` or a retrain (docs/deploy.md).
     pub unseen_path: IntCounter,
+    /// `patewaf_unscored_requests_total{reason}`: requests forwarded without a score in detect
+    /// mode because they are past a protocol limit or in a form the proxy cannot score (block
+    /// mode refuses them); children by [`Unscored`], resolved once.
+    unscored: [IntCounter; Unscored::ALL.len()],
 }
 
 impl Metrics {
@@ -128,6 +132,14 @@ impl Metrics {
             .namespace("patewaf"),
         )?;
         registry.register(Box::new(unseen_path.clone()))?;
+        let unscored_vec = counter_vec(
+            r,
+            "unscored_requests_total",
+            "Requests forwarded unscored in detect mode (past a protocol limit or not scorable), \
+             by reason.",
+            &["reason"],
+        )?;
+        let unscored = Unscored::ALL.map(|why| unscored_vec.with_label_values(&[why.as_str()]));
         let shadow_registry = Registry::new();
         let sr = &shadow_registry;
         let shadow_requests_vec = counter_vec(
@@ -187,7 +199,18 @@ impl Metrics {
             detections,
             over_limit,
             unseen_path,
+            unscored,
         })
+    }
+
+    /// Counts one request forwarded unscored for `why`.
+    pub fn count_unscored(&self, why: Unscored) {
+        self.unscored[why as usize].inc();
+    }
+
+    /// `patewaf_unscored_requests_total{reason=why}` so far.
+    pub fn unscored(&self, why: Unscored) -> u64 {
+        self.unscored[why as usize].get()
     }
 
     /// Counts one request with `verdict`.
@@ -371,6 +394,11 @@ mod tests {
             "patewaf_shadow_model_info{version=\"s1\"} 1",
             "patewaf_shadow_loads_total{result=\"error\"} 0",
             "patewaf_promotions_total{result=\"ok\"} 0",
+            "patewaf_requests_total{verdict=\"unscored\"} 0",
+            "patewaf_unscored_requests_total{reason=\"uri_too_long\"} 0",
+            "patewaf_unscored_requests_total{reason=\"too_many_headers\"} 0",
+            "patewaf_unscored_requests_total{reason=\"headers_too_large\"} 0",
+            "patewaf_unscored_requests_total{reason=\"unsupported_encoding\"} 0",
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }

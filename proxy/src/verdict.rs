@@ -17,17 +17,22 @@ pub enum Verdict {
     /// Refused on a protocol limit before any scoring (413, 414, 431, 408, 400): the proxy's
     /// own limits decided, not the model, so it is not counted as a block.
     Refused,
+    /// Past a protocol limit or in a form the proxy cannot score, in detect mode: forwarded
+    /// without a score (block mode refuses it instead), counted by reason in
+    /// `patewaf_unscored_requests_total` ([`Unscored`]).
+    Unscored,
 }
 
 impl Verdict {
     /// Every verdict, in the order of [`Verdict::index`].
-    pub const ALL: [Verdict; 6] = [
+    pub const ALL: [Verdict; 7] = [
         Verdict::Allow,
         Verdict::Block,
         Verdict::Flag,
         Verdict::Error,
         Verdict::Excluded,
         Verdict::Refused,
+        Verdict::Unscored,
     ];
 
     /// The verdicts a scored request can get (from the active or the shadow model); the shadow
@@ -48,6 +53,7 @@ impl Verdict {
             Verdict::Error => "error",
             Verdict::Excluded => "excluded",
             Verdict::Refused => "refused",
+            Verdict::Unscored => "unscored",
         }
     }
 
@@ -62,6 +68,43 @@ impl Verdict {
             Verdict::Error => 3,
             Verdict::Excluded => 4,
             Verdict::Refused => 5,
+            Verdict::Unscored => 6,
+        }
+    }
+}
+
+/// Why a request was forwarded unscored in detect mode: the label values of
+/// `patewaf_unscored_requests_total{reason}` (a closed set) and the start of the audit line's
+/// `reason`. In block mode the same request is refused (414, 431, 415).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unscored {
+    /// A target longer than `uri_limit_bytes` with `uri_over_limit: reject` (block mode: 414).
+    UriTooLong,
+    /// More header fields than `header_count_limit` (block mode: 431).
+    TooManyHeaders,
+    /// More bytes of header fields than `header_limit_bytes` (block mode: 431).
+    HeadersTooLarge,
+    /// A scored body with a content or transfer coding the proxy cannot undo, e.g. `br`
+    /// (block mode: 415).
+    UnsupportedEncoding,
+}
+
+impl Unscored {
+    /// Every reason, in label order.
+    pub const ALL: [Unscored; 4] = [
+        Unscored::UriTooLong,
+        Unscored::TooManyHeaders,
+        Unscored::HeadersTooLarge,
+        Unscored::UnsupportedEncoding,
+    ];
+
+    /// The metric label and the audit reason's prefix.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unscored::UriTooLong => "uri_too_long",
+            Unscored::TooManyHeaders => "too_many_headers",
+            Unscored::HeadersTooLarge => "headers_too_large",
+            Unscored::UnsupportedEncoding => "unsupported_encoding",
         }
     }
 }

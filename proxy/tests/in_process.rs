@@ -107,14 +107,14 @@ fn start_upstream() -> (SocketAddr, Seen) {
     (addr, seen)
 }
 
-/// Block mode, except a detect route for the page of `ATTACK_REQUESTS[1]`; small protocol limits
+/// Block mode (header fields at most 20 and 2 KiB), except a detect route for the page of `ATTACK_REQUESTS[1]`; small protocol limits
 /// and client timeouts (1 s for a head, 1 s for a scored body) so that refusals are cheap to
 /// provoke. Every other test sends its whole request in one write right after connecting.
 fn config(dir: &Path, upstream: SocketAddr) -> Config {
     let yaml = format!(
         "listen: \"127.0.0.1:{}\"\nupstream: \"{upstream}\"\nadmin_listen: \"127.0.0.1:{}\"\n\
          bundle: \"{}\"\nmode: block\naudit_log: \"{}\"\nthreads: 1\n\
-         uri_limit_bytes: 512\nheader_count_limit: 20\nbody_limit_bytes: 256\nbody_over_limit: reject\n\
+         uri_limit_bytes: 512\nheader_count_limit: 20\nheader_limit_bytes: 2048\nbody_limit_bytes: 256\nbody_over_limit: reject\n\
          client_header_timeout_ms: 1000\nclient_body_timeout_ms: 1000\n\
          routes:\n  - path: \"/tienda1/publico/caracteristicas.jsp\"\n    mode: detect\n",
         free_port(),
@@ -417,4 +417,110 @@ fn malformed_heads_are_answered_400_and_counted_refused_with_their_reason() {
     assert_eq!(count("refused") - refused, cases.len() as u64);
     assert_eq!(count("block"), block, "a refusal is not a model block");
     assert_eq!(count("allow"), allow);
+}
+
+/// The audit lines written so far whose target starts with `prefix`.
+fn audit_lines(prefix: &str) -> Vec<serde_json::Value> {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("in_process-{}", std::process::id()))
+        .join("audit.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"].as_str().is_some_and(|t| t.starts_with(prefix)))
+        .collect()
+}
+
+fn unscored(why: proxy::verdict::Unscored) -> u64 {
+    harness().shared.metrics.unscored(why)
+}
+
+/// A request the proxy cannot score: why, block mode's status, its target, and the answer.
+type Unscorable = (proxy::verdict::Unscored, u16, String, (u16, Vec<u8>));
+
+/// One request of each kind the proxy cannot score (issue 44): a target over `uri_limit_bytes`,
+/// more header fields than `header_count_limit`, more header bytes than `header_limit_bytes`, a
+/// `br` body; `page` is the path, `tag` marks the query.
+fn unscorable(page: &str, tag: &str) -> Vec<Unscorable> {
+    use proxy::verdict::Unscored;
+    let long = format!("{page}?{tag}=uri&q={}", "a".repeat(600));
+    let long_answer = send("GET", &long, &[], None);
+    let many: Vec<(String, String)> = (0..30)
+        .map(|i| (format!("X-Extra-{i}"), "1".to_string()))
+        .collect();
+    let crowded = format!("{page}?{tag}=headers");
+    let crowded_answer = send("GET", &crowded, &many, None);
+    let large = vec![("X-Large".to_string(), "b".repeat(3000))];
+    let heavy = format!("{page}?{tag}=bytes");
+    let heavy_answer = send("GET", &heavy, &large, None);
+    let br = vec![("Content-Encoding".to_string(), "br".to_string())];
+    let brotli = format!("{page}?{tag}=br");
+    let brotli_answer = send("POST", &brotli, &br, Some(b"\x0b\x02\x80id=3\x03"));
+    vec![
+        (Unscored::UriTooLong, 414, long, long_answer),
+        (Unscored::TooManyHeaders, 431, crowded, crowded_answer),
+        (Unscored::HeadersTooLarge, 431, heavy, heavy_answer),
+        (Unscored::UnsupportedEncoding, 415, brotli, brotli_answer),
+    ]
+}
+
+#[test]
+fn detect_mode_forwards_what_it_cannot_score_and_counts_it_block_mode_refuses_it() {
+    use proxy::verdict::Unscored;
+    let _turn = serial();
+    let (refused, unscored_total) = (count("refused"), count("unscored"));
+    let before: Vec<u64> = Unscored::ALL.iter().map(|w| unscored(*w)).collect();
+
+    // The detect route: each one forwarded whole, counted by reason, audited as `unscored`.
+    let detect_page = "/tienda1/publico/caracteristicas.jsp";
+    for (why, _, target, (status, body)) in unscorable(detect_page, "unscored") {
+        let what = why.as_str();
+        assert_eq!(
+            (status, body.as_slice()),
+            (200, &b"upstream"[..]),
+            "{what}: detect mode forwards it"
+        );
+        let seen = upstream_saw(&target);
+        assert!(seen.is_some(), "{what}: the upstream received it");
+        if why == Unscored::UnsupportedEncoding {
+            assert_eq!(seen.unwrap(), b"\x0b\x02\x80id=3\x03", "the body as sent");
+        }
+        let lines = audit_lines(&target[..target.len().min(60)]);
+        assert_eq!(lines.len(), 1, "{what}: one audit line: {lines:?}");
+        assert_eq!(lines[0]["verdict"], "unscored", "{what}");
+        assert_eq!(lines[0]["mode"], "detect", "{what}");
+        assert!(lines[0]["score"].is_null(), "{what}");
+        let reason = lines[0]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with(&format!("{what}: ")),
+            "{what}: audit reason {reason}"
+        );
+    }
+    for (why, before) in Unscored::ALL.iter().zip(&before) {
+        assert_eq!(unscored(*why) - before, 1, "{}", why.as_str());
+    }
+    assert_eq!(count("unscored") - unscored_total, 4);
+    assert_eq!(count("refused"), refused, "detect mode refused nothing");
+
+    // Block mode: the same requests refused as before, never forwarded, not counted unscored.
+    for (why, refusal, target, (status, body)) in
+        unscorable("/tienda1/publico/anadir.jsp", "refused")
+    {
+        let what = why.as_str();
+        assert_eq!(
+            status,
+            refusal,
+            "{what}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(upstream_saw(&target), None, "{what}: not forwarded");
+        let lines = audit_lines(&target[..target.len().min(60)]);
+        assert_eq!(lines.len(), 1, "{what}: {lines:?}");
+        assert_eq!(lines[0]["verdict"], "refused", "{what}");
+    }
+    for (why, before) in Unscored::ALL.iter().zip(&before) {
+        assert_eq!(unscored(*why) - before, 1, "{}: block mode", why.as_str());
+    }
+    assert_eq!(count("refused") - refused, 4);
 }
