@@ -578,24 +578,10 @@ pub fn run(
     labels: &[Option<bool>],
     env: &Env,
 ) -> Result<Student> {
-    let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
-    if answered.is_empty() {
-        return Err(Error::Empty {
-            what: "the aggregation".into(),
-            missing: "no query answered: nothing to train the student on",
-        });
-    }
+    let answered = answered_queries(labels)?;
     // The mechanism's own labels are what the agreement diagnostic measures.
     let label_agreement = label_agreement(labels, &features.queries_y);
-    let validation_labels_known = config
-        .student
-        .validation_labels
-        .then_some(plan.validation_known.len());
-    if let Some(known) = validation_labels_known {
-        tracing::info!(
-            "student: {known} drawn requests labelled by the validation split, not asked"
-        );
-    }
+    let validation_labels_known = validation_labels_known(config, plan);
     super::banner(
         &format!(
             "student on {} answered queries (original features)",
@@ -603,18 +589,11 @@ pub fn run(
         ),
         env.started,
     );
-    // The answered queries labelled benign with their public multiplicities
-    // (threshold_rule: answered_benign).
-    let benign_answered: Vec<usize> = answered
-        .iter()
-        .copied()
-        .filter(|&i| labels[i] == Some(false))
-        .collect();
-    let benign_answered_x = features.queries_x.select_rows(&benign_answered);
-    let benign_answered_weights: Vec<usize> = benign_answered
-        .iter()
-        .map(|&i| plan.public_multiplicity[plan.query_order[i]])
-        .collect();
+    let BenignAnswered {
+        queries: benign_answered,
+        x: benign_answered_x,
+        weights: benign_answered_weights,
+    } = BenignAnswered::of(&answered, labels, plan, features);
     let (trained, mut train, cleaning) =
         answered_rows(config, plan, features, labels, &answered, env)?;
     // `student.validation_labels`: the drawn requests the validation split labels, never asked,
@@ -635,9 +614,8 @@ pub fn run(
         sets = sets.with_examples(e, features)?;
     }
     let copies = training_copies(config, plan, &trained, &sets);
-    let served = features.featurizer.config().placements.is_some();
     // Without placements the threshold is chosen again below on these rows' model scores.
-    let rechoose = !served
+    let rechoose = features.featurizer.config().placements.is_none()
         && config.student.threshold_rule == crate::config::ThresholdRule::TargetFpr
         && config.student.multiplicity_cap.is_some();
     let validation_rows = rechoose.then(|| sets.validation.clone());
@@ -648,20 +626,17 @@ pub fn run(
         features.pool_x.as_ref(),
         Some((&benign_answered_x, &benign_answered_weights)),
         &config.student,
-        StudentEnv {
-            featurizer_hash: &features.hash,
-            rng: &env.rng,
-            device: env.device,
-        },
+        student_env(features, env),
     )?;
+    let cx = ThresholdContext {
+        config,
+        data,
+        plan,
+        features,
+        env,
+    };
     let validation_scores = validation_scores(
-        ThresholdContext {
-            config,
-            data,
-            plan,
-            features,
-            env,
-        },
+        cx,
         &sets.placed_validation,
         &benign_answered,
         validation_rows,
@@ -670,13 +645,9 @@ pub fn run(
     let part_model = train_part_model(config, features, sets.part_examples, env)?;
     if !sets.content_only_validation.is_empty() {
         content_only_threshold(
-            config,
-            data,
-            plan,
-            features,
+            &cx,
             (&sets.content_only_validation, part_model.as_ref()),
             (&mut model, &mut extras),
-            env,
         )?;
     }
     extras.validation_traffic_tpr_at_1pct_fpr =
@@ -691,6 +662,73 @@ pub fn run(
         cleaning,
         validation_labels_known,
     })
+}
+
+/// The answered queries labelled benign with their public multiplicities (for
+/// `threshold_rule: answered_benign`, and the templates of the public examples).
+struct BenignAnswered {
+    queries: Vec<usize>,
+    x: DenseMatrix,
+    weights: Vec<usize>,
+}
+
+impl BenignAnswered {
+    fn of(
+        answered: &[usize],
+        labels: &[Option<bool>],
+        plan: &QueryPlan,
+        features: &Features,
+    ) -> BenignAnswered {
+        let queries: Vec<usize> = answered
+            .iter()
+            .copied()
+            .filter(|&i| labels[i] == Some(false))
+            .collect();
+        BenignAnswered {
+            x: features.queries_x.select_rows(&queries),
+            weights: queries
+                .iter()
+                .map(|&i| plan.public_multiplicity[plan.query_order[i]])
+                .collect(),
+            queries,
+        }
+    }
+}
+
+/// With `student.validation_labels`: how many drawn requests the validation split labels (not
+/// asked), logged.
+fn validation_labels_known(config: &RunConfig, plan: &QueryPlan) -> Option<usize> {
+    let known = config
+        .student
+        .validation_labels
+        .then_some(plan.validation_known.len());
+    if let Some(known) = known {
+        tracing::info!(
+            "student: {known} drawn requests labelled by the validation split, not asked"
+        );
+    }
+    known
+}
+
+/// The run's [`StudentEnv`].
+fn student_env<'a>(features: &'a Features, env: &'a Env) -> StudentEnv<'a> {
+    StudentEnv {
+        featurizer_hash: &features.hash,
+        rng: &env.rng,
+        device: env.device,
+    }
+}
+
+/// The queries the aggregation answered; none is an error (nothing to train on).
+fn answered_queries(labels: &[Option<bool>]) -> Result<Vec<usize>> {
+    let answered: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some()).collect();
+    if answered.is_empty() {
+        return Err(Error::Empty {
+            what: "the aggregation".into(),
+            missing: "no query answered: nothing to train the student on",
+        });
+    }
+    Ok(answered)
 }
 
 /// What the student trains and is validated on, beyond the answered queries: the public
@@ -767,11 +805,7 @@ fn answered_rows(
         &features.validation,
         cleaning,
         &config.student.training,
-        StudentEnv {
-            featurizer_hash: &features.hash,
-            rng: &env.rng,
-            device: env.device,
-        },
+        student_env(features, env),
     )?;
     let dropped: Vec<usize> = (0..answered.len())
         .filter(|&k| !keep[k])
@@ -828,7 +862,7 @@ fn training_copies(
     })
 }
 
-/// What choosing the served threshold reads.
+/// What choosing the thresholds reads.
 #[derive(Clone, Copy)]
 struct ThresholdContext<'a> {
     config: &'a RunConfig,
@@ -1062,14 +1096,17 @@ fn served_threshold(
 /// model's offsets per placement ([`part_offsets`]). Sets `model.info.content_only_threshold`,
 /// `model.info.part_model_offsets` and `extras.content_only`.
 fn content_only_threshold(
-    config: &RunConfig,
-    data: &RunData,
-    plan: &QueryPlan,
-    features: &Features,
+    cx: &ThresholdContext,
     (placed, part_model): (&[(Spot, datasets::Record)], Option<&ModelFile>),
     (model, extras): (&mut ModelFile, &mut StudentExtras),
-    env: &Env,
 ) -> Result<()> {
+    let ThresholdContext {
+        config,
+        data,
+        plan,
+        features,
+        env,
+    } = *cx;
     let student = &config.student;
     let public_examples = student.public_examples.as_ref();
     let budget = public_examples
