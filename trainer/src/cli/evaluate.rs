@@ -3,8 +3,6 @@
 //! vote share, malicious at >= 0.5); writes evaluation.json and an SVG ROC plot.
 use std::path::PathBuf;
 
-use crate::cli::run::parse_device;
-use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::model_file::{load_teachers, ModelFile};
 use crate::rundir::{resolve_path, sets, RunDir};
@@ -34,12 +32,9 @@ pub struct Args {
     /// with the extension `.png` (default RUN_DIR/roc.png).
     #[arg(long, value_name = "FILE")]
     pub roc: Option<PathBuf>,
-    /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
-    #[arg(long, value_parser = parse_device, default_value = "auto")]
-    pub device: DeviceChoice,
-    /// libtorch CPU threads.
-    #[arg(long, value_parser = super::run::parse_threads)]
-    pub threads: Option<usize>,
+    /// `--device`, `--threads`.
+    #[command(flatten)]
+    pub compute: super::DeviceArgs,
 }
 
 /// Runs `pate-trainer evaluate`.
@@ -55,10 +50,7 @@ pub fn run(args: Args) -> Result<()> {
         .teachers
         .clone()
         .or_else(|| run.as_ref().map(|r| r.teachers()).filter(|p| p.is_dir()));
-    if let Some(t) = args.threads {
-        tch::set_num_threads(t as i32);
-    }
-    let device = device::resolve(args.device)?;
+    let device = args.compute.apply(None)?;
     let model = ModelFile::load(&model_path)?;
     let x = crate::io::read_matrix(&features_path)?;
     let y = crate::io::read_full_labels(&labels_path, "test labels must be 0 or 1")?;

@@ -11,3 +11,25 @@ pub mod score;
 pub mod student;
 pub mod teach;
 pub mod vote;
+
+/// `--device` and `--threads` of the subcommands that run libtorch on their own (`evaluate`,
+/// `student`, `vote`).
+#[derive(Debug, clap::Args)]
+pub struct DeviceArgs {
+    /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
+    #[arg(long, value_parser = run::parse_device, default_value = "auto")]
+    pub device: crate::device::DeviceChoice,
+    /// libtorch CPU threads.
+    #[arg(long, value_parser = run::parse_threads)]
+    pub threads: Option<usize>,
+}
+
+impl DeviceArgs {
+    /// Sets libtorch's threads (`--threads`, else `config_threads`) and resolves the device.
+    pub fn apply(&self, config_threads: Option<usize>) -> crate::error::Result<tch::Device> {
+        if let Some(t) = self.threads.or(config_threads) {
+            tch::set_num_threads(t as i32);
+        }
+        crate::device::resolve(self.device)
+    }
+}

@@ -5,10 +5,8 @@
 //! `--pool`).
 use std::path::{Path, PathBuf};
 
-use crate::cli::run::parse_device;
 use crate::config::RunConfig;
 use crate::dense::DenseMatrix;
-use crate::device::{self, DeviceChoice};
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
 use crate::rng::RunRng;
@@ -49,12 +47,9 @@ pub struct Args {
     /// Student model file to write.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
-    #[arg(long, value_parser = parse_device, default_value = "auto")]
-    pub device: DeviceChoice,
-    /// libtorch CPU threads.
-    #[arg(long, value_parser = super::run::parse_threads)]
-    pub threads: Option<usize>,
+    /// `--device`, `--threads`.
+    #[command(flatten)]
+    pub compute: super::DeviceArgs,
 }
 
 /// Runs `pate-trainer student`.
@@ -78,10 +73,7 @@ pub fn run(args: Args) -> Result<()> {
     let featurizer_path = pick(&args.featurizer, &|r| r.featurizer(), "featurizer")?;
     let out = pick(&args.out, &|r| r.student(), "out")?;
     let config = stage_config(&args, run.as_ref())?;
-    if let Some(t) = args.threads.or(config.threads) {
-        tch::set_num_threads(t as i32);
-    }
-    let device = device::resolve(args.device)?;
+    let device = args.compute.apply(config.threads)?;
     let rng = RunRng::new(config.seed)?;
     let featurizer = featurizer::Featurizer::load(&featurizer_path)?;
 

@@ -11,8 +11,6 @@
 //!   (`privacy::shares`; docs/privacy.md, "Several organizations").
 use std::path::PathBuf;
 
-use crate::cli::run::parse_device;
-use crate::device::{self, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::model_file::{load_teachers, ModelFile};
 use crate::report::MechanismName;
@@ -52,12 +50,9 @@ pub struct Args {
     /// EXPERIMENTS ONLY: fixed seed for the noise share (recorded; then NOT private).
     #[arg(long, requires = "noise_share_sigma")]
     pub seed: Option<u64>,
-    /// `auto`, `cpu`, `cuda` or `cuda:<i>`.
-    #[arg(long, value_parser = parse_device, default_value = "auto")]
-    pub device: DeviceChoice,
-    /// libtorch CPU threads.
-    #[arg(long, value_parser = super::run::parse_threads)]
-    pub threads: Option<usize>,
+    /// `--device`, `--threads`.
+    #[command(flatten)]
+    pub compute: super::DeviceArgs,
 }
 
 /// Runs `pate-trainer vote`.
@@ -68,10 +63,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let queries_path = pick(&args.queries, |r| r.features(sets::QUERIES_SENT), "queries")?;
     let out = pick(&args.out, |r| r.votes(), "out")?;
-    if let Some(t) = args.threads {
-        tch::set_num_threads(t as i32);
-    }
-    let device = device::resolve(args.device)?;
+    let device = args.compute.apply(None)?;
     let (teachers, source) = match &args.teacher {
         Some(file) => (vec![ModelFile::load(file)?], file.clone()),
         None => {
