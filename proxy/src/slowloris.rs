@@ -20,7 +20,8 @@
 //!
 //! The same wrapper runs the strict head check ([`crate::strict`]) on the bytes as they arrive,
 //! before pingora (which repairs some malformed heads) parses them: a malformed head is answered
-//! 400 on the spot, counted, and the connection is closed.
+//! 400 on the spot, counted, and the connection is closed; a raw `"`, `<` or `>` in the target,
+//! which Apache serves and pingora cannot parse, is percent-encoded on its way to pingora.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -72,6 +73,9 @@ pub struct HeadDeadlineStream {
     refusal: Option<(Malformed, Vec<u8>, usize)>,
     /// A byte of the current head arrived (else a deadline closes the connection silently).
     head_started: bool,
+    /// Bytes already read, checked and escaped ([`HeadCheck::escape_target`]) that did not fit
+    /// in pingora's read buffer: handed out before the next read.
+    pending: Vec<u8>,
     /// The deadline passed and was answered (the 408 is written and counted once).
     timed_out: bool,
 }
@@ -109,6 +113,7 @@ impl HeadDeadlineStream {
             counters: None,
             refusal: None,
             head_started: false,
+            pending: Vec::new(),
             timed_out: false,
         }
     }
@@ -248,6 +253,12 @@ impl AsyncRead for HeadDeadlineStream {
         if this.refusal.is_some() {
             return this.poll_refusal(cx);
         }
+        if !this.pending.is_empty() {
+            let n = this.pending.len().min(buf.remaining());
+            buf.put_slice(&this.pending[..n]);
+            this.pending.drain(..n);
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
@@ -266,7 +277,9 @@ impl AsyncRead for HeadDeadlineStream {
                     if this.deadline.is_elapsed() {
                         return this.time_out(cx);
                     }
+                    let mut escaped = None;
                     if !this.check.ended() {
+                        escaped = this.check.escape_target(new);
                         if let Err(why) = this.check.feed(new) {
                             // Nothing of this head reaches pingora.
                             buf.set_filled(before);
@@ -275,6 +288,14 @@ impl AsyncRead for HeadDeadlineStream {
                         }
                     }
                     this.scan(new);
+                    if let Some(escaped) = escaped {
+                        // The target's raw `"<>` percent-encoded (strict.rs): what does not fit
+                        // now is handed out by the next reads.
+                        buf.set_filled(before);
+                        let n = escaped.len().min(buf.remaining());
+                        buf.put_slice(&escaped[..n]);
+                        this.pending.extend_from_slice(&escaped[n..]);
+                    }
                 }
                 Poll::Ready(Ok(()))
             }

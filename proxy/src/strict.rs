@@ -8,6 +8,8 @@
 //!
 //! - `target_space`: more than two spaces in the request line (a raw space in the target);
 //! - `target_control`: a control byte (0x00–0x1F but the line's CR, or 0x7F) in the request line;
+//! - `target_fragment`: a `#` in the target (a fragment is no part of a request target, RFC 9112
+//!   §3.2; Apache answers 400, pingora would drop the fragment and forward the rest);
 //! - `bare_lf`: a line ended by LF without CR;
 //! - `obs_fold`: a header line starting with a space or tab (obsolete line folding, RFC 9112
 //!   §5.2);
@@ -26,6 +28,14 @@
 //! `HTTP/2.0` in an HTTP/1 request line), which Apache serves as 1.1 (measured: 200) and
 //! httparse cannot read at all.
 //!
+//! What Apache reads raw and pingora cannot is not refused but passed on in a form pingora reads:
+//! a raw `"`, `<` or `>` in the target (`/?q=<b>`; RFC 3986 does not allow them, Apache 2.4
+//! serves them) makes pingora's request header fail to build (the `http` crate's URI rejects
+//! them), so [`HeadCheck::escape_target`] percent-encodes them (`%22`, `%3C`, `%3E`) before
+//! pingora parses the head. Apache decodes the path to the same file and the application the
+//! query to the same values; the featurizer percent-decodes as well, so the request is scored
+//! (and audited, and forwarded) in that form. `{}|\^` and a backtick pass as they are.
+//!
 //! The proxy answers each with 400 and closes the connection before pingora parses the head
 //! (`slowloris.rs` runs the check on the connection's bytes), counted in
 //! `patewaf_malformed_requests_total{reason}`. The e2e test `tests/tests/strict.rs` checks each
@@ -41,6 +51,8 @@ pub enum Malformed {
     TargetSpace,
     /// A control byte in the request line.
     TargetControl,
+    /// A `#` (fragment) in the request target.
+    TargetFragment,
     /// A line ended by a bare LF.
     BareLf,
     /// Obsolete line folding (a header line starting with SP or HT).
@@ -57,9 +69,10 @@ pub enum Malformed {
 
 impl Malformed {
     /// Every reason (the metric's label values).
-    pub const ALL: [Malformed; 8] = [
+    pub const ALL: [Malformed; 9] = [
         Malformed::TargetSpace,
         Malformed::TargetControl,
+        Malformed::TargetFragment,
         Malformed::BareLf,
         Malformed::ObsFold,
         Malformed::HeaderControl,
@@ -73,6 +86,7 @@ impl Malformed {
         match self {
             Malformed::TargetSpace => "target_space",
             Malformed::TargetControl => "target_control",
+            Malformed::TargetFragment => "target_fragment",
             Malformed::BareLf => "bare_lf",
             Malformed::ObsFold => "obs_fold",
             Malformed::HeaderControl => "header_control",
@@ -92,6 +106,12 @@ const VERSION_BYTES: usize = 9;
 /// A token character (RFC 9110 §5.6.2): what a method and a header name are made of.
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A target byte that Apache reads raw but pingora cannot: percent-encoded before pingora parses
+/// the head ([`HeadCheck::escape_target`]).
+pub fn needs_escape(b: u8) -> bool {
+    matches!(b, b'"' | b'<' | b'>')
 }
 
 /// A streaming checker of one request head; feed it bytes with [`HeadCheck::feed`] until the head
@@ -154,6 +174,37 @@ impl HeadCheck {
         self.ended
     }
 
+    /// Whether the next byte fed belongs to the request target.
+    fn in_target(&self) -> bool {
+        self.request_line && self.spaces == 1
+    }
+
+    /// `bytes`, the next bytes of the head (call before [`HeadCheck::feed`] with the same
+    /// bytes), with each `"`, `<` and `>` of the request target percent-encoded; `None` when
+    /// there is none (the bytes go on as they are) or the bytes are malformed (`feed` says why).
+    pub fn escape_target(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        if !self.request_line || !bytes.iter().any(|&b| needs_escape(b)) {
+            return None;
+        }
+        let mut check = self.clone();
+        let mut out = Vec::with_capacity(bytes.len() + 16);
+        let mut escaped = false;
+        for (i, &b) in bytes.iter().enumerate() {
+            if !check.request_line {
+                out.extend_from_slice(&bytes[i..]);
+                break;
+            }
+            if check.in_target() && needs_escape(b) {
+                out.extend_from_slice(format!("%{b:02X}").as_bytes());
+                escaped = true;
+            } else {
+                out.push(b);
+            }
+            check.byte(b).ok()?;
+        }
+        escaped.then_some(out)
+    }
+
     /// Reads `bytes` of the head; returns the first violation, and the number of bytes that
     /// belonged to the head when it ended (the rest is body or the next request).
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Option<usize>, Malformed> {
@@ -211,6 +262,9 @@ impl HeadCheck {
             }
             if self.spaces == 0 && !is_tchar(b) {
                 return Err(Malformed::RequestLine);
+            }
+            if self.spaces == 1 && b == b'#' {
+                return Err(Malformed::TargetFragment);
             }
             if self.spaces == 2 && self.field_len < VERSION_BYTES {
                 self.version[self.field_len] = b;
@@ -297,6 +351,7 @@ mod tests {
             b"POST /a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
             b"GET / HTTP/1.0\r\n\r\n",
             b"M-SEARCH * HTTP/1.1\r\nX-Custom_Name.v2: a:b\r\nEmpty:\r\n\r\n",
+            b"GET /a?q=<b>&r=\"{}|\\^`[] HTTP/1.1\r\nX-A: #<\">\r\n\r\n",
         ];
         for head in ok {
             assert_eq!(check_head(head), Ok(()), "{}", head.escape_ascii());
@@ -308,6 +363,8 @@ mod tests {
             ),
             (b"GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n", Malformed::TargetControl),
             (b"GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", Malformed::TargetControl),
+            (b"GET /a?b=c#d HTTP/1.1\r\nHost: a\r\n\r\n", Malformed::TargetFragment),
+            (b"GET /#<b> HTTP/1.1\r\nHost: a\r\n\r\n", Malformed::TargetFragment),
             (b"GET / HTTP/1.1\nHost: a\r\n\r\n", Malformed::BareLf),
             (b"GET / HTTP/1.1\r\nHost: a\n\r\n", Malformed::BareLf),
             (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", Malformed::ObsFold),
@@ -353,5 +410,35 @@ mod tests {
         assert_eq!(end, Some(head.len() - 4));
         let mut once = HeadCheck::default();
         assert_eq!(once.feed(head), Ok(Some(head.len() - 4)));
+    }
+
+    #[test]
+    fn quotes_and_angle_brackets_of_the_target_only_are_escaped_whatever_the_reads() {
+        let head: &[u8] = b"GET /p<a>?q=\"<b>\"&r={|} HTTP/1.1\r\nX-A: <\"b\">\r\n\r\n<body\">";
+        let want: &[u8] =
+            b"GET /p%3Ca%3E?q=%22%3Cb%3E%22&r={|} HTTP/1.1\r\nX-A: <\"b\">\r\n\r\n<body\">";
+        assert_eq!(
+            HeadCheck::default().escape_target(head).as_deref(),
+            Some(want)
+        );
+        for size in [1, 2, 5, 7] {
+            let mut check = HeadCheck::default();
+            let mut out = Vec::new();
+            for part in head.chunks(size) {
+                let escaped = if check.ended() {
+                    None
+                } else {
+                    check.escape_target(part)
+                };
+                out.extend_from_slice(escaped.as_deref().unwrap_or(part));
+                if !check.ended() {
+                    check.feed(part).unwrap();
+                }
+            }
+            assert_eq!(out, want, "reads of {size} bytes");
+        }
+        let plain: &[u8] = b"GET /a?q=%3Cb%3E HTTP/1.1\r\nX-A: <b>\r\n\r\n";
+        assert_eq!(HeadCheck::default().escape_target(plain), None);
+        assert_eq!(check_head(want), Ok(()));
     }
 }

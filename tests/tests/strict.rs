@@ -3,7 +3,7 @@
 //! exactly where Apache alone answers 400 — never repair a request the upstream would reject —
 //! and count it in `patewaf_malformed_requests_total{reason}`; it is stricter than Apache only
 //! for the cases listed (and justified) in `STRICTER_THAN_APACHE`. Measured (Debian Apache 2.4):
-//! raw space and control bytes in the target, bare LF and control bytes in a header value, a
+//! raw space, control bytes and a fragment (`#`) in the target, bare LF and control bytes in a header value, a
 //! malformed request line (two spaces in a row, version `HTTP/1.1x`) and a malformed header line
 //! (no colon, a space before the colon) are 400 from Apache alone; obs-fold and Content-Length + Transfer-Encoding are 200.
 
@@ -25,6 +25,10 @@ const CASES: &[(&str, &[u8])] = &[
     (
         "target_control",
         b"GET /tienda1/index.jsp?q=a\tb HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    ),
+    (
+        "target_fragment",
+        b"GET /tienda1/index.jsp?q=a#frag HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
     ),
     (
         "bare_lf",
