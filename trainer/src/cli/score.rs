@@ -102,16 +102,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.no_format_checks {
         bundle.featurizer = bundle.featurizer.without_format_checks();
     }
-    let threshold = args
-        .threshold
-        .unwrap_or(bundle.manifest.threshold_for(!args.no_format_checks));
-    if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
-        return Err(Error::FlagValue {
-            flag: "threshold",
-            value: threshold.to_string(),
-            problem: "is not a probability in [0, 1]",
-        });
-    }
+    let threshold = threshold(&args, &bundle)?;
     bundle::init_onnxruntime(args.onnxruntime.as_deref())?;
     let mut scorer = Scorer::new(&bundle)?;
     // Content alone: the bundle's model of single parts too, where it has one.
@@ -198,6 +189,21 @@ pub fn run(args: Args) -> Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(stdout_error(e)),
         _ => Ok(()),
     }
+}
+
+/// `--threshold`, else the bundle's for the mode scored; a probability.
+fn threshold(args: &Args, bundle: &Bundle) -> Result<f32> {
+    let threshold = args
+        .threshold
+        .unwrap_or(bundle.manifest.threshold_for(!args.no_format_checks));
+    if !(threshold.is_finite() && (0.0..=1.0).contains(&threshold)) {
+        return Err(Error::FlagValue {
+            flag: "threshold",
+            value: threshold.to_string(),
+            problem: "is not a probability in [0, 1]",
+        });
+    }
+    Ok(threshold)
 }
 
 /// The `--body` or `--body-file` of a `--target` request, decoded as the proxy decodes it.

@@ -245,6 +245,18 @@ struct Progress {
     bad_epochs: Vec<usize>,
 }
 
+impl Progress {
+    /// `n` members, none trained yet.
+    fn new(n: usize) -> Progress {
+        Progress {
+            best_loss: vec![f64::INFINITY; n],
+            best_epoch: vec![0usize; n],
+            epochs: vec![0usize; n],
+            bad_epochs: vec![0usize; n],
+        }
+    }
+}
+
 fn train_batched<R: Rng>(
     ensemble: Ensemble,
     data: &[MemberData],
@@ -273,12 +285,7 @@ fn train_batched<R: Rng>(
         .with_optimizer(config.optimizer, config.l1);
     // Best weights of every member, full size; members copy theirs in when they improve.
     let mut best: Vec<Tensor> = trainer.params().iter().map(|p| p.detach().copy()).collect();
-    let mut progress = Progress {
-        best_loss: vec![f64::INFINITY; n_all],
-        best_epoch: vec![0usize; n_all],
-        epochs: vec![0usize; n_all],
-        bad_epochs: vec![0usize; n_all],
-    };
+    let mut progress = Progress::new(n_all);
     // Local activity (position in `work.ids`).
     let mut active = vec![true; n_all];
 
@@ -303,11 +310,7 @@ fn train_batched<R: Rng>(
         }
         // Held-out loss per member, then keep the improved members' weights. Without held-out
         // samples every running member "improves" each epoch: the last weights are kept.
-        let losses = if fixed_epochs {
-            vec![f32::NAN; work.ids.len()]
-        } else {
-            holdout_losses(&trainer, &work, device)?
-        };
+        let losses = holdout_losses(&trainer, &work, device, fixed_epochs)?;
         let improved_local = early_stopping(
             &mut progress,
             &mut active,
@@ -326,15 +329,7 @@ fn train_batched<R: Rng>(
             device,
         )?;
         if let Some(bar) = &bar {
-            let line = epoch_line(
-                label,
-                epoch,
-                config,
-                fixed_epochs,
-                &active,
-                &progress,
-                n_all,
-            );
+            let line = epoch_line(label, epoch, config, fixed_epochs, &active, &progress);
             bar.step(epoch as u64, line);
         }
     }
@@ -460,9 +455,18 @@ fn full_batch_step(trainer: &mut Trainer, work: &Working, active: &[bool]) -> Re
     Ok(())
 }
 
-/// Each working member's mean loss on its held-out rows, scored in chunks.
-fn holdout_losses(trainer: &Trainer, work: &Working, device: Device) -> Result<Vec<f32>> {
+/// Each working member's mean loss on its held-out rows, scored in chunks (NaN for every
+/// member with `fixed_epochs`: there are no held-out rows).
+fn holdout_losses(
+    trainer: &Trainer,
+    work: &Working,
+    device: Device,
+    fixed_epochs: bool,
+) -> Result<Vec<f32>> {
     let n = work.ids.len();
+    if fixed_epochs {
+        return Ok(vec![f32::NAN; n]);
+    }
     let _guard = tch::no_grad_guard();
     let widest = *trainer.ensemble.dims.iter().max().unwrap_or(&1);
     let chunk = (CHUNK_ELEMENTS / (n * widest)).max(1) as i64;
@@ -558,8 +562,8 @@ fn epoch_line(
     fixed_epochs: bool,
     active: &[bool],
     progress: &Progress,
-    n_all: usize,
 ) -> String {
+    let n_all = progress.epochs.len();
     if fixed_epochs {
         return format!(
             "{label}: epoch {epoch}/{} (fixed epochs, no held-out samples)",
