@@ -430,9 +430,10 @@ fn benign_templates<'a>(
         .collect()
 }
 
-fn is_malicious(records: &[datasets::Record]) -> Vec<bool> {
+/// Whether each record is labelled malicious.
+fn is_malicious<'a>(records: impl IntoIterator<Item = &'a datasets::Record>) -> Vec<bool> {
     records
-        .iter()
+        .into_iter()
         .map(|r| r.label == Some(datasets::Label::Malicious))
         .collect()
 }
@@ -1123,7 +1124,7 @@ fn content_only_threshold(
     // The site's validation requests counted with their traffic (as the bundle's threshold).
     let site = OffsetRows {
         pieces: &served_pieces(model, part_model, &content, &site, env.device)?,
-        malicious: &is_malicious_refs(&site),
+        malicious: &is_malicious(site.iter().copied()),
         copies: &(0..site.len())
             .map(|k| {
                 student
@@ -1138,7 +1139,7 @@ fn content_only_threshold(
     let placed = PlacedScores {
         placed,
         pieces: served_pieces(model, part_model, &content, &records, env.device)?,
-        malicious: is_malicious_refs(&records),
+        malicious: is_malicious(records.iter().copied()),
     };
     let own = placement_thresholds(&placed, budget, student, env)?;
     let threshold = own.iter().copied().fold(site_threshold, f32::max);
@@ -1180,14 +1181,6 @@ fn content_only_threshold(
         placements,
     });
     Ok(())
-}
-
-/// Whether each record is labelled malicious.
-fn is_malicious_refs(records: &[&datasets::Record]) -> Vec<bool> {
-    records
-        .iter()
-        .map(|r| r.label == Some(datasets::Label::Malicious))
-        .collect()
 }
 
 /// The content-only threshold the site's validation traffic allows (the bundle's rule, on the
