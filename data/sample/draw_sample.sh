@@ -37,4 +37,6 @@ rows=$(($(wc -l < "$src/httpparams/payload_full.csv") - 1))
 every_kth_row 20 "$src/httpparams/payload_full.csv" > "$here/httpparams_payload_full_sample.csv"
 cp "$src/httpparams/LICENSE" "$here/httpparams_LICENSE" && chmod 644 "$here/httpparams_LICENSE"
 
-cd "$here" && sha256sum csic_*.txt httpparams_*.csv > SHA256SUMS
+# The second site's onboarding sample: lines 3501-3800 of its training part (data/sites/).
+sed -n 3501,3800p "$here/../sites/semicomplete/access.log" > "$here/apache_access_sample.log"
+cd "$here" && sha256sum csic_*.txt httpparams_*.csv apache_access_sample.log > SHA256SUMS
