@@ -62,6 +62,52 @@ pub struct RunConfig {
     /// Evaluation on the test split.
     #[serde(default)]
     pub evaluation: EvaluationConfig,
+    /// `site:` no labelled data of the protected site: its validation (and, without a `test:`
+    /// role, its test) data are held out of its unlabelled traffic (`public:`) and public attacks
+    /// placed into them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<SiteConfig>,
+}
+
+/// The site's labels derived without labelling (`site:`): a share of the site's unlabelled
+/// traffic (the `public:` role), chosen by a hash of each record, is held out and taken as
+/// benign — real traffic is overwhelmingly benign, and an attack in it only makes the threshold
+/// stricter — and public attack values are placed into copies of those requests as its attacks.
+/// Nothing here reads private data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SiteConfig {
+    /// Share of the site's traffic held out as the validation traffic (threshold, rarity table).
+    pub validation: f64,
+    /// Share held out as the report's traffic when there is no labelled `test:` role.
+    pub test: f64,
+    /// Public attack values (the held-out tenth of `student.public_examples.files`) placed into
+    /// the validation traffic's requests, labelled malicious.
+    pub validation_attacks: usize,
+    /// Attack values of `test_attack_files` placed into the test traffic's requests (without a
+    /// `test:` role).
+    pub test_attacks: usize,
+    /// Public attack files for the test's placed attacks: read for nothing else.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub test_attack_files: Vec<DatasetSource>,
+    /// The validation traffic the teachers' release labels malicious (likely the attacks real
+    /// traffic holds) is left out of the traffic the threshold's budget is a share of: the budget
+    /// then goes to benign requests, not to attacks the student rightly flags. Post-processing
+    /// of the release (`privacy.mechanism: model_average`); no effect otherwise.
+    pub threshold_without_release_flagged: bool,
+}
+
+impl Default for SiteConfig {
+    fn default() -> Self {
+        SiteConfig {
+            validation: 0.2,
+            test: 0.1,
+            validation_attacks: 600,
+            test_attacks: 1000,
+            test_attack_files: Vec::new(),
+            threshold_without_release_flagged: true,
+        }
+    }
 }
 
 /// The aggregation section: calibrated aggregation.
@@ -112,6 +158,12 @@ pub struct ModelAverageLabelling {
     /// cost the student more than benign requests they flag; 0.97 was chosen on CSIC's validation
     /// split over 0.95-0.99 (EVALUATION.md, "One release of the teachers' mean model").
     pub validation_recall: f64,
+    /// With it, the label threshold is also at least as high as flags this share of the
+    /// validation split's distinct benign requests (with `site:`, the site's held-out traffic):
+    /// placed public attacks may score below much of a site's own traffic, and a recall on them
+    /// alone labelled a third of the traffic malicious. Null: recall alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_fpr: Option<f64>,
 }
 
 impl Default for ModelAverageLabelling {
@@ -119,6 +171,7 @@ impl Default for ModelAverageLabelling {
         ModelAverageLabelling {
             soft_threshold: 3.0,
             validation_recall: 0.97,
+            validation_fpr: None,
         }
     }
 }
@@ -182,6 +235,11 @@ pub struct SimulatedSplit {
     /// Share simulated as test data.
     #[serde(default = "default_test_fraction")]
     pub test: f64,
+    /// The share of attacks the simulated public traffic keeps (null: all of the pool's): the
+    /// pool's other attacks are dropped, by a hash of each record, as a site's real traffic holds
+    /// far fewer attacks than a labelled corpus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_attack_share: Option<f64>,
 }
 
 fn default_private_fraction() -> f64 {
@@ -531,6 +589,10 @@ pub struct StudentConfig {
     /// (the `student` stage refuses it). Off by default; not written when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation_labels: bool,
+    /// `release` (the default: the teachers' labels) or `assume_benign` (the no-private-data
+    /// baseline).
+    #[serde(skip_serializing_if = "LabelsFrom::is_release")]
+    pub labels_from: LabelsFrom,
 }
 
 /// Cross-validated label cleaning (`student.label_cleaning`): the answered queries are split into
@@ -698,7 +760,26 @@ impl Default for StudentConfig {
             public_examples: None,
             label_cleaning: None,
             validation_labels: false,
+            labels_from: LabelsFrom::Release,
         }
+    }
+}
+
+/// Where the student's query labels come from ([`StudentConfig::labels_from`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelsFrom {
+    /// The teachers' release (the aggregation's labels): PATE.
+    Release,
+    /// Every query benign, the release unused: the no-private-data baseline (the site's traffic
+    /// taken as benign, attacks only from the public corpora). The student then depends on
+    /// public data alone; an experiment's comparison, not a product setting.
+    AssumeBenign,
+}
+
+impl LabelsFrom {
+    fn is_release(&self) -> bool {
+        *self == LabelsFrom::Release
     }
 }
 
@@ -809,6 +890,7 @@ impl RunConfig {
             privacy: PrivacyConfig::default(),
             aggregation: AggregationConfig::default(),
             evaluation: EvaluationConfig::default(),
+            site: None,
         }
     }
 
@@ -866,6 +948,7 @@ impl RunConfig {
             .chain(self.validation.iter_mut())
             .chain(self.test.iter_mut())
             .chain(simulated)
+            .chain(self.site.iter_mut().flat_map(|s| s.test_attack_files.iter_mut()))
     }
 
     /// Every dataset file of the config, whatever its role.
@@ -877,6 +960,7 @@ impl RunConfig {
             .chain(&self.validation)
             .chain(&self.test)
             .chain(simulated)
+            .chain(self.site.iter().flat_map(|s| s.test_attack_files.iter()))
             .collect()
     }
 
@@ -1106,6 +1190,10 @@ impl RunConfig {
                     ("split.validation", s.validation),
                     ("split.test", s.test),
                 ] {
+                    // With `site:` the validation data come from the public traffic.
+                    if key == "split.validation" && self.site.is_some() && v == 0.0 {
+                        continue;
+                    }
                     if !(v.is_finite() && v > 0.0) {
                         return bad(key, format!("must be a positive fraction, got {v}"));
                     }
@@ -1119,15 +1207,82 @@ impl RunConfig {
                 }
             }
             None => {
-                if let Some((role, _)) = roles.iter().find(|(_, n)| *n == 0) {
+                // With `site:` the validation (and test) data come from the public traffic.
+                let derived = |role: &str| {
+                    self.site.is_some() && (role == "validation" || role == "test")
+                };
+                if let Some((role, _)) = roles.iter().find(|(r, n)| *n == 0 && !derived(r)) {
                     return bad(
                         role,
                         "at least one dataset is needed: give the four roles private, public, \
-                         validation and test, or a simulation with split.simulate_from"
+                         validation and test (or, with site:, private and public), or a \
+                         simulation with split.simulate_from"
                             .into(),
                     );
                 }
             }
+        }
+        self.validate_site()
+    }
+
+    /// `site.*` and `split.public_attack_share`.
+    fn validate_site(&self) -> Result<()> {
+        if let Some(share) = self.split.as_ref().and_then(|s| s.public_attack_share) {
+            if !(0.0..1.0).contains(&share) {
+                return bad(
+                    "split.public_attack_share",
+                    format!("must be in [0, 1), got {share}"),
+                );
+            }
+        }
+        let Some(site) = &self.site else {
+            return Ok(());
+        };
+        let labelled_validation = !self.validation.is_empty()
+            || self.split.as_ref().is_some_and(|s| s.validation > 0.0);
+        if labelled_validation {
+            return bad(
+                "site",
+                "derives the validation data from the site's traffic: give no validation: role \
+                 (split.validation: 0 in a simulation)"
+                    .into(),
+            );
+        }
+        let labelled_test = !self.test.is_empty() || self.split.is_some();
+        let test = if labelled_test { 0.0 } else { site.test };
+        if !(site.validation > 0.0 && test >= 0.0 && site.validation + test < 0.9) {
+            return bad(
+                "site",
+                format!(
+                    "validation ({}) must be positive and, with test ({test}), leave at least a \
+                     tenth of the traffic public",
+                    site.validation
+                ),
+            );
+        }
+        if site.validation_attacks == 0 {
+            return bad("site.validation_attacks", "must be at least 1".into());
+        }
+        if self
+            .student
+            .public_examples
+            .as_ref()
+            .is_none_or(|pe| pe.files.is_empty())
+        {
+            return bad(
+                "site",
+                "places public attacks into the site's traffic: needs \
+                 student.public_examples.files"
+                    .into(),
+            );
+        }
+        if !labelled_test && (site.test_attacks == 0 || site.test_attack_files.is_empty()) {
+            return bad(
+                "site.test_attack_files",
+                "without a labelled test: role the test's attacks are placed from these files \
+                 (and site.test_attacks > 0)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -1249,6 +1404,12 @@ impl RunConfig {
                 return bad(
                     "aggregation.model_average.validation_recall",
                     format!("must be in (0, 1], got {}", l.validation_recall),
+                );
+            }
+            if let Some(fpr) = l.validation_fpr.filter(|f| !(*f > 0.0 && *f < 1.0)) {
+                return bad(
+                    "aggregation.model_average.validation_fpr",
+                    format!("must be in (0, 1), got {fpr}"),
                 );
             }
         }

@@ -32,6 +32,7 @@ pub mod public_examples;
 pub mod report;
 pub mod rng;
 pub mod rundir;
+pub mod site_traffic;
 pub mod stages;
 pub mod student;
 pub mod teachers;

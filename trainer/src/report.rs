@@ -374,6 +374,19 @@ pub struct Report {
     pub aggregated_label_agreement: Option<f64>,
     /// Always [`LABEL_AGREEMENT_NOTE`].
     pub aggregated_label_agreement_note: String,
+    /// Labelled requests of the protected site the student side used (validation samples): 0
+    /// with `site:`, whose validation data are the site's unlabelled traffic and placed public
+    /// attacks.
+    #[serde(default)]
+    pub student_side_labels: usize,
+    /// What the test figures measure (a labelled test role, or the site's held-out traffic and
+    /// public attacks placed into it).
+    #[serde(default)]
+    pub test_data: String,
+    /// Where the student's query labels came from (`release`, or `assume_benign` for the
+    /// no-private-data baseline).
+    #[serde(default = "default_labels_from")]
+    pub labels_from: crate::config::LabelsFrom,
     /// Records per role.
     pub splits: SplitSizes,
     /// How the run trained.
@@ -481,3 +494,15 @@ pub struct CleaningReport {
     /// In a simulation (the queries' true labels known): how many of those left out were wrong.
     pub dropped_wrong: Option<usize>,
 }
+
+fn default_labels_from() -> crate::config::LabelsFrom {
+    crate::config::LabelsFrom::Release
+}
+
+/// [`Report::test_data`] of a run without a labelled test role.
+pub const SITE_TEST_DATA: &str = "no labelled test data: the site's held-out traffic (taken as \
+    benign: FPR is the share of it flagged) and public attack values placed into its requests \
+    (TPR is the share of them blocked)";
+
+/// [`Report::test_data`] of a run with a labelled test role.
+pub const LABELLED_TEST_DATA: &str = "the labelled test role";

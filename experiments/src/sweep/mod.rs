@@ -1050,7 +1050,7 @@ fn compute(
             row.answered = Some(labels.len());
             row.label_agreement = stages::student::label_agreement(&labels, &features.queries_y);
             let student =
-                stages::student::run(&config, &ctx.data, &plan, &features, &labels, &env)?;
+                stages::student::run(&config, &ctx.data, &plan, &features, &labels, &[], &env)?;
             score_student(&mut row, &config, &student.model, &features, ctx, &env)?;
         }
         UnitKind::Pate { .. } => {
@@ -1181,7 +1181,7 @@ fn pate_row(
         set_distinct(row, &scores, ctx, 0.5);
         return Ok(());
     }
-    let student = stages::student::run(config, &ctx.data, plan, features, labels, env)?;
+    let student = stages::student::run(config, &ctx.data, plan, features, labels, &[], env)?;
     score_student(row, config, &student.model, features, ctx, env)
 }
 

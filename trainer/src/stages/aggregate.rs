@@ -19,6 +19,9 @@ pub struct Aggregation {
     pub epsilon: EpsilonReport,
     /// Set when δ is not small against the number of private records.
     pub delta_warning: Option<String>,
+    /// With `model_average`: the validation samples the release labels malicious (one flag per
+    /// sample; empty for the vote mechanisms). Post-processing of the release.
+    pub validation_flagged: Vec<bool>,
 }
 
 impl Aggregation {
@@ -109,7 +112,7 @@ pub fn run(
         config.aggregation.malicious_vote_share,
         teachers.len(),
     )?;
-    let labels = match &config.privacy.mechanism {
+    let (labels, validation_flagged) = match &config.privacy.mechanism {
         Mechanism::ModelAverage(m) => model_average_labels(
             config,
             m,
@@ -119,7 +122,10 @@ pub fn run(
             noise,
             started,
         )?,
-        _ => vote_labels(config, &votes, teachers.len(), noise, started)?,
+        _ => (
+            vote_labels(config, &votes, teachers.len(), noise, started)?,
+            Vec::new(),
+        ),
     };
     super::banner("account", started);
     let delta = config.privacy.delta;
@@ -133,6 +139,7 @@ pub fn run(
         labels,
         epsilon,
         delta_warning,
+        validation_flagged,
     })
 }
 
@@ -173,7 +180,7 @@ fn model_average_labels(
     validation: &crate::ensemble::LabeledRows,
     noise: &mut privacy::NoiseRng,
     started: Instant,
-) -> Result<Vec<Option<bool>>> {
+) -> Result<(Vec<Option<bool>>, Vec<bool>)> {
     let labelling = config.aggregation.model_average.unwrap_or_default();
     let models = teachers
         .iter()
@@ -223,11 +230,20 @@ fn model_average_labels(
             })
             .collect()
     };
-    let threshold = recall_threshold(
-        &score(&validation.x),
+    let validation_scores = score(&validation.x);
+    let mut threshold = recall_threshold(
+        &validation_scores,
         &validation.y,
         labelling.validation_recall,
     )?;
+    if let Some(fpr) = labelling.validation_fpr {
+        let benign = benign_share_threshold(&validation_scores, &validation.y, fpr)?;
+        tracing::info!(
+            "model-average: {fpr} of the validation's benign requests at score ≥ {benign:.4}, \
+             the recall's threshold {threshold:.4}: the higher is taken"
+        );
+        threshold = threshold.max(benign);
+    }
     let labels: Vec<Option<bool>> = score(queries)
         .into_iter()
         .map(|s| Some(s >= threshold))
@@ -242,7 +258,8 @@ fn model_average_labels(
         labels.iter().filter(|l| **l == Some(true)).count(),
         labels.len()
     );
-    Ok(labels)
+    let flagged = validation_scores.iter().map(|&s| s >= threshold).collect();
+    Ok((labels, flagged))
 }
 
 /// The highest score t at which at least `recall` of the malicious rows score ≥ t: the score of
@@ -262,6 +279,27 @@ pub fn recall_threshold(scores: &[f64], labels: &[bool], recall: f64) -> Result<
     malicious.sort_by(|a, b| b.total_cmp(a));
     let rank = ((recall * malicious.len() as f64).ceil() as usize).clamp(1, malicious.len());
     Ok(malicious[rank - 1])
+}
+
+/// The lowest score t at which at most a share `fpr` of the benign rows score ≥ t: just above
+/// the benign row at rank ⌊fpr·n⌋ + 1 from the top.
+pub fn benign_share_threshold(scores: &[f64], labels: &[bool], fpr: f64) -> Result<f64> {
+    let mut benign: Vec<f64> = scores
+        .iter()
+        .zip(labels)
+        .filter(|(_, &y)| !y)
+        .map(|(&s, _)| s)
+        .collect();
+    if benign.is_empty() {
+        return Err(Error::ModelAverage(
+            "the validation split has no benign request to set the label threshold on".into(),
+        ));
+    }
+    benign.sort_by(|a, b| b.total_cmp(a));
+    let allowed = (fpr * benign.len() as f64).floor() as usize;
+    Ok(benign
+        .get(allowed)
+        .map_or(f64::NEG_INFINITY, |&s| s.next_up()))
 }
 
 /// The accountant's ε of `labels` drawn from `votes` by `mechanism` (Confident-GNMax is charged

@@ -148,6 +148,18 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
         student_options: student_options(p),
         aggregated_label_agreement: p.student.label_agreement,
         aggregated_label_agreement_note: LABEL_AGREEMENT_NOTE.into(),
+        student_side_labels: if config.site.is_some() {
+            0
+        } else {
+            p.plan.validation_rows.len()
+        },
+        test_data: if config.site.is_some() && config.test.is_empty() && !config.is_simulation() {
+            crate::report::SITE_TEST_DATA
+        } else {
+            crate::report::LABELLED_TEST_DATA
+        }
+        .to_string(),
+        labels_from: config.student.labels_from,
         splits: SplitSizes {
             private: splits.private.len(),
             public: splits.public.len(),

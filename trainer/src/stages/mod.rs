@@ -86,7 +86,8 @@ fn write_config(config: &RunConfig, run: &RunDir, env: &Env) -> Result<RunManife
 /// `report.json`). The run directory appears only once the config and the data are valid.
 pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report> {
     let env = Env::new(config, started)?;
-    let data = split::load(config, started)?;
+    let data = split::load(config, &env.rng, started)?;
+    let config = &split::fit_queries(config, &data);
     let plan = split::plan(config, &data, &env.rng)?;
     // Only now, with the config and the data valid and the device usable, does the run
     // directory appear (a bad data file leaves no half-written run directory behind).
@@ -140,7 +141,15 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
         &[run.aggregate_labels(), run.privacy()],
     )?;
 
-    let student = student::run(config, &data, &plan, &features, &aggregation.labels, &env)?;
+    let student = student::run(
+        config,
+        &data,
+        &plan,
+        &features,
+        &aggregation.labels,
+        &aggregation.validation_flagged,
+        &env,
+    )?;
     student.model.save(&run.student())?;
     let mut saved = vec![run.student()];
     if let Some(part) = &student.part_model {

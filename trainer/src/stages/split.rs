@@ -76,7 +76,7 @@ fn roles_name(config: &RunConfig, simulated: &'static str, roles: &'static str) 
 /// Loads the data of `config` and gives each record its role; refuses data that cannot train a
 /// detector (no requests, one class only on the private side, too few private requests for the
 /// teachers) before anything is written, naming the files.
-pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
+pub fn load(config: &RunConfig, rng: &RunRng, started: Instant) -> Result<RunData> {
     super::banner(
         roles_name(
             config,
@@ -85,7 +85,10 @@ pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
         ),
         started,
     );
-    let data = crate::stages::split::load_run_data(config)?;
+    let mut data = crate::stages::split::load_run_data(config)?;
+    if let Some(site) = &config.site {
+        derive_site_data(config, site, &mut data, rng)?;
+    }
     let (records, splits) = (&data.records, &data.splits);
     // A data set that cannot train a detector (one class only, e.g. a benign-only file) is
     // refused before anything is written, naming the files; the per-split check after
@@ -146,6 +149,27 @@ pub fn load(config: &RunConfig, started: Instant) -> Result<RunData> {
         ));
     }
     Ok(data)
+}
+
+/// `config` with `student.queries` lowered to the public pool's distinct requests under
+/// `privacy.mechanism: model_average`, whose labels cost no ε per query (a site's log of unknown
+/// size then needs no tuning); other mechanisms keep the count, and [`plan`] refuses too many.
+pub fn fit_queries(config: &RunConfig, data: &RunData) -> RunConfig {
+    let mut fitted = config.clone();
+    let distinct = distinct(&data.records, &data.splits.public).len();
+    let free = matches!(
+        config.privacy.mechanism,
+        privacy::Mechanism::ModelAverage(_)
+    );
+    if free && distinct < config.student.queries {
+        tracing::info!(
+            "student.queries: {} asked, the public pool has {distinct} distinct requests: all \
+             of them are labelled (model_average: no ε per query)",
+            config.student.queries
+        );
+        fitted.student.queries = distinct;
+    }
+    fitted
 }
 
 /// Draws the queries (`student.query_selection`) and the validation samples from the streams
@@ -361,6 +385,128 @@ pub fn write(run: &RunDir, config: &RunConfig, data: &RunData, plan: &QueryPlan)
         },
     };
     crate::io::write_json(&run.splits(), &report)
+}
+
+/// `site:` the validation (and, without a labelled test role, the test) data held out of the
+/// site's traffic, taken as benign, with public attack values placed into copies of their
+/// requests (`crate::site_traffic`). Public data only.
+fn derive_site_data(
+    config: &RunConfig,
+    site: &crate::config::SiteConfig,
+    data: &mut RunData,
+    rng: &RunRng,
+) -> Result<()> {
+    let labelled_test = !data.splits.test.is_empty();
+    let test_share = if labelled_test { 0.0 } else { site.test };
+    let dealt = crate::site_traffic::deal(
+        &data.records,
+        &data.splits.public,
+        site.validation,
+        test_share,
+    );
+    if dealt.validation.is_empty() || (!labelled_test && dealt.test.is_empty()) {
+        return Err(Error::key(
+            "site",
+            format!(
+                "the site's traffic ({} requests) is too small to hold out validation and test \
+                 traffic from",
+                data.splits.public.len()
+            ),
+        ));
+    }
+    let attacks_in = |rows: &[usize]| {
+        rows.iter()
+            .filter(|&&i| data.records[i].label == Some(datasets::Label::Malicious))
+            .count()
+    };
+    if data.simulation {
+        tracing::info!(
+            "site: simulation: {} of the {} held-out validation requests are attacks (taken as \
+             benign, as in real traffic; the labels are not read)",
+            attacks_in(&dealt.validation),
+            dealt.validation.len()
+        );
+    }
+    let pe = config
+        .student
+        .public_examples
+        .as_ref()
+        .expect("validated: site needs public_examples");
+    let validation_values: Vec<Vec<u8>> = attack_values(&pe.files)?
+        .into_iter()
+        .filter(|v| crate::part_model::held_out(v))
+        .collect();
+    let test_values = attack_values(&site.test_attack_files)?;
+    for &i in dealt.validation.iter().chain(&dealt.test) {
+        data.records[i].label = Some(datasets::Label::Benign);
+    }
+    data.splits.public = dealt.public;
+    data.splits.student_validation = dealt.validation;
+    let placed = |data: &RunData, rows: &[usize], values: &[Vec<u8>], count, purpose: &str| {
+        let templates: Vec<&datasets::Record> = rows.iter().map(|&i| &data.records[i]).collect();
+        crate::site_traffic::placed_attacks(&templates, values, count, &mut rng.stream(purpose))
+    };
+    let validation_attacks = placed(
+        data,
+        &data.splits.student_validation,
+        &validation_values,
+        site.validation_attacks,
+        "site-validation-attacks",
+    );
+    let first_file = pe.files[0].path.clone();
+    push_records(data, validation_attacks, &first_file, Role::Validation);
+    if !labelled_test {
+        data.splits.test = dealt.test;
+        let test_attacks = placed(
+            data,
+            &data.splits.test,
+            &test_values,
+            site.test_attacks,
+            "site-test-attacks",
+        );
+        let file = site.test_attack_files[0].path.clone();
+        push_records(data, test_attacks, &file, Role::Test);
+    }
+    tracing::info!(
+        "site: {} requests of the site's traffic held out for validation (+ {} placed attacks \
+         from {} held-out attack values), {} for the test, {} stay public",
+        data.splits.student_validation.len() - site.validation_attacks.min(data.records.len()),
+        site.validation_attacks,
+        validation_values.len(),
+        data.splits.test.len(),
+        data.splits.public.len()
+    );
+    Ok(())
+}
+
+/// Which derived role records join.
+enum Role {
+    Validation,
+    Test,
+}
+
+fn push_records(data: &mut RunData, records: Vec<datasets::Record>, file: &std::path::Path, role: Role) {
+    let start = data.records.len();
+    data.files
+        .extend(std::iter::repeat_n(file.to_owned(), records.len()));
+    data.records.extend(records);
+    let rows = start..data.records.len();
+    match role {
+        Role::Validation => data.splits.student_validation.extend(rows),
+        Role::Test => data.splits.test.extend(rows),
+    }
+}
+
+/// The distinct attack values (decoded) of public labelled files.
+fn attack_values(sources: &[DatasetSource]) -> Result<Vec<Vec<u8>>> {
+    let mut values: Vec<Vec<u8>> = load_datasets(sources)?
+        .iter()
+        .filter(|r| r.label == Some(datasets::Label::Malicious))
+        .map(crate::public_examples::public_value)
+        .collect();
+    values.sort();
+    values.dedup();
+    Ok(values)
 }
 
 /// Loads every dataset of the config (label override and limit applied). Errors name the file
@@ -624,6 +770,18 @@ pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
             add(&simulation.simulate_from, true)?;
             drop_unread_headers(&mut data.records, &config.featurizer.config);
             data.splits = split_by_record(&data.records, &simulation.fractions());
+            if let Some(share) = simulation.public_attack_share {
+                let dropped = crate::site_traffic::thin_attacks(
+                    &data.records,
+                    &mut data.splits.public,
+                    share,
+                );
+                tracing::info!(
+                    "simulated traffic: {dropped} attacks dropped from the public pool, {:.2} % \
+                     of its requests attacks (split.public_attack_share)",
+                    100.0 * share
+                );
+            }
         }
         None => {
             check_roles_distinct(&[

@@ -577,8 +577,21 @@ pub fn run(
     plan: &QueryPlan,
     features: &Features,
     labels: &[Option<bool>],
+    release_flagged: &[bool],
     env: &Env,
 ) -> Result<Student> {
+    let assumed: Vec<Option<bool>>;
+    let labels = match config.student.labels_from {
+        crate::config::LabelsFrom::Release => labels,
+        crate::config::LabelsFrom::AssumeBenign => {
+            tracing::warn!(
+                "student: labels_from: assume_benign — every query labelled benign, the \
+                 teachers' release unused (the no-private-data baseline)"
+            );
+            assumed = vec![Some(false); labels.len()];
+            &assumed
+        }
+    };
     let answered = answered_queries(labels)?;
     // The mechanism's own labels are what the agreement diagnostic measures.
     let label_agreement = label_agreement(labels, &features.queries_y);
@@ -629,12 +642,14 @@ pub fn run(
         &config.student,
         student_env(features, env),
     )?;
+    let excluded = excluded_traffic(config, release_flagged, data, plan);
     let cx = ThresholdContext {
         config,
         data,
         plan,
         features,
         env,
+        excluded: &excluded,
     };
     let validation_scores = validation_scores(
         cx,
@@ -871,6 +886,37 @@ struct ThresholdContext<'a> {
     plan: &'a QueryPlan,
     features: &'a Features,
     env: &'a Env,
+    /// The validation samples left out of the threshold's traffic (see [`excluded_traffic`]).
+    excluded: &'a [bool],
+}
+
+/// With `site.threshold_without_release_flagged` and labels from the release: the site's
+/// validation traffic the release labels malicious (likely its attacks) is left out of the
+/// traffic the threshold's budget is a share of. Post-processing of the release; nothing when
+/// the release is unused or the flags are absent.
+fn excluded_traffic(config: &RunConfig, release_flagged: &[bool], data: &RunData, plan: &QueryPlan) -> Vec<bool> {
+    let on = config
+        .site
+        .as_ref()
+        .is_some_and(|s| s.threshold_without_release_flagged)
+        && config.student.labels_from == crate::config::LabelsFrom::Release
+        && release_flagged.len() == plan.validation_rows.len();
+    if !on {
+        return Vec::new();
+    }
+    let excluded: Vec<bool> = plan
+        .validation_rows
+        .iter()
+        .zip(release_flagged)
+        .map(|(&i, &flagged)| flagged && data.records[i].label == Some(datasets::Label::Benign))
+        .collect();
+    tracing::info!(
+        "student: {} of the {} validation requests of the site's traffic labelled malicious by \
+         the release are left out of the threshold's traffic",
+        excluded.iter().filter(|&&e| e).count(),
+        excluded.len()
+    );
+    excluded
 }
 
 /// The validation split's scores the traffic diagnostic reads, after choosing the threshold
@@ -896,11 +942,15 @@ fn validation_scores(
     // of the site's traffic. (Capped, the rare benign requests weighed up to ten times more than
     // on the traffic: a 1 % budget held 0.2-0.3 % on the test traffic, at 75-80 % TPR instead
     // of 93 %; EVALUATION.md.)
-    let traffic = config.student.multiplicity_cap.map(|_| {
-        plan.validation_traffic
-            .iter()
-            .copied()
-            .chain(std::iter::repeat_n(1, placed_validation.len()))
+    let traffic = (config.student.multiplicity_cap.is_some() || !cx.excluded.is_empty()).then(|| {
+        let site = plan.validation_traffic.iter().enumerate().map(|(r, &c)| {
+            match config.student.multiplicity_cap {
+                _ if cx.excluded.get(r) == Some(&true) => 0,
+                Some(_) => c,
+                None => 1,
+            }
+        });
+        site.chain(std::iter::repeat_n(1, placed_validation.len()))
             .collect::<Vec<_>>()
     });
     if features.featurizer.config().placements.is_some() {
@@ -1014,6 +1064,7 @@ fn served_threshold(
         plan,
         features,
         env,
+        ..
     } = *cx;
     let device = env.device;
     let records: Vec<&datasets::Record> = plan
@@ -1107,6 +1158,7 @@ fn content_only_threshold(
         plan,
         features,
         env,
+        ..
     } = *cx;
     let student = &config.student;
     let public_examples = student.public_examples.as_ref();
@@ -1574,7 +1626,8 @@ fn choose_threshold(
             .iter()
             .zip(&labels)
             .zip(copies)
-            .flat_map(|((&s, &l), &c)| std::iter::repeat_n((s, l), c.max(1)))
+            // 0 copies: a row left out of the traffic ([`excluded_traffic`]).
+            .flat_map(|((&s, &l), &c)| std::iter::repeat_n((s, l), c))
             .unzip();
         (scores, labels) = (s, l);
     }
