@@ -375,7 +375,7 @@ impl RouteLabels {
     /// fewer than [`RouteLabels::MAX`] are.
     pub fn label(&self, path: &str) -> String {
         let segment = first_segment(&crate::config::normalize_path(path));
-        let known = |seen: &Vec<String>| seen.iter().any(|s| *s == segment);
+        let known = |seen: &Vec<String>| seen.contains(&segment);
         if known(&self.seen.read().unwrap_or_else(|e| e.into_inner())) {
             return segment;
         }
