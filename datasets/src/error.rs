@@ -42,6 +42,18 @@ pub enum DatasetError {
         /// The names accepted.
         expected: &'static str,
     },
+    /// A capture file (`capture` format) was scored by another bundle than the one expected.
+    #[error("{path}:{line}: capture from bundle version {found:?}, expected {expected:?}")]
+    CaptureVersion {
+        /// The capture file.
+        path: PathBuf,
+        /// 1-based line where the other version first appears.
+        line: usize,
+        /// The version on that line.
+        found: String,
+        /// The version expected (the caller's, or the file's first).
+        expected: String,
+    },
     /// A label file does not match its data file.
     #[error("{label_file}: {message}")]
     LabelFile {

@@ -4,7 +4,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// A dataset format (names as on the command line: `csic|fwaf|httpparams|csv|apache`).
+/// A dataset format (names as on the command line: `csic|fwaf|httpparams|csv|apache|capture`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
@@ -18,16 +18,20 @@ pub enum Format {
     Csv,
     /// Apache access log, common or combined format.
     Apache,
+    /// pate-proxy's capture file (`capture:`): JSON lines of the requests it scored, headers
+    /// and body included, unlabelled.
+    Capture,
 }
 
 impl Format {
     /// All formats.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Csic,
         Format::Fwaf,
         Format::Httpparams,
         Format::Csv,
         Format::Apache,
+        Format::Capture,
     ];
 
     /// The command-line name.
@@ -38,6 +42,7 @@ impl Format {
             Format::Httpparams => "httpparams",
             Format::Csv => "csv",
             Format::Apache => "apache",
+            Format::Capture => "capture",
         }
     }
 }
@@ -57,7 +62,7 @@ impl FromStr for Format {
             .ok_or_else(|| crate::DatasetError::UnknownName {
                 what: "dataset format",
                 found: s.to_string(),
-                expected: "csic|fwaf|httpparams|csv|apache",
+                expected: "csic|fwaf|httpparams|csv|apache|capture",
             })
     }
 }

@@ -21,6 +21,9 @@
 //!   label per log line, see [`LoadOptions::label_file`]) may label them. Entries without a
 //!   request line (`"-"`, or bytes that are not `METHOD TARGET [HTTP/x.y]`, such as TLS
 //!   handshakes sent to the plain-HTTP port) are skipped.
+//! - `capture`: pate-proxy's capture file (its `capture:` setting): one JSON object per request
+//!   it scored, with every header and the body, unlabelled; [`capture`] reads it together with
+//!   the bundle version(s) that scored it.
 //!
 //! Errors name the file, the line and what was expected.
 #![forbid(unsafe_code)]
@@ -28,6 +31,7 @@
 use std::path::{Path, PathBuf};
 
 mod apache;
+pub mod capture;
 mod csic;
 mod csv_lines;
 mod error;
@@ -119,6 +123,7 @@ pub fn parse(format: Format, path: &Path, bytes: &[u8]) -> Result<Vec<Record>, D
         Format::Httpparams => parse_httpparams(path, bytes),
         Format::Csv => parse_target_label_csv(path, bytes),
         Format::Apache => parse_apache(path, bytes),
+        Format::Capture => Ok(capture::parse_capture(path, bytes)?.records),
     }
 }
 

@@ -266,6 +266,71 @@ impl From<Route> for RouteYaml {
     }
 }
 
+/// `capture:`: every scored request appended to a JSON-lines file of the operator's own traffic
+/// (`proxy/src/capture.rs`; read by `pate-trainer run --public FILE --public-format capture`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureConfig {
+    /// The file written to; its directory should exist (`check-config` says so; at run time a
+    /// file that cannot be written is counted in `patewaf_capture_errors_total`, never fatal).
+    pub path: PathBuf,
+    /// A file about to grow past this many bytes is rotated first: renamed to `PATH.1` (the
+    /// older ones shifted to `.2`, ...). A single line longer than this goes alone in a file.
+    #[serde(default = "default_capture_max_bytes")]
+    pub max_bytes: u64,
+    /// Rotated files kept (`PATH.1` to `PATH.N`); the oldest beyond them is dropped.
+    #[serde(default = "default_capture_max_files")]
+    pub max_files: u32,
+    /// Bytes of a request body recorded (the part that was scored); a longer one is cut and
+    /// marked `body_truncated`. 0: no body recorded.
+    #[serde(default = "default_capture_body_max_bytes")]
+    pub body_max_bytes: usize,
+}
+
+fn default_capture_max_bytes() -> u64 {
+    100 * 1024 * 1024
+}
+fn default_capture_max_files() -> u32 {
+    5
+}
+fn default_capture_body_max_bytes() -> usize {
+    8192
+}
+
+/// The largest `capture.max_files` accepted.
+pub const MAX_CAPTURE_FILES: u32 = 1000;
+
+impl CaptureConfig {
+    /// Checks the ranges; the message names the key (`capture.max_bytes`, ...).
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.path.as_os_str().is_empty() {
+            return Err((
+                "capture.path",
+                "expected a file path, got an empty one".into(),
+            ));
+        }
+        if self.max_bytes == 0 {
+            return Err(("capture.max_bytes", "expected at least 1".into()));
+        }
+        if !(1..=MAX_CAPTURE_FILES).contains(&self.max_files) {
+            return Err((
+                "capture.max_files",
+                format!("expected 1 to {MAX_CAPTURE_FILES}, got {}", self.max_files),
+            ));
+        }
+        if self.body_max_bytes > MAX_BODY_LIMIT_BYTES {
+            return Err((
+                "capture.body_max_bytes",
+                format!(
+                    "at most {MAX_BODY_LIMIT_BYTES} (no longer body is ever read), got {}",
+                    self.body_max_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The proxy's log level (`RUST_LOG` overrides it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -431,6 +496,14 @@ pub struct Config {
     /// instead of exiting; a later reload makes the proxy ready. Default: exit with the error.
     #[serde(default)]
     pub start_without_model: bool,
+    /// Off (null) by default. `{path, max_bytes, max_files, body_max_bytes}`: every scored
+    /// request (method, target, HTTP version, every header, the scored body, client, time,
+    /// score, verdict, bundle version) appended as one JSON line to `path`, rotated at
+    /// `max_bytes` — the operator's own traffic, to train a bundle for the site
+    /// (`pate-trainer run --public FILE --public-format capture`). It holds users' cookies and
+    /// personal data: protect the file.
+    #[serde(default)]
+    pub capture: Option<CaptureConfig>,
     /// Unix socket for pingora's graceful upgrade (SIGQUIT to the old process, `--upgrade` on the
     /// new one); `null` = `/tmp/pate-proxy-<listen port>.upgrade.sock`.
     #[serde(default)]
@@ -559,6 +632,20 @@ impl Config {
         }
         if self.threads == 0 {
             return Err(bad("threads", "expected at least 1".to_string()));
+        }
+        if let Some(capture) = &self.capture {
+            capture
+                .validate()
+                .map_err(|(key, message)| bad(key, message))?;
+            if capture.path == self.audit_log {
+                return Err(bad(
+                    "capture.path",
+                    format!(
+                        "must differ from `audit_log` ({})",
+                        self.audit_log.display()
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -754,6 +841,56 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("upstream"), "{err}");
+    }
+
+    #[test]
+    fn capture_is_off_by_default_and_its_keys_are_checked() {
+        let c = Config::from_yaml(MINIMAL, Path::new("c.yaml")).unwrap();
+        assert_eq!(c.capture, None);
+        let c = Config::from_yaml(
+            &format!("{MINIMAL}capture:\n  path: /var/lib/pate-proxy/capture.jsonl\n"),
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.capture,
+            Some(CaptureConfig {
+                path: PathBuf::from("/var/lib/pate-proxy/capture.jsonl"),
+                max_bytes: 104_857_600,
+                max_files: 5,
+                body_max_bytes: 8192,
+            })
+        );
+        let back = serde_yaml::to_string(&c).unwrap();
+        assert_eq!(Config::from_yaml(&back, Path::new("back.yaml")).unwrap(), c);
+        for (keys, key, says) in [
+            (
+                "  path: c.jsonl\n  max_bytes: 0\n",
+                "capture.max_bytes",
+                "at least 1",
+            ),
+            (
+                "  path: c.jsonl\n  max_files: 0\n",
+                "capture.max_files",
+                "1 to 1000",
+            ),
+            (
+                "  path: c.jsonl\n  body_max_bytes: 70000\n",
+                "capture.body_max_bytes",
+                "65536",
+            ),
+            ("  path: \"\"\n", "capture.path", "empty"),
+            ("  path: audit.jsonl\n", "capture.path", "audit_log"),
+            ("  max_bytes: 10\n", "capture", "path"),
+            ("  path: c.jsonl\n  max_byte: 10\n", "max_byte", "line 8"),
+            ("  path: c.jsonl\n  max_bytes: -1\n", "max_bytes", "line 8"),
+        ] {
+            let err = Config::from_yaml(&format!("{MINIMAL}capture:\n{keys}"), Path::new("c.yaml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("c.yaml"), "{keys:?}: {err}");
+            assert!(err.contains(key) && err.contains(says), "{keys:?}: {err}");
+        }
     }
 
     #[test]

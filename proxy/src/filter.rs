@@ -19,6 +19,7 @@ use pingora::proxy::{ProxyHttp, Session};
 use pingora::{Error, ErrorSource, Result};
 
 use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
+use crate::capture::Entry;
 use crate::config::{BodyOverLimit, Mode, OnError, UriOverLimit, MAX_BODY_LIMIT_BYTES};
 use crate::error::ProxyError;
 use crate::model::{Scored, ServingModel};
@@ -468,6 +469,59 @@ impl WafProxy {
         self.audit(ctx, session, parts, judged);
     }
 
+    /// What every scored request (`ctx.verdict` set: allow, block, flag or error) leaves besides
+    /// its verdict: in detect mode its count under its route (`patewaf_route_requests_total`),
+    /// and with `capture:` its line in the capture file (queued, never waited for).
+    /// `judged`: the score (`None`: scoring failed), the model, and whether the site's format
+    /// checks were on.
+    fn record_scored(
+        &self,
+        session: &Session,
+        ctx: &RequestCtx,
+        parts: &RequestParts<'_>,
+        mode: Mode,
+        judged: (Option<&Scored>, Option<&ServingModel>, bool),
+    ) {
+        let Some(verdict) = ctx.verdict else { return };
+        let header = session.req_header();
+        if mode == Mode::Detect {
+            self.shared.metrics.count_route(header.uri.path(), verdict);
+        }
+        let Some(capture) = &self.shared.capture else {
+            return;
+        };
+        let (scored, model, format_checks) = judged;
+        let (body, body_truncated) = capture.cut_body(parts.body);
+        capture.record(Entry {
+            time: now_rfc3339(),
+            request_id: ctx.request_id.clone(),
+            client: session
+                .client_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+            method: parts.method.to_string(),
+            target: parts.target.to_vec(),
+            http_version: match header.version {
+                http::Version::HTTP_10 => "HTTP/1.0",
+                http::Version::HTTP_09 => "HTTP/0.9",
+                _ => "HTTP/1.1",
+            },
+            headers: header
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+                .collect(),
+            body,
+            body_truncated,
+            score: scored.map(|s| s.score),
+            threshold: model.map(|m| m.threshold_for(format_checks)),
+            verdict: verdict.as_str(),
+            mode: mode.as_str(),
+            bundle_version: model.map(|m| m.version.clone()),
+            bundle_sha256: model.map(|m| m.bundle_sha256.clone()),
+        });
+    }
+
     /// Logs a request that could not be scored and writes its audit line (reason
     /// `scoring_error: ...`).
     fn audit_scoring_error(
@@ -692,6 +746,8 @@ impl ProxyHttp for WafProxy {
             Err(_) => Verdict::Error,
         };
         self.count(ctx, verdict);
+        let judged = (scored.as_ref().ok(), model.as_deref(), format_checks);
+        self.record_scored(session, ctx, &parts, mode, judged);
         let shadow = shadow::judge(&self.shared, &parts, verdict, mode, format_checks);
         match scored {
             Ok(scored) => {

@@ -3,11 +3,12 @@
 //! Private Training Data", ICLR 2017) through ONNX Runtime, and blocks (403) or flags it.
 //!
 //! The request path is in [`filter`], the model and its hot swap in [`model`] and [`state`],
-//! operations in [`admin`], [`metrics`] and [`audit`], the configuration contract in [`config`].
+//! operations in [`admin`], [`metrics`], [`audit`] and [`capture`], the configuration contract in [`config`].
 #![forbid(unsafe_code)]
 
 pub mod admin;
 pub mod audit;
+pub mod capture;
 pub mod config;
 pub mod error;
 pub mod filter;

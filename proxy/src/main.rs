@@ -71,6 +71,10 @@ Configuration keys (YAML):
   trusted_forwarders: []          peers whose X-Forwarded-Proto is kept (others: http)
   audit_target_max_bytes: 2048    audit_redact_values: false    audit_top_tokens: 5
   audit_body: false               true: record the scored form body in the audit log
+  capture: null                   {path, max_bytes: 104857600, max_files: 5, body_max_bytes: 8192}:
+                                  every scored request as a JSON line (headers, body: users' cookies
+                                  and personal data), rotated to PATH.1..N; for
+                                  `pate-trainer run --public PATH --public-format capture`
   log_level: info                 threads: 2                    grace_period_seconds: 5
   upstream_connect_timeout_ms: 2000   onnxruntime_library: null (= $ORT_DYLIB_PATH)
   upgrade_sock: null (= /tmp/pate-proxy-<port>.upgrade.sock)

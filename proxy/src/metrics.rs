@@ -7,6 +7,7 @@ use prometheus::{
 };
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
 
 use crate::error::ProxyError;
 use crate::verdict::{Unscored, Verdict};
@@ -19,6 +20,18 @@ pub struct Metrics {
     shadow_registry: Registry,
     /// Whether `shadow_registry` is part of the exposition.
     shadow_shown: AtomicBool,
+    /// The `patewaf_capture_*` metrics: exported only once [`Metrics::show_capture`] was called
+    /// (`capture:` is configured).
+    capture_registry: Registry,
+    /// Whether `capture_registry` is part of the exposition.
+    capture_shown: AtomicBool,
+    /// `patewaf_capture_lines_total` and `patewaf_capture_errors_total{reason}`.
+    pub capture: CaptureMetrics,
+    /// `patewaf_route_requests_total{route, verdict}`: scored requests in detect mode by the
+    /// first segment of their path ([`RouteLabels`]) and verdict (`allow`, `flag`, `error`).
+    pub route_requests: IntCounterVec,
+    /// The `route` label values handed out so far.
+    route_labels: RouteLabels,
     /// `patewaf_requests_total{verdict}`.
     pub requests: IntCounterVec,
     /// `patewaf_score`: the student's probability for every scored request.
@@ -178,10 +191,24 @@ impl Metrics {
             "POST /promote attempts (shadow bundle made active), by result.",
             &["result"],
         )?);
+        let route_requests = counter_vec(
+            r,
+            "route_requests_total",
+            "Scored requests in detect mode, by the first segment of the path (the first 32 \
+             distinct ones seen, then `other`) and verdict.",
+            &["route", "verdict"],
+        )?;
+        let capture_registry = Registry::new();
+        let capture = CaptureMetrics::new(&capture_registry)?;
         Ok(Self {
             registry,
             shadow_registry,
             shadow_shown: AtomicBool::new(false),
+            capture_registry,
+            capture_shown: AtomicBool::new(false),
+            capture,
+            route_requests,
+            route_labels: RouteLabels::default(),
             requests,
             score,
             scoring_duration,
@@ -252,11 +279,33 @@ impl Metrics {
         self.shadow_shown.store(true, Ordering::Relaxed);
     }
 
-    /// The Prometheus text exposition of every metric (the shadow ones once shown).
+    /// Adds the `patewaf_capture_*` metrics to the exposition from now on (`capture:` set).
+    pub fn show_capture(&self) {
+        self.capture_shown.store(true, Ordering::Relaxed);
+    }
+
+    /// Counts one scored request of detect mode under its path's route label.
+    pub fn count_route(&self, path: &str, verdict: Verdict) {
+        let route = self.route_labels.label(path);
+        self.route_requests
+            .with_label_values(&[route.as_str(), verdict.as_str()])
+            .inc();
+    }
+
+    /// The Prometheus text exposition of every metric (the shadow and capture ones once shown).
     pub fn render(&self) -> Vec<u8> {
         let mut families = self.registry.gather();
-        if self.shadow_shown.load(Ordering::Relaxed) {
-            families.extend(self.shadow_registry.gather());
+        let mut extended = false;
+        for (shown, registry) in [
+            (&self.shadow_shown, &self.shadow_registry),
+            (&self.capture_shown, &self.capture_registry),
+        ] {
+            if shown.load(Ordering::Relaxed) {
+                families.extend(registry.gather());
+                extended = true;
+            }
+        }
+        if extended {
             families.sort_by(|a, b| a.name().cmp(b.name()));
         }
         let mut out = Vec::new();
@@ -266,6 +315,92 @@ impl Metrics {
         }
         out
     }
+}
+
+/// The capture file's counters (`capture:`; `proxy/src/capture.rs`).
+#[derive(Clone)]
+pub struct CaptureMetrics {
+    /// `patewaf_capture_lines_total`: lines written to the capture file.
+    pub lines: IntCounter,
+    /// `patewaf_capture_errors_total{reason="write"}`: lines lost because the file could not be
+    /// opened, rotated or written.
+    pub write_errors: IntCounter,
+    /// `patewaf_capture_errors_total{reason="dropped"}`: lines dropped because the writer was
+    /// behind (its queue full): the request path never waits for the file.
+    pub dropped: IntCounter,
+}
+
+impl CaptureMetrics {
+    fn new(registry: &Registry) -> Result<Self, ProxyError> {
+        let lines = IntCounter::with_opts(
+            Opts::new(
+                "capture_lines_total",
+                "Requests written to the capture file.",
+            )
+            .namespace("patewaf"),
+        )?;
+        registry.register(Box::new(lines.clone()))?;
+        let errors = counter_vec(
+            registry,
+            "capture_errors_total",
+            "Requests not written to the capture file, by reason (write: the file could not be \
+             opened, rotated or written; dropped: the writer was behind).",
+            &["reason"],
+        )?;
+        Ok(Self {
+            lines,
+            write_errors: errors.with_label_values(&["write"]),
+            dropped: errors.with_label_values(&["dropped"]),
+        })
+    }
+}
+
+/// The `route` label of `patewaf_route_requests_total`: the first segment of the request's
+/// path as a server resolves it (`/` for the root, `/search` for `/search/x?q=1`, cut to
+/// [`RouteLabels::MAX_LEN`] bytes). The first [`RouteLabels::MAX`] distinct segments seen get a
+/// label of their own for the life of the process; every later one is `other` (so the series
+/// stay bounded, whatever paths clients send).
+#[derive(Default)]
+pub struct RouteLabels {
+    seen: RwLock<Vec<String>>,
+}
+
+impl RouteLabels {
+    /// Distinct first segments that get a label of their own.
+    pub const MAX: usize = 32;
+    /// Longest label, in bytes.
+    pub const MAX_LEN: usize = 64;
+
+    /// The label of `path` (the request path, without the query), registering its segment if
+    /// fewer than [`RouteLabels::MAX`] are.
+    pub fn label(&self, path: &str) -> String {
+        let segment = first_segment(&crate::config::normalize_path(path));
+        let known = |seen: &Vec<String>| seen.contains(&segment);
+        if known(&self.seen.read().unwrap_or_else(|e| e.into_inner())) {
+            return segment;
+        }
+        let mut seen = self.seen.write().unwrap_or_else(|e| e.into_inner());
+        if known(&seen) {
+            return segment;
+        }
+        if seen.len() < Self::MAX {
+            seen.push(segment.clone());
+            return segment;
+        }
+        "other".to_string()
+    }
+}
+
+/// `/` and the first segment of a normalized path (`/search/x` → `/search`), cut to
+/// [`RouteLabels::MAX_LEN`] bytes at a character boundary.
+fn first_segment(path: &str) -> String {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let segment = rest.split('/').next().unwrap_or_default();
+    let mut end = segment.len().min(RouteLabels::MAX_LEN - 1);
+    while !segment.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("/{}", &segment[..end])
 }
 
 /// `patewaf_malformed_requests_total`, `patewaf_detections_total` and
@@ -432,6 +567,55 @@ mod tests {
         let mut sorted = names.clone();
         sorted.sort_unstable();
         assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn route_labels_are_the_first_segment_and_bounded() {
+        let labels = RouteLabels::default();
+        for (path, label) in [
+            ("/", "/"),
+            ("/search", "/search"),
+            ("/search/", "/search"),
+            ("/search/x/y", "/search"),
+            ("//static/./app.js", "/static"),
+            ("/a/../login.jsp", "/login.jsp"),
+            ("/caf%C3%A9/x", "/café"),
+        ] {
+            assert_eq!(labels.label(path), label, "{path}");
+        }
+        let long = format!("/{}", "é".repeat(100));
+        assert!(labels.label(&long).len() <= RouteLabels::MAX_LEN);
+        let known = labels.seen.read().unwrap().len();
+        for i in known..RouteLabels::MAX {
+            assert_eq!(labels.label(&format!("/p{i}/x")), format!("/p{i}"));
+        }
+        assert_eq!(labels.label("/one-too-many"), "other");
+        assert_eq!(
+            labels.label("/p31"),
+            "/p31",
+            "a labelled route keeps its label"
+        );
+
+        let m = Metrics::new().unwrap();
+        m.count_route("/search/x", Verdict::Flag);
+        m.count_route("/search", Verdict::Allow);
+        let text = String::from_utf8(m.render()).unwrap();
+        for sample in [
+            "patewaf_route_requests_total{route=\"/search\",verdict=\"flag\"} 1",
+            "patewaf_route_requests_total{route=\"/search\",verdict=\"allow\"} 1",
+        ] {
+            assert!(text.contains(sample), "missing {sample} in\n{text}");
+        }
+        assert!(!text.contains("patewaf_capture_"), "{text}");
+        m.show_capture();
+        let text = String::from_utf8(m.render()).unwrap();
+        for sample in [
+            "patewaf_capture_lines_total 0",
+            "patewaf_capture_errors_total{reason=\"write\"} 0",
+            "patewaf_capture_errors_total{reason=\"dropped\"} 0",
+        ] {
+            assert!(text.contains(sample), "missing {sample} in\n{text}");
+        }
     }
 
     /// The `le` label values of `family`'s buckets, in exposition order.

@@ -58,6 +58,10 @@ pub struct ServingModel {
     /// sha256 of every file of the bundle (`bundle.yaml`'s `files`, checked at load): what
     /// identifies the bundle's content, e.g. to promote only the shadow that was observed.
     pub files: BTreeMap<String, String>,
+    /// sha256 of the `files` listing (`"{sha256}  {name}\n"` per file, in name order, as
+    /// `sha256sum` prints it): one digest that names the bundle's whole content (the capture
+    /// file's `bundle_sha256`).
+    pub bundle_sha256: String,
     /// What scores the feature vectors.
     network: Network,
     /// The bundle's model of single parts (`part_model.onnx`), scored beside the windows where
@@ -203,6 +207,15 @@ pub struct Scored {
     pub unseen_path: bool,
 }
 
+/// sha256 of `files` listed as `sha256sum` prints them (`"{sha256}  {name}\n"`, in name order).
+pub fn files_digest(files: &BTreeMap<String, String>) -> String {
+    let listing: String = files
+        .iter()
+        .map(|(name, sha)| format!("{sha}  {name}\n"))
+        .collect();
+    bundle::sha256_hex(listing.as_bytes())
+}
+
 /// The request used to warm up the featurizer and to check the native scorer at load time.
 const WARM_UP_TARGET: &[u8] = b"/index.jsp?id=1&name=warm-up";
 
@@ -318,6 +331,7 @@ impl ServingModel {
             delta: privacy.delta,
             mechanism: privacy.mechanism,
             files: bundle.manifest.files.clone(),
+            bundle_sha256: files_digest(&bundle.manifest.files),
             content_only: bundle
                 .featurizer
                 .format_checks()

@@ -241,6 +241,21 @@ pub fn check_config(config: &Config) -> Result<String, ProxyError> {
             ),
         });
     }
+    if let Some(capture) = &config.capture {
+        let dir = match capture.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(ProxyError::Config {
+                path: capture.path.clone(),
+                message: format!(
+                    "key `capture.path`: directory {} does not exist",
+                    dir.display()
+                ),
+            });
+        }
+    }
     let threshold = match (config.threshold, bundle.manifest.content_only_threshold) {
         (Some(t), _) => t.to_string(),
         (None, Some(content)) => format!("{}, content alone {content}", bundle.manifest.threshold),
@@ -260,8 +275,12 @@ pub fn check_config(config: &Config) -> Result<String, ProxyError> {
         }
         None => String::new(),
     };
+    let capture = config.capture.as_ref().map_or(String::new(), |c| {
+        let (path, max, files) = (c.path.display(), c.max_bytes, c.max_files);
+        format!(", capture {path} (rotated at {max} bytes, {files} kept)")
+    });
     Ok(format!(
-        "ok: listen {} → upstream {}, admin {}, mode {}, bundle {} (model {}, threshold {threshold}){shadow}, audit log {}",
+        "ok: listen {} → upstream {}, admin {}, mode {}, bundle {} (model {}, threshold {threshold}){shadow}, audit log {}{capture}",
         config.listen,
         config.upstream,
         config.admin_listen,

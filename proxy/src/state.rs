@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::audit::AuditLog;
+use crate::capture::Capture;
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
@@ -23,6 +24,8 @@ pub struct Shared {
     pub metrics: Metrics,
     /// The audit log.
     pub audit: AuditLog,
+    /// The capture file's writer (`capture:`), if configured.
+    pub capture: Option<Capture>,
     /// Where the active and the shadow bundles are loaded from (the config's `bundle` and
     /// `shadow_bundle`, until `POST /promote` makes the shadow directory the active one).
     dirs: Mutex<BundleDirs>,
@@ -111,6 +114,13 @@ impl Shared {
     pub fn new(config: Config) -> Result<Arc<Self>, ProxyError> {
         let audit = AuditLog::open(&config.audit_log)?;
         let metrics = Metrics::new()?;
+        let capture = match &config.capture {
+            Some(c) => {
+                metrics.show_capture();
+                Some(Capture::start(c, metrics.capture.clone())?)
+            }
+            None => None,
+        };
         let dirs = BundleDirs {
             active: config.bundle.clone(),
             shadow: config.shadow_bundle.clone(),
@@ -121,6 +131,7 @@ impl Shared {
             shadow: ModelSlot::default(),
             metrics,
             audit,
+            capture,
             dirs: Mutex::new(dirs),
             reload_lock: tokio::sync::Mutex::new(()),
             listening: AtomicBool::new(false),
