@@ -22,6 +22,10 @@
 //!   request line (`"-"`, or bytes that are not `METHOD TARGET [HTTP/x.y]`, such as TLS
 //!   handshakes sent to the plain-HTTP port) are skipped.
 //!
+//! A site's own traffic ([`read_site_logs`]) comes with a [`SiteLogSummary`] (requests, entries
+//! without a request, distinct clients, the busiest client's share) whose
+//! [`SiteLogSummary::check`] refuses one client's traffic or too little of it.
+//!
 //! Errors name the file, the line and what was expected.
 #![forbid(unsafe_code)]
 
@@ -36,6 +40,7 @@ mod fwaf;
 mod httpparams;
 mod label;
 mod record;
+mod site_log;
 mod stats;
 mod target_label;
 mod text;
@@ -50,6 +55,9 @@ use fwaf::parse_fwaf;
 use httpparams::parse_httpparams;
 pub use label::Label;
 pub use record::Record;
+pub use site_log::{
+    read_site_logs, SiteLog, SiteLogSummary, CLIENT_CHECK_MIN_REQUESTS, MAX_TOP_CLIENT_SHARE,
+};
 pub use stats::{stats, LabelCounts, Stats};
 use target_label::parse_target_label_csv;
 pub use text::origin_form;
