@@ -248,11 +248,14 @@ fn the_calibrated_bundle_flags_at_most_the_target_share_of_the_traffic() {
         "{yaml}"
     );
 
-    // Default --out: the bundle itself, replaced; the version suffix is replaced, not stacked.
+    // Default --out: the bundle itself, replaced (through a symlink: its target, the link kept);
+    // the version suffix is replaced, not stacked.
+    let current = tmp.path().join("current");
+    std::os::unix::fs::symlink("calibrated", &current).unwrap();
     let in_place = |share: &str, confidence: &str| {
         let summary = ok_json(calibrate(&[
             "--bundle",
-            &s(&new_dir),
+            &s(&current),
             "--traffic",
             &s(&log),
             "--target-share",
@@ -260,6 +263,7 @@ fn the_calibrated_bundle_flags_at_most_the_target_share_of_the_traffic() {
             "--confidence",
             confidence,
         ]));
+        assert!(current.symlink_metadata().unwrap().file_type().is_symlink());
         let bundle = Bundle::load(&new_dir).unwrap();
         assert_eq!(
             summary["model_version"],

@@ -8,7 +8,7 @@
 //! ```
 //! Prints one JSON object on stdout (thresholds and shares flagged before and after, the new
 //! model version) and the same in words on stderr.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::calibrate::min_requests_for_share;
 use crate::error::{Error, Result};
@@ -65,7 +65,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
     /// Write the new bundle here (replaced atomically if it exists) and leave --bundle as it is.
-    /// Default: --bundle itself, replaced atomically.
+    /// Default: --bundle itself, replaced atomically (a symlink's target directory, the link
+    /// kept).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// ONNX Runtime library (default: $ORT_DYLIB_PATH, else the path set at build time).
@@ -76,7 +77,7 @@ pub struct Args {
 /// What `calibrate` prints on stdout.
 #[derive(serde::Serialize)]
 struct Summary<'a> {
-    bundle: &'a std::path::Path,
+    bundle: &'a Path,
     model_version_before: &'a str,
     model_version: &'a str,
     traffic_requests: usize,
@@ -106,10 +107,10 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     bundle::init_onnxruntime(args.onnxruntime.as_deref())?;
     let chosen = recalibrate(&bundle, &traffic, budget)?;
-    let out = args.out.as_deref().unwrap_or(&args.bundle);
-    let manifest = write(&bundle, out, &chosen.recalibration)?;
+    let out = resolved(args.out.as_deref().unwrap_or(&args.bundle));
+    let manifest = write(&bundle, &out, &chosen.recalibration)?;
     let summary = Summary {
-        bundle: out,
+        bundle: &out,
         model_version_before: &bundle.manifest.model_version,
         model_version: &manifest.model_version,
         traffic_requests: traffic.records.len(),
@@ -125,6 +126,17 @@ pub fn run(args: Args) -> Result<()> {
         serde_json::to_string(&summary).map_err(Error::serialize("the summary"))?
     );
     Ok(())
+}
+
+/// The directory a bundle path names: a symlink's target (so that a `current -> bundles/x` link
+/// stays a link and its bundle is replaced), else the path as given.
+fn resolved(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+        }
+        _ => path.to_owned(),
+    }
 }
 
 /// `--target-share` and `--confidence`, each in (0, 1).
