@@ -15,9 +15,9 @@ pub mod runtime;
 pub mod sparse;
 
 pub use manifest::{
-    is_block, rfc3339_utc, sha256_hex, write_bundle, Bundle, BundleContents, Manifest,
-    ModelSummary, PrivacyLabels, PublishedPrivacy, FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE,
-    MODEL_FILE, PART_MODEL_FILE,
+    is_block, rfc3339_utc, sha256_hex, write_bundle, write_recalibrated, Bundle, BundleContents,
+    Manifest, ModelSummary, PrivacyLabels, PublishedPrivacy, Recalibration, ThresholdSource,
+    FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE, MODEL_FILE, PART_MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
 pub use request::{score_request, score_request_and_parts, PartOffsets, RequestScore};

@@ -95,7 +95,47 @@ pub struct Manifest {
     pub metrics: serde_json::Value,
     /// sha256 (hex) of every other file of the bundle, by file name.
     pub files: BTreeMap<String, String>,
+    /// Where the thresholds come from when `pate-trainer calibrate` re-picked them from the
+    /// site's own unlabelled traffic (counts only, never the traffic); absent: the trainer's
+    /// validation data chose them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_source: Option<ThresholdSource>,
 }
+
+/// What thresholds re-picked from a site's unlabelled traffic rest on ([`Manifest::threshold_source`]):
+/// counts and the rule's parameters, nothing of a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdSource {
+    /// Requests of the traffic scored.
+    pub traffic_requests: usize,
+    /// Distinct clients that sent them.
+    pub distinct_clients: usize,
+    /// The largest share of the traffic a threshold may flag.
+    pub target_share: f64,
+    /// The confidence at which that share is held.
+    pub confidence: f64,
+    /// Requests of the traffic flagged at `threshold`.
+    pub flagged_requests: usize,
+    /// Requests of the traffic flagged at `content_only_threshold`, scored on content alone,
+    /// when that threshold was re-picked too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_only_flagged_requests: Option<usize>,
+}
+
+/// New thresholds for a bundle ([`write_recalibrated`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalibration {
+    /// The new `threshold`, in [0, 1].
+    pub threshold: f32,
+    /// The new `content_only_threshold` (`None`: the bundle's is kept).
+    pub content_only_threshold: Option<f32>,
+    /// What they rest on.
+    pub source: ThresholdSource,
+}
+
+/// The suffix [`write_recalibrated`] adds to a model version.
+const RECALIBRATED_MARK: &str = "+cal.";
 
 pub use privacy::PublishedPrivacy;
 
@@ -244,12 +284,109 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
         privacy: contents.privacy.clone(),
         metrics: contents.metrics.clone(),
         files,
+        threshold_source: None,
     };
     let manifest_bytes = serde_yaml::to_string(&manifest).map_err(|e| BundleError::Manifest {
         path: dir.join(MANIFEST_FILE),
         message: e.to_string(),
     })?;
 
+    let part_model = part_model_bytes
+        .as_deref()
+        .map(|bytes| (PART_MODEL_FILE, bytes));
+    let written: Vec<(&str, &[u8])> = [
+        (MODEL_FILE, model_bytes.as_slice()),
+        (FEATURIZER_FILE, featurizer_bytes.as_slice()),
+        (MANIFEST_FILE, manifest_bytes.as_bytes()),
+    ]
+    .into_iter()
+    .chain(part_model)
+    .collect();
+    write_dir_atomically(dir, &written)?;
+    Ok(manifest)
+}
+
+/// Writes a copy of `source` into `dir` (which may be `source.dir` itself) with the thresholds
+/// of `recalibration`, as [`write_bundle`] writes: a temporary directory beside `dir`, renamed
+/// into place. Every file listed in `files` is copied byte for byte (checked against its
+/// sha256 again); `bundle.yaml` gets the new thresholds, `threshold_source`, the time, and a new
+/// `model_version`: the previous one without an earlier `+cal.` suffix, then `+cal.` and the
+/// first 8 hex digits of the sha256 of the thresholds and their source. Returns the manifest.
+pub fn write_recalibrated(
+    source: &Bundle,
+    dir: &Path,
+    recalibration: &Recalibration,
+) -> Result<Manifest, BundleError> {
+    let mut manifest = source.manifest.clone();
+    let manifest_path = dir.join(MANIFEST_FILE);
+    for t in std::iter::once(recalibration.threshold).chain(recalibration.content_only_threshold) {
+        if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
+            return Err(BundleError::InvalidModel(ModelProblem::Threshold(t)));
+        }
+    }
+    if recalibration.content_only_threshold.is_some() && manifest.content_only_threshold.is_none() {
+        return Err(BundleError::Manifest {
+            path: source.dir.join(MANIFEST_FILE),
+            message: "has no content_only_threshold to re-pick".into(),
+        });
+    }
+    let mut files = Vec::new();
+    for (file, expected) in &source.manifest.files {
+        let path = source.dir.join(file);
+        let bytes = std::fs::read(&path).map_err(|e| BundleError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+        if !sha256_hex(&bytes).eq_ignore_ascii_case(expected) {
+            return Err(BundleError::Manifest {
+                path: source.dir.join(MANIFEST_FILE),
+                message: format!("{file} changed since the bundle was loaded"),
+            });
+        }
+        files.push((file.as_str(), bytes));
+    }
+    manifest.threshold = recalibration.threshold;
+    if let Some(t) = recalibration.content_only_threshold {
+        manifest.content_only_threshold = Some(t);
+    }
+    manifest.threshold_source = Some(recalibration.source.clone());
+    manifest.created = rfc3339_utc(std::time::SystemTime::now());
+    manifest.model_version = recalibrated_version(&source.manifest.model_version, &manifest)
+        .map_err(|message| BundleError::Manifest {
+            path: manifest_path.clone(),
+            message,
+        })?;
+    let manifest_bytes = serde_yaml::to_string(&manifest).map_err(|e| BundleError::Manifest {
+        path: manifest_path.clone(),
+        message: e.to_string(),
+    })?;
+    let mut written: Vec<(&str, &[u8])> = files.iter().map(|(f, b)| (*f, b.as_slice())).collect();
+    written.push((MANIFEST_FILE, manifest_bytes.as_bytes()));
+    write_dir_atomically(dir, &written)?;
+    Ok(manifest)
+}
+
+/// `previous` without an earlier [`RECALIBRATED_MARK`] suffix, then the mark and the first 8 hex
+/// digits of the sha256 of `manifest`'s thresholds and threshold source.
+fn recalibrated_version(previous: &str, manifest: &Manifest) -> Result<String, String> {
+    let base = previous
+        .split_once(RECALIBRATED_MARK)
+        .map_or(previous, |(base, _)| base);
+    let key = serde_yaml::to_string(&(
+        manifest.threshold,
+        manifest.content_only_threshold,
+        &manifest.threshold_source,
+    ))
+    .map_err(|e| e.to_string())?;
+    Ok(format!(
+        "{base}{RECALIBRATED_MARK}{}",
+        &sha256_hex(key.as_bytes())[..8]
+    ))
+}
+
+/// Writes `files` (name, bytes) into a new temporary directory beside `dir`, each created new
+/// and synced, then renames it to `dir` ([`swap_into_place`]); on error `dir` is as it was.
+fn write_dir_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<(), BundleError> {
     let name = dir
         .file_name()
         .ok_or_else(|| BundleError::Io {
@@ -271,17 +408,7 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
     let tmp = parent.join(format!(".{name}.tmp.{unique}"));
     std::fs::create_dir(&tmp).map_err(io(&tmp))?;
     let written = (|| {
-        let part_model = part_model_bytes
-            .as_deref()
-            .map(|bytes| (PART_MODEL_FILE, bytes));
-        for (file, bytes) in [
-            (MODEL_FILE, model_bytes.as_slice()),
-            (FEATURIZER_FILE, featurizer_bytes.as_slice()),
-            (MANIFEST_FILE, manifest_bytes.as_bytes()),
-        ]
-        .into_iter()
-        .chain(part_model)
-        {
+        for &(file, bytes) in files {
             let path = tmp.join(file);
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
@@ -300,7 +427,7 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
     }
     written?;
     sync_dir(&parent);
-    Ok(manifest)
+    Ok(())
 }
 
 fn unique_counter() -> u64 {

@@ -62,4 +62,52 @@ pub enum DatasetError {
         /// What does not match.
         message: String,
     },
+    /// A site log (`read_site_logs`) without a single request.
+    #[error("{path}: no request to read: {found}")]
+    NoRequests {
+        /// The file.
+        path: PathBuf,
+        /// What it holds instead (its first line, shortened and escaped).
+        found: String,
+    },
+    /// A format that holds no site traffic with its clients.
+    #[error("{path}: a site log must be an access log of its clients (apache), not {format}")]
+    NotSiteLog {
+        /// The file.
+        path: PathBuf,
+        /// The format given.
+        format: crate::Format,
+    },
+    /// Site traffic that comes mostly from one client.
+    #[error(
+        "{files}: {pct:.0} % of the {requests} requests come from one client ({clients} clients in \
+         all): this is not a sample of the site's visitors (a monitor, a crawler, a test?); give \
+         the logs of several days, with many clients",
+        pct = share * 100.0
+    )]
+    OneClient {
+        /// The files, comma-separated.
+        files: String,
+        /// The busiest client's share of the requests.
+        share: f64,
+        /// Requests read.
+        requests: usize,
+        /// Distinct clients.
+        clients: usize,
+    },
+    /// Too little site traffic for what it is read for.
+    #[error(
+        "{files}: {requests} requests, but at least {needed} are needed {why}; give the logs of \
+         more days"
+    )]
+    TooFewRequests {
+        /// The files, comma-separated.
+        files: String,
+        /// Requests read.
+        requests: usize,
+        /// Requests needed.
+        needed: usize,
+        /// What needs them.
+        why: String,
+    },
 }

@@ -25,6 +25,10 @@
 //!   it scored, with every header and the body, unlabelled; [`capture`] reads it together with
 //!   the bundle version(s) that scored it.
 //!
+//! A site's own traffic ([`read_site_logs`]) comes with a [`SiteLogSummary`] (requests, entries
+//! without a request, distinct clients, the busiest client's share) whose
+//! [`SiteLogSummary::check`] refuses one client's traffic or too little of it.
+//!
 //! Errors name the file, the line and what was expected.
 #![forbid(unsafe_code)]
 
@@ -40,6 +44,7 @@ mod fwaf;
 mod httpparams;
 mod label;
 mod record;
+mod site_log;
 mod stats;
 mod target_label;
 mod text;
@@ -54,6 +59,9 @@ use fwaf::parse_fwaf;
 use httpparams::parse_httpparams;
 pub use label::Label;
 pub use record::Record;
+pub use site_log::{
+    read_site_logs, SiteLog, SiteLogSummary, CLIENT_CHECK_MIN_REQUESTS, MAX_TOP_CLIENT_SHARE,
+};
 pub use stats::{stats, LabelCounts, Stats};
 use target_label::parse_target_label_csv;
 pub use text::origin_form;

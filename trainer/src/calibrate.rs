@@ -103,6 +103,39 @@ pub fn lowest_benign_threshold(
     })
 }
 
+/// The lowest threshold at which at most a share `target_share` of `scores` (a site's
+/// unlabelled traffic, nearly all benign) is at or above it, both on the traffic itself and held
+/// at `confidence` over resamplings ([`lowest_benign_threshold`] with and without the
+/// confidence; the higher of the two). `None` when `scores` is empty.
+pub fn traffic_threshold(
+    scores: &[f32],
+    target_share: f64,
+    confidence: f64,
+    rng: &mut impl rand::Rng,
+) -> Option<f32> {
+    let point = lowest_benign_threshold(scores, target_share, None, rng)?;
+    let confident = lowest_benign_threshold(scores, target_share, Some(confidence), rng)?;
+    Some(point.max(confident))
+}
+
+/// The fewest requests of which none flagged holds a share of `target_share` at `confidence`:
+/// with 0 of n flagged, the exact one-sided binomial (Clopper–Pearson) upper bound of the share
+/// is 1 − (1 − confidence)^(1/n), at most `target_share` from n = ln(1 − confidence) /
+/// ln(1 − target_share) on (about 3/`target_share` at 0.95). Both in (0, 1).
+pub fn min_requests_for_share(target_share: f64, confidence: f64) -> usize {
+    let upper = |n: usize| 1.0 - (1.0 - confidence).powf(1.0 / n as f64);
+    let mut n = ((1.0 - confidence).ln() / (1.0 - target_share).ln())
+        .ceil()
+        .max(1.0) as usize;
+    while n > 1 && upper(n - 1) <= target_share {
+        n -= 1;
+    }
+    while upper(n) > target_share {
+        n += 1;
+    }
+    n
+}
+
 /// How many of the `benign` scores a threshold may flag with at most a share `target_fpr` of
 /// them flagged — at `confidence` over resamplings as [`lowest_benign_threshold`] holds it when
 /// given, whole groups of tied scores only.
@@ -393,6 +426,35 @@ mod threshold_tests {
             lowest_benign_threshold(&[0.3, 0.4], 1.0, None, &mut rng),
             Some(0.0)
         );
+    }
+
+    /// The smallest traffic that can hold a budget: 299 requests for 1 % at 0.95 (the "rule of
+    /// three"), 59 for 5 % at 0.95, 459 for 1 % at 0.99.
+    #[test]
+    fn the_fewest_requests_for_a_share_at_a_confidence() {
+        assert_eq!(min_requests_for_share(0.01, 0.95), 299);
+        assert_eq!(min_requests_for_share(0.05, 0.95), 59);
+        assert_eq!(min_requests_for_share(0.01, 0.99), 459);
+        let n = min_requests_for_share(0.001, 0.9);
+        assert!(1.0 - 0.1f64.powf(1.0 / n as f64) <= 0.001);
+        assert!(1.0 - 0.1f64.powf(1.0 / (n - 1) as f64) > 0.001);
+    }
+
+    /// The traffic threshold flags at most the share of the traffic itself, at confidence too.
+    #[test]
+    fn the_traffic_threshold_flags_at_most_the_share_of_the_traffic() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let scores: Vec<f32> = (0..1000).map(|_| rng.random::<f32>()).collect();
+        for (share, confidence) in [(0.01, 0.95), (0.05, 0.5), (0.2, 0.99)] {
+            let t = traffic_threshold(&scores, share, confidence, &mut rng).unwrap();
+            assert!(
+                flagged_in(&scores, t) as f64 <= share * 1000.0,
+                "{share} {t}"
+            );
+            let point = lowest_benign_threshold(&scores, share, None, &mut rng).unwrap();
+            assert!(t >= point);
+        }
+        assert_eq!(traffic_threshold(&[], 0.01, 0.95, &mut rng), None);
     }
 
     fn flagged_in(scores: &[f32], t: f32) -> usize {

@@ -347,6 +347,14 @@ pub enum Error {
         /// What differs.
         problem: String,
     },
+    /// `calibrate` cannot hold the share asked on the traffic given.
+    #[error("calibrate: {bundle}: {problem}")]
+    Calibrate {
+        /// The bundle directory.
+        bundle: PathBuf,
+        /// What cannot be done.
+        problem: String,
+    },
     /// Drawing a plot failed (plotters' message).
     #[error("plot: {0}")]
     Plot(String),

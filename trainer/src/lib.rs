@@ -9,6 +9,8 @@
 //!   aggregation's shift), [`student`] (training on the labels), [`calibrate`] (operating
 //!   thresholds), [`rng`] (the run's randomness).
 //! * Artifacts: [`io`] (atomic files), [`rundir`] (the run directory), [`model_file`], [`config`].
+//! * [`served`]: scoring a request with a bundle as pate-proxy does; [`recalibrate`]: a
+//!   bundle's thresholds re-picked from the site's unlabelled traffic (`calibrate`).
 //! * [`report`]: the typed `report.json` and `evaluation.json`.
 //! * [`metrics`]: ROC, AUC, Youden's J, confusion metrics, the SVG plot.
 // unsafe_code is `deny` for the whole workspace (root Cargo.toml), not `forbid` as in the other
@@ -29,9 +31,11 @@ pub mod model_file;
 pub mod part_model;
 pub mod plot;
 pub mod public_examples;
+pub mod recalibrate;
 pub mod report;
 pub mod rng;
 pub mod rundir;
+pub mod served;
 pub mod site_traffic;
 pub mod stages;
 pub mod student;

@@ -39,6 +39,9 @@ enum Command {
     Score(cli::score::Args),
     /// Run the whole pipeline from a YAML config.
     Run(cli::run::Args),
+    /// Re-pick a bundle's threshold from the site's own unlabelled traffic (learning mode).
+    #[command(long_about = cli::calibrate::LONG_ABOUT)]
+    Calibrate(cli::calibrate::Args),
 }
 
 fn main() {
@@ -57,6 +60,7 @@ fn main() {
         Command::Export(a) => cli::export::run(a),
         Command::Score(a) => cli::score::run(a),
         Command::Run(a) => cli::run::run(a),
+        Command::Calibrate(a) => cli::calibrate::run(a),
     };
     if let Err(e) = result {
         tracing::error!("pate-trainer: error: {e}");

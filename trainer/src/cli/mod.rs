@@ -1,6 +1,7 @@
 //! One module per `pate-trainer` subcommand; each exposes `Args` (clap) and `run`.
 pub mod account;
 pub mod aggregate;
+pub mod calibrate;
 pub mod data;
 pub mod evaluate;
 pub mod export;

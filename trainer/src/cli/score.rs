@@ -2,15 +2,16 @@
 //! `pate-proxy` does: the same function ([`bundle::score_request`]: with the featurizer's
 //! `placements`, every window of the request scored and the highest score kept), the same
 //! sparse-input graph as the proxy's default `scorer: onnxruntime`
-//! ([`bundle::Scorer::score_request`]), the same threshold rule ([`bundle::is_block`]) — so the
-//! same score and verdict for every request.
+//! ([`bundle::Scorer::score_request`], through [`crate::served::ServedScorer`]), the same
+//! threshold rule ([`bundle::is_block`]) — so the same score and verdict for every request.
 use std::io::Write;
 use std::path::PathBuf;
 
-use bundle::{Bundle, Scorer};
+use bundle::Bundle;
 use featurizer::{Headers, RequestParts};
 
 use crate::error::{Error, Result, UsageProblem};
+use crate::served::ServedScorer;
 
 /// Arguments of `pate-trainer score`.
 #[derive(Debug, clap::Args)]
@@ -98,33 +99,12 @@ fn verdict(score: f32, threshold: f32) -> &'static str {
 
 /// Runs `pate-trainer score`.
 pub fn run(args: Args) -> Result<()> {
-    let mut bundle = Bundle::load(&args.bundle)?;
-    if args.no_format_checks {
-        bundle.featurizer = bundle.featurizer.without_format_checks();
-    }
+    let bundle = Bundle::load(&args.bundle)?;
     let threshold = threshold(&args, &bundle)?;
     bundle::init_onnxruntime(args.onnxruntime.as_deref())?;
-    let mut scorer = Scorer::new(&bundle)?;
     // Content alone: the bundle's model of single parts too, where it has one.
-    let mut part_scorer = match (&bundle.part_model_onnx, args.no_format_checks) {
-        (Some(onnx), true) => Some(Scorer::from_onnx(onnx, bundle.manifest.input_dim)?),
-        _ => None,
-    };
-    let mut score_one = |parts: &RequestParts| -> Result<f32> {
-        Ok(match &mut part_scorer {
-            Some(part) => {
-                scorer
-                    .score_request_and_parts(
-                        part,
-                        &bundle.manifest.part_model_offsets,
-                        &bundle.featurizer,
-                        parts,
-                    )?
-                    .score
-            }
-            None => scorer.score_request(&bundle.featurizer, parts)?.score,
-        })
-    };
+    let mut scorer = ServedScorer::new(&bundle, !args.no_format_checks)?;
+    let mut score_one = |parts: &RequestParts| scorer.score(parts);
 
     if let Some(target) = &args.target {
         let headers = args
