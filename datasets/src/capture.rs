@@ -78,6 +78,16 @@ struct Line {
     body: Option<Bytes>,
     #[serde(default)]
     bundle_version: Option<String>,
+    #[serde(default)]
+    client: Option<String>,
+}
+
+/// One parsed capture line: the request, the bundle version that scored it and the client.
+pub(crate) struct CapturedLine {
+    pub(crate) record: Record,
+    pub(crate) bundle_version: Option<String>,
+    /// The client's address without its port (`-` when absent).
+    pub(crate) client: String,
 }
 
 const EXPECTED: &str =
@@ -89,6 +99,15 @@ fn parse_line(
     no: usize,
     line: &[u8],
 ) -> Result<(Record, Option<String>), DatasetError> {
+    parse_captured(path, no, line).map(|c| (c.record, c.bundle_version))
+}
+
+/// Parses one capture line (see [`CapturedLine`]).
+pub(crate) fn parse_captured(
+    path: &Path,
+    no: usize,
+    line: &[u8],
+) -> Result<CapturedLine, DatasetError> {
     let bad = |what: String| parse_error(path, no, format!("{EXPECTED}: {what}"), line);
     let parsed: Line = serde_json::from_slice(line).map_err(|e| bad(e.to_string()))?;
     if parsed.capture != CAPTURE_FORMAT_VERSION {
@@ -120,7 +139,19 @@ fn parse_line(
         label: None,
         line: no,
     };
-    Ok((record, parsed.bundle_version))
+    // `ip:port`, `[v6]:port` or a bare address: the client is the address.
+    let client = parsed.client.unwrap_or_else(|| "-".into());
+    let client = match client.rsplit_once(':') {
+        Some((addr, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !addr.is_empty() => {
+            addr.to_string()
+        }
+        _ => client,
+    };
+    Ok(CapturedLine {
+        record,
+        bundle_version: parsed.bundle_version,
+        client,
+    })
 }
 
 /// Parses the bytes of a capture file (blank lines skipped).

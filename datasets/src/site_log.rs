@@ -39,10 +39,16 @@ pub struct SiteLog {
     pub summary: SiteLogSummary,
 }
 
-/// Reads site logs of `format` (only `apache` names its clients). A line that is not a log entry
-/// is an error naming its file and line, as [`crate::load`] reports it; so is a file without a
-/// single request (it names the file and shows its first line).
-pub fn read_site_logs(format: Format, paths: &[PathBuf]) -> Result<SiteLog, DatasetError> {
+/// Reads site logs of `format`: `apache` access logs, or pate-proxy `capture` files (with
+/// `bundle_version`, a capture line scored by another bundle version is
+/// [`DatasetError::CaptureVersion`]). A line that is not a log entry is an error naming its file
+/// and line, as [`crate::load`] reports it; so is a file without a single request (it names the
+/// file and shows its first line).
+pub fn read_site_logs(
+    format: Format,
+    paths: &[PathBuf],
+    bundle_version: Option<&str>,
+) -> Result<SiteLog, DatasetError> {
     let mut log = SiteLog::default();
     for path in paths {
         let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
@@ -52,6 +58,7 @@ pub fn read_site_logs(format: Format, paths: &[PathBuf]) -> Result<SiteLog, Data
         let before = log.summary.requests;
         match format {
             Format::Apache => read_apache(path, &bytes, &mut log)?,
+            Format::Capture => read_capture(path, &bytes, bundle_version, &mut log)?,
             other => {
                 return Err(DatasetError::NotSiteLog {
                     path: path.clone(),
@@ -82,6 +89,35 @@ fn read_apache(path: &Path, bytes: &[u8], log: &mut SiteLog) -> Result<(), Datas
             }
             None => log.summary.without_request += 1,
         }
+    }
+    Ok(())
+}
+
+fn read_capture(
+    path: &Path,
+    bytes: &[u8],
+    bundle_version: Option<&str>,
+    log: &mut SiteLog,
+) -> Result<(), DatasetError> {
+    for (no, line) in lines(bytes) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        log.summary.lines += 1;
+        let captured = crate::capture::parse_captured(path, no, line)?;
+        if let (Some(expected), Some(found)) = (bundle_version, &captured.bundle_version) {
+            if found != expected {
+                return Err(DatasetError::CaptureVersion {
+                    path: path.to_owned(),
+                    line: no,
+                    found: found.clone(),
+                    expected: expected.to_string(),
+                });
+            }
+        }
+        *log.summary.clients.entry(captured.client.into_bytes()).or_insert(0) += 1;
+        log.summary.requests += 1;
+        log.records.push(captured.record);
     }
     Ok(())
 }
@@ -165,7 +201,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("access.log");
         std::fs::write(&path, text).unwrap();
-        read_site_logs(Format::Apache, &[path])
+        read_site_logs(Format::Apache, &[path], None)
     }
 
     fn entry(client: &str, request: &str) -> String {

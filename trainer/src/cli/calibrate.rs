@@ -19,12 +19,16 @@ use crate::recalibrate::{recalibrate, write, Recalibrated, ThresholdChange, Traf
 pub enum TrafficFormat {
     /// Apache access log, common or combined format (the first field names the client).
     Apache,
+    /// pate-proxy's capture file (`capture:` in its config): whole requests; every line must
+    /// have been scored by this bundle's version.
+    Capture,
 }
 
 impl TrafficFormat {
     fn dataset_format(self) -> datasets::Format {
         match self {
             TrafficFormat::Apache => datasets::Format::Apache,
+            TrafficFormat::Capture => datasets::Format::Capture,
         }
     }
 }
@@ -95,7 +99,11 @@ const NO_CONTENT_ONLY: &str = "the bundle has no content_only_threshold: content
 pub fn run(args: Args) -> Result<()> {
     let budget = budget(&args)?;
     let bundle = bundle::Bundle::load(&args.bundle)?;
-    let traffic = datasets::read_site_logs(args.traffic_format.dataset_format(), &args.traffic)?;
+    let traffic = datasets::read_site_logs(
+        args.traffic_format.dataset_format(),
+        &args.traffic,
+        Some(&bundle.manifest.model_version),
+    )?;
     let needed = min_requests_for_share(budget.target_share, budget.confidence);
     traffic.summary.check(
         needed,

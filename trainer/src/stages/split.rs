@@ -85,6 +85,9 @@ pub fn load(config: &RunConfig, rng: &RunRng, started: Instant) -> Result<RunDat
         ),
         started,
     );
+    if config.site.is_some() {
+        check_site_logs(config)?;
+    }
     let mut data = crate::stages::split::load_run_data(config)?;
     if let Some(site) = &config.site {
         derive_site_data(config, site, &mut data, rng)?;
@@ -476,6 +479,44 @@ fn derive_site_data(
         data.splits.test.len(),
         data.splits.public.len()
     );
+    Ok(())
+}
+
+/// `site:` the site's logs (`public:`, Apache access logs or pate-proxy captures) must stand for
+/// its visitors: a file without a request, or one client sending most of the requests, is
+/// refused (`datasets::SiteLogSummary::check`); too few requests for the threshold's budget at
+/// its confidence is a warning (the threshold then flags none of the held-out traffic).
+fn check_site_logs(config: &RunConfig) -> Result<()> {
+    for format in [datasets::Format::Apache, datasets::Format::Capture] {
+        let paths: Vec<std::path::PathBuf> = config
+            .public
+            .iter()
+            .filter(|d| d.format == format)
+            .map(|d| d.path.clone())
+            .collect();
+        if paths.is_empty() {
+            continue;
+        }
+        let log = datasets::read_site_logs(format, &paths, None)?;
+        log.summary.check(0, "")?;
+        let student = &config.student;
+        let share = config.site.as_ref().map_or(1.0, |s| s.validation);
+        let needed = crate::calibrate::min_requests_for_share(
+            student.target_fpr,
+            student.target_fpr_confidence.unwrap_or(0.5),
+        );
+        let held_out = (log.summary.requests as f64 * share) as usize;
+        if held_out < needed {
+            tracing::warn!(
+                "site: about {held_out} requests of {} held out for the threshold, fewer than the \
+                 {needed} a share of {} at confidence {} needs: the threshold will flag none of \
+                 them; give a longer log",
+                log.summary.requests,
+                student.target_fpr,
+                student.target_fpr_confidence.unwrap_or(0.5)
+            );
+        }
+    }
     Ok(())
 }
 
