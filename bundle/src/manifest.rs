@@ -69,6 +69,13 @@ pub struct Manifest {
     /// chose one (`student.public_examples.content_only_validation`); absent: `threshold`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_only_threshold: Option<f32>,
+    /// Whether the trainer recommends scoring with the site's format checks: `false` for a
+    /// bundle whose format model was counted on unlabelled traffic that drifts (`site:`: new
+    /// pages and parameters would be flagged), scored on content alone at
+    /// `content_only_threshold`. pate-proxy follows it where its config sets no
+    /// `format_checks`. Absent: `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_checks: Option<bool>,
     /// Width of the model input, equal to the featurizer's dimension.
     pub input_dim: usize,
     /// The featurizer's own content hash (as in `featurizer.json`).
@@ -205,6 +212,8 @@ pub struct BundleContents<'a> {
     pub metrics: serde_json::Value,
     /// Model version; `None` = derived from the model's hash.
     pub model_version: Option<String>,
+    /// The trainer's recommendation for the format checks ([`Manifest::format_checks`]).
+    pub format_checks: Option<bool>,
 }
 
 /// A loaded, verified bundle.
@@ -276,6 +285,7 @@ pub fn write_bundle(dir: &Path, contents: &BundleContents) -> Result<Manifest, B
         created: rfc3339_utc(std::time::SystemTime::now()),
         threshold,
         content_only_threshold: contents.content_only_threshold,
+        format_checks: contents.format_checks,
         input_dim: mlp.input_dim(),
         featurizer_content_hash: featurizer.content_hash().to_string(),
         model: ModelSummary::of(mlp),

@@ -44,6 +44,7 @@ fn write_sample(dir: &Path, seed: u64) -> (bundle::Mlp, featurizer::Featurizer, 
             privacy: privacy_report(),
             metrics: serde_json::json!({"tpr": 0.9, "tnr": 0.95, "roc_auc": 0.97}),
             model_version: None,
+            format_checks: None,
         },
     )
     .unwrap();
@@ -227,6 +228,7 @@ fn writing_replaces_an_existing_bundle_and_refuses_bad_inputs() {
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("x".into()),
+        format_checks: None,
     };
     let err = write_bundle(&dir, &contents(0.5)).unwrap_err().to_string();
     assert!(err.contains("dimension"), "{err}");
@@ -270,6 +272,7 @@ fn model_and_featurizer_of_different_widths_are_rejected_on_load() {
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: None,
+            format_checks: None,
         },
     )
     .unwrap();
@@ -323,6 +326,7 @@ fn the_content_only_threshold_round_trips_and_is_checked() {
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: None,
+        format_checks: None,
     };
     let written = write_bundle(&dir, &contents(Some(0.7))).unwrap();
     let loaded = Bundle::load(&dir).unwrap();
@@ -379,6 +383,7 @@ fn the_part_model_round_trips_and_is_checked() {
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: None,
+        format_checks: None,
     };
     let written = write_bundle(&dir, &contents(Some(&part))).unwrap();
     let loaded = Bundle::load(&dir).unwrap();
@@ -446,6 +451,7 @@ fn the_part_model_offsets_round_trip_and_are_checked() {
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: None,
+        format_checks: None,
     };
     let written = write_bundle(&dir, &contents(Some(&part), offsets.clone())).unwrap();
     let loaded = Bundle::load(&dir).unwrap();

@@ -71,7 +71,9 @@ pub enum DatasetError {
         found: String,
     },
     /// A format that holds no site traffic with its clients.
-    #[error("{path}: a site log must be an access log of its clients (apache), not {format}")]
+    #[error(
+        "{path}: a site log must be an access log (apache) or a pate-proxy capture, not {format}"
+    )]
     NotSiteLog {
         /// The file.
         path: PathBuf,

@@ -115,7 +115,10 @@ fn read_capture(
                 });
             }
         }
-        *log.summary.clients.entry(captured.client.into_bytes()).or_insert(0) += 1;
+        *log.summary
+            .clients
+            .entry(captured.client.into_bytes())
+            .or_insert(0) += 1;
         log.summary.requests += 1;
         log.records.push(captured.record);
     }

@@ -171,6 +171,7 @@ fn bench(c: &mut Criterion) {
                     privacy: None,
                     metrics: serde_json::Value::Null,
                     model_version: Some("bench".into()),
+                    format_checks: None,
                 },
             )
             .expect("write bundle");
@@ -251,6 +252,7 @@ fn bench(c: &mut Criterion) {
                 privacy: None,
                 metrics: serde_json::Value::Null,
                 model_version: Some(format!("bench-parts-{}", widths.len())),
+                format_checks: None,
             },
         )
         .expect("write bundle");

@@ -412,9 +412,11 @@ pub struct Config {
     /// (new pages or fields are flagged however benign otherwise). Fewer of the tampering kind of
     /// attack are caught then (EVALUATION.md, "Format checks off"). A route's `format_checks`
     /// overrides it for its paths. Scores without the checks are judged at the bundle's
-    /// `content_only_threshold` where it has one.
-    #[serde(default = "default_format_checks")]
-    pub format_checks: bool,
+    /// `content_only_threshold` where it has one. Absent or null: the bundle's recommendation
+    /// (bundle.yaml `format_checks`: `false` for a bundle onboarded from a site's unlabelled
+    /// log), else `true`.
+    #[serde(default)]
+    pub format_checks: Option<bool>,
     /// `open` (default: forward) or `closed` (503) when scoring fails.
     #[serde(default = "default_on_error")]
     pub on_error: OnError,
@@ -512,10 +514,6 @@ pub struct Config {
 
 fn default_mode() -> Mode {
     Mode::Detect
-}
-
-fn default_format_checks() -> bool {
-    true
 }
 
 fn default_on_error() -> OnError {
@@ -670,11 +668,14 @@ impl Config {
     }
 
     /// Whether a request under `route` ([`Config::route_for`]) is scored with the site's format
-    /// checks: the route's `format_checks`, else the global one.
-    pub fn format_checks_for(&self, route: Option<&Route>) -> bool {
+    /// checks: the route's `format_checks`, else the global one, else the bundle's
+    /// recommendation (`bundle`), else `true`.
+    pub fn format_checks_for(&self, route: Option<&Route>, bundle: Option<bool>) -> bool {
         route
             .and_then(|r| r.format_checks)
-            .unwrap_or(self.format_checks)
+            .or(self.format_checks)
+            .or(bundle)
+            .unwrap_or(true)
     }
 }
 
@@ -746,9 +747,17 @@ mod tests {
         assert!(c.trusted_forwarders.is_empty());
         assert_eq!(c.scorer, ScorerKind::Onnxruntime);
         assert_eq!(c.shadow_bundle, None);
+        assert_eq!(
+            c.format_checks, None,
+            "the bundle's recommendation by default"
+        );
         assert!(
-            c.format_checks,
-            "the site's format checks are on by default"
+            c.format_checks_for(None, None),
+            "on when the bundle says nothing"
+        );
+        assert!(
+            !c.format_checks_for(None, Some(false)),
+            "the bundle's recommendation"
         );
         let c = Config::from_yaml(
             &format!("{MINIMAL}shadow_bundle: \"runs/next/bundle\"\nformat_checks: false\n"),
@@ -756,7 +765,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.shadow_bundle, Some(PathBuf::from("runs/next/bundle")));
-        assert!(!c.format_checks);
+        assert_eq!(c.format_checks, Some(false));
+        assert!(
+            !c.format_checks_for(None, Some(true)),
+            "the config over the bundle"
+        );
     }
 
     #[test]
@@ -1025,10 +1038,11 @@ mod tests {
             "{MINIMAL}routes:\n  - prefix: \"/api/\"\n    format_checks: false\n  - prefix: \"/admin/\"\n    mode: block\n"
         );
         let on = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
-        assert!(on.format_checks);
-        assert!(!on.format_checks_for(on.route_for("/api/orders")));
-        assert!(on.format_checks_for(on.route_for("/admin/x")));
-        assert!(on.format_checks_for(on.route_for("/shop")));
+        assert_eq!(on.format_checks, None);
+        assert!(!on.format_checks_for(on.route_for("/api/orders"), None));
+        assert!(!on.format_checks_for(on.route_for("/api/orders"), Some(true)));
+        assert!(on.format_checks_for(on.route_for("/admin/x"), None));
+        assert!(on.format_checks_for(on.route_for("/shop"), None));
         let back = serde_yaml::to_string(&on).unwrap();
         assert_eq!(
             Config::from_yaml(&back, Path::new("back.yaml")).unwrap(),
@@ -1038,8 +1052,8 @@ mod tests {
             "{MINIMAL}format_checks: false\nroutes:\n  - path: \"/login\"\n    format_checks: true\n"
         );
         let off = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
-        assert!(off.format_checks_for(off.route_for("/login")));
-        assert!(!off.format_checks_for(off.route_for("/shop")));
+        assert!(off.format_checks_for(off.route_for("/login"), None));
+        assert!(!off.format_checks_for(off.route_for("/shop"), None));
     }
 
     #[test]

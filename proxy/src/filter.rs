@@ -700,8 +700,9 @@ impl ProxyHttp for WafProxy {
             self.count(ctx, Verdict::Excluded);
             return Ok(false);
         }
-        let format_checks = config.format_checks_for(route);
         let model = self.shared.model.get();
+        let format_checks =
+            config.format_checks_for(route, model.as_deref().and_then(|m| m.format_checks));
         // The featurizer reads headers and every body type only with `placements`.
         let whole_request = model
             .as_deref()

@@ -49,6 +49,8 @@ pub struct ServingModel {
     pub bundle_threshold: f32,
     /// `model_version` from `bundle.yaml`.
     pub version: String,
+    /// The trainer's recommendation for the format checks (bundle.yaml `format_checks`).
+    pub format_checks: Option<bool>,
     /// Publishable ε as text (`"unknown"` when the report has none), for `patewaf_model_info`.
     pub epsilon: String,
     /// δ as text, for `patewaf_model_info`.
@@ -327,6 +329,7 @@ impl ServingModel {
                 .unwrap_or(bundle.manifest.threshold_for(false)),
             bundle_threshold: bundle.manifest.threshold,
             version: bundle.manifest.model_version.clone(),
+            format_checks: bundle.manifest.format_checks,
             epsilon: privacy.epsilon,
             delta: privacy.delta,
             mechanism: privacy.mechanism,

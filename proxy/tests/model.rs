@@ -169,6 +169,7 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some("csic-mlp".into()),
+            format_checks: None,
         },
     )
     .unwrap();
@@ -321,6 +322,7 @@ fn the_placement_named_is_the_highest_of_windows_and_parts() {
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some("attribution".into()),
+            format_checks: None,
         },
     )
     .unwrap();
@@ -387,6 +389,7 @@ fn a_placements_offset_shifts_its_parts_before_the_threshold() {
                 privacy: None,
                 metrics: serde_json::Value::Null,
                 model_version: Some(name.into()),
+                format_checks: None,
             },
         )
         .unwrap();

@@ -194,6 +194,7 @@ pub fn write_part_model_fixture_bundle(
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: Some(format!("part-model-fixture-{part_model}")),
+            format_checks: None,
         },
     )
     .map_err(FixtureError::from)
@@ -253,6 +254,7 @@ fn write_fixture_with(
             }),
             metrics: serde_json::Value::Null,
             model_version: Some(model_version.to_string()),
+            format_checks: None,
         },
     )
     .map_err(FixtureError::from)

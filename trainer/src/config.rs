@@ -95,6 +95,26 @@ pub struct SiteConfig {
     /// then goes to benign requests, not to attacks the student rightly flags. Post-processing
     /// of the release (`privacy.mechanism: model_average`); no effect otherwise.
     pub threshold_without_release_flagged: bool,
+    /// Which requests are held out: `last` (the default: the last ones of the logs, in order —
+    /// tomorrow's traffic, new pages included, is what the threshold must hold on) or `hash`
+    /// (each record by a hash of itself, as a simulation's pool has no order).
+    pub holdout: SiteHoldout,
+    /// The bundle's recommendation for pate-proxy's `format_checks` (bundle.yaml
+    /// `format_checks`). `false` (the default): a site's unlabelled log does not cover the pages
+    /// and parameters it will add, and its format model flagged them (the second site's new
+    /// pages, a new query parameter); content alone is scored, with the part model. `true` for a
+    /// site whose traffic the held-out share covers (a simulation's pool).
+    pub format_checks: bool,
+}
+
+/// How `site:` chooses the held-out traffic ([`SiteConfig::holdout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SiteHoldout {
+    /// The last requests of the logs, in order.
+    Last,
+    /// Each record by a hash of itself.
+    Hash,
 }
 
 impl Default for SiteConfig {
@@ -106,6 +126,8 @@ impl Default for SiteConfig {
             test_attacks: 1000,
             test_attack_files: Vec::new(),
             threshold_without_release_flagged: true,
+            holdout: SiteHoldout::Last,
+            format_checks: false,
         }
     }
 }
@@ -948,7 +970,11 @@ impl RunConfig {
             .chain(self.validation.iter_mut())
             .chain(self.test.iter_mut())
             .chain(simulated)
-            .chain(self.site.iter_mut().flat_map(|s| s.test_attack_files.iter_mut()))
+            .chain(
+                self.site
+                    .iter_mut()
+                    .flat_map(|s| s.test_attack_files.iter_mut()),
+            )
     }
 
     /// Every dataset file of the config, whatever its role.
@@ -1208,9 +1234,8 @@ impl RunConfig {
             }
             None => {
                 // With `site:` the validation (and test) data come from the public traffic.
-                let derived = |role: &str| {
-                    self.site.is_some() && (role == "validation" || role == "test")
-                };
+                let derived =
+                    |role: &str| self.site.is_some() && (role == "validation" || role == "test");
                 if let Some((role, _)) = roles.iter().find(|(r, n)| *n == 0 && !derived(r)) {
                     return bad(
                         role,
@@ -1238,8 +1263,8 @@ impl RunConfig {
         let Some(site) = &self.site else {
             return Ok(());
         };
-        let labelled_validation = !self.validation.is_empty()
-            || self.split.as_ref().is_some_and(|s| s.validation > 0.0);
+        let labelled_validation =
+            !self.validation.is_empty() || self.split.as_ref().is_some_and(|s| s.validation > 0.0);
         if labelled_validation {
             return bad(
                 "site",
@@ -1693,6 +1718,49 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("datasets"), "{e}");
+    }
+
+    /// `site:` needs only private and public roles (validation and test come from the site's
+    /// traffic), refuses a labelled validation role, and needs attack files for its test.
+    #[test]
+    fn site_derives_validation_and_test_from_the_public_traffic() {
+        let file = "[{path: a.txt, format: csic, label: benign}]";
+        let pe =
+            "student: {public_examples: {count: 10, files: [{path: p.csv, format: httpparams}]}}\n";
+        let site = "site: {test_attack_files: [{path: t.csv, format: httpparams}]}\n";
+        let ok = RunConfig::parse(&format!("private: {file}\npublic: {file}\n{pe}{site}"));
+        let c = ok.unwrap();
+        assert_eq!(c.site.as_ref().unwrap().validation, 0.2);
+        assert_eq!(c.sources().len(), 3, "the test's attack files are a source");
+        let e = RunConfig::parse(&format!(
+            "private: {file}\npublic: {file}\nvalidation: {file}\n{pe}{site}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no validation: role"), "{e}");
+        let e = RunConfig::parse(&format!(
+            "private: {file}\npublic: {file}\n{pe}site: {{}}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("site.test_attack_files"), "{e}");
+        let e = RunConfig::parse(&format!("private: {file}\npublic: {file}\n{site}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("public_examples.files"), "{e}");
+        // A simulation keeps its labelled test split and derives only the validation data.
+        let sim = format!(
+            "split: {{simulate_from: {file}, private: 0.6, public: 0.3, validation: 0, test: 0.1, \
+             public_attack_share: 0.01}}\n{pe}site: {{validation: 0.3}}\n"
+        );
+        RunConfig::parse(&sim).unwrap();
+        let e = RunConfig::parse(&sim.replace(
+            "public: 0.3, validation: 0,",
+            "public: 0.25, validation: 0.05,",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("site"), "{e}");
     }
 
     /// `privacy.mechanism: model_average` averages linear teachers and labels with its own

@@ -69,8 +69,27 @@ pub struct Dealt {
 /// `test` to the test traffic, the rest public.
 pub fn deal(records: &[Record], rows: &[usize], validation: f64, test: f64) -> Dealt {
     let u = units(records, rows, b"site\0");
+    deal_by(rows, &u, validation, test)
+}
+
+/// Deals `rows` (in log order) by position: the last `test` of them to the test traffic, the
+/// `validation` before them to the validation traffic, the first ones public — tomorrow's
+/// traffic, with the pages a site adds, as the threshold will meet it.
+pub fn deal_last(rows: &[usize], validation: f64, test: f64) -> Dealt {
+    let n = rows.len();
+    let tests = (n as f64 * test).round() as usize;
+    let validations = ((n as f64 * validation).round() as usize).min(n - tests);
+    let public_end = n - tests - validations;
+    Dealt {
+        public: rows[..public_end].to_vec(),
+        validation: rows[public_end..n - tests].to_vec(),
+        test: rows[n - tests..].to_vec(),
+    }
+}
+
+fn deal_by(rows: &[usize], u: &[f64], validation: f64, test: f64) -> Dealt {
     let mut dealt = Dealt::default();
-    for (&i, &u) in rows.iter().zip(&u) {
+    for (&i, &u) in rows.iter().zip(u) {
         if u < validation {
             dealt.validation.push(i);
         } else if u < validation + test {
@@ -149,6 +168,10 @@ mod tests {
         assert!((300..500).contains(&all.validation.len()));
         assert!((120..280).contains(&all.test.len()));
         // The last record removed: every other record keeps its place.
+        let last = deal_last(&rows, 0.2, 0.1);
+        assert_eq!(last.public, (0..1400).collect::<Vec<_>>());
+        assert_eq!(last.validation, (1400..1800).collect::<Vec<_>>());
+        assert_eq!(last.test, (1800..2000).collect::<Vec<_>>());
         let fewer = deal(&records, &rows[..1999], 0.2, 0.1);
         let without = |v: &[usize]| v.iter().copied().filter(|&i| i != 1999).collect::<Vec<_>>();
         assert_eq!(fewer.validation, without(&all.validation));

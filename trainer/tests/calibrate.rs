@@ -83,6 +83,7 @@ fn write_bundle(dir: &Path) -> Bundle {
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: None,
+        format_checks: None,
     };
     bundle::write_bundle(dir, &contents).unwrap();
     Bundle::load(dir).unwrap()

@@ -398,6 +398,7 @@ fn onnx_scores_equal_tch_scores_on_real_requests() {
             privacy: None,
             metrics: serde_json::Value::Null,
             model_version: None,
+            format_checks: None,
         },
     )
     .unwrap();

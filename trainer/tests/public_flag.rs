@@ -111,3 +111,33 @@ fn public_flag_is_refused_with_a_simulation_config() {
     assert!(stderr.contains("--public replaces"), "{stderr}");
     assert!(!tmp.path().join("run/report.json").exists());
 }
+
+/// With `site:` (configs/site.yaml) the site's log must stand for its visitors: a log of one
+/// client, or without a single request line, is refused before anything is written, naming it.
+#[test]
+fn a_site_log_of_one_client_or_without_requests_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one_client = tmp.path().join("one-client.log");
+    access_log(&one_client);
+    let no_request = tmp.path().join("error.log");
+    std::fs::write(&no_request, "\"-\" 400\n").unwrap();
+    for (log, expected) in [
+        (&one_client, "come from one client"),
+        (&no_request, "error.log"),
+    ] {
+        let out = trainer()
+            .args(["run", "--config"])
+            .arg(repo().join("configs/site.yaml"))
+            .arg("--out")
+            .arg(tmp.path().join("run"))
+            .arg("--public")
+            .arg(log)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(!tmp.path().join("run").exists());
+    }
+}

@@ -307,6 +307,7 @@ pub fn run(args: Args) -> Result<()> {
             privacy,
             metrics,
             model_version: args.model_version,
+            format_checks: None,
         },
     )?;
     let loaded = Bundle::load(&out)?;

@@ -357,6 +357,18 @@ pub fn write(run: &RunDir, a: &Aggregation) -> Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_benign_share_threshold_flags_at_most_the_share() {
+        let scores: Vec<f64> = (0..200).map(f64::from).collect();
+        let labels: Vec<bool> = (0..200).map(|i| i >= 190).collect();
+        // 190 benign rows: 1 % allows one of them at or above the threshold.
+        let t = benign_share_threshold(&scores, &labels, 0.01).unwrap();
+        assert_eq!((0..190).filter(|&i| f64::from(i) >= t).count(), 1);
+        let t = benign_share_threshold(&scores, &labels, 0.001).unwrap();
+        assert!((0..190).all(|i| f64::from(i) < t));
+        assert!(benign_share_threshold(&scores, &[true; 200], 0.01).is_err());
+    }
+
     /// The label threshold calls at least the asked share of the validation attacks malicious,
     /// and is the highest such score.
     #[test]

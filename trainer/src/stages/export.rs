@@ -219,6 +219,7 @@ pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report
             privacy: Some(published),
             metrics: bundle_metrics(&report.metrics),
             model_version: None,
+            format_checks: p.config.site.as_ref().map(|s| s.format_checks),
         },
     )?;
     report.seconds = p.env.started.elapsed().as_secs_f64();

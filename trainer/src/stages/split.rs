@@ -401,12 +401,17 @@ fn derive_site_data(
 ) -> Result<()> {
     let labelled_test = !data.splits.test.is_empty();
     let test_share = if labelled_test { 0.0 } else { site.test };
-    let dealt = crate::site_traffic::deal(
-        &data.records,
-        &data.splits.public,
-        site.validation,
-        test_share,
-    );
+    let dealt = match site.holdout {
+        crate::config::SiteHoldout::Last => {
+            crate::site_traffic::deal_last(&data.splits.public, site.validation, test_share)
+        }
+        crate::config::SiteHoldout::Hash => crate::site_traffic::deal(
+            &data.records,
+            &data.splits.public,
+            site.validation,
+            test_share,
+        ),
+    };
     if dealt.validation.is_empty() || (!labelled_test && dealt.test.is_empty()) {
         return Err(Error::key(
             "site",
@@ -526,7 +531,12 @@ enum Role {
     Test,
 }
 
-fn push_records(data: &mut RunData, records: Vec<datasets::Record>, file: &std::path::Path, role: Role) {
+fn push_records(
+    data: &mut RunData,
+    records: Vec<datasets::Record>,
+    file: &std::path::Path,
+    role: Role,
+) {
     let start = data.records.len();
     data.files
         .extend(std::iter::repeat_n(file.to_owned(), records.len()));

@@ -894,7 +894,12 @@ struct ThresholdContext<'a> {
 /// validation traffic the release labels malicious (likely its attacks) is left out of the
 /// traffic the threshold's budget is a share of. Post-processing of the release; nothing when
 /// the release is unused or the flags are absent.
-fn excluded_traffic(config: &RunConfig, release_flagged: &[bool], data: &RunData, plan: &QueryPlan) -> Vec<bool> {
+fn excluded_traffic(
+    config: &RunConfig,
+    release_flagged: &[bool],
+    data: &RunData,
+    plan: &QueryPlan,
+) -> Vec<bool> {
     let on = config
         .site
         .as_ref()
@@ -942,17 +947,18 @@ fn validation_scores(
     // of the site's traffic. (Capped, the rare benign requests weighed up to ten times more than
     // on the traffic: a 1 % budget held 0.2-0.3 % on the test traffic, at 75-80 % TPR instead
     // of 93 %; EVALUATION.md.)
-    let traffic = (config.student.multiplicity_cap.is_some() || !cx.excluded.is_empty()).then(|| {
-        let site = plan.validation_traffic.iter().enumerate().map(|(r, &c)| {
-            match config.student.multiplicity_cap {
-                _ if cx.excluded.get(r) == Some(&true) => 0,
-                Some(_) => c,
-                None => 1,
-            }
+    let traffic =
+        (config.student.multiplicity_cap.is_some() || !cx.excluded.is_empty()).then(|| {
+            let site = plan.validation_traffic.iter().enumerate().map(|(r, &c)| {
+                match config.student.multiplicity_cap {
+                    _ if cx.excluded.get(r) == Some(&true) => 0,
+                    Some(_) => c,
+                    None => 1,
+                }
+            });
+            site.chain(std::iter::repeat_n(1, placed_validation.len()))
+                .collect::<Vec<_>>()
         });
-        site.chain(std::iter::repeat_n(1, placed_validation.len()))
-            .collect::<Vec<_>>()
-    });
     if features.featurizer.config().placements.is_some() {
         return served_threshold(
             &cx,
@@ -975,6 +981,7 @@ fn validation_scores(
             labels: validation.y,
             site_rows: site,
             copies: Some(traffic),
+            spend_budget: config.site.is_some(),
         },
         &config.student,
         &env.rng,
@@ -1118,6 +1125,7 @@ fn served_threshold(
             labels,
             site_rows,
             copies: validation_copies,
+            spend_budget: config.site.is_some(),
         },
         &config.student,
         &env.rng,
@@ -1586,6 +1594,11 @@ struct ThresholdInputs<'a> {
     site_rows: usize,
     /// How often each row counts (the site's requests: their traffic); `None`: once each.
     copies: Option<&'a [usize]>,
+    /// `target_fpr`: the lowest threshold holding the budget on the site's benign rows, not the
+    /// highest-TPR point within it. With `site:` the validation attacks are placed public
+    /// values, caught in full far above the budget's threshold; the highest-TPR point on them
+    /// then flagged a tenth of the budget and missed a third of CSIC's attacks.
+    spend_budget: bool,
 }
 
 /// Sets `model`'s threshold by `student.threshold_rule` on `inputs` and recomputes the validation
@@ -1605,14 +1618,17 @@ fn choose_threshold(
         mut labels,
         site_rows,
         copies,
+        spend_budget,
     } = inputs;
     // `public_examples.validation_fpr`: the placed examples' own budget (their scores and
     // labels, before the site's requests are counted with their traffic).
+    // With `site:` (`spend_budget`) the placed examples' budget is the content-only
+    // threshold's, per placement; this threshold holds the site's traffic budget alone.
     let placed_budget = student
         .public_examples
         .as_ref()
         .and_then(|pe| pe.validation_fpr)
-        .filter(|_| scores.len() > site_rows)
+        .filter(|_| scores.len() > site_rows && !spend_budget)
         .map(|fpr| {
             (
                 scores.split_off(site_rows),
@@ -1637,8 +1653,23 @@ fn choose_threshold(
             crate::metrics::youden_threshold(&scores, &labels).ok_or_else(both)?
         }
         crate::config::ThresholdRule::TargetFpr => {
-            let site = site_threshold(&scores, &labels, student, rng, "threshold-confidence")
-                .ok_or_else(both)?;
+            let site = if spend_budget {
+                let benign: Vec<f32> = scores
+                    .iter()
+                    .zip(&labels)
+                    .filter(|(_, &malicious)| !malicious)
+                    .map(|(&s, _)| s)
+                    .collect();
+                crate::calibrate::lowest_benign_threshold(
+                    &benign,
+                    student.target_fpr,
+                    student.target_fpr_confidence,
+                    &mut rng.stream("threshold-confidence"),
+                )
+            } else {
+                site_threshold(&scores, &labels, student, rng, "threshold-confidence")
+            }
+            .ok_or_else(both)?;
             match &placed_budget {
                 None => site,
                 Some((s, l, fpr)) => {
@@ -2010,6 +2041,7 @@ mod tests {
                 labels: labels.clone(),
                 site_rows: scores.len(),
                 copies: Some(copies),
+                spend_budget: false,
             };
             choose_threshold(inputs, &student, &rng, None, (&mut model, &mut extras)).unwrap();
             let (fpr, tpr) = extras.validation_operating_point.unwrap();
