@@ -25,7 +25,7 @@ fn config(dir: &Path, private: &Path) -> RunConfig {
          site: {{validation: 0.3, test: 0.2, validation_attacks: 50, test_attacks: 40, \
          test_attack_files: [{{path: {attacks}, format: httpparams}}]}}\n\
          teachers: {{count: 2}}\n\
-         student: {{queries: 10, public_examples: {{files: [{{path: {attacks}, format: httpparams}}]}}}}\n",
+         student: {{queries: 10, public_examples: {{count: 10, files: [{{path: {attacks}, format: httpparams}}]}}}}\n",
         normal = sample.join("csic_normalTrafficTest_A_sample.txt").display(),
         private = private.display(),
         log = sample.join("apache_access_sample.log").display(),

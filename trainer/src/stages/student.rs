@@ -1622,13 +1622,11 @@ fn choose_threshold(
     } = inputs;
     // `public_examples.validation_fpr`: the placed examples' own budget (their scores and
     // labels, before the site's requests are counted with their traffic).
-    // With `site:` (`spend_budget`) the placed examples' budget is the content-only
-    // threshold's, per placement; this threshold holds the site's traffic budget alone.
     let placed_budget = student
         .public_examples
         .as_ref()
         .and_then(|pe| pe.validation_fpr)
-        .filter(|_| scores.len() > site_rows && !spend_budget)
+        .filter(|_| scores.len() > site_rows)
         .map(|fpr| {
             (
                 scores.split_off(site_rows),
@@ -1671,7 +1669,10 @@ fn choose_threshold(
             }
             .ok_or_else(both)?;
             match &placed_budget {
+                // With `site:` (`spend_budget`) the placed examples' budget is the content-only
+                // threshold's, per placement; this one holds the site's traffic budget alone.
                 None => site,
+                Some(_) if spend_budget => site,
                 Some((s, l, fpr)) => {
                     let placed = crate::calibrate::target_fpr_threshold(s, l, *fpr).ok_or(
                         Error::Threshold("the placed validation examples need both classes"),
