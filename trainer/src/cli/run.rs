@@ -16,7 +16,8 @@ use crate::rundir::RunDir;
 /// Arguments of `pate-trainer run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The YAML configuration (see configs/train.yaml); dataset paths are relative to its directory.
+    /// The YAML configuration: configs/site.yaml for a site's unlabelled log (with --public),
+    /// configs/train.yaml for the CSIC simulation; dataset paths are relative to its directory.
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
     /// The run directory to write (created; an existing one is reused, and teachers already
@@ -33,8 +34,8 @@ pub struct Args {
     /// relative to the current directory): the featurizer's corpus and the student's queries.
     #[arg(long, value_name = "FILE")]
     pub public: Vec<PathBuf>,
-    /// The format of the `--public` files: `apache` (an access log, common or combined), or any
-    /// dataset format.
+    /// The format of the `--public` files: `apache` (an access log, common or combined),
+    /// `capture` (pate-proxy's capture file: whole requests), or any dataset format.
     #[arg(
         long,
         value_name = "FORMAT",
