@@ -387,6 +387,10 @@ pub struct Report {
     /// no-private-data baseline).
     #[serde(default = "default_labels_from")]
     pub labels_from: crate::config::LabelsFrom,
+    /// The test split scored by the bundle in the mode it recommends, when that is content
+    /// alone (`site:`): the figures an operator's default proxy gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_test: Option<ServedTest>,
     /// Records per role.
     pub splits: SplitSizes,
     /// How the run trained.
@@ -506,3 +510,20 @@ pub const SITE_TEST_DATA: &str = "no labelled test data: the site's held-out tra
 
 /// [`Report::test_data`] of a run with a labelled test role.
 pub const LABELLED_TEST_DATA: &str = "the labelled test role";
+
+/// [`Report::served_test`]: the test split through the exported bundle as pate-proxy scores it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ServedTest {
+    /// The mode: with the site's format checks or on content alone.
+    pub format_checks: bool,
+    /// The bundle's threshold for that mode.
+    pub threshold: f32,
+    /// Share of the test's malicious requests blocked.
+    pub tpr: f64,
+    /// Share of the test's benign requests blocked.
+    pub fpr: f64,
+    /// Malicious test requests.
+    pub positives: usize,
+    /// Benign test requests.
+    pub negatives: usize,
+}

@@ -160,6 +160,7 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
         }
         .to_string(),
         labels_from: config.student.labels_from,
+        served_test: None,
         splits: SplitSizes {
             private: splits.private.len(),
             public: splits.public.len(),
@@ -192,6 +193,41 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
 }
 
 /// Builds the report, exports the run's bundle (`bundle/`) and writes `report.json`; returns the
+/// The test split scored by the exported bundle as pate-proxy serves it on content alone (the
+/// mode a `site:` bundle recommends), at its content-only threshold.
+fn served_test(p: &Parts, bundle_dir: &std::path::Path) -> Result<crate::report::ServedTest> {
+    let bundle = bundle::Bundle::load(bundle_dir)?;
+    let mut scorer = crate::served::ServedScorer::new(&bundle, false)?;
+    let threshold = bundle.manifest.threshold_for(false);
+    let (mut tp, mut fp, mut positives, mut negatives) = (0usize, 0usize, 0usize, 0usize);
+    for &i in &p.data.splits.test {
+        let record = &p.data.records[i];
+        let blocked = bundle::is_block(scorer.score(&record.parts())?, threshold);
+        if record.label == Some(datasets::Label::Malicious) {
+            positives += 1;
+            tp += usize::from(blocked);
+        } else {
+            negatives += 1;
+            fp += usize::from(blocked);
+        }
+    }
+    let rate = |k: usize, n: usize| if n == 0 { 0.0 } else { k as f64 / n as f64 };
+    let served = crate::report::ServedTest {
+        format_checks: false,
+        threshold,
+        tpr: rate(tp, positives),
+        fpr: rate(fp, negatives),
+        positives,
+        negatives,
+    };
+    tracing::info!(
+        "evaluate: as served (content only, threshold {threshold}): TPR {:.4} FPR {:.4} on the test split",
+        served.tpr,
+        served.fpr
+    );
+    Ok(served)
+}
+
 /// report. A run whose ε does not hold is exported as not private (the `export` command refuses
 /// such a run unless --not-private).
 pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report> {
@@ -222,6 +258,9 @@ pub fn run(run: &RunDir, p: &Parts, manifest: &mut RunManifest) -> Result<Report
             format_checks: p.config.site.as_ref().map(|s| s.format_checks),
         },
     )?;
+    if p.config.site.as_ref().is_some_and(|s| !s.format_checks) {
+        report.served_test = Some(served_test(p, &report.bundle)?);
+    }
     report.seconds = p.env.started.elapsed().as_secs_f64();
     crate::io::write_json(&run.report(), &report)?;
     manifest.record(run, "export+report", &[run.bundle(), run.report()])?;
