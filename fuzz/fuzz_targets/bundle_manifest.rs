@@ -31,6 +31,7 @@ static BUNDLE_DIR: LazyLock<PathBuf> = LazyLock::new(|| {
         privacy: None,
         metrics: serde_json::Value::Null,
         model_version: Some("fuzz".into()),
+        format_checks: None,
     };
     bundle::write_bundle(&dir, &contents).expect("writing the fuzz bundle");
     if let Ok(path) = std::env::var("FUZZ_DUMP_MANIFEST") {

@@ -53,7 +53,11 @@ fn a_bundle_from_an_unlabelled_access_log_passes_the_site_and_blocks_attacks() {
         report["served_test"]
     );
     let manifest = bundle::Bundle::load(&run.join("bundle")).unwrap().manifest;
-    assert_eq!(manifest.format_checks, Some(false), "content only, as recommended");
+    assert_eq!(
+        manifest.format_checks,
+        Some(false),
+        "content only, as recommended"
+    );
     let epsilon = manifest.privacy.as_ref().and_then(|p| p.published_epsilon);
     assert!(epsilon.is_some_and(|e| e <= 1.0), "published ε {epsilon:?}");
 
