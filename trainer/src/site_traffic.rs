@@ -19,12 +19,15 @@ pub fn unit(salt: &[u8], key: &[u8; 32], copy: u64) -> f64 {
     u64::from_le_bytes(digest[..8].try_into().expect("8 bytes")) as f64 / 2f64.powi(64)
 }
 
+/// How a record is keyed for its hash (the split's `record_key`: its whole content).
+pub type RecordKey = fn(&Record) -> [u8; 32];
+
 /// The salted [`unit`] of each of `rows`, the copies of a record numbered in order.
-fn units(records: &[Record], rows: &[usize], salt: &[u8]) -> Vec<f64> {
+fn units(records: &[Record], key: RecordKey, rows: &[usize], salt: &[u8]) -> Vec<f64> {
     let mut copies: std::collections::HashMap<[u8; 32], u64> = std::collections::HashMap::new();
     rows.iter()
         .map(|&i| {
-            let key = crate::stages::split::record_key(&records[i]);
+            let key = key(&records[i]);
             let k = copies.entry(key).or_insert(0);
             *k += 1;
             unit(salt, &key, *k - 1)
@@ -34,7 +37,12 @@ fn units(records: &[Record], rows: &[usize], salt: &[u8]) -> Vec<f64> {
 
 /// Keeps as many of the malicious records of `rows` (simulated traffic) as make `share` of the
 /// kept rows, each by its own hash; returns how many attacks were dropped.
-pub fn thin_attacks(records: &[Record], rows: &mut Vec<usize>, share: f64) -> usize {
+pub fn thin_attacks(
+    records: &[Record],
+    key: RecordKey,
+    rows: &mut Vec<usize>,
+    share: f64,
+) -> usize {
     let malicious = |i: usize| records[i].label == Some(Label::Malicious);
     let attacks = rows.iter().filter(|&&i| malicious(i)).count();
     let others = rows.len() - attacks;
@@ -43,7 +51,7 @@ pub fn thin_attacks(records: &[Record], rows: &mut Vec<usize>, share: f64) -> us
     }
     // Expected kept attacks a·p with a·p / (others + a·p) = share.
     let keep = (share * others as f64 / (1.0 - share) / attacks as f64).min(1.0);
-    let u = units(records, rows, b"site-attack-share\0");
+    let u = units(records, key, rows, b"site-attack-share\0");
     let before = rows.len();
     let mut k = 0;
     rows.retain(|&i| {
@@ -67,8 +75,14 @@ pub struct Dealt {
 
 /// Deals `rows` by each record's own hash: `validation` of them to the validation traffic,
 /// `test` to the test traffic, the rest public.
-pub fn deal(records: &[Record], rows: &[usize], validation: f64, test: f64) -> Dealt {
-    let u = units(records, rows, b"site\0");
+pub fn deal(
+    records: &[Record],
+    key: RecordKey,
+    rows: &[usize],
+    validation: f64,
+    test: f64,
+) -> Dealt {
+    let u = units(records, key, rows, b"site\0");
     deal_by(rows, &u, validation, test)
 }
 
@@ -128,6 +142,14 @@ pub fn placed_attacks(
 mod tests {
     use super::*;
 
+    fn key(r: &Record) -> [u8; 32] {
+        Sha256::new()
+            .chain_update(&r.target)
+            .chain_update([r.label == Some(Label::Malicious)].map(u8::from))
+            .finalize()
+            .into()
+    }
+
     fn record(target: &str, label: Option<Label>) -> Record {
         Record {
             method: "GET".into(),
@@ -146,7 +168,7 @@ mod tests {
             .collect();
         records.extend((0..1000).map(|k| record(&format!("/a{k}"), Some(Label::Malicious))));
         let mut rows: Vec<usize> = (0..records.len()).collect();
-        let dropped = thin_attacks(&records, &mut rows, 0.02);
+        let dropped = thin_attacks(&records, key, &mut rows, 0.02);
         let attacks = rows.iter().filter(|&&i| i >= 9000).count();
         assert_eq!(rows.len() - attacks, 9000, "every benign record stays");
         assert_eq!(dropped, 1000 - attacks);
@@ -160,7 +182,7 @@ mod tests {
             .map(|k| record(&format!("/p{}", k % 700), None))
             .collect();
         let rows: Vec<usize> = (0..records.len()).collect();
-        let all = deal(&records, &rows, 0.2, 0.1);
+        let all = deal(&records, key, &rows, 0.2, 0.1);
         assert_eq!(
             all.public.len() + all.validation.len() + all.test.len(),
             2000
@@ -172,7 +194,7 @@ mod tests {
         assert_eq!(last.public, (0..1400).collect::<Vec<_>>());
         assert_eq!(last.validation, (1400..1800).collect::<Vec<_>>());
         assert_eq!(last.test, (1800..2000).collect::<Vec<_>>());
-        let fewer = deal(&records, &rows[..1999], 0.2, 0.1);
+        let fewer = deal(&records, key, &rows[..1999], 0.2, 0.1);
         let without = |v: &[usize]| v.iter().copied().filter(|&i| i != 1999).collect::<Vec<_>>();
         assert_eq!(fewer.validation, without(&all.validation));
         assert_eq!(fewer.test, without(&all.test));

@@ -407,6 +407,7 @@ fn derive_site_data(
         }
         crate::config::SiteHoldout::Hash => crate::site_traffic::deal(
             &data.records,
+            record_key,
             &data.splits.public,
             site.validation,
             test_share,
@@ -448,6 +449,7 @@ fn derive_site_data(
     for &i in dealt.validation.iter().chain(&dealt.test) {
         data.records[i].label = Some(datasets::Label::Benign);
     }
+    let (held_validation, held_test) = (dealt.validation.len(), dealt.test.len());
     data.splits.public = dealt.public;
     data.splits.student_validation = dealt.validation;
     let placed = |data: &RunData, rows: &[usize], values: &[Vec<u8>], count, purpose: &str| {
@@ -476,12 +478,11 @@ fn derive_site_data(
         push_records(data, test_attacks, &file, Role::Test);
     }
     tracing::info!(
-        "site: {} requests of the site's traffic held out for validation (+ {} placed attacks \
-         from {} held-out attack values), {} for the test, {} stay public",
-        data.splits.student_validation.len() - site.validation_attacks.min(data.records.len()),
-        site.validation_attacks,
+        "site: {held_validation} requests of the site's traffic held out for validation (+ {} \
+         placed attacks from {} held-out attack values), {held_test} for the test, {} stay \
+         public",
+        data.splits.student_validation.len() - held_validation,
         validation_values.len(),
-        data.splits.test.len(),
         data.splits.public.len()
     );
     Ok(())
@@ -824,6 +825,7 @@ pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
             if let Some(share) = simulation.public_attack_share {
                 let dropped = crate::site_traffic::thin_attacks(
                     &data.records,
+                    record_key,
                     &mut data.splits.public,
                     share,
                 );
