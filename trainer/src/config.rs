@@ -183,7 +183,7 @@ pub struct ModelAverageLabelling {
     /// With it, the label threshold is also at least as high as flags this share of the
     /// validation split's distinct benign requests (with `site:`, the site's held-out traffic):
     /// placed public attacks may score below much of a site's own traffic, and a recall on them
-    /// alone labelled a third of the traffic malicious. Null: recall alone.
+    /// alone would label much of that traffic malicious. Null: recall alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub validation_fpr: Option<f64>,
 }

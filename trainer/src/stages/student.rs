@@ -1596,8 +1596,8 @@ struct ThresholdInputs<'a> {
     copies: Option<&'a [usize]>,
     /// `target_fpr`: the lowest threshold holding the budget on the site's benign rows, not the
     /// highest-TPR point within it. With `site:` the validation attacks are placed public
-    /// values, caught in full far above the budget's threshold; the highest-TPR point on them
-    /// then flagged a tenth of the budget and missed a third of CSIC's attacks.
+    /// values, caught in full far above the budget's threshold, so the highest-TPR point on them
+    /// spends a small part of the budget and misses the site's own kind of attack.
     spend_budget: bool,
 }
 
