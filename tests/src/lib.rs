@@ -680,3 +680,20 @@ pub fn parse_responses(mut raw: &[u8]) -> Vec<Response> {
     }
     out
 }
+
+/// The first line of a bundle.yaml that publishes what only the run directory may hold (`grep -E
+/// 'data_dependent|private: *[0-9]|ensemble'`: a data-dependent ε, an exact private count, the
+/// teacher ensemble's figures); `None` when it holds none.
+pub fn bundle_yaml_leak(yaml: &str) -> Option<String> {
+    yaml.lines()
+        .find(|l| {
+            l.contains("data_dependent")
+                || l.contains("ensemble")
+                || l.match_indices("private:").any(|(i, m)| {
+                    l[i + m.len()..]
+                        .trim_start_matches(' ')
+                        .starts_with(|c: char| c.is_ascii_digit())
+                })
+        })
+        .map(str::to_string)
+}

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use e2e::{proxy_config, release_binary, repo_root, Apache, Proxy, ProxyPorts};
+use e2e::{bundle_yaml_leak, proxy_config, release_binary, repo_root, Apache, Proxy, ProxyPorts};
 
 /// The request targets of an Apache access log (the quoted request line's second word).
 fn targets(log: &str) -> Vec<String> {
@@ -52,6 +52,10 @@ fn a_bundle_from_an_unlabelled_access_log_passes_the_site_and_blocks_attacks() {
         "the test as served (content only): {}",
         report["served_test"]
     );
+    // bundle.yaml publishes the whitelist only, here too.
+    let yaml = std::fs::read_to_string(run.join("bundle/bundle.yaml")).unwrap();
+    let leak = bundle_yaml_leak(&yaml);
+    assert!(leak.is_none(), "bundle.yaml holds {leak:?}:\n{yaml}");
     let manifest = bundle::Bundle::load(&run.join("bundle")).unwrap().manifest;
     assert_eq!(
         manifest.format_checks,

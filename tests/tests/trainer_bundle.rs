@@ -7,7 +7,10 @@
 use std::collections::HashMap;
 use std::process::Command;
 
-use e2e::{http, json_lines, proxy_config, release_binary, repo_root, Apache, Proxy, ProxyPorts};
+use e2e::{
+    bundle_yaml_leak, http, json_lines, proxy_config, release_binary, repo_root, Apache, Proxy,
+    ProxyPorts,
+};
 
 #[test]
 fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
@@ -44,7 +47,7 @@ fn proxy_verdicts_equal_pate_trainer_score_on_the_trained_bundle() {
     // bundle.yaml of a real run holds only the privacy whitelist (no data-dependent ε, no exact
     // private counts, no teacher-ensemble metrics), and the dashboard's ε is its published ε.
     let yaml = std::fs::read_to_string(bundle.join("bundle.yaml")).unwrap();
-    let leak = regex_lite_find(&yaml);
+    let leak = bundle_yaml_leak(&yaml);
     assert!(leak.is_none(), "bundle.yaml holds {leak:?}:\n{yaml}");
     let manifest = bundle::Bundle::load(&bundle).unwrap().manifest;
     let published = manifest
@@ -314,19 +317,4 @@ fn trainer_score(
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-/// The lines of `yaml` matching `grep -E 'data_dependent|private: *[0-9]|ensemble'` (the first).
-fn regex_lite_find(yaml: &str) -> Option<String> {
-    yaml.lines()
-        .find(|l| {
-            l.contains("data_dependent")
-                || l.contains("ensemble")
-                || l.match_indices("private:").any(|(i, m)| {
-                    l[i + m.len()..]
-                        .trim_start_matches(' ')
-                        .starts_with(|c: char| c.is_ascii_digit())
-                })
-        })
-        .map(str::to_string)
 }
