@@ -105,7 +105,16 @@ pub struct SiteConfig {
     /// pages, a new query parameter); content alone is scored, with the part model. `true` for a
     /// site whose traffic the held-out share covers (a simulation's pool).
     pub format_checks: bool,
+    /// A simulation's operator review: the labels of the `review` highest-scoring distinct
+    /// requests of the validation traffic are read (an operator looking at what the bundle flags
+    /// in detect mode), and those that are attacks leave the traffic the threshold's budget is a
+    /// share of. At most [`MAX_SITE_REVIEW`]; the report's `student_side_labels`. 0 (the
+    /// default): no label of the site is read.
+    pub review: usize,
 }
+
+/// The most student-side labels `site.review` may read.
+pub const MAX_SITE_REVIEW: usize = 200;
 
 /// How `site:` chooses the held-out traffic ([`SiteConfig::holdout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +137,7 @@ impl Default for SiteConfig {
             threshold_without_release_flagged: true,
             holdout: SiteHoldout::Last,
             format_checks: false,
+            review: 0,
         }
     }
 }
@@ -1288,6 +1298,20 @@ impl RunConfig {
         if site.validation_attacks == 0 {
             return bad("site.validation_attacks", "must be at least 1".into());
         }
+        if site.review > MAX_SITE_REVIEW {
+            return bad(
+                "site.review",
+                format!("at most {MAX_SITE_REVIEW} labels, got {}", site.review),
+            );
+        }
+        if site.review > 0 && !self.is_simulation() {
+            return bad(
+                "site.review",
+                "reads a simulation's labels (split.simulate_from); a real site's reviewed \
+                 attacks go to `pate-trainer calibrate --attacks`"
+                    .into(),
+            );
+        }
         if self
             .student
             .public_examples
@@ -1754,6 +1778,31 @@ mod tests {
              public_attack_share: 0.01}}\n{pe}site: {{validation: 0.3}}\n"
         );
         RunConfig::parse(&sim).unwrap();
+        // A review reads a simulation's labels, 200 at most; a real site's goes to calibrate.
+        let reviewed = sim.replace(
+            "site: {validation: 0.3}",
+            "site: {validation: 0.3, review: 200}",
+        );
+        assert_eq!(
+            RunConfig::parse(&reviewed).unwrap().site.unwrap().review,
+            200
+        );
+        let e = RunConfig::parse(&reviewed.replace("review: 200", "review: 201"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("site.review") && e.contains("at most 200"),
+            "{e}"
+        );
+        let e = RunConfig::parse(&format!(
+            "private: {file}\npublic: {file}\n{pe}site: {{review: 10, test_attack_files: [{{path: t.csv, format: httpparams}}]}}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("site.review") && e.contains("calibrate --attacks"),
+            "{e}"
+        );
         let e = RunConfig::parse(&sim.replace(
             "public: 0.3, validation: 0,",
             "public: 0.25, validation: 0.05,",

@@ -386,3 +386,115 @@ fn traffic_that_cannot_calibrate_is_refused_with_its_reason() {
         "a refused calibration leaves the bundle as it was"
     );
 }
+
+/// The lines of `log` in the order `pate-trainer score` (pate-proxy's scoring) ranks them,
+/// highest score first.
+fn ranked_lines(bundle: &Path, log: &Path) -> Vec<String> {
+    let out = trainer()
+        .args(["score", "--bundle"])
+        .arg(bundle)
+        .arg("--input")
+        .arg(log)
+        .args(["--format", "apache"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut scored: Vec<(f64, String)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let line = v["line"].as_u64().unwrap() as usize;
+            (v["score"].as_f64().unwrap(), lines[line - 1].to_string())
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().map(|(_, l)| l).collect()
+}
+
+#[test]
+fn reviewed_attacks_leave_the_traffic_the_share_is_held_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    write_bundle(&dir);
+    let log = access_log(tmp.path(), "access.log", 1200, 40);
+    let ranked = ranked_lines(&dir, &log);
+    // The 30 highest-scoring requests, as an operator would copy them from what is flagged.
+    let reviewed: Vec<&String> = ranked.iter().take(30).collect();
+    let attacks = tmp.path().join("attacks.log");
+    std::fs::write(
+        &attacks,
+        reviewed
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let request = |l: &str| l.split('"').nth(1).unwrap().to_string();
+    let reviewed_requests: std::collections::HashSet<String> =
+        reviewed.iter().map(|l| request(l)).collect();
+    let rest: String = ranked
+        .iter()
+        .filter(|l| !reviewed_requests.contains(&request(l)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let without = tmp.path().join("without.log");
+    std::fs::write(&without, &rest).unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let cal = |log: &Path, extra: &[&str], out: &str| {
+        let mut args = vec![
+            "--bundle".to_string(),
+            s(&dir),
+            "--traffic".into(),
+            s(log),
+            "--target-share".into(),
+            "0.05".into(),
+            "--out".into(),
+            s(&tmp.path().join(out)),
+        ];
+        args.extend(extra.iter().map(|e| e.to_string()));
+        ok_json(calibrate(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        ))
+    };
+    let all = cal(&log, &[], "all");
+    let reviewed_out = cal(&log, &["--attacks", &s(&attacks)], "reviewed");
+    let removed = cal(&without, &[], "removed");
+    let left_out = reviewed_out["reviewed_attacks_left_out"].as_u64().unwrap() as usize;
+    assert_eq!(left_out, 1200 - rest.lines().count());
+    assert!(
+        left_out >= 30,
+        "every copy of a reviewed request leaves: {left_out}"
+    );
+    assert_eq!(reviewed_out["traffic_requests"], 1200 - left_out);
+    // The same threshold as on traffic without them; lower than with them counted.
+    assert_eq!(
+        reviewed_out["threshold"]["after"],
+        removed["threshold"]["after"]
+    );
+    let after = |v: &serde_json::Value| v["threshold"]["after"].as_f64().unwrap();
+    assert!(after(&reviewed_out) < after(&all), "{reviewed_out} {all}");
+    assert_eq!(all["reviewed_attacks_left_out"], 0);
+
+    // More than 200 distinct requests is a labelled data set, not a review.
+    let many = tmp.path().join("many.log");
+    let line = |k: usize| {
+        format!(
+            "192.0.2.9 - - [10/Oct/2026:13:55:36 +0000] \"GET /x?id={k} HTTP/1.1\" 200 1 \"-\" \"-\"\n"
+        )
+    };
+    std::fs::write(&many, (0..201).map(line).collect::<String>()).unwrap();
+    fails(
+        calibrate(&[
+            "--bundle",
+            &s(&dir),
+            "--traffic",
+            &s(&log),
+            "--attacks",
+            &s(&many),
+        ]),
+        &["--attacks", "more than 200 distinct requests"],
+    );
+}

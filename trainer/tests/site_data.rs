@@ -101,3 +101,59 @@ fn the_site_data_depend_on_public_data_alone() {
         .chain(&a.splits.test)
         .all(|i| !public.contains(i)));
 }
+
+/// In a simulation the held-out traffic's attacks are taken as benign, as real traffic's are,
+/// and only `held_out_attacks` (what `site.review` reads) still knows them: exactly the
+/// validation traffic's requests whose file labels them malicious.
+#[test]
+fn a_simulation_keeps_the_held_out_attacks_for_a_review_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = repo().join("data/sample");
+    let normal = sample.join("csic_normalTrafficTest_A_sample.txt");
+    let anomalous = sample.join("csic_anomalousTrafficTest_A_sample.txt");
+    let attacks = sample.join("httpparams_payload_full_sample.csv");
+    let yaml = format!(
+        "seed: 3\n\
+         split: {{simulate_from: [{{path: {n}, format: csic, label: benign}}, {{path: {a}, format: csic, label: malicious}}], \
+         private: 0.5, public: 0.4, validation: 0, test: 0.1}}\n\
+         site: {{validation: 0.5, validation_attacks: 20, holdout: hash, review: 50}}\n\
+         teachers: {{count: 2}}\n\
+         student: {{queries: 10, public_examples: {{count: 10, files: [{{path: {p}, format: httpparams}}]}}}}\n",
+        n = normal.display(),
+        a = anomalous.display(),
+        p = attacks.display(),
+    );
+    let path = tmp.path().join("sim.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let config = RunConfig::load(&path).unwrap();
+    let rng = RunRng::new(config.seed).unwrap();
+    let data = trainer::stages::split::load(&config, &rng, Instant::now()).unwrap();
+    let anomalous_lines: std::collections::HashSet<usize> =
+        datasets::load(datasets::Format::Csic, &anomalous)
+            .unwrap()
+            .iter()
+            .map(|r| r.line)
+            .collect();
+    let is_attack =
+        |i: usize| data.files[i] == anomalous && anomalous_lines.contains(&data.records[i].line);
+    let site_rows: Vec<usize> = data
+        .splits
+        .student_validation
+        .iter()
+        .copied()
+        .filter(|&i| i < data.files.len())
+        .collect();
+    let expected: Vec<usize> = site_rows
+        .iter()
+        .copied()
+        .filter(|&i| is_attack(i))
+        .collect();
+    assert!(
+        !expected.is_empty(),
+        "the sample's held-out traffic holds attacks"
+    );
+    assert_eq!(data.held_out_attacks, expected);
+    assert!(expected
+        .iter()
+        .all(|&i| data.records[i].label == Some(datasets::Label::Benign)));
+}

@@ -510,6 +510,7 @@ fn validation_labels_know_a_drawn_request_by_its_request_not_its_cookie_or_label
             test: Vec::new(),
         },
         simulation: false,
+        held_out_attacks: Vec::new(),
     };
     let mut known_in_some_draw = false;
     for seed in 0..20 {

@@ -807,6 +807,7 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
         files,
         splits,
         simulation: true,
+        held_out_attacks: Vec::new(),
     })
 }
 

@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! pate-trainer calibrate --bundle /etc/pate-proxy/bundle --traffic access.log.1 \
-//!     --traffic access.log.2 [--traffic-format apache] [--target-share 0.01] \
-//!     [--confidence 0.95] [--out DIR]
+//!     --traffic access.log.2 [--traffic-format apache] [--attacks reviewed.log] \
+//!     [--target-share 0.01] [--confidence 0.95] [--out DIR]
 //! ```
 //! Prints one JSON object on stdout (thresholds and shares flagged before and after, the new
 //! model version) and the same in words on stderr.
@@ -44,7 +44,9 @@ is overwhelmingly benign, so the share it flags is an upper bound on the false-p
 (exactly so whenever the model flags attacks at least as often as normal requests), not a measure \
 of attacks caught. The traffic must hold enough requests for none flagged to hold the share at the \
 confidence (exact binomial bound: 299 for 0.01 at 0.95), and no client may send more than half of \
-it. A bundle's content_only_threshold (pate-proxy's format_checks: false) \
+it. Requests you reviewed and found to be attacks (--attacks: lines copied from the traffic, at \
+most 200 distinct requests) leave the traffic, so that the share goes to normal requests, not to \
+attacks rightly flagged. A bundle's content_only_threshold (pate-proxy's format_checks: false) \
 is re-picked the same way on content-only scores. The new bundle (a new model_version; \
 bundle.yaml's threshold_source records counts only, never the traffic) replaces --bundle \
 atomically, where pate-proxy's reload picks it up, or goes to --out.";
@@ -61,6 +63,11 @@ pub struct Args {
     /// Format of `--traffic`.
     #[arg(long, value_enum, default_value = "apache")]
     pub traffic_format: TrafficFormat,
+    /// Requests of the traffic reviewed and found to be attacks, in --traffic-format (lines
+    /// copied from it; repeatable; at most 200 distinct requests): every copy of each leaves the
+    /// traffic the share is a share of.
+    #[arg(long, value_name = "FILE")]
+    pub attacks: Vec<PathBuf>,
     /// The largest share of the traffic the new threshold may flag (an upper bound on its
     /// false-positive rate, the traffic being nearly all benign).
     #[arg(long, default_value_t = 0.01)]
@@ -85,6 +92,7 @@ struct Summary<'a> {
     model_version_before: &'a str,
     model_version: &'a str,
     traffic_requests: usize,
+    reviewed_attacks_left_out: usize,
     distinct_clients: usize,
     budget: TrafficBudget,
     threshold: &'a ThresholdChange,
@@ -99,11 +107,16 @@ const NO_CONTENT_ONLY: &str = "the bundle has no content_only_threshold: content
 pub fn run(args: Args) -> Result<()> {
     let budget = budget(&args)?;
     let bundle = bundle::Bundle::load(&args.bundle)?;
-    let traffic = datasets::read_site_logs(
-        args.traffic_format.dataset_format(),
-        &args.traffic,
-        Some(&bundle.manifest.model_version),
-    )?;
+    let version = Some(bundle.manifest.model_version.as_str());
+    let format = args.traffic_format.dataset_format();
+    let mut traffic = datasets::read_site_logs(format, &args.traffic, version)?;
+    let left_out = match args.attacks.is_empty() {
+        true => 0,
+        false => without_reviewed_attacks(
+            &mut traffic,
+            &datasets::read_site_logs(format, &args.attacks, version)?,
+        )?,
+    };
     let needed = min_requests_for_share(budget.target_share, budget.confidence);
     traffic.summary.check(
         needed,
@@ -122,6 +135,7 @@ pub fn run(args: Args) -> Result<()> {
         model_version_before: &bundle.manifest.model_version,
         model_version: &manifest.model_version,
         traffic_requests: traffic.records.len(),
+        reviewed_attacks_left_out: left_out,
         distinct_clients: traffic.summary.distinct_clients(),
         budget,
         threshold: &chosen.threshold,
@@ -134,6 +148,42 @@ pub fn run(args: Args) -> Result<()> {
         serde_json::to_string(&summary).map_err(Error::serialize("the summary"))?
     );
     Ok(())
+}
+
+/// The most distinct requests `--attacks` may hold: a review, not a labelled data set.
+pub const MAX_REVIEWED_ATTACKS: usize = 200;
+
+/// What makes two requests of a log the same request.
+type RequestKey<'a> = (&'a str, &'a [u8], Option<&'a [u8]>, &'a [(String, Vec<u8>)]);
+
+fn key(r: &datasets::Record) -> RequestKey<'_> {
+    (&r.method, &r.target, r.body.as_deref(), &r.headers)
+}
+
+/// Removes from `traffic` every request equal to one of `attacks` (method, target, body and
+/// headers as read) and returns how many it removed.
+fn without_reviewed_attacks(
+    traffic: &mut datasets::SiteLog,
+    attacks: &datasets::SiteLog,
+) -> Result<usize> {
+    let reviewed: std::collections::HashSet<RequestKey> = attacks.records.iter().map(key).collect();
+    if reviewed.len() > MAX_REVIEWED_ATTACKS {
+        return Err(Error::FlagValue {
+            flag: "attacks",
+            value: format!("({} distinct requests)", reviewed.len()),
+            problem: "holds more than 200 distinct requests: a review of flagged requests, not a \
+                      labelled data set",
+        });
+    }
+    let keep: Vec<bool> = traffic
+        .records
+        .iter()
+        .map(|r| !reviewed.contains(&key(r)))
+        .collect();
+    let before = traffic.records.len();
+    let mut keep = keep.into_iter();
+    traffic.records.retain(|_| keep.next().unwrap_or(true));
+    Ok(before - traffic.records.len())
 }
 
 /// The directory a bundle path names: a symlink's target (so that a `current -> bundles/x` link

@@ -148,8 +148,8 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
         student_options: student_options(p),
         aggregated_label_agreement: p.student.label_agreement,
         aggregated_label_agreement_note: LABEL_AGREEMENT_NOTE.into(),
-        student_side_labels: if config.site.is_some() {
-            0
+        student_side_labels: if let Some(site) = &config.site {
+            site.review
         } else {
             p.plan.validation_rows.len()
         },

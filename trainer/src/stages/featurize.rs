@@ -429,6 +429,7 @@ mod tests {
             records,
             splits,
             simulation: true,
+            held_out_attacks: Vec::new(),
         };
         let served = fit(&config, &data).unwrap();
         let unseen = served.unseen_path_index().expect("format checks");

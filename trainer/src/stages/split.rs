@@ -446,6 +446,15 @@ fn derive_site_data(
         .filter(|v| crate::part_model::held_out(v))
         .collect();
     let test_values = attack_values(&site.test_attack_files)?;
+    if data.simulation {
+        data.held_out_attacks = dealt
+            .validation
+            .iter()
+            .copied()
+            .filter(|&i| data.records[i].label == Some(datasets::Label::Malicious))
+            .collect();
+        data.held_out_attacks.sort_unstable();
+    }
     for &i in dealt.validation.iter().chain(&dealt.test) {
         data.records[i].label = Some(datasets::Label::Benign);
     }
@@ -777,6 +786,9 @@ pub struct RunData {
     pub splits: Splits,
     /// True when the roles are simulated from one pool (`split.simulate_from`).
     pub simulation: bool,
+    /// A simulation with `site:`: the held-out validation traffic's attacks (record indices,
+    /// sorted), labelled benign there as real traffic is; read only by `site.review`.
+    pub held_out_attacks: Vec<usize>,
 }
 
 /// Clears the headers of every record when the featurizer does not read them (no
@@ -805,6 +817,7 @@ pub fn load_run_data(config: &RunConfig) -> Result<RunData> {
         files: Vec::new(),
         splits: Splits::default(),
         simulation: config.is_simulation(),
+        held_out_attacks: Vec::new(),
     };
     let mut add = |sources: &[DatasetSource], labelled: bool| -> Result<Vec<usize>> {
         let mut rows = Vec::new();

@@ -975,12 +975,13 @@ fn validation_scores(
     let scores = super::evaluate::model_scores(model, &validation.x, env.device)?;
     let site = plan.validation_rows.len();
     let site_scores = scores[..site].to_vec();
+    let reviewed = reviewed_copies(&cx, &scores, site, Some(traffic));
     choose_threshold(
         ThresholdInputs {
             scores,
             labels: validation.y,
             site_rows: site,
-            copies: Some(traffic),
+            copies: Some(reviewed.as_deref().unwrap_or(traffic)),
             spend_budget: config.site.is_some(),
         },
         &config.student,
@@ -1051,6 +1052,40 @@ fn traffic_validation_tpr(
     super::evaluate::tpr_at_fpr(&roc, 0.01)
 }
 
+/// `site.review` (a simulation): the `review` highest-scoring distinct requests of the site's
+/// validation traffic still counted are reviewed, and those that are attacks (the simulation's
+/// labels) leave the traffic: `copies` (one per score: the site's `site_rows`, then the placed
+/// examples) with theirs at 0. `None` without a review.
+fn reviewed_copies(
+    cx: &ThresholdContext,
+    scores: &[f32],
+    site_rows: usize,
+    copies: Option<&[usize]>,
+) -> Option<Vec<usize>> {
+    let review = cx.config.site.as_ref().map_or(0, |s| s.review);
+    if review == 0 {
+        return None;
+    }
+    let rows = &cx.plan.validation_rows;
+    let mut copies = copies.map_or_else(|| vec![1; scores.len()], <[usize]>::to_vec);
+    let mut order: Vec<usize> = (0..site_rows).filter(|&r| copies[r] > 0).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let mut attacks = 0;
+    for &r in order.iter().take(review) {
+        if cx.data.held_out_attacks.binary_search(&rows[r]).is_ok() {
+            copies[r] = 0;
+            attacks += 1;
+        }
+    }
+    tracing::info!(
+        "student: site.review: {attacks} of the {} highest-scoring validation requests of the \
+         site's traffic are attacks (the simulation's labels, as an operator's review) and leave \
+         the threshold's traffic",
+        review.min(order.len())
+    );
+    Some(copies)
+}
+
 /// With the featurizer's `placements` the proxy scores a request by the highest score of its
 /// windows, so the threshold is chosen again on the validation requests (and the placed
 /// validation examples) scored that way ([`served_scores`]), by the same `threshold_rule`
@@ -1102,6 +1137,8 @@ fn served_threshold(
         .map(|r| r.label == Some(datasets::Label::Malicious))
         .collect();
     let validation_scores = scores[..site_rows].to_vec();
+    let reviewed = reviewed_copies(cx, &scores, site_rows, validation_copies);
+    let validation_copies = reviewed.as_deref().or(validation_copies);
     let answered_benign = match config.student.threshold_rule {
         crate::config::ThresholdRule::AnsweredBenign => {
             let benign: Vec<&datasets::Record> = benign_answered
