@@ -26,8 +26,9 @@
    xml:text, text) on the same carriers, written in CSIC 2010's raw-request format (the only
    `--input` format that carries headers and bodies) and scored with `--format csic`. Header
    placements keep the carrier's GET target; body placements are a POST to the carrier's path.
-   The two multipart placements need a blank line inside the body, which CSIC's format cannot
-   carry (`score --body-file` takes one `--target` request per process): left out.
+   The two multipart placements (mp:field, mp:filename) need a blank line inside the body, which
+   CSIC's format cannot carry: they are written as pate-proxy capture lines (JSON, whole
+   requests) and scored with `--format capture`.
 Same seed -> same values, carriers and parameters. Writes DIR/summary.json, DIR/summary.md, the
 placed requests (placed.csv, placed-meta.jsonl, placed-*.csic.txt) and the raw scores (scores/).
 """
@@ -119,6 +120,27 @@ EXTENDED = {
     "xml:text": lambda t, v: ("POST", split_target(t)[0], [], ("text/xml", f"<?xml version=\"1.0\"?><soap:Envelope><soap:Body><q>{xml_esc(v)}</q></soap:Body></soap:Envelope>")),
     "text": lambda t, v: ("POST", split_target(t)[0], [], ("text/plain", v)),
 }
+
+
+MULTIPART_CT = "multipart/form-data; boundary=XyZ"
+MULTIPART = {
+    "mp:field": lambda t, v: ("POST", split_target(t)[0], [], (MULTIPART_CT,
+        f"--XyZ\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\n{v}\r\n--XyZ--\r\n")),
+    "mp:filename": lambda t, v: ("POST", split_target(t)[0], [], (MULTIPART_CT,
+        "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"%s\"\r\n\r\nhello\r\n--XyZ--\r\n"
+        % hdr(v).replace('"', "%22"))),
+}
+
+
+def capture_line(method, target, headers, body):
+    """One pate-proxy capture line (JSON): the request as the proxy recorded it."""
+    hs = list(headers)
+    line = {"capture": 1, "method": method, "target": target, "headers": hs}
+    if body is not None:
+        ct, text = body
+        hs.append(["Content-Type", ct])
+        line["body"] = text
+    return json.dumps(line) + "\n"
 
 
 def csic_request(method, target, headers, body):
@@ -253,17 +275,21 @@ def main():
         place_scores[mode] = [r["verdict"] == "block" for r in rs]
     ext_meta, ext_scores = [], {m: [] for m, _ in MODES}
     if not a.no_extended:
-        for pl, fn in EXTENDED.items():
+        placements_ext = [(pl, fn, "csic") for pl, fn in EXTENDED.items()]
+        placements_ext += [(pl, fn, "capture") for pl, fn in MULTIPART.items()]
+        for pl, fn, fmt in placements_ext:
             for cls in ("attack", "benign"):
                 prng = random.Random(f"{a.seed}:{pl}:{cls}")
-                path = os.path.join(a.out, f"placed-{pl.replace(':', '_')}-{cls}.csic.txt")
+                ext = "csic.txt" if fmt == "csic" else "capture.jsonl"
+                path = os.path.join(a.out, f"placed-{pl.replace(':', '_')}-{cls}.{ext}")
+                write = csic_request if fmt == "csic" else capture_line
                 with open(path, "w", encoding="utf-8", newline="") as f:
                     for r in values[cls]:
                         t = prng.choice(carriers)
-                        f.write(csic_request(*fn(t, r["payload"])))
+                        f.write(write(*fn(t, r["payload"])))
                         ext_meta.append({"placement": pl, "class": cls, "type": r["attack_type"], "carrier": t})
                 for mode, nofc in MODES:
-                    rs, _ = score(a, path, "csic", nofc, log)
+                    rs, _ = score(a, path, fmt, nofc, log)
                     if len(rs) != len(values[cls]):
                         sys.exit(f"{path}: {len(rs)} scores for {len(values[cls])} requests")
                     ext_scores[mode] += [r["verdict"] == "block" for r in rs]
