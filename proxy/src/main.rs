@@ -107,7 +107,7 @@ fn main() -> ExitCode {
         Some(Command::Run) | None => {
             let level = config.log_level.adjusted(cli.verbose, cli.quiet);
             proxy::server::init_logging(level, cli.log_format);
-            match proxy::server::run(config, cli.upgrade) {
+            match proxy::server::run(config, &path, cli.upgrade) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     match cli.log_format {
