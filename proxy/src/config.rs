@@ -132,7 +132,7 @@ impl RouteMatch {
 /// A part of a request left out of scoring (`exclude_parts`, global or a route's): in YAML
 /// `{param: NAME}`, `{header: NAME}` or `{cookie: NAME}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", deny_unknown_fields)]
+#[serde(try_from = "PartYaml", into = "PartYaml")]
 pub enum ExcludedPart {
     /// A query parameter or urlencoded form field, by its name once percent-decoded
     /// (case-sensitive, as applications read it).
@@ -143,29 +143,64 @@ pub enum ExcludedPart {
     Cookie(String),
 }
 
-impl ExcludedPart {
+/// An `exclude_parts` entry as written: exactly one of its keys.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartYaml {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    param: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cookie: Option<String>,
+}
+
+impl TryFrom<PartYaml> for ExcludedPart {
+    type Error = RouteError;
+
     /// Checks the name (what HTTP allows there) and lower-cases a header name.
-    fn checked(self) -> Result<Self, RouteError> {
-        let bad = |kind: &str, name: &str, rule: &str| {
+    fn try_from(raw: PartYaml) -> Result<Self, RouteError> {
+        const TOKEN: &str = "letters, digits and !#$%&'*+-.^_`|~";
+        let bad = |kind: &str, name: &str, rule: String| {
             Err(RouteError::Part(format!(
                 "`{kind}: {name:?}`: expected {rule}"
             )))
         };
-        match self {
-            ExcludedPart::Param(name) if name.is_empty() => bad("param", &name, "a parameter name"),
-            ExcludedPart::Param(name) => Ok(ExcludedPart::Param(name)),
-            ExcludedPart::Header(name) if !is_token(&name) => bad(
-                "header",
-                &name,
-                "a header name (letters, digits and !#$%&'*+-.^_`|~)",
-            ),
-            ExcludedPart::Header(name) => Ok(ExcludedPart::Header(name.to_ascii_lowercase())),
-            ExcludedPart::Cookie(name) if !is_token(&name) => bad(
-                "cookie",
-                &name,
-                "a cookie name (letters, digits and !#$%&'*+-.^_`|~)",
-            ),
-            ExcludedPart::Cookie(name) => Ok(ExcludedPart::Cookie(name)),
+        match (raw.param, raw.header, raw.cookie) {
+            (Some(name), None, None) if name.is_empty() => {
+                bad("param", &name, "a parameter name".into())
+            }
+            (Some(name), None, None) => Ok(ExcludedPart::Param(name)),
+            (None, Some(name), None) if !is_token(&name) => {
+                bad("header", &name, format!("a header name ({TOKEN})"))
+            }
+            (None, Some(name), None) => Ok(ExcludedPart::Header(name.to_ascii_lowercase())),
+            (None, None, Some(name)) if !is_token(&name) => {
+                bad("cookie", &name, format!("a cookie name ({TOKEN})"))
+            }
+            (None, None, Some(name)) => Ok(ExcludedPart::Cookie(name)),
+            _ => Err(RouteError::Part(
+                "expected exactly one of `param`, `header` or `cookie`".into(),
+            )),
+        }
+    }
+}
+
+impl From<ExcludedPart> for PartYaml {
+    fn from(part: ExcludedPart) -> Self {
+        match part {
+            ExcludedPart::Param(n) => PartYaml {
+                param: Some(n),
+                ..PartYaml::default()
+            },
+            ExcludedPart::Header(n) => PartYaml {
+                header: Some(n),
+                ..PartYaml::default()
+            },
+            ExcludedPart::Cookie(n) => PartYaml {
+                cookie: Some(n),
+                ..PartYaml::default()
+            },
         }
     }
 }
@@ -323,23 +358,6 @@ fn deserialize_routes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rout
         .collect()
 }
 
-/// Reads the global `exclude_parts`, naming the entry (`exclude_parts[i]`) that breaks a rule.
-fn deserialize_excluded_parts<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Vec<ExcludedPart>, D::Error> {
-    checked_parts(Vec::<ExcludedPart>::deserialize(d)?)
-        .map_err(|e| serde::de::Error::custom(format!("exclude_parts{e}")))
-}
-
-/// Each part [`ExcludedPart::checked`]; an error is prefixed with the entry's index (`[i]: `).
-fn checked_parts(parts: Vec<ExcludedPart>) -> Result<Vec<ExcludedPart>, String> {
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| p.checked().map_err(|e| format!("[{i}]: {e}")))
-        .collect()
-}
-
 /// Why a `routes:` entry (or an `exclude_parts:` entry) is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
@@ -372,8 +390,8 @@ pub enum RouteError {
     /// A host that is not a host name or address with an optional port.
     #[error("key `host`: expected a host name or IP address with an optional :port, such as \"shop.example\" or \"shop.example:8080\", got {0:?}")]
     Host(String),
-    /// An `exclude_parts` entry with a bad name.
-    #[error("key `exclude_parts`{0}")]
+    /// An `exclude_parts` entry with a bad name, or not one of its keys.
+    #[error("{0}")]
     Part(String),
 }
 
@@ -443,7 +461,7 @@ impl TryFrom<RouteYaml> for Route {
             mode: raw.mode,
             format_checks: raw.format_checks,
             threshold: raw.threshold,
-            exclude_parts: checked_parts(raw.exclude_parts).map_err(RouteError::Part)?,
+            exclude_parts: raw.exclude_parts,
         })
     }
 }
@@ -665,7 +683,7 @@ pub struct Config {
     pub routes: Vec<Route>,
     /// Parts of every request left out of scoring (`{param: NAME}`, `{header: NAME}`,
     /// `{cookie: NAME}`); a route's `exclude_parts` adds to them.
-    #[serde(default, deserialize_with = "deserialize_excluded_parts")]
+    #[serde(default)]
     pub exclude_parts: Vec<ExcludedPart>,
     /// Path and query longer than this are truncated in the audit log (at a UTF-8 boundary).
     #[serde(default = "default_audit_target_max_bytes")]
@@ -1329,6 +1347,203 @@ mod tests {
         let off = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
         assert!(off.format_checks_for(off.route_for(&RouteRequest::get("/login")), None));
         assert!(!off.format_checks_for(off.route_for(&RouteRequest::get("/shop")), None));
+    }
+
+    /// `threshold`, `methods`, `host` and `exclude_parts` on a route: parsed, matched, written
+    /// back in the same form.
+    #[test]
+    fn a_route_matches_method_and_host_and_carries_threshold_and_parts() {
+        let text = format!(
+            "{MINIMAL}exclude_parts: [{{header: X-Trace}}]\nroutes:\n  - prefix: \"/search\"\n    methods: [GET, HEAD]\n    host: Shop.Example\n    threshold: 0.9\n    exclude_parts:\n      - {{param: q}}\n      - {{cookie: session}}\n  - host: \"api.example:8443\"\n    format_checks: false\n  - methods: [POST]\n    mode: block\n"
+        );
+        let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
+        let search = RouteRequest {
+            method: "GET",
+            host: Some("shop.EXAMPLE:8080"),
+            path: "/search/x",
+        };
+        let route = c.route_for(&search).unwrap();
+        assert_eq!(route.threshold, Some(0.9));
+        assert_eq!(c.threshold_override_for(Some(route)), Some(0.9));
+        assert_eq!(route.host.as_deref(), Some("shop.example"));
+        assert_eq!(
+            c.excluded_parts_for(Some(route)),
+            vec![
+                &ExcludedPart::Header("x-trace".into()),
+                &ExcludedPart::Param("q".into()),
+                &ExcludedPart::Cookie("session".into()),
+            ]
+        );
+        // Another method, another host, or no host: not this route.
+        for other in [
+            RouteRequest {
+                method: "get",
+                ..search
+            },
+            RouteRequest {
+                host: Some("other.example"),
+                ..search
+            },
+            RouteRequest {
+                host: None,
+                ..search
+            },
+        ] {
+            assert_ne!(c.route_for(&other).map(|r| r.threshold), Some(Some(0.9)));
+        }
+        let api = RouteRequest {
+            method: "GET",
+            host: Some("API.example:8443"),
+            path: "/v1",
+        };
+        assert_eq!(c.route_for(&api).unwrap().format_checks, Some(false));
+        let api_other_port = RouteRequest {
+            host: Some("api.example"),
+            ..api
+        };
+        assert!(c.route_for(&api_other_port).is_none());
+        let post = RouteRequest {
+            method: "POST",
+            host: None,
+            path: "/login",
+        };
+        assert_eq!(c.route_for(&post).unwrap().mode, Some(Mode::Block));
+        assert_eq!(c.threshold_override_for(c.route_for(&post)), None);
+        assert_eq!(c.excluded_parts_for(None).len(), 1);
+        let back = serde_yaml::to_string(&c).unwrap();
+        assert_eq!(Config::from_yaml(&back, Path::new("back.yaml")).unwrap(), c);
+    }
+
+    #[test]
+    fn new_route_keys_are_checked_with_a_message_naming_them() {
+        for (routes, says) in [
+            (
+                "  - prefix: \"/a\"\n    threshold: 0\n",
+                "strictly between 0 and 1, got 0",
+            ),
+            (
+                "  - prefix: \"/a\"\n    threshold: 1.0\n",
+                "strictly between 0 and 1",
+            ),
+            (
+                "  - prefix: \"/a\"\n    threshold: .nan\n",
+                "key `threshold`",
+            ),
+            ("  - prefix: \"/a\"\n    threshold: high\n", "threshold"),
+            (
+                "  - prefix: \"/a\"\n    methods: [get]\n    mode: block\n",
+                "key `methods`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    methods: [\"GET /\"]\n    mode: block\n",
+                "\"GET /\"",
+            ),
+            (
+                "  - prefix: \"/a\"\n    methods: GET\n    mode: block\n",
+                "methods",
+            ),
+            (
+                "  - host: \"shop example\"\n    mode: block\n",
+                "key `host`",
+            ),
+            (
+                "  - host: \"shop.example:99999\"\n    mode: block\n",
+                "key `host`",
+            ),
+            (
+                "  - host: \"http://shop.example\"\n    mode: block\n",
+                "key `host`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{param: \"\"}]\n",
+                "exclude_parts: `param: \"\"`: expected a parameter name at line 8",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{header: \"X Foo\"}]\n",
+                "header name",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{cookie: \"a=b\"}]\n",
+                "cookie name",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{parm: q}]\n",
+                "unknown field `parm`, expected one of `param`, `header`, `cookie`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{param: q, header: h}]\n",
+                "exactly one of `param`, `header` or `cookie`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude: true\n    threshold: 0.5\n",
+                "exclude each other",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude: true\n    exclude_parts: [{param: q}]\n",
+                "exclude each other",
+            ),
+            (
+                "  - threshold: 0.5\n",
+                "`path`, `prefix`, `methods` or `host`",
+            ),
+        ] {
+            let err =
+                Config::from_yaml(&format!("{MINIMAL}routes:\n{routes}"), Path::new("t.yaml"))
+                    .unwrap_err()
+                    .to_string();
+            assert!(
+                err.contains("routes[0]") && err.contains(says),
+                "{routes:?}: {err}"
+            );
+            assert!(err.contains("t.yaml"), "{err}");
+        }
+        for (parts, says) in [
+            (
+                "[{header: \"\"}]",
+                "exclude_parts: `header: \"\"`: expected a header name",
+            ),
+            ("[{param: q}, {cookie: \"a;b\"}]", "cookie name"),
+            ("{param: q}", "exclude_parts"),
+        ] {
+            let err = Config::from_yaml(
+                &format!("{MINIMAL}exclude_parts: {parts}\n"),
+                Path::new("t.yaml"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(says), "{parts}: {err}");
+        }
+    }
+
+    #[test]
+    fn hosts_compare_without_case_trailing_dot_or_unnamed_port() {
+        assert!(host_matches("shop.example", Some("SHOP.example.")));
+        assert!(host_matches("shop.example", Some("shop.example:80")));
+        assert!(!host_matches("shop.example:80", Some("shop.example")));
+        assert!(host_matches("[::1]:8080", Some("[::1]:8080")));
+        assert!(host_matches("::1", Some("[::1]:8080")));
+        assert!(!host_matches("shop.example", Some("evil-shop.example")));
+        assert!(!host_matches("shop.example", None));
+        assert!(is_host("127.0.0.1:8080") && is_host("[::1]") && !is_host("[zz]"));
+    }
+
+    /// What a reload may change in place, and what it keeps until a restart.
+    #[test]
+    fn restart_only_keys_are_named_and_kept_from_the_running_config() {
+        let running = Config::from_yaml(MINIMAL, Path::new("a.yaml")).unwrap();
+        let text = MINIMAL.replace("127.0.0.1:8080", "127.0.0.1:8088")
+            + "threads: 4\nthreshold: 0.7\nmode: block\n";
+        let read = Config::from_yaml(&text, Path::new("b.yaml")).unwrap();
+        assert_eq!(
+            running.restart_keys_changed(&read),
+            vec!["listen", "threads"]
+        );
+        let in_force = Config::with_restart_keys_of(read, &running);
+        assert_eq!(in_force.listen, running.listen);
+        assert_eq!(in_force.threads, running.threads);
+        assert_eq!(in_force.threshold, Some(0.7));
+        assert_eq!(in_force.mode, Mode::Block);
+        assert!(running.restart_keys_changed(&in_force).is_empty());
     }
 
     #[test]
