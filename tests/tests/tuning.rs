@@ -267,3 +267,48 @@ fn a_reload_names_the_keys_that_take_a_restart_and_keeps_their_old_values() {
     assert_eq!(s.proxy.metric(&verdict("flag")), 1.0);
     assert!(s.proxy.log_text().contains("`listen` changed"));
 }
+
+/// With a bundle whose featurizer reads the whole request (`placements`): an excluded header and
+/// an excluded cookie are not scored, any other header or cookie still is.
+#[test]
+fn excluded_headers_and_cookies_are_not_scored_with_a_whole_request_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let apache = e2e::Apache::start(&tmp.path().join("apache"));
+    let bundle = tmp.path().join("bundle");
+    test_support::write_placement_fixture_bundle(&bundle, 0.5).unwrap();
+    let extra = "exclude_parts: [{header: X-Search}]
+routes:
+  - path: /tienda1/publico/anadir.jsp
+    exclude_parts: [{cookie: pref}]
+";
+    let config = e2e::proxy_config(
+        &e2e::ProxyPorts::free(),
+        apache.port,
+        &bundle,
+        "block",
+        &tmp.path().join("audit.jsonl"),
+        extra,
+    );
+    let proxy = Proxy::start(tmp.path(), &config);
+    let xss = "<script>alert(document.cookie)</script>";
+    let status = |page: &str, header: (&str, String)| {
+        let target = format!("/tienda1/publico/{page}?id=3&cantidad=2");
+        http(proxy.listen, "GET", &target, &[(header.0, &header.1)], None)
+            .unwrap()
+            .status
+    };
+    let cookie = format!(
+        "JSESSIONID=ABC123; pref={}",
+        xss.replace('<', "%3C").replace('>', "%3E")
+    );
+    // The header is excluded everywhere (any case); another header with the same value is not.
+    assert_eq!(status("productos.jsp", ("x-search", xss.to_string())), 200);
+    assert_eq!(status("productos.jsp", ("X-Other", xss.to_string())), 403);
+    // The cookie is excluded on its route only.
+    assert_eq!(status("anadir.jsp", ("Cookie", cookie.clone())), 200);
+    assert_eq!(status("productos.jsp", ("Cookie", cookie.clone())), 403);
+    let other_cookie = cookie.replace("pref=", "theme=");
+    assert_eq!(status("anadir.jsp", ("Cookie", other_cookie)), 403);
+    drop(proxy);
+    drop(apache);
+}
