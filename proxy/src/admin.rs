@@ -1,6 +1,6 @@
 //! The admin server (its own address, a pingora HTTP service): `GET /metrics`, `GET /live`,
-//! `GET /ready`, `POST /reload`, `POST /promote`; and the SIGHUP handler, which reloads like
-//! `POST /reload`.
+//! `GET /ready`, `POST /reload` (the configuration file and the bundles), `POST /promote`; and
+//! the SIGHUP handler, which reloads like `POST /reload`.
 
 use std::sync::Arc;
 
@@ -46,32 +46,44 @@ fn json(status: StatusCode, value: serde_json::Value) -> Response<Vec<u8>> {
 }
 
 impl AdminApp {
-    /// `POST /reload`: 200 when every configured bundle loaded, else 422; the body has the
-    /// active bundle's outcome at the top level and the shadow's under `"shadow"`.
+    /// `POST /reload`: 200 when the configuration and every configured bundle loaded, else 422;
+    /// the body has the active bundle's outcome at the top level, the configuration's under
+    /// `"config"` and the shadow's under `"shadow"`.
     async fn reload(&self) -> Response<Vec<u8>> {
         let report = self.shared.reload().await;
         let shadow = report.shadow.as_ref().map(|r| match r {
             Ok(version) => serde_json::json!({"result": "ok", "model_version": version}),
             Err(e) => serde_json::json!({"result": "error", "error": e.to_string()}),
         });
+        let config = match &report.config {
+            Ok(c) => serde_json::json!({
+                "result": if c.applied { "ok" } else { "error" },
+                "file": c.file,
+                "restart_needed": c.restart_needed,
+            }),
+            Err(e) => serde_json::json!({"result": "error", "error": e.to_string()}),
+        };
+        let serving = self.shared.model.get().map(|m| m.version.clone());
         let shadow_failed = matches!(report.shadow, Some(Err(_)));
-        match report.active {
-            Ok(done) if !shadow_failed => json(
-                StatusCode::OK,
-                serde_json::json!({"result": "ok", "model_version": done.version, "previous": done.previous, "shadow": shadow}),
-            ),
-            Ok(done) => json(
+        let (status, body) = match report.active {
+            None => (
                 StatusCode::UNPROCESSABLE_ENTITY,
-                serde_json::json!({"result": "error", "error": "the shadow bundle was rejected (the active bundle was reloaded)", "model_version": done.version, "previous": done.previous, "serving": done.version, "shadow": shadow}),
+                serde_json::json!({"result": "error", "error": "the configuration was rejected: the old configuration and model stay", "serving": serving, "config": config}),
             ),
-            Err(e) => {
-                let serving = self.shared.model.get().map(|m| m.version.clone());
-                json(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    serde_json::json!({"result": "error", "error": e.to_string(), "serving": serving, "shadow": shadow}),
-                )
-            }
-        }
+            Some(Ok(done)) if !shadow_failed => (
+                StatusCode::OK,
+                serde_json::json!({"result": "ok", "model_version": done.version, "previous": done.previous, "config": config, "shadow": shadow}),
+            ),
+            Some(Ok(done)) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                serde_json::json!({"result": "error", "error": "the shadow bundle was rejected (the active bundle was reloaded)", "model_version": done.version, "previous": done.previous, "serving": done.version, "config": config, "shadow": shadow}),
+            ),
+            Some(Err(e)) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                serde_json::json!({"result": "error", "error": e.to_string(), "serving": serving, "config": config, "shadow": shadow}),
+            ),
+        };
+        json(status, body)
     }
 }
 
@@ -128,7 +140,7 @@ impl ServeHttp for AdminApp {
     }
 }
 
-/// Reloads the bundle and reopens the audit log on every SIGHUP.
+/// Reloads the configuration and the bundle, and reopens the audit log, on every SIGHUP.
 pub struct HangupReloader {
     shared: Arc<Shared>,
 }
@@ -158,7 +170,9 @@ impl BackgroundService for HangupReloader {
                     if received.is_none() {
                         return;
                     }
-                    tracing::info!("SIGHUP: reloading the bundle and reopening the audit log");
+                    tracing::info!(
+                        "SIGHUP: reloading the configuration and the bundle, reopening the audit log"
+                    );
                     // Errors are logged and counted by reload itself.
                     let _ = self.shared.reload().await;
                 }

@@ -102,7 +102,7 @@ impl ScorerKind {
     }
 }
 
-/// Which request paths a [`Route`] covers. In YAML, exactly one of the keys `path` (exact match)
+/// Which request paths a [`Route`] covers. In YAML, at most one of the keys `path` (exact match)
 /// or `prefix` (path prefix), beside the route's other keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteMatch {
@@ -129,12 +129,151 @@ impl RouteMatch {
     }
 }
 
-/// One per-route rule; the first rule whose path matches applies.
+/// A part of a request left out of scoring (`exclude_parts`, global or a route's): in YAML
+/// `{param: NAME}`, `{header: NAME}` or `{cookie: NAME}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "PartYaml", into = "PartYaml")]
+pub enum ExcludedPart {
+    /// A query parameter or urlencoded form field, by its name once percent-decoded
+    /// (case-sensitive, as applications read it).
+    Param(String),
+    /// A request header, by name (case-insensitive, RFC 9110 §5.1); stored lower-cased.
+    Header(String),
+    /// A cookie of the `Cookie` header, by name (case-sensitive, RFC 6265 §5.4).
+    Cookie(String),
+}
+
+/// An `exclude_parts` entry as written: exactly one of its keys.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartYaml {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    param: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cookie: Option<String>,
+}
+
+impl TryFrom<PartYaml> for ExcludedPart {
+    type Error = RouteError;
+
+    /// Checks the name (what HTTP allows there) and lower-cases a header name.
+    fn try_from(raw: PartYaml) -> Result<Self, RouteError> {
+        const TOKEN: &str = "letters, digits and !#$%&'*+-.^_`|~";
+        let bad = |kind: &str, name: &str, rule: String| {
+            Err(RouteError::Part(format!(
+                "`{kind}: {name:?}`: expected {rule}"
+            )))
+        };
+        match (raw.param, raw.header, raw.cookie) {
+            (Some(name), None, None) if name.is_empty() => {
+                bad("param", &name, "a parameter name".into())
+            }
+            (Some(name), None, None) => Ok(ExcludedPart::Param(name)),
+            (None, Some(name), None) if !is_token(&name) => {
+                bad("header", &name, format!("a header name ({TOKEN})"))
+            }
+            (None, Some(name), None) => Ok(ExcludedPart::Header(name.to_ascii_lowercase())),
+            (None, None, Some(name)) if !is_token(&name) => {
+                bad("cookie", &name, format!("a cookie name ({TOKEN})"))
+            }
+            (None, None, Some(name)) => Ok(ExcludedPart::Cookie(name)),
+            _ => Err(RouteError::Part(
+                "expected exactly one of `param`, `header` or `cookie`".into(),
+            )),
+        }
+    }
+}
+
+impl From<ExcludedPart> for PartYaml {
+    fn from(part: ExcludedPart) -> Self {
+        match part {
+            ExcludedPart::Param(n) => PartYaml {
+                param: Some(n),
+                ..PartYaml::default()
+            },
+            ExcludedPart::Header(n) => PartYaml {
+                header: Some(n),
+                ..PartYaml::default()
+            },
+            ExcludedPart::Cookie(n) => PartYaml {
+                cookie: Some(n),
+                ..PartYaml::default()
+            },
+        }
+    }
+}
+
+/// Whether `text` is an HTTP token (RFC 9110 §5.6.2): a header name, a method, a cookie name.
+pub fn is_token(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// What a route is matched on: the request's method, host (`Host` header or absolute-form
+/// authority) and path (without the query).
+#[derive(Debug, Clone, Copy)]
+pub struct RouteRequest<'a> {
+    /// The method as sent (`GET`).
+    pub method: &'a str,
+    /// The host as sent, with its port if any; `None` when the request names none.
+    pub host: Option<&'a str>,
+    /// The path without the query, as sent (normalized for matching).
+    pub path: &'a str,
+}
+
+impl<'a> RouteRequest<'a> {
+    /// A `GET` of `path` with no host (tests, examples).
+    pub fn get(path: &'a str) -> Self {
+        RouteRequest {
+            method: "GET",
+            host: None,
+            path,
+        }
+    }
+}
+
+/// Whether the request's `host` (as sent) is `wanted` (lower-case, from the config): host names
+/// compare case-insensitively and without a trailing dot; a `wanted` without a port matches any
+/// port.
+fn host_matches(wanted: &str, host: Option<&str>) -> bool {
+    let Some(host) = host else { return false };
+    let host = host.trim();
+    let (name, port) = split_host_port(host);
+    let (wanted_name, wanted_port) = split_host_port(wanted);
+    let same_name = name
+        .trim_end_matches('.')
+        .eq_ignore_ascii_case(wanted_name.trim_end_matches('.'));
+    same_name && (wanted_port.is_none() || wanted_port == port)
+}
+
+/// `host[:port]` (or `[v6]:port`) split at the port.
+fn split_host_port(host: &str) -> (&str, Option<&str>) {
+    if let Some(rest) = host.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((v6, tail)) => (v6, tail.strip_prefix(':')),
+            None => (host, None),
+        };
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') => (name, Some(port)),
+        _ => (host, None),
+    }
+}
+
+/// One per-route rule; the first rule whose path, method and host match applies.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(into = "RouteYaml")]
 pub struct Route {
-    /// The paths this rule applies to.
-    pub matches: RouteMatch,
+    /// The paths this rule applies to; `None`: every path.
+    pub matches: Option<RouteMatch>,
+    /// The methods this rule applies to (exact, case-sensitive); empty: every method.
+    pub methods: Vec<String>,
+    /// The host this rule applies to (lower-case, optionally `:port`); `None`: every host.
+    pub host: Option<String>,
     /// `true`: forward without scoring (counted as `verdict="excluded"`).
     pub exclude: bool,
     /// Mode for this route, overriding the global `mode`.
@@ -142,17 +281,28 @@ pub struct Route {
     /// The site's format checks for this route, overriding the global `format_checks` (e.g.
     /// `false` under an API prefix the public pool does not cover).
     pub format_checks: Option<bool>,
+    /// Threshold for this route's scores, overriding the global `threshold` and the bundle's
+    /// (`threshold` or `content_only_threshold` alike): see [`Config::threshold_override_for`].
+    pub threshold: Option<f32>,
+    /// Parts not scored on this route, besides the global `exclude_parts`.
+    pub exclude_parts: Vec<ExcludedPart>,
 }
 
 impl Route {
-    /// Whether `path` (the request path without the query) is covered by this rule.
-    pub fn matches(&self, path: &str) -> bool {
-        self.matches.matches(path)
+    /// Whether the request is covered by this rule; `path` is already normalized.
+    pub fn matches(&self, request: &RouteRequest<'_>, normalized_path: &str) -> bool {
+        self.matches
+            .as_ref()
+            .is_none_or(|m| m.matches(normalized_path))
+            && (self.methods.is_empty() || self.methods.iter().any(|m| m == request.method))
+            && self
+                .host
+                .as_deref()
+                .is_none_or(|h| host_matches(h, request.host))
     }
 }
 
-/// A route as written in YAML (`path` or `prefix`, `exclude`, `mode`, `format_checks`); checked
-/// into a [`Route`].
+/// A route as written in YAML; checked into a [`Route`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RouteYaml {
@@ -160,12 +310,20 @@ struct RouteYaml {
     path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    methods: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host: Option<String>,
     #[serde(default)]
     exclude: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mode: Option<Mode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     format_checks: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    threshold: Option<f32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    exclude_parts: Vec<ExcludedPart>,
 }
 
 /// Reads an IP:port address; the error says what is expected (serde's own says only "invalid
@@ -200,24 +358,57 @@ fn deserialize_routes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rout
         .collect()
 }
 
-/// Why a `routes:` entry is invalid.
+/// Why a `routes:` entry (or an `exclude_parts:` entry) is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
-    /// Neither or both of `path` and `prefix`.
-    #[error("expected exactly one of `path` or `prefix`")]
-    PathOrPrefix,
+    /// Both `path` and `prefix`.
+    #[error("expected at most one of `path` or `prefix`")]
+    PathAndPrefix,
+    /// None of `path`, `prefix`, `methods`, `host`: the route would match every request.
+    #[error("expected what the route matches: `path`, `prefix`, `methods` or `host`")]
+    MatchesNothing,
     /// A path or prefix not starting with '/'.
     #[error("a path or prefix starts with '/', got {0:?}")]
     NotAbsolute(String),
     /// `mode: off` on a route.
     #[error("`mode: off` is global only; use `exclude: true` for a route")]
     ModeOff,
-    /// Both `exclude: true` and a `mode` or `format_checks` (an excluded route is not scored).
-    #[error("`exclude: true` and `mode` / `format_checks` exclude each other")]
+    /// Both `exclude: true` and a setting for scoring (an excluded route is not scored).
+    #[error(
+        "`exclude: true` and `mode` / `format_checks` / `threshold` / `exclude_parts` exclude each other"
+    )]
     ExcludeAndMode,
-    /// Neither `exclude: true` nor a `mode` nor `format_checks`.
-    #[error("expected `exclude: true`, a `mode` or `format_checks`")]
+    /// No setting at all.
+    #[error("expected `exclude: true`, a `mode`, `format_checks`, `threshold` or `exclude_parts`")]
     NoAction,
+    /// A `threshold` outside (0, 1).
+    #[error("key `threshold`: expected a probability strictly between 0 and 1, got {0}")]
+    Threshold(String),
+    /// A method that is not an upper-case HTTP token.
+    #[error("key `methods`: expected upper-case method names such as GET or POST (methods are case-sensitive), got {0:?}")]
+    Method(String),
+    /// A host that is not a host name or address with an optional port.
+    #[error("key `host`: expected a host name or IP address with an optional :port, such as \"shop.example\" or \"shop.example:8080\", got {0:?}")]
+    Host(String),
+    /// An `exclude_parts` entry with a bad name, or not one of its keys.
+    #[error("{0}")]
+    Part(String),
+}
+
+/// Whether `host` is a host name, an IPv4 address or a bracketed IPv6 address, with an optional
+/// numeric port.
+fn is_host(host: &str) -> bool {
+    let (name, port) = split_host_port(host);
+    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok());
+    let name_ok = if host.starts_with('[') {
+        name.parse::<std::net::Ipv6Addr>().is_ok()
+    } else {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+    };
+    port_ok && name_ok
 }
 
 impl TryFrom<RouteYaml> for Route {
@@ -225,27 +416,52 @@ impl TryFrom<RouteYaml> for Route {
 
     fn try_from(raw: RouteYaml) -> Result<Self, RouteError> {
         let matches = match (raw.path, raw.prefix) {
-            (Some(p), None) => RouteMatch::Exact(p),
-            (None, Some(p)) => RouteMatch::Prefix(p),
-            _ => return Err(RouteError::PathOrPrefix),
+            (Some(p), None) => Some(RouteMatch::Exact(p)),
+            (None, Some(p)) => Some(RouteMatch::Prefix(p)),
+            (None, None) => None,
+            (Some(_), Some(_)) => return Err(RouteError::PathAndPrefix),
         };
-        if !matches.pattern().starts_with('/') {
-            return Err(RouteError::NotAbsolute(matches.pattern().to_string()));
+        if matches.is_none() && raw.methods.is_empty() && raw.host.is_none() {
+            return Err(RouteError::MatchesNothing);
+        }
+        if let Some(m) = matches.as_ref().filter(|m| !m.pattern().starts_with('/')) {
+            return Err(RouteError::NotAbsolute(m.pattern().to_string()));
+        }
+        if let Some(bad) = raw
+            .methods
+            .iter()
+            .find(|m| !is_token(m) || m.bytes().any(|b| b.is_ascii_lowercase()))
+        {
+            return Err(RouteError::Method(bad.clone()));
+        }
+        if let Some(bad) = raw.host.as_ref().filter(|h| !is_host(h)) {
+            return Err(RouteError::Host(bad.clone()));
+        }
+        if let Some(t) = raw.threshold.filter(|t| !(*t > 0.0 && *t < 1.0)) {
+            return Err(RouteError::Threshold(t.to_string()));
         }
         if raw.mode == Some(Mode::Off) {
             return Err(RouteError::ModeOff);
         }
-        if raw.exclude && (raw.mode.is_some() || raw.format_checks.is_some()) {
+        let scoring = raw.mode.is_some()
+            || raw.format_checks.is_some()
+            || raw.threshold.is_some()
+            || !raw.exclude_parts.is_empty();
+        if raw.exclude && scoring {
             return Err(RouteError::ExcludeAndMode);
         }
-        if !raw.exclude && raw.mode.is_none() && raw.format_checks.is_none() {
+        if !raw.exclude && !scoring {
             return Err(RouteError::NoAction);
         }
         Ok(Route {
             matches,
+            methods: raw.methods,
+            host: raw.host.map(|h| h.to_ascii_lowercase()),
             exclude: raw.exclude,
             mode: raw.mode,
             format_checks: raw.format_checks,
+            threshold: raw.threshold,
+            exclude_parts: raw.exclude_parts,
         })
     }
 }
@@ -253,15 +469,20 @@ impl TryFrom<RouteYaml> for Route {
 impl From<Route> for RouteYaml {
     fn from(route: Route) -> Self {
         let (path, prefix) = match route.matches {
-            RouteMatch::Exact(p) => (Some(p), None),
-            RouteMatch::Prefix(p) => (None, Some(p)),
+            Some(RouteMatch::Exact(p)) => (Some(p), None),
+            Some(RouteMatch::Prefix(p)) => (None, Some(p)),
+            None => (None, None),
         };
         RouteYaml {
             path,
             prefix,
+            methods: route.methods,
+            host: route.host,
             exclude: route.exclude,
             mode: route.mode,
             format_checks: route.format_checks,
+            threshold: route.threshold,
+            exclude_parts: route.exclude_parts,
         }
     }
 }
@@ -457,9 +678,13 @@ pub struct Config {
     /// cannot claim `https`. Empty (default): always `http`.
     #[serde(default)]
     pub trusted_forwarders: Vec<std::net::IpAddr>,
-    /// Per-route exclusions and mode overrides; the first match wins.
+    /// Per-route exclusions and overrides; the first match wins.
     #[serde(default, deserialize_with = "deserialize_routes")]
     pub routes: Vec<Route>,
+    /// Parts of every request left out of scoring (`{param: NAME}`, `{header: NAME}`,
+    /// `{cookie: NAME}`); a route's `exclude_parts` adds to them.
+    #[serde(default)]
+    pub exclude_parts: Vec<ExcludedPart>,
     /// Path and query longer than this are truncated in the audit log (at a UTF-8 boundary).
     #[serde(default = "default_audit_target_max_bytes")]
     pub audit_target_max_bytes: usize,
@@ -656,15 +881,15 @@ impl Config {
         })
     }
 
-    /// The rule that applies to `path`, if any. Rules match the path as the upstream will
+    /// The rule that applies to `request`, if any. Rules match the path as the upstream will
     /// resolve it ([`normalize_path`]), so `/static/../admin` is not under `/static/`.
-    pub fn route_for(&self, path: &str) -> Option<&Route> {
+    pub fn route_for(&self, request: &RouteRequest<'_>) -> Option<&Route> {
         // Normalizing allocates; without rules there is nothing to match (most deployments).
         if self.routes.is_empty() {
             return None;
         }
-        let path = normalize_path(path);
-        self.routes.iter().find(|r| r.matches(&path))
+        let path = normalize_path(request.path);
+        self.routes.iter().find(|r| r.matches(request, &path))
     }
 
     /// Whether a request under `route` ([`Config::route_for`]) is scored with the site's format
@@ -676,6 +901,74 @@ impl Config {
             .or(self.format_checks)
             .or(bundle)
             .unwrap_or(true)
+    }
+
+    /// The threshold a route imposes on its requests' scores, with the format checks or
+    /// without: the route's `threshold`. `None`: the model's threshold in force (the global
+    /// `threshold` if set, else the bundle's `threshold`, or its `content_only_threshold` where
+    /// the format checks are off), which the model was loaded with.
+    pub fn threshold_override_for(&self, route: Option<&Route>) -> Option<f32> {
+        route.and_then(|r| r.threshold)
+    }
+
+    /// The parts left out of scoring for a request under `route`: the global `exclude_parts`,
+    /// then the route's.
+    pub fn excluded_parts_for<'c>(&'c self, route: Option<&'c Route>) -> Vec<&'c ExcludedPart> {
+        let route_parts = route.map_or(&[][..], |r| r.exclude_parts.as_slice());
+        self.exclude_parts.iter().chain(route_parts).collect()
+    }
+
+    /// The keys whose new value takes a restart (listening sockets, worker threads, log
+    /// writers): those of `new` that differ from `self`, the configuration in force.
+    pub fn restart_keys_changed(&self, new: &Config) -> Vec<&'static str> {
+        let changed = [
+            ("listen", self.listen != new.listen),
+            ("upstream", self.upstream != new.upstream),
+            ("admin_listen", self.admin_listen != new.admin_listen),
+            ("audit_log", self.audit_log != new.audit_log),
+            ("capture", self.capture != new.capture),
+            ("log_level", self.log_level != new.log_level),
+            ("threads", self.threads != new.threads),
+            (
+                "grace_period_seconds",
+                self.grace_period_seconds != new.grace_period_seconds,
+            ),
+            (
+                "client_header_timeout_ms",
+                self.client_header_timeout_ms != new.client_header_timeout_ms,
+            ),
+            (
+                "onnxruntime_library",
+                self.onnxruntime_library != new.onnxruntime_library,
+            ),
+            ("upgrade_sock", self.upgrade_sock != new.upgrade_sock),
+            (
+                "start_without_model",
+                self.start_without_model != new.start_without_model,
+            ),
+        ];
+        changed
+            .into_iter()
+            .filter_map(|(key, differs)| differs.then_some(key))
+            .collect()
+    }
+
+    /// `new` with the restart-only keys ([`Config::restart_keys_changed`]) of `self`: what a
+    /// reload puts in force, so that the configuration in force says what the process runs.
+    pub fn with_restart_keys_of(mut new: Config, running: &Config) -> Config {
+        new.listen = running.listen;
+        new.upstream = running.upstream;
+        new.admin_listen = running.admin_listen;
+        new.audit_log = running.audit_log.clone();
+        new.capture = running.capture.clone();
+        new.log_level = running.log_level;
+        new.threads = running.threads;
+        new.grace_period_seconds = running.grace_period_seconds;
+        new.client_header_timeout_ms = running.client_header_timeout_ms;
+        new.onnxruntime_library = running.onnxruntime_library.clone();
+        new.upgrade_sock = running.upgrade_sock.clone();
+        new.start_without_model = running.start_without_model;
+        new
     }
 }
 
@@ -983,11 +1276,11 @@ mod tests {
         let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
         assert_eq!(
             c.routes[0].matches,
-            RouteMatch::Exact("/health".to_string())
+            Some(RouteMatch::Exact("/health".to_string()))
         );
         assert_eq!(
             c.routes[1].matches,
-            RouteMatch::Prefix("/admin/".to_string())
+            Some(RouteMatch::Prefix("/admin/".to_string()))
         );
         assert!(!RouteMatch::Exact("/health".into()).matches("/healthz"));
         assert!(RouteMatch::Prefix("/admin/".into()).matches("/admin/x"));
@@ -999,15 +1292,15 @@ mod tests {
         );
         assert_eq!(Config::from_yaml(&back, Path::new("back.yaml")).unwrap(), c);
         for (routes, message) in [
-            ("  - exclude: true\n", "exactly one of"),
+            (
+                "  - exclude: true\n",
+                "`path`, `prefix`, `methods` or `host`",
+            ),
             (
                 "  - path: \"/a\"\n    prefix: \"/b\"\n    exclude: true\n",
-                "exactly one of",
+                "at most one of",
             ),
-            (
-                "  - prefix: \"/a\"\n",
-                "exclude: true`, a `mode` or `format_checks",
-            ),
+            ("  - prefix: \"/a\"\n", "expected `exclude: true`, a `mode`"),
             (
                 "  - prefix: \"/a\"\n    exclude: true\n    format_checks: false\n",
                 "exclude each other",
@@ -1039,10 +1332,10 @@ mod tests {
         );
         let on = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
         assert_eq!(on.format_checks, None);
-        assert!(!on.format_checks_for(on.route_for("/api/orders"), None));
-        assert!(!on.format_checks_for(on.route_for("/api/orders"), Some(true)));
-        assert!(on.format_checks_for(on.route_for("/admin/x"), None));
-        assert!(on.format_checks_for(on.route_for("/shop"), None));
+        assert!(!on.format_checks_for(on.route_for(&RouteRequest::get("/api/orders")), None));
+        assert!(!on.format_checks_for(on.route_for(&RouteRequest::get("/api/orders")), Some(true)));
+        assert!(on.format_checks_for(on.route_for(&RouteRequest::get("/admin/x")), None));
+        assert!(on.format_checks_for(on.route_for(&RouteRequest::get("/shop")), None));
         let back = serde_yaml::to_string(&on).unwrap();
         assert_eq!(
             Config::from_yaml(&back, Path::new("back.yaml")).unwrap(),
@@ -1052,8 +1345,205 @@ mod tests {
             "{MINIMAL}format_checks: false\nroutes:\n  - path: \"/login\"\n    format_checks: true\n"
         );
         let off = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
-        assert!(off.format_checks_for(off.route_for("/login"), None));
-        assert!(!off.format_checks_for(off.route_for("/shop"), None));
+        assert!(off.format_checks_for(off.route_for(&RouteRequest::get("/login")), None));
+        assert!(!off.format_checks_for(off.route_for(&RouteRequest::get("/shop")), None));
+    }
+
+    /// `threshold`, `methods`, `host` and `exclude_parts` on a route: parsed, matched, written
+    /// back in the same form.
+    #[test]
+    fn a_route_matches_method_and_host_and_carries_threshold_and_parts() {
+        let text = format!(
+            "{MINIMAL}exclude_parts: [{{header: X-Trace}}]\nroutes:\n  - prefix: \"/search\"\n    methods: [GET, HEAD]\n    host: Shop.Example\n    threshold: 0.9\n    exclude_parts:\n      - {{param: q}}\n      - {{cookie: session}}\n  - host: \"api.example:8443\"\n    format_checks: false\n  - methods: [POST]\n    mode: block\n"
+        );
+        let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
+        let search = RouteRequest {
+            method: "GET",
+            host: Some("shop.EXAMPLE:8080"),
+            path: "/search/x",
+        };
+        let route = c.route_for(&search).unwrap();
+        assert_eq!(route.threshold, Some(0.9));
+        assert_eq!(c.threshold_override_for(Some(route)), Some(0.9));
+        assert_eq!(route.host.as_deref(), Some("shop.example"));
+        assert_eq!(
+            c.excluded_parts_for(Some(route)),
+            vec![
+                &ExcludedPart::Header("x-trace".into()),
+                &ExcludedPart::Param("q".into()),
+                &ExcludedPart::Cookie("session".into()),
+            ]
+        );
+        // Another method, another host, or no host: not this route.
+        for other in [
+            RouteRequest {
+                method: "get",
+                ..search
+            },
+            RouteRequest {
+                host: Some("other.example"),
+                ..search
+            },
+            RouteRequest {
+                host: None,
+                ..search
+            },
+        ] {
+            assert_ne!(c.route_for(&other).map(|r| r.threshold), Some(Some(0.9)));
+        }
+        let api = RouteRequest {
+            method: "GET",
+            host: Some("API.example:8443"),
+            path: "/v1",
+        };
+        assert_eq!(c.route_for(&api).unwrap().format_checks, Some(false));
+        let api_other_port = RouteRequest {
+            host: Some("api.example"),
+            ..api
+        };
+        assert!(c.route_for(&api_other_port).is_none());
+        let post = RouteRequest {
+            method: "POST",
+            host: None,
+            path: "/login",
+        };
+        assert_eq!(c.route_for(&post).unwrap().mode, Some(Mode::Block));
+        assert_eq!(c.threshold_override_for(c.route_for(&post)), None);
+        assert_eq!(c.excluded_parts_for(None).len(), 1);
+        let back = serde_yaml::to_string(&c).unwrap();
+        assert_eq!(Config::from_yaml(&back, Path::new("back.yaml")).unwrap(), c);
+    }
+
+    #[test]
+    fn new_route_keys_are_checked_with_a_message_naming_them() {
+        for (routes, says) in [
+            (
+                "  - prefix: \"/a\"\n    threshold: 0\n",
+                "strictly between 0 and 1, got 0",
+            ),
+            (
+                "  - prefix: \"/a\"\n    threshold: 1.0\n",
+                "strictly between 0 and 1",
+            ),
+            (
+                "  - prefix: \"/a\"\n    threshold: .nan\n",
+                "key `threshold`",
+            ),
+            ("  - prefix: \"/a\"\n    threshold: high\n", "threshold"),
+            (
+                "  - prefix: \"/a\"\n    methods: [get]\n    mode: block\n",
+                "key `methods`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    methods: [\"GET /\"]\n    mode: block\n",
+                "\"GET /\"",
+            ),
+            (
+                "  - prefix: \"/a\"\n    methods: GET\n    mode: block\n",
+                "methods",
+            ),
+            (
+                "  - host: \"shop example\"\n    mode: block\n",
+                "key `host`",
+            ),
+            (
+                "  - host: \"shop.example:99999\"\n    mode: block\n",
+                "key `host`",
+            ),
+            (
+                "  - host: \"http://shop.example\"\n    mode: block\n",
+                "key `host`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{param: \"\"}]\n",
+                "exclude_parts: `param: \"\"`: expected a parameter name at line 8",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{header: \"X Foo\"}]\n",
+                "header name",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{cookie: \"a=b\"}]\n",
+                "cookie name",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{parm: q}]\n",
+                "unknown field `parm`, expected one of `param`, `header`, `cookie`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude_parts: [{param: q, header: h}]\n",
+                "exactly one of `param`, `header` or `cookie`",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude: true\n    threshold: 0.5\n",
+                "exclude each other",
+            ),
+            (
+                "  - prefix: \"/a\"\n    exclude: true\n    exclude_parts: [{param: q}]\n",
+                "exclude each other",
+            ),
+            (
+                "  - threshold: 0.5\n",
+                "`path`, `prefix`, `methods` or `host`",
+            ),
+        ] {
+            let err =
+                Config::from_yaml(&format!("{MINIMAL}routes:\n{routes}"), Path::new("t.yaml"))
+                    .unwrap_err()
+                    .to_string();
+            assert!(
+                err.contains("routes[0]") && err.contains(says),
+                "{routes:?}: {err}"
+            );
+            assert!(err.contains("t.yaml"), "{err}");
+        }
+        for (parts, says) in [
+            (
+                "[{header: \"\"}]",
+                "exclude_parts: `header: \"\"`: expected a header name",
+            ),
+            ("[{param: q}, {cookie: \"a;b\"}]", "cookie name"),
+            ("{param: q}", "exclude_parts"),
+        ] {
+            let err = Config::from_yaml(
+                &format!("{MINIMAL}exclude_parts: {parts}\n"),
+                Path::new("t.yaml"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(says), "{parts}: {err}");
+        }
+    }
+
+    #[test]
+    fn hosts_compare_without_case_trailing_dot_or_unnamed_port() {
+        assert!(host_matches("shop.example", Some("SHOP.example.")));
+        assert!(host_matches("shop.example", Some("shop.example:80")));
+        assert!(!host_matches("shop.example:80", Some("shop.example")));
+        assert!(host_matches("[::1]:8080", Some("[::1]:8080")));
+        assert!(host_matches("::1", Some("[::1]:8080")));
+        assert!(!host_matches("shop.example", Some("evil-shop.example")));
+        assert!(!host_matches("shop.example", None));
+        assert!(is_host("127.0.0.1:8080") && is_host("[::1]") && !is_host("[zz]"));
+    }
+
+    /// What a reload may change in place, and what it keeps until a restart.
+    #[test]
+    fn restart_only_keys_are_named_and_kept_from_the_running_config() {
+        let running = Config::from_yaml(MINIMAL, Path::new("a.yaml")).unwrap();
+        let text = MINIMAL.replace("127.0.0.1:8080", "127.0.0.1:8088")
+            + "threads: 4\nthreshold: 0.7\nmode: block\n";
+        let read = Config::from_yaml(&text, Path::new("b.yaml")).unwrap();
+        assert_eq!(
+            running.restart_keys_changed(&read),
+            vec!["listen", "threads"]
+        );
+        let in_force = Config::with_restart_keys_of(read, &running);
+        assert_eq!(in_force.listen, running.listen);
+        assert_eq!(in_force.threads, running.threads);
+        assert_eq!(in_force.threshold, Some(0.7));
+        assert_eq!(in_force.mode, Mode::Block);
+        assert!(running.restart_keys_changed(&in_force).is_empty());
     }
 
     #[test]
@@ -1079,10 +1569,14 @@ mod tests {
     fn dot_segments_do_not_inherit_an_exclusion() {
         let text = format!("{MINIMAL}routes:\n  - prefix: \"/static/\"\n    exclude: true\n");
         let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
-        assert!(c.route_for("/static/app.js").is_some());
-        assert!(c.route_for("/static/../tienda1/login.jsp").is_none());
-        assert!(c.route_for("/static/%2e%2e/tienda1/login.jsp").is_none());
-        assert!(c.route_for("//static/app.js").is_some());
+        assert!(c.route_for(&RouteRequest::get("/static/app.js")).is_some());
+        assert!(c
+            .route_for(&RouteRequest::get("/static/../tienda1/login.jsp"))
+            .is_none());
+        assert!(c
+            .route_for(&RouteRequest::get("/static/%2e%2e/tienda1/login.jsp"))
+            .is_none());
+        assert!(c.route_for(&RouteRequest::get("//static/app.js")).is_some());
     }
 
     #[test]
@@ -1091,13 +1585,19 @@ mod tests {
             "{MINIMAL}routes:\n  - path: \"/health\"\n    exclude: true\n  - prefix: \"/admin/\"\n    mode: block\n  - prefix: \"/\"\n    mode: detect\n"
         );
         let c = Config::from_yaml(&text, Path::new("t.yaml")).unwrap();
-        let health = c.route_for("/health").unwrap();
+        let health = c.route_for(&RouteRequest::get("/health")).unwrap();
         assert!(health.exclude);
-        assert_eq!(health.matches, RouteMatch::Exact("/health".to_string()));
+        assert_eq!(
+            health.matches,
+            Some(RouteMatch::Exact("/health".to_string()))
+        );
         assert!(c
-            .route_for("/healthz")
+            .route_for(&RouteRequest::get("/healthz"))
             .is_some_and(|r| r.mode == Some(Mode::Detect)));
-        assert_eq!(c.route_for("/admin/x").unwrap().mode, Some(Mode::Block));
+        assert_eq!(
+            c.route_for(&RouteRequest::get("/admin/x")).unwrap().mode,
+            Some(Mode::Block)
+        );
     }
 }
 
@@ -1112,11 +1612,15 @@ mod example_tests {
         let block = Config::load(&dir.join("proxy-block.yaml")).unwrap();
         assert_eq!(block.mode, Mode::Block);
         assert_eq!(
-            block.route_for("/search").and_then(|r| r.mode),
+            block
+                .route_for(&RouteRequest::get("/search"))
+                .and_then(|r| r.mode),
             Some(Mode::Detect)
         );
         let detect = Config::load(&dir.join("proxy.yaml")).unwrap();
         assert_eq!(detect.mode, Mode::Detect);
-        assert!(detect.route_for("/static/x.css").is_some_and(|r| r.exclude));
+        assert!(detect
+            .route_for(&RouteRequest::get("/static/x.css"))
+            .is_some_and(|r| r.exclude));
     }
 }

@@ -20,8 +20,12 @@ use pingora::{Error, ErrorSource, Result};
 
 use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
 use crate::capture::Entry;
-use crate::config::{BodyOverLimit, Mode, OnError, UriOverLimit, MAX_BODY_LIMIT_BYTES};
+use crate::config::{
+    BodyOverLimit, Config, ExcludedPart, Mode, OnError, RouteRequest, UriOverLimit,
+    MAX_BODY_LIMIT_BYTES,
+};
 use crate::error::ProxyError;
+use crate::exclude::{self, Kept};
 use crate::model::{Scored, ServingModel};
 use crate::shadow::{self, ShadowJudgement};
 use crate::state::Shared;
@@ -55,8 +59,50 @@ struct Judgement<'a> {
     shadow: Option<&'a ShadowJudgement>,
     /// The placement that scored highest (scored requests at or above the threshold).
     placement: Option<&'static str>,
-    /// Whether the request was scored with the site's format checks (its route's setting).
+    /// How the request was scored: its route's format checks and threshold.
+    tuning: Tuning,
+    /// The request as scored (without its `exclude_parts`), where it differs from the request
+    /// as sent.
+    scored_parts: Option<RequestParts<'a>>,
+}
+
+/// How a request is scored, by its route: with or without the site's format checks, and at the
+/// route's threshold (`None`: the model's threshold in force).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tuning {
     format_checks: bool,
+    threshold: Option<f32>,
+}
+
+impl Tuning {
+    /// The threshold `model` judges this request at.
+    fn threshold(self, model: &ServingModel) -> f32 {
+        model.threshold_in_force(self.format_checks, self.threshold)
+    }
+}
+
+/// The host a request names: the authority of an absolute-form target, else its `Host`.
+fn request_host(header: &RequestHeader) -> Option<&str> {
+    match header.uri.authority() {
+        Some(authority) => authority.as_str().rsplit('@').next(),
+        None => header
+            .headers
+            .get(http::header::HOST)
+            .and_then(|v| v.to_str().ok()),
+    }
+}
+
+/// What scoring a request takes besides the request itself.
+struct ScoredRequest<'a> {
+    /// The active model (`None`: none loaded, the request follows `on_error`).
+    model: Option<&'a ServingModel>,
+    mode: Mode,
+    tuning: Tuning,
+    /// Its parts left out of scoring (global and the route's `exclude_parts`).
+    excluded: Vec<&'a ExcludedPart>,
+    /// The featurizer reads the whole request (headers, every body type).
+    whole_request: bool,
+    on_error: OnError,
 }
 
 /// A request head past one of the proxy's limits.
@@ -172,7 +218,7 @@ fn header_pairs(header: &RequestHeader, whole_request: bool) -> Vec<(&str, &[u8]
 impl WafProxy {
     /// A proxy that forwards to the configured upstream.
     pub fn new(shared: Arc<Shared>) -> Result<Self, ProxyError> {
-        let upstream = shared.config.upstream;
+        let upstream = shared.config().upstream;
         Ok(Self { shared, upstream })
     }
 
@@ -180,6 +226,7 @@ impl WafProxy {
     async fn read_scored_body(
         &self,
         session: &mut Session,
+        config: &Config,
         whole_request: bool,
     ) -> Result<ScoredBody> {
         let header = session.req_header();
@@ -187,8 +234,8 @@ impl WafProxy {
             return Ok(ScoredBody::NotScored);
         }
         let declared = declared_length(header);
-        let limit = self.shared.config.body_limit_bytes;
-        let policy = self.shared.config.body_over_limit;
+        let limit = config.body_limit_bytes;
+        let policy = config.body_over_limit;
         if declared.is_some_and(|n| n > limit as u64) {
             self.count_over_limit(policy);
         }
@@ -222,7 +269,7 @@ impl WafProxy {
         // it; a chunked body is read until the limit is reached. The whole read has one deadline
         // (pingora's own timeout is per read, which a client trickling a byte at a time resets).
         let read_whole = declared.is_some();
-        let timeout_ms = self.shared.config.client_body_timeout_ms;
+        let timeout_ms = config.client_body_timeout_ms;
         let read = tokio::time::timeout(Duration::from_millis(timeout_ms), async {
             while read_whole || body.len() < limit {
                 match session.read_request_body().await? {
@@ -326,8 +373,7 @@ impl WafProxy {
 
     /// The request head against `uri_limit_bytes` (414) and the header limits (431): the first
     /// limit exceeded.
-    fn over_head_limits(&self, session: &Session) -> Option<OverLimit> {
-        let config = &self.shared.config;
+    fn over_head_limits(&self, session: &Session, config: &Config) -> Option<OverLimit> {
         let header = session.req_header();
         let target_len = header.raw_path().len();
         if target_len > config.uri_limit_bytes && config.uri_over_limit == UriOverLimit::Reject {
@@ -417,7 +463,11 @@ impl WafProxy {
                 shadow: None,
                 placement: None,
                 // Not scored: no placement is looked for.
-                format_checks: true,
+                tuning: Tuning {
+                    format_checks: true,
+                    threshold: None,
+                },
+                scored_parts: None,
             },
         );
     }
@@ -456,7 +506,10 @@ impl WafProxy {
         let placement = judged
             .model
             .map_or(featurizer::Placement::Request, |m| {
-                m.worst_placement(parts, judged.format_checks)
+                m.worst_placement(
+                    judged.scored_parts.as_ref().unwrap_or(parts),
+                    judged.tuning.format_checks,
+                )
             })
             .as_str();
         if scored.malicious {
@@ -480,7 +533,7 @@ impl WafProxy {
         ctx: &RequestCtx,
         parts: &RequestParts<'_>,
         mode: Mode,
-        judged: (Option<&Scored>, Option<&ServingModel>, bool),
+        judged: (Option<&Scored>, Option<&ServingModel>, Tuning),
     ) {
         let Some(verdict) = ctx.verdict else { return };
         let header = session.req_header();
@@ -490,7 +543,7 @@ impl WafProxy {
         let Some(capture) = &self.shared.capture else {
             return;
         };
-        let (scored, model, format_checks) = judged;
+        let (scored, model, tuning) = judged;
         let (body, body_truncated) = capture.cut_body(parts.body);
         capture.record(Entry {
             time: now_rfc3339(),
@@ -514,7 +567,7 @@ impl WafProxy {
             body,
             body_truncated,
             score: scored.map(|s| s.score),
-            threshold: model.map(|m| m.threshold_for(format_checks)),
+            threshold: model.map(|m| tuning.threshold(m)),
             verdict: verdict.as_str(),
             mode: mode.as_str(),
             bundle_version: model.map(|m| m.version.clone()),
@@ -532,7 +585,7 @@ impl WafProxy {
         e: &ProxyError,
         mut judged: Judgement<'_>,
     ) {
-        let on_error = self.shared.config.on_error;
+        let on_error = self.shared.config().on_error;
         tracing::error!(request_id = %ctx.request_id, on_error = ?on_error, "{e}");
         judged.reason = Some(format!("scoring_error: {e}"));
         self.audit(ctx, session, parts, judged);
@@ -569,12 +622,13 @@ impl WafProxy {
             reason,
             shadow,
             placement,
-            format_checks,
+            tuning,
+            scored_parts: _,
         } = judged;
         let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
         let shadow = shadow.filter(|s| s.verdict != verdict);
-        let config = &self.shared.config;
+        let config = self.shared.config();
         let redact = config.audit_redact_values;
         let raw_target = if redact {
             redact_target(parts.target)
@@ -616,7 +670,7 @@ impl WafProxy {
             target_truncated,
             body,
             score,
-            threshold: model.map(|m| m.threshold_for(format_checks)),
+            threshold: model.map(|m| tuning.threshold(m)),
             verdict: verdict.as_str(),
             mode: mode.as_str(),
             model_version: model.map(|m| m.version.as_str()),
@@ -626,10 +680,102 @@ impl WafProxy {
             shadow_score: shadow.and_then(|s| s.score),
             shadow_model_version: shadow.map(|s| s.model.version.as_str()),
             placement,
-            format_checks,
+            format_checks: tuning.format_checks,
         };
         if let Err(e) = self.shared.audit.write(&record) {
             tracing::error!(request_id = %ctx.request_id, "audit log: {e}");
+        }
+    }
+
+    /// Scores the request (without its excluded parts), counts, records and audits it, and
+    /// answers it where the verdict (403) or `on_error: closed` (503) says so; `Ok(true)` when
+    /// answered, `Ok(false)` to forward it.
+    async fn score_and_answer(
+        &self,
+        session: &mut Session,
+        ctx: &mut RequestCtx,
+        body: Option<&[u8]>,
+        request: ScoredRequest<'_>,
+    ) -> Result<bool> {
+        let ScoredRequest {
+            model,
+            mode,
+            tuning,
+            excluded,
+            whole_request,
+            on_error,
+        } = request;
+        let method = session.req_header().method.as_str().to_string();
+        let target = session.req_header().raw_path().to_vec();
+        let header_pairs = header_pairs(session.req_header(), whole_request);
+        let parts = RequestParts {
+            method: &method,
+            target: &target,
+            body,
+            headers: if whole_request {
+                Headers::Pairs(&header_pairs)
+            } else {
+                Headers::None
+            },
+        };
+        let kept = exclude::without_excluded(&parts, &excluded);
+        let scored_parts = kept.as_ref().map(Kept::parts);
+        let scoring = scored_parts.unwrap_or(parts);
+        let scored = match model {
+            Some(m) => m.score_at(&scoring, tuning.format_checks, tuning.threshold),
+            None => Err(ProxyError::NoModel),
+        };
+        let verdict = match &scored {
+            Ok(s) if s.malicious => shadow::malicious_verdict(mode),
+            Ok(_) => Verdict::Allow,
+            Err(_) => Verdict::Error,
+        };
+        self.count(ctx, verdict);
+        self.record_scored(
+            session,
+            ctx,
+            &parts,
+            mode,
+            (scored.as_ref().ok(), model, tuning),
+        );
+        let shadow = shadow::judge(
+            &self.shared,
+            &scoring,
+            verdict,
+            mode,
+            (tuning.format_checks, tuning.threshold),
+        );
+        let judged = Judgement {
+            model,
+            scored: scored.as_ref().ok(),
+            mode,
+            reason: None,
+            shadow: shadow.as_ref(),
+            placement: None,
+            tuning,
+            scored_parts,
+        };
+        let e = match &scored {
+            Ok(_) => {
+                self.observe_scored(ctx, session, &parts, verdict, whole_request, judged);
+                // A block is always audited (observe_scored returns early only for an allow).
+                if verdict != Verdict::Block {
+                    return Ok(false);
+                }
+                let what = "Forbidden: blocked by pate-waf";
+                respond(session, 403, what, &ctx.request_id).await?;
+                return Ok(true);
+            }
+            Err(e) => e,
+        };
+        self.audit_scoring_error(ctx, session, &parts, e, judged);
+        match on_error {
+            OnError::Open => Ok(false),
+            OnError::Closed => {
+                let what = "Service Unavailable: request could not be scored";
+                respond(session, 503, what, &ctx.request_id).await?;
+                Ok(true)
+            }
         }
     }
 
@@ -675,13 +821,18 @@ impl ProxyHttp for WafProxy {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
-        let config = &self.shared.config;
-        let route = config.route_for(session.req_header().uri.path());
+        let config = self.shared.config();
+        let header = session.req_header();
+        let route = config.route_for(&RouteRequest {
+            method: header.method.as_str(),
+            host: request_host(header),
+            path: header.uri.path(),
+        });
         let mode = route.and_then(|r| r.mode).unwrap_or(config.mode);
         // Protocol limits come before routes: an excluded path is not scored, but it is still
         // bounded. Detect mode (global or the route's) never refuses on them: it forwards the
         // request unscored, for the upstream to accept or refuse, and counts it.
-        if let Some(over) = self.over_head_limits(session) {
+        if let Some(over) = self.over_head_limits(session, &config) {
             if mode == Mode::Detect {
                 self.forward_unscored(session, ctx, mode, over.unscored, &over.detail);
                 return Ok(false);
@@ -691,23 +842,25 @@ impl ProxyHttp for WafProxy {
                 .await?;
             return Ok(true);
         }
-        if config.mode == Mode::Off {
-            // No WAF: forwarded as is (the limits above still apply).
-            self.count(ctx, Verdict::Excluded);
-            return Ok(false);
-        }
-        if route.is_some_and(|r| r.exclude) {
+        if config.mode == Mode::Off || route.is_some_and(|r| r.exclude) {
+            // No WAF, or a route not scored: forwarded as is (the limits above still apply).
             self.count(ctx, Verdict::Excluded);
             return Ok(false);
         }
         let model = self.shared.model.get();
-        let format_checks =
-            config.format_checks_for(route, model.as_deref().and_then(|m| m.format_checks));
+        let tuning = Tuning {
+            format_checks: config
+                .format_checks_for(route, model.as_deref().and_then(|m| m.format_checks)),
+            threshold: config.threshold_override_for(route),
+        };
         // The featurizer reads headers and every body type only with `placements`.
         let whole_request = model
             .as_deref()
             .is_some_and(|m| m.featurizer.config().placements.is_some());
-        let body = match self.read_scored_body(session, whole_request).await? {
+        let body = match self
+            .read_scored_body(session, &config, whole_request)
+            .await?
+        {
             // What was read is in pingora's replay buffer: forwarded whole.
             ScoredBody::UnsupportedEncoding(reason) if mode == Mode::Detect => {
                 let detail = reason.strip_prefix("content_encoding: ").unwrap_or(&reason);
@@ -724,83 +877,16 @@ impl ProxyHttp for WafProxy {
                 return Ok(true);
             }
         };
-        let method = session.req_header().method.as_str().to_string();
-        let target = session.req_header().raw_path().to_vec();
-        let header_pairs = header_pairs(session.req_header(), whole_request);
-        let parts = RequestParts {
-            method: &method,
-            target: &target,
-            body: body.as_deref(),
-            headers: if whole_request {
-                Headers::Pairs(&header_pairs)
-            } else {
-                Headers::None
-            },
+        let request = ScoredRequest {
+            model: model.as_deref(),
+            mode,
+            tuning,
+            excluded: config.excluded_parts_for(route),
+            whole_request,
+            on_error: config.on_error,
         };
-        let scored = match model.as_deref() {
-            Some(m) => m.score_checked(&parts, format_checks),
-            None => Err(ProxyError::NoModel),
-        };
-        let verdict = match &scored {
-            Ok(s) if s.malicious => shadow::malicious_verdict(mode),
-            Ok(_) => Verdict::Allow,
-            Err(_) => Verdict::Error,
-        };
-        self.count(ctx, verdict);
-        let judged = (scored.as_ref().ok(), model.as_deref(), format_checks);
-        self.record_scored(session, ctx, &parts, mode, judged);
-        let shadow = shadow::judge(&self.shared, &parts, verdict, mode, format_checks);
-        match scored {
-            Ok(scored) => {
-                let judged = Judgement {
-                    model: model.as_deref(),
-                    scored: Some(&scored),
-                    mode,
-                    reason: None,
-                    shadow: shadow.as_ref(),
-                    placement: None,
-                    format_checks,
-                };
-                self.observe_scored(ctx, session, &parts, verdict, whole_request, judged);
-                // A block is always audited (observe_scored returns early only for an allow).
-                if verdict == Verdict::Block {
-                    respond(
-                        session,
-                        403,
-                        "Forbidden: blocked by pate-waf",
-                        &ctx.request_id,
-                    )
-                    .await?;
-                    return Ok(true);
-                }
-                Ok(false)
-            }
-            Err(e) => {
-                let judged = Judgement {
-                    model: model.as_deref(),
-                    scored: None,
-                    mode,
-                    reason: None,
-                    shadow: shadow.as_ref(),
-                    placement: None,
-                    format_checks,
-                };
-                self.audit_scoring_error(ctx, session, &parts, &e, judged);
-                match config.on_error {
-                    OnError::Open => Ok(false),
-                    OnError::Closed => {
-                        respond(
-                            session,
-                            503,
-                            "Service Unavailable: request could not be scored",
-                            &ctx.request_id,
-                        )
-                        .await?;
-                        Ok(true)
-                    }
-                }
-            }
-        }
+        self.score_and_answer(session, ctx, body.as_deref(), request)
+            .await
     }
 
     async fn upstream_peer(
@@ -810,7 +896,7 @@ impl ProxyHttp for WafProxy {
     ) -> Result<Box<HttpPeer>> {
         let mut peer = HttpPeer::new(self.upstream, false, String::new());
         peer.options.connection_timeout = Some(Duration::from_millis(
-            self.shared.config.upstream_connect_timeout_ms,
+            self.shared.config().upstream_connect_timeout_ms,
         ));
         Ok(Box::new(peer))
     }
@@ -841,7 +927,7 @@ impl ProxyHttp for WafProxy {
         let trusted = session
             .client_addr()
             .and_then(|a| a.as_inet())
-            .is_some_and(|a| self.shared.config.trusted_forwarders.contains(&a.ip()));
+            .is_some_and(|a| self.shared.config().trusted_forwarders.contains(&a.ip()));
         let forwarded_proto = upstream_request
             .headers
             .get("x-forwarded-proto")

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod capture;
 pub mod config;
 pub mod error;
+pub mod exclude;
 pub mod filter;
 pub mod metrics;
 pub mod model;

@@ -62,9 +62,11 @@ Configuration keys (YAML):
   on_error: open|closed           scoring failure: forward (default) or 503
   body_limit_bytes: 65536         urlencoded POST/PUT body bytes scored (max 65536)
   body_over_limit: truncate|reject  score the prefix (default) or answer 413
-  routes:                         first match wins
+  routes:                         first match wins; match on path|prefix, methods, host
     - {path: \"/health\", exclude: true}
     - {prefix: \"/admin/\", mode: block}
+    - {prefix: \"/search\", methods: [GET], threshold: 0.9, exclude_parts: [{param: q}]}
+  exclude_parts: []               never scored: {param: NAME}, {header: NAME}, {cookie: NAME}
   uri_limit_bytes: 8192           uri_over_limit: reject|truncate  (414, or score the prefix and forward)
   header_count_limit: 100         header_limit_bytes: 32768     (431 above either)
   client_header_timeout_ms: 10000 client_body_timeout_ms: 10000 (slow heads dropped, slow bodies 408)
@@ -107,7 +109,7 @@ fn main() -> ExitCode {
         Some(Command::Run) | None => {
             let level = config.log_level.adjusted(cli.verbose, cli.quiet);
             proxy::server::init_logging(level, cli.log_format);
-            match proxy::server::run(config, cli.upgrade) {
+            match proxy::server::run(config, &path, cli.upgrade) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     match cli.log_format {

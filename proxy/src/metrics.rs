@@ -43,6 +43,10 @@ pub struct Metrics {
     pub model_info: IntGaugeVec,
     /// `patewaf_model_reloads_total{result="ok|error"}`.
     pub reloads: IntCounterVec,
+    /// `patewaf_config_reloads_total{result="ok|error"}`: re-reads of the configuration file by
+    /// a reload; `error`: it did not parse or validate, or its active bundle was rejected, and
+    /// the old configuration stays in force.
+    pub config_reloads: IntCounterVec,
     /// `patewaf_upstream_errors_total`: requests that failed talking to the upstream.
     pub upstream_errors: IntCounter,
     /// `patewaf_ready`: 1 while a warm model serves.
@@ -121,6 +125,12 @@ impl Metrics {
             r,
             "model_reloads_total",
             "Bundle reload attempts, by result.",
+            &["result"],
+        )?);
+        let config_reloads = results(counter_vec(
+            r,
+            "config_reloads_total",
+            "Configuration file reloads, by result (error: the old configuration stays).",
             &["result"],
         )?);
         let upstream_errors = IntCounter::with_opts(
@@ -214,6 +224,7 @@ impl Metrics {
             scoring_duration,
             model_info,
             reloads,
+            config_reloads,
             upstream_errors,
             ready,
             by_verdict,
@@ -520,6 +531,7 @@ mod tests {
             "patewaf_score_bucket",
             "patewaf_scoring_duration_seconds_bucket",
             "patewaf_model_reloads_total{result=\"error\"} 0",
+            "patewaf_config_reloads_total{result=\"ok\"} 0",
             "patewaf_upstream_errors_total 0",
             "patewaf_ready 0",
             "patewaf_model_info{delta=\"1e-5\",epsilon=\"1.0\",mechanism=\"gnmax\",version=\"v2\"} 1",

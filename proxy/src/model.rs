@@ -420,6 +420,12 @@ impl ServingModel {
         }
     }
 
+    /// The threshold a score is judged at: `route_threshold` (a route's `threshold`) where set,
+    /// else [`ServingModel::threshold_for`].
+    pub fn threshold_in_force(&self, format_checks: bool, route_threshold: Option<f32>) -> f32 {
+        route_threshold.unwrap_or_else(|| self.threshold_for(format_checks))
+    }
+
     /// The featurizer that scores with (`format_checks`) or without the site's format checks.
     fn featurizer_for(&self, format_checks: bool) -> &Featurizer {
         match &self.content_only {
@@ -435,6 +441,17 @@ impl ServingModel {
         &self,
         req: &RequestParts,
         format_checks: bool,
+    ) -> Result<Scored, ProxyError> {
+        self.score_at(req, format_checks, None)
+    }
+
+    /// [`ServingModel::score_checked`] judged at `route_threshold` where set
+    /// ([`ServingModel::threshold_in_force`]).
+    pub fn score_at(
+        &self,
+        req: &RequestParts,
+        format_checks: bool,
+        route_threshold: Option<f32>,
     ) -> Result<Scored, ProxyError> {
         let started = Instant::now();
         let featurizer = self.featurizer_for(format_checks);
@@ -454,7 +471,10 @@ impl ServingModel {
                 .is_some_and(|i| scored.features.indices.contains(&i));
         Ok(Scored {
             score: scored.score,
-            malicious: is_block(scored.score, self.threshold_for(format_checks)),
+            malicious: is_block(
+                scored.score,
+                self.threshold_in_force(format_checks, route_threshold),
+            ),
             seconds: started.elapsed().as_secs_f64(),
             truncated: scored.truncated,
             features: scored.features,

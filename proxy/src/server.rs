@@ -1,6 +1,7 @@
 //! Builds and runs the pingora server: the proxy service, the admin service and the SIGHUP
 //! handler, around one [`Shared`] state.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use pingora::proxy::http_proxy;
@@ -55,9 +56,11 @@ pub fn init_logging(level: LogLevel, format: LogFormat) {
 /// Loads ONNX Runtime and the bundle (failing fast with a clear error), then runs the proxy
 /// until SIGINT (fast) or SIGTERM (graceful: waits at most `grace_period_seconds`).
 /// `upgrade`: take the listening sockets over from a running instance (pingora graceful upgrade).
-pub fn run(config: Config, upgrade: bool) -> Result<(), ProxyError> {
+/// `config_file`, where `config` was read from, is read again by every reload.
+pub fn run(config: Config, config_file: &Path, upgrade: bool) -> Result<(), ProxyError> {
     guard_hangup_during_startup();
     let shared = load(config)?;
+    shared.set_config_file(config_file.to_path_buf());
     let server = build(shared, upgrade)?;
     server.run(pingora::server::RunArgs::default());
     Ok(())
@@ -69,11 +72,12 @@ pub fn load(config: Config) -> Result<Arc<Shared>, ProxyError> {
     bundle::init_onnxruntime(config.onnxruntime_library.as_deref())
         .map_err(|e| ProxyError::Server(e.to_string()))?;
     let shared = Shared::new(config)?;
+    let config = shared.config();
     let model = match shared.load_blocking() {
         Ok(loaded) => loaded.version,
-        Err(e) if shared.config.start_without_model => {
+        Err(e) if config.start_without_model => {
             tracing::error!(
-                on_error = ?shared.config.on_error,
+                on_error = ?config.on_error,
                 "starting without a model (not ready) because start_without_model is set: {e}"
             );
             "none".to_string()
@@ -81,10 +85,10 @@ pub fn load(config: Config) -> Result<Arc<Shared>, ProxyError> {
         Err(e) => return Err(e),
     };
     tracing::info!(
-        listen = %shared.config.listen,
-        upstream = %shared.config.upstream,
-        admin = %shared.config.admin_listen,
-        mode = shared.config.mode.as_str(),
+        listen = %config.listen,
+        upstream = %config.upstream,
+        admin = %config.admin_listen,
+        mode = config.mode.as_str(),
         model = %model,
         "pate-proxy starting"
     );
@@ -95,15 +99,12 @@ pub fn load(config: Config) -> Result<Arc<Shared>, ProxyError> {
 /// service and the SIGHUP reloader, bootstrapped and ready to `run`. In-process tests
 /// (`proxy/tests/in_process.rs`) run it on a thread of their own.
 pub fn build(shared: Arc<Shared>, upgrade: bool) -> Result<Server, ProxyError> {
+    let config = shared.config();
     let conf = ServerConf {
-        threads: shared.config.threads,
-        grace_period_seconds: Some(shared.config.grace_period_seconds),
-        graceful_shutdown_timeout_seconds: Some(shared.config.grace_period_seconds.max(1)),
-        upgrade_sock: shared
-            .config
-            .upgrade_sock_path()
-            .to_string_lossy()
-            .into_owned(),
+        threads: config.threads,
+        grace_period_seconds: Some(config.grace_period_seconds),
+        graceful_shutdown_timeout_seconds: Some(config.grace_period_seconds.max(1)),
+        upgrade_sock: config.upgrade_sock_path().to_string_lossy().into_owned(),
         pid_file: std::env::temp_dir()
             .join(format!("pate-proxy-{}.pid", std::process::id()))
             .to_string_lossy()
@@ -120,14 +121,14 @@ pub fn build(shared: Arc<Shared>, upgrade: bool) -> Result<Server, ProxyError> {
     // Every accepted connection gets a deadline for its request heads (slowloris, issue 8).
     let app = HeadDeadlineApp::new(
         http_proxy(&server.configuration, WafProxy::new(shared.clone())?),
-        std::time::Duration::from_millis(shared.config.client_header_timeout_ms),
+        std::time::Duration::from_millis(config.client_header_timeout_ms),
     )
     .with_counters(StrictCounters {
         malformed: shared.metrics.malformed.clone(),
         requests: shared.metrics.requests.clone(),
     });
     let mut proxy = Service::new("pate-proxy".to_string(), app);
-    let listen = shared.config.listen.to_string();
+    let listen = config.listen.to_string();
     proxy.add_tcp(&listen);
     let proxy = MarkBound {
         inner: proxy,
@@ -138,7 +139,7 @@ pub fn build(shared: Arc<Shared>, upgrade: bool) -> Result<Server, ProxyError> {
         "pate-proxy admin".to_string(),
         AdminApp::new(shared.clone()),
     );
-    admin.add_tcp(&shared.config.admin_listen.to_string());
+    admin.add_tcp(&config.admin_listen.to_string());
     let hangup = background_service("pate-proxy SIGHUP reload", HangupReloader::new(shared));
     server.add_service(proxy);
     server.add_service(admin);

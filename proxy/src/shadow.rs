@@ -6,7 +6,7 @@
 //! lets it block anything.
 //!
 //! The shadow is scored with its own featurizer (a new bundle may tokenize differently), the
-//! same threshold override and scorer as the active model, and the request's mode (global or
+//! same threshold overrides (global and the route's) and scorer as the active model, and the request's mode (global or
 //! route), so its verdict is the one it would give once promoted. A shadow scoring failure is
 //! its verdict `error`: it never changes the request's outcome.
 
@@ -39,17 +39,17 @@ pub fn malicious_verdict(mode: Mode) -> Verdict {
 }
 
 /// Scores `parts` with the shadow model, if one is loaded (with or without the site's format
-/// checks, as the active model was), and counts the pair (`active`, the shadow's verdict).
+/// checks, and at the route's threshold where it has one, as the active model was), and counts the pair (`active`, the shadow's verdict).
 /// `None` when no shadow is loaded.
 pub fn judge(
     shared: &Shared,
     parts: &RequestParts<'_>,
     active: Verdict,
     mode: Mode,
-    format_checks: bool,
+    (format_checks, route_threshold): (bool, Option<f32>),
 ) -> Option<ShadowJudgement> {
     let model = shared.shadow.get()?;
-    let (verdict, score) = match model.score_checked(parts, format_checks) {
+    let (verdict, score) = match model.score_at(parts, format_checks, route_threshold) {
         Ok(scored) => {
             shared.metrics.shadow_score.observe(f64::from(scored.score));
             let verdict = if scored.malicious {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::audit::AuditLog;
@@ -14,8 +14,12 @@ use crate::model::{ModelSlot, ServingModel};
 
 /// Everything the request path and the operations share.
 pub struct Shared {
-    /// The configuration the process started with.
-    pub config: Config,
+    /// The configuration in force: the one the process started with, or the last one a reload
+    /// read and validated ([`Shared::config`]).
+    config: RwLock<Arc<Config>>,
+    /// The file the configuration was read from, re-read by every reload; `None` (a
+    /// configuration built in code): reloads keep the configuration.
+    config_file: Mutex<Option<PathBuf>>,
     /// The serving (active) model: its verdicts are the proxy's.
     pub model: ModelSlot,
     /// The shadow model (`shadow_bundle`): scores beside the active one, decides nothing.
@@ -88,11 +92,28 @@ pub struct Reloaded {
     pub previous: Option<String>,
 }
 
-/// What a reload (SIGHUP, `POST /reload`) did to each slot.
+/// What a reload did to the configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigReloaded {
+    /// The file re-read; `None` when the configuration was not read from a file (kept as is).
+    pub file: Option<PathBuf>,
+    /// Whether it is in force: false when the active bundle was rejected (the old configuration
+    /// stays with the old model).
+    pub applied: bool,
+    /// The keys changed in the file that take a restart to apply (their old values stay in
+    /// force; a warning names each).
+    pub restart_needed: Vec<&'static str>,
+}
+
+/// What a reload (SIGHUP, `POST /reload`) did to the configuration and each slot.
 #[derive(Debug)]
 pub struct ReloadReport {
-    /// The active bundle: swapped in, or rejected (the old model keeps serving).
-    pub active: Result<Reloaded, ProxyError>,
+    /// The configuration: re-read, validated and in force, or rejected (the old one stays, and
+    /// nothing else is reloaded).
+    pub config: Result<ConfigReloaded, ProxyError>,
+    /// The active bundle: swapped in, or rejected (the old model keeps serving, and the old
+    /// configuration with it). `None`: not loaded, the configuration was rejected.
+    pub active: Option<Result<Reloaded, ProxyError>>,
     /// The shadow bundle, when one is configured: the version now shadowing, or why it was
     /// rejected (the previous shadow, if any, keeps scoring).
     pub shadow: Option<Result<String, ProxyError>>,
@@ -126,7 +147,8 @@ impl Shared {
             shadow: config.shadow_bundle.clone(),
         };
         Ok(Arc::new(Self {
-            config,
+            config: RwLock::new(Arc::new(config)),
+            config_file: Mutex::new(None),
             model: ModelSlot::default(),
             shadow: ModelSlot::default(),
             metrics,
@@ -138,6 +160,29 @@ impl Shared {
             ready_gauge: Mutex::new(()),
             request_ids: RequestIds::new(),
         }))
+    }
+
+    /// The configuration in force (a request takes it once and keeps it to its end).
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Names the file the configuration was read from: reloads re-read it.
+    pub fn set_config_file(&self, path: PathBuf) {
+        *self
+            .config_file
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(path);
+    }
+
+    fn config_file(&self) -> Option<PathBuf> {
+        self.config_file
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Records that the proxy's listening socket is bound (`server::build` watches for it):
@@ -183,10 +228,10 @@ impl Shared {
     /// Loads `dir` with the configured threshold override, sessions and scorer: the same for the
     /// active and the shadow bundle, so that the shadow's verdicts are the ones it would give
     /// once promoted.
-    fn loader(&self, dir: PathBuf) -> impl FnOnce() -> Result<ServingModel, ProxyError> {
-        let threshold = self.config.threshold;
-        let sessions = self.config.threads;
-        let scorer = self.config.scorer;
+    fn loader(config: &Config, dir: PathBuf) -> impl FnOnce() -> Result<ServingModel, ProxyError> {
+        let threshold = config.threshold;
+        let sessions = config.threads;
+        let scorer = config.scorer;
         move || ServingModel::load_with_scorer(&dir, threshold, sessions, scorer)
     }
 
@@ -196,31 +241,129 @@ impl Shared {
     /// decides anything.
     pub fn load_blocking(&self) -> Result<Reloaded, ProxyError> {
         let dirs = self.dirs();
-        let active = self.install(self.loader(dirs.active)(), false);
+        let config = self.config();
+        let active = self.install(Self::loader(&config, dirs.active)(), false);
         if let Some(dir) = dirs.shadow {
-            let _ = self.install_shadow(self.loader(dir.clone())(), &dir);
+            let _ = self.install_shadow(Self::loader(&config, dir.clone())(), &dir);
         }
         active
     }
 
-    /// Hot reload (SIGHUP, `POST /reload`): reopens the audit log, loads and verifies the active
-    /// bundle (then the shadow bundle, if any) beside the serving one on a blocking thread, and
-    /// swaps each in only when it is complete and warm. On error the old model keeps serving
-    /// (the old shadow keeps shadowing); the error is logged and counted.
+    /// Hot reload (SIGHUP, `POST /reload`): reopens the audit log, re-reads and validates the
+    /// configuration file, loads and verifies the active bundle (then the shadow bundle, if any)
+    /// with it beside the serving one on a blocking thread, and puts the new configuration and
+    /// model in force together only when both are good. A configuration that does not parse or
+    /// validate, or an active bundle that fails to load, keeps the old configuration and model
+    /// (logged, counted in `patewaf_config_reloads_total` and `patewaf_model_reloads_total`). A
+    /// rejected shadow keeps the old shadow and does not stop the rest. Keys that take a restart
+    /// (listening addresses, threads, log writers) keep their old values, with a warning.
     pub async fn reload(self: &Arc<Self>) -> ReloadReport {
         let _one_at_a_time = self.reload_lock.lock().await;
         if let Err(e) = self.audit.reopen() {
             tracing::error!("reopening the audit log: {e}");
         }
-        let dirs = self.dirs();
-        let active = self.install(load_off_thread(self.loader(dirs.active)).await, true);
-        let shadow = match dirs.shadow {
-            Some(dir) => {
-                Some(self.install_shadow(load_off_thread(self.loader(dir.clone())).await, &dir))
+        let running = self.config();
+        let (config, restart_needed) = match self.reread_config(&running) {
+            Ok(read) => read,
+            Err(e) => {
+                self.count_config_reload(false);
+                tracing::error!("configuration rejected, the old one stays (and the model): {e}");
+                return ReloadReport {
+                    config: Err(e),
+                    active: None,
+                    shadow: None,
+                };
             }
+        };
+        let dirs = self.dirs_for(&running, &config);
+        let loaded = load_off_thread(Self::loader(&config, dirs.active.clone())).await;
+        let applied = loaded.is_ok();
+        if applied {
+            self.put_in_force(config, dirs, &restart_needed);
+        }
+        let active = self.install(loaded, true);
+        let file = self.config_file();
+        if file.is_some() {
+            self.count_config_reload(applied);
+        }
+        // With the configuration now in force (the old one if the active bundle was rejected).
+        let in_force = self.config();
+        let shadow = match self.dirs().shadow {
+            Some(dir) => Some(self.install_shadow(
+                load_off_thread(Self::loader(&in_force, dir.clone())).await,
+                &dir,
+            )),
             None => None,
         };
-        ReloadReport { active, shadow }
+        ReloadReport {
+            config: Ok(ConfigReloaded {
+                file,
+                applied,
+                restart_needed,
+            }),
+            active: Some(active),
+            shadow,
+        }
+    }
+
+    /// The configuration file read again and validated, with the restart-only keys of `running`
+    /// ([`Config::with_restart_keys_of`]), and the names of those that changed; `running` itself
+    /// when the configuration was not read from a file.
+    fn reread_config(
+        &self,
+        running: &Arc<Config>,
+    ) -> Result<(Arc<Config>, Vec<&'static str>), ProxyError> {
+        let Some(file) = self.config_file() else {
+            return Ok((running.clone(), Vec::new()));
+        };
+        let read = Config::load(&file)?;
+        let restart_needed = running.restart_keys_changed(&read);
+        let config = Config::with_restart_keys_of(read, running);
+        Ok((Arc::new(config), restart_needed))
+    }
+
+    /// The bundle directories a reload loads: those the new configuration names where it
+    /// changed `bundle` or `shadow_bundle`, else those in force (a promoted shadow stays active).
+    fn dirs_for(&self, running: &Config, config: &Config) -> BundleDirs {
+        let mut dirs = self.dirs();
+        if config.bundle != running.bundle {
+            dirs.active = config.bundle.clone();
+        }
+        if config.shadow_bundle != running.shadow_bundle {
+            dirs.shadow = config.shadow_bundle.clone();
+        }
+        dirs
+    }
+
+    /// Makes `config` (and the bundle directories it names) the ones in force, and warns about
+    /// each changed key that takes a restart. A shadow bundle no longer named stops shadowing.
+    fn put_in_force(&self, config: Arc<Config>, dirs: BundleDirs, restart_needed: &[&str]) {
+        if dirs.shadow.is_none() && self.shadow.take().is_some() {
+            self.metrics.set_shadow_model_info(None);
+        }
+        for key in restart_needed {
+            tracing::warn!(
+                key,
+                "configuration key `{key}` changed: it takes a restart to apply, the old value stays in force"
+            );
+        }
+        *self
+            .dirs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = dirs;
+        *self
+            .config
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = config;
+    }
+
+    /// Counts a reload of the configuration file in `patewaf_config_reloads_total{result}`.
+    fn count_config_reload(&self, ok: bool) {
+        let label = if ok { "ok" } else { "error" };
+        self.metrics
+            .config_reloads
+            .with_label_values(&[label])
+            .inc();
     }
 
     /// `POST /promote`: makes the shadow bundle the active one. The shadow directory is loaded
@@ -262,7 +405,7 @@ impl Shared {
                 dir.display()
             )));
         };
-        let model = load_off_thread(self.loader(dir.clone())).await?;
+        let model = load_off_thread(Self::loader(&self.config(), dir.clone())).await?;
         if model.files != observed.files {
             return Err(ProxyError::Promote(format!(
                 "the shadow bundle {} changed on disk since it was loaded (shadowing version \
@@ -290,7 +433,7 @@ impl Shared {
              still names `bundle: {}`: update it (and `shadow_bundle`) to keep this model \
              after a restart",
             dir.display(),
-            self.config.bundle.display()
+            self.config().bundle.display()
         );
         Ok(Promoted {
             version: model.version.clone(),
