@@ -1053,7 +1053,7 @@ fn traffic_validation_tpr(
 }
 
 /// `site.review` (a simulation): the `review` highest-scoring distinct requests of the site's
-/// validation traffic still counted are reviewed, and those that are attacks (the simulation's
+/// validation traffic still counted (not the attacks placed into it) are reviewed, and those that are attacks (the simulation's
 /// labels) leave the traffic: `copies` (one per score: the site's `site_rows`, then the placed
 /// examples) with theirs at 0. `None` without a review.
 fn reviewed_copies(
@@ -1068,7 +1068,11 @@ fn reviewed_copies(
     }
     let rows = &cx.plan.validation_rows;
     let mut copies = copies.map_or_else(|| vec![1; scores.len()], <[usize]>::to_vec);
-    let mut order: Vec<usize> = (0..site_rows).filter(|&r| copies[r] > 0).collect();
+    // The traffic's requests only: the site's rows labelled malicious are placed attacks.
+    let traffic = |r: usize| {
+        copies[r] > 0 && cx.data.records[rows[r]].label != Some(datasets::Label::Malicious)
+    };
+    let mut order: Vec<usize> = (0..site_rows).filter(|&r| traffic(r)).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
     let mut attacks = 0;
     for &r in order.iter().take(review) {
