@@ -10,8 +10,8 @@ use proxy::server::LogFormat;
 /// pate-proxy: a reverse proxy (pingora) that scores every request with a PATE-trained student
 /// model (ONNX Runtime) and blocks (403) or flags it before it reaches the upstream (Apache).
 ///
-/// Signals: SIGHUP reloads the bundle and reopens the audit log (like POST /reload on the admin
-/// address); SIGTERM stops gracefully (waits up to grace_period_seconds); SIGINT stops at once;
+/// Signals: SIGHUP re-reads the configuration file, reloads the bundle and reopens the audit log,
+/// keeping the old ones if either is invalid (like POST /reload on the admin address); SIGTERM stops gracefully (waits up to grace_period_seconds); SIGINT stops at once;
 /// SIGQUIT hands the sockets to a new process started with --upgrade.
 ///
 /// The process log goes to stderr at the config's `log_level:`, stepped by -v/-q; GET /ready
