@@ -83,12 +83,16 @@ pub enum UriOverLimit {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScorerKind {
-    /// ONNX Runtime (the default and the product definition): every request runs through an ORT
+    /// The default: `native` for a linear student (one layer: a sparse dot product, the same sum
+    /// as ORT's to float rounding), `onnxruntime` for a network with hidden layers. Either is
+    /// checked against ONNX Runtime at every load.
+    Auto,
+    /// ONNX Runtime (the product definition): every request runs through an ORT
     /// session of the bundle's network with a sparse first layer (`bundle::Scorer::score_sparse`,
     /// a graph built in memory from `model.onnx`), one session per worker thread.
     Onnxruntime,
-    /// Opt-in: a native Rust forward pass of the same network (`bundle::SparseMlp`), checked
-    /// against ONNX Runtime at every load; faster per call than ORT's per-call floor.
+    /// A native Rust forward pass of the same network (`bundle::SparseMlp`), checked against
+    /// ONNX Runtime at every load; faster per call than ORT's per-call floor.
     Native,
 }
 
@@ -96,6 +100,7 @@ impl ScorerKind {
     /// The lowercase name used in the YAML file, the logs and `/ready`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ScorerKind::Auto => "auto",
             ScorerKind::Onnxruntime => "onnxruntime",
             ScorerKind::Native => "native",
         }
@@ -706,8 +711,9 @@ pub struct Config {
     /// Runtime sessions, so that no worker waits for another's session).
     #[serde(default = "default_threads")]
     pub threads: usize,
-    /// `onnxruntime` (default: every request is scored through ONNX Runtime) or `native` (opt-in
-    /// native forward pass of the same network, checked against ONNX Runtime at load).
+    /// `auto` (default: `native` for a linear student, `onnxruntime` for hidden layers),
+    /// `onnxruntime` (every request through ONNX Runtime) or `native` (a native forward pass of
+    /// the same network); whichever serves is checked against ONNX Runtime at load.
     #[serde(default = "default_scorer")]
     pub scorer: ScorerKind,
     /// Seconds pingora waits for in-flight requests on SIGTERM before stopping.
@@ -781,7 +787,7 @@ fn default_threads() -> usize {
     2
 }
 fn default_scorer() -> ScorerKind {
-    ScorerKind::Onnxruntime
+    ScorerKind::Auto
 }
 fn default_grace_period_seconds() -> u64 {
     5
@@ -1038,7 +1044,7 @@ mod tests {
         assert_eq!(c.uri_over_limit, UriOverLimit::Reject);
         assert_eq!(c.header_count_limit, 100);
         assert!(c.trusted_forwarders.is_empty());
-        assert_eq!(c.scorer, ScorerKind::Onnxruntime);
+        assert_eq!(c.scorer, ScorerKind::Auto);
         assert_eq!(c.shadow_bundle, None);
         assert_eq!(
             c.format_checks, None,
@@ -1068,6 +1074,7 @@ mod tests {
     #[test]
     fn scorer_key_selects_onnxruntime_or_native() {
         for (value, kind) in [
+            ("auto", ScorerKind::Auto),
             ("onnxruntime", ScorerKind::Onnxruntime),
             ("native", ScorerKind::Native),
         ] {

@@ -57,7 +57,7 @@ Configuration keys (YAML):
                                   (patewaf_shadow_requests_total); POST /promote makes it active
   audit_log: \"audit.jsonl\"        JSON lines for flagged/blocked/failed requests (required)
   mode: detect|block|off          default detect (forward and record); off: no WAF, plain passthrough
-  scorer: onnxruntime|native      default onnxruntime (ORT per request); native: opt-in, checked against ORT at load
+  scorer: auto|onnxruntime|native default auto (native for a linear student, ORT for hidden layers); checked against ORT at load
   threshold: 0.5                  override the bundle's threshold (default: the bundle's)
   on_error: open|closed           scoring failure: forward (default) or 503
   body_limit_bytes: 65536         urlencoded POST/PUT body bytes scored (max 65536)

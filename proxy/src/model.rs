@@ -1,13 +1,15 @@
 //! The serving model: a verified bundle, its featurizer and its network, behind a slot that hot
 //! reload swaps atomically.
 //!
-//! By default (`scorer: onnxruntime`) every request is scored through ONNX Runtime: a pool of
+//! By default (`scorer: auto`) a linear student is scored natively (below) and a network with
+//! hidden layers through ONNX Runtime. With `scorer: onnxruntime` every request is scored
+//! through ONNX Runtime: a pool of
 //! sessions (one per worker thread) of the bundle's network with a sparse first layer
 //! ([`Scorer::score_sparse`]: Gather of the used rows of W1, then the remaining layers, built in
 //! memory from `model.onnx`). A request takes the first free session (round-robin start), so
 //! workers only wait for each other when every session is busy; there is no global lock.
 //!
-//! `scorer: native` is an opt-in: [`bundle::SparseMlp`], a native forward pass of the same
+//! `scorer: native`: [`bundle::SparseMlp`], a native forward pass of the same
 //! network, which avoids ORT's per-call cost (2.6 µs floor, 4.9 µs for a typical request of
 //! configs/train.yaml's featurizer, measured by `cargo bench -p proxy --bench score`).
 //!
@@ -228,7 +230,7 @@ const WARM_UP_TARGET: &[u8] = b"/index.jsp?id=1&name=warm-up";
 const SCORER_VS_ORT_TOLERANCE: f32 = 1e-5;
 
 impl ServingModel {
-    /// Loads `dir` with the default scorer, ONNX Runtime ([`ServingModel::load_with_scorer`]).
+    /// Loads `dir` with the default scorer, [`ScorerKind::Auto`] ([`ServingModel::load_with_scorer`]).
     pub fn load(
         dir: &Path,
         threshold_override: Option<f32>,
@@ -238,8 +240,18 @@ impl ServingModel {
             dir,
             threshold_override,
             worker_threads,
-            ScorerKind::Onnxruntime,
+            ScorerKind::Auto,
         )
+    }
+
+    /// The scorer `scorer` names for `bundle`: [`ScorerKind::Auto`] is native for a linear
+    /// network (one layer), ONNX Runtime for one with hidden layers.
+    fn resolved(scorer: ScorerKind, bundle: &Bundle) -> Result<ScorerKind, bundle::BundleError> {
+        Ok(match scorer {
+            ScorerKind::Auto if bundle.mlp()?.layers.len() == 1 => ScorerKind::Native,
+            ScorerKind::Auto => ScorerKind::Onnxruntime,
+            kind => kind,
+        })
     }
 
     /// Loads `dir` (every hash and version checked by [`Bundle::load`]) and builds the `scorer`:
@@ -274,8 +286,8 @@ impl ServingModel {
                 bundle.manifest.input_dim
             )));
         }
-        let network = match scorer {
-            ScorerKind::Native => {
+        let network = match Self::resolved(scorer, &bundle).map_err(load(""))? {
+            ScorerKind::Native | ScorerKind::Auto => {
                 let mlp = bundle.mlp().map_err(load(""))?;
                 Network::Native(SparseMlp::new(&mlp).map_err(load("the native scorer: "))?)
             }

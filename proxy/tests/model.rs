@@ -16,13 +16,16 @@ fn load_with(dir: &std::path::Path, scorer: ScorerKind, sessions: usize) -> Serv
 }
 
 #[test]
-fn default_scorer_is_onnxruntime_with_a_session_per_worker() {
+fn default_scorer_is_native_for_a_linear_student_and_onnxruntime_has_a_session_per_worker() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bundle");
     write_fixture_bundle(&dir, None, 0.5, "fixture-4").unwrap();
     let model = load(&dir, None);
-    assert_eq!(model.scorer(), ScorerKind::Onnxruntime);
-    assert_eq!(model.sessions(), 2);
+    assert_eq!(model.scorer(), ScorerKind::Native, "the fixture is linear");
+    assert_eq!(model.sessions(), 0);
+    let ort = load_with(&dir, ScorerKind::Onnxruntime, 2);
+    assert_eq!(ort.scorer(), ScorerKind::Onnxruntime);
+    assert_eq!(ort.sessions(), 2);
     let one = load_with(&dir, ScorerKind::Onnxruntime, 0);
     assert_eq!(one.sessions(), 1, "threads 0 still gets one session");
     let native = load_with(&dir, ScorerKind::Native, 2);
@@ -189,6 +192,11 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
     assert!(lo < 0.3 && hi > 0.7, "scores span only [{lo}, {hi}]");
     let expected_verdicts: Vec<bool> = expected.iter().map(|&s| bundle::is_block(s, 0.5)).collect();
     assert!(expected_verdicts.iter().any(|&b| b) && !expected_verdicts.iter().all(|&b| b));
+    // `auto` keeps ONNX Runtime for a network with hidden layers.
+    assert_eq!(
+        load_with(&dir, ScorerKind::Auto, 2).scorer(),
+        ScorerKind::Onnxruntime
+    );
     for kind in [ScorerKind::Onnxruntime, ScorerKind::Native] {
         let model = load_with(&dir, kind, 2);
         assert_eq!(model.scorer(), kind);
