@@ -58,7 +58,7 @@ WRK_CPU=${WRK_CPU:-1}
 SERVER_CPU=${SERVER_CPU:-0}
 PROXY_CPU=${PROXY_CPU:-$SERVER_CPU}
 PROXY_THREADS=${PROXY_THREADS:-1}
-SCORER=${SCORER:-onnxruntime}   # the proxy's `scorer:` (onnxruntime = the default, native = opt-in)
+SCORER=${SCORER:-auto}   # the proxy's `scorer:` (auto = the default, onnxruntime or native to force one)
 PORT_BASE=${PORT_BASE:-18280}
 DIRECT_PORT=$((PORT_BASE + 1)); CRS_PORT=$((PORT_BASE + 2))
 DETECT_PORT=$((PORT_BASE + 3)); BLOCK_PORT=$((PORT_BASE + 4))
