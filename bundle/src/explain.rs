@@ -235,7 +235,7 @@ pub struct Explanation {
     pub logit: f32,
     /// The logit of the empty vector.
     pub baseline: f32,
-    /// The largest contributions, largest first.
+    /// The largest contributions (none of 0), largest first.
     pub top: Vec<Contribution>,
     /// The sum of every other contribution (`baseline + Σ top + others ≈ logit`).
     pub others: f32,
@@ -268,7 +268,8 @@ pub fn explain_vector(
         .zip(&attribution.contributions)
         .map(|(&i, &c)| (vocabulary.get(i as usize).map_or("", String::as_str), c))
         .collect();
-    let mut order: Vec<usize> = (0..named.len()).collect();
+    // Features of no contribution (a weight of 0) say nothing.
+    let mut order: Vec<usize> = (0..named.len()).filter(|&k| named[k].1 != 0.0).collect();
     order.sort_by(|&a, &b| named[b].1.total_cmp(&named[a].1).then(a.cmp(&b)));
     order.truncate(n);
     let top_indices: Vec<u32> = order.iter().map(|&k| v.indices[k]).collect();

@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use bundle::{
-    is_block, score_request, score_request_and_parts, Bundle, PartOffsets, Scorer, SparseMlp,
+    explain_vector, is_block, score_request, score_request_and_parts, Bundle, Explanation,
+    PartOffsets, ScoredVector, Scorer, SparseMlp,
 };
 use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
 
-use crate::audit::TokenWeight;
 use crate::config::ScorerKind;
 use crate::error::ProxyError;
 
@@ -87,6 +87,8 @@ enum Network {
     OnnxRuntime {
         sessions: Vec<Mutex<Scorer>>,
         next: AtomicUsize,
+        /// The same network laid out natively, read only to explain flagged requests.
+        explainer: SparseMlp,
     },
     /// The network of `model.onnx` laid out for sparse input; `&self` scoring, no lock.
     Native(SparseMlp),
@@ -100,10 +102,18 @@ impl Network {
         }
     }
 
+    /// The network as [`SparseMlp`], for explanations.
+    fn native(&self) -> &SparseMlp {
+        match self {
+            Network::Native(mlp) => mlp,
+            Network::OnnxRuntime { explainer, .. } => explainer,
+        }
+    }
+
     fn score(&self, indices: &[u32], values: &[f32]) -> Result<f32, bundle::BundleError> {
         match self {
             Network::Native(mlp) => mlp.score(indices, values),
-            Network::OnnxRuntime { sessions, next } => {
+            Network::OnnxRuntime { sessions, next, .. } => {
                 // Round-robin start, then the first free session; block on the start one only
                 // when every session is busy (there are as many sessions as worker threads).
                 let start = next.fetch_add(1, Ordering::Relaxed) % sessions.len();
@@ -207,6 +217,9 @@ pub struct Scored {
     /// features, so this is the request's path; with `placements.parts_alone` the highest
     /// vector may be a part alone, which carries none (then false).
     pub unseen_path: bool,
+    /// `Some(placement)` when `features` is a part alone whose score by the bundle's model of
+    /// single parts was the request's (content alone scored); `None` for a window.
+    pub part: Option<Placement>,
 }
 
 /// sha256 of `files` listed as `sha256sum` prints them (`"{sha256}  {name}\n"`, in name order).
@@ -274,11 +287,10 @@ impl ServingModel {
                 bundle.manifest.input_dim
             )));
         }
+        let native = SparseMlp::new(&bundle.mlp().map_err(load(""))?)
+            .map_err(load("the native scorer: "))?;
         let network = match scorer {
-            ScorerKind::Native => {
-                let mlp = bundle.mlp().map_err(load(""))?;
-                Network::Native(SparseMlp::new(&mlp).map_err(load("the native scorer: "))?)
-            }
+            ScorerKind::Native => Network::Native(native),
             ScorerKind::Onnxruntime => {
                 let mut sessions = Vec::with_capacity(worker_threads.max(1));
                 for _ in 0..worker_threads.max(1) {
@@ -297,6 +309,7 @@ impl ServingModel {
                 Network::OnnxRuntime {
                     sessions,
                     next: AtomicUsize::new(0),
+                    explainer: native,
                 }
             }
         };
@@ -459,7 +472,31 @@ impl ServingModel {
             truncated: scored.truncated,
             features: scored.features,
             unseen_path,
+            part: scored.part,
         })
+    }
+
+    /// Why `scored` (this model's score of `req`, with or without the format checks) scored
+    /// what it did: the `n` features that contributed most to the logit of the vector that
+    /// scored, from the student's network or, where the part model's score was the request's,
+    /// the part model's ([`bundle::explain_vector`]). Only for audited requests.
+    pub fn explain(
+        &self,
+        req: &RequestParts,
+        scored: &Scored,
+        format_checks: bool,
+        n: usize,
+    ) -> Result<Explanation, ProxyError> {
+        let network = match (&self.part_model, scored.part) {
+            (Some(part_model), Some(_)) => part_model,
+            _ => self.network.native(),
+        };
+        let vector = ScoredVector {
+            features: &scored.features,
+            part: scored.part,
+        };
+        explain_vector(self.featurizer_for(format_checks), network, req, vector, n)
+            .map_err(|e| ProxyError::Scoring(Box::new(e)))
     }
 
     fn score_vector(&self, features: &SparseVector) -> Result<f32, ProxyError> {
@@ -503,38 +540,6 @@ impl ServingModel {
             }
         }
         best.1
-    }
-
-    /// The `n` tokens of a scored feature vector with the largest TF-IDF weight, heaviest first.
-    pub fn top_tokens(&self, features: &SparseVector, n: usize) -> Vec<TokenWeight> {
-        let vocabulary = self.featurizer.vocabulary();
-        let mut weights: Vec<(&str, f32)> = features
-            .indices
-            .iter()
-            .zip(&features.values)
-            .filter_map(|(&i, &w)| vocabulary.get(i as usize).map(|t| (t.as_str(), w)))
-            .collect();
-        // Heaviest first, ties by token (vocabulary entries are distinct, so this is a total
-        // order): select the first n, then sort only those (a request of the detector's
-        // featurizer has hundreds of weights; sorting them all cost ≈95,000 instructions per
-        // audited request).
-        let order =
-            |a: &(&str, f32), b: &(&str, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
-        if n == 0 {
-            return Vec::new();
-        }
-        if weights.len() > n {
-            weights.select_nth_unstable_by(n - 1, order);
-            weights.truncate(n);
-        }
-        weights.sort_unstable_by(order);
-        weights
-            .into_iter()
-            .map(|(token, weight)| TokenWeight {
-                token: token.to_owned(),
-                weight,
-            })
-            .collect()
     }
 }
 
