@@ -21,7 +21,7 @@ use crate::{BundleError, InputProblem};
 /// Integrated gradients start with this many steps.
 pub const FIRST_STEPS: usize = 16;
 /// … and double up to this many.
-pub const MAX_STEPS: usize = 512;
+pub const MAX_STEPS: usize = 256;
 /// Largest |logit − baseline − Σ contributions| integrated gradients stop at, in logit units.
 pub const COMPLETENESS_TOLERANCE: f32 = 1e-3;
 

@@ -6,7 +6,8 @@
 //! priors included); a parameter-aware or rarity feature (`p:n:<name>`, `p:rare:<name>`,
 //! `p:path:…`, `p:unseen:path`) is placed by the name or path it carries. A feature several parts
 //! carry is placed in the one that carries it most often (the first of equal counts); a
-//! request-wide feature (`p:rare:any`, `p:odd:…`, `p:m:…`) has no part.
+//! request-wide feature (`p:rare:any`, `p:odd:…`, `p:m:…`) has no part. Without placements,
+//! the parts are the path, the query pairs and the form pairs (what the seeds' view reads).
 use super::*;
 use placement::{Piece, Reading};
 
@@ -103,7 +104,16 @@ impl Featurizer {
         req: &RequestParts,
         indices: &[u32],
     ) -> Vec<Option<FeatureSource>> {
-        let split = self.explained_parts(req);
+        let mut split = self.explained_parts(req);
+        if self.content.config.placements.is_none() {
+            // The seeds' featurizer reads the target and a form body only.
+            split.parts.retain(|p| {
+                matches!(
+                    p.placement,
+                    Placement::Path | Placement::Query | Placement::Form
+                )
+            });
+        }
         // Per wanted index: (count, part) of the part that carries it most.
         let mut best: Vec<(usize, Option<usize>)> = vec![(0, None); indices.len()];
         let mut features = Vec::new();

@@ -548,7 +548,10 @@ fn audit_log_redacts_values_when_asked() {
     // The explanation shows no value either: no snippet, no vocabulary word the redacted line
     // does not show.
     let line = audit[0].to_string();
-    assert!(!audit[0]["explanation"]["top"].as_array().unwrap().is_empty());
+    assert!(!audit[0]["explanation"]["top"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     assert!(
         !line.contains("snippet") && !line.to_lowercase().contains("drop"),
         "{line}"
