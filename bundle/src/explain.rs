@@ -356,3 +356,43 @@ pub fn feature_class(feature: &str) -> Option<String> {
         None => format!("format: {odd}"),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_name_the_prior_family_or_what_the_format_check_measures() {
+        let class = |f: &str| feature_class(f);
+        assert_eq!(class("pl:li:sqli").as_deref(), Some("sqli"));
+        assert_eq!(class("pl:sig:traversal").as_deref(), Some("traversal"));
+        assert_eq!(
+            class("p:rare:email").as_deref(),
+            Some("format: rare value of email")
+        );
+        assert_eq!(
+            class("p:unseen:path").as_deref(),
+            Some("format: path unseen in the public pool")
+        );
+        assert_eq!(
+            class("p:odd:char<0.01").as_deref(),
+            Some("format: char rare in the public pool (share < 0.01)")
+        );
+        for plain in ["union", "pl:query=symbols", "p:n:id", "c:uni"] {
+            assert_eq!(class(plain), None, "{plain}");
+        }
+        // The larger positive contribution of the two kinds wins; negatives never name a class.
+        let named = [
+            ("union", 3.0),
+            ("pl:li:sqli", 0.5),
+            ("p:rare:id", 0.75),
+            ("pl:li:xss", -2.0),
+        ];
+        assert_eq!(
+            coarse_class(&named).as_deref(),
+            Some("format: rare value of id")
+        );
+        assert_eq!(coarse_class(&named[..2]).as_deref(), Some("sqli"));
+        assert_eq!(coarse_class(&[("union", 3.0)]), None);
+    }
+}

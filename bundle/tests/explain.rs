@@ -202,3 +202,28 @@ fn get_slash_flagged_by_the_format_checks_is_explained_by_the_format_feature() {
         Some("format: path unseen in the public pool")
     );
 }
+
+/// The shape of `configs/train.yaml`'s student (500→512→128→1) on a featurizer-like vector of
+/// 60 non-zeros: integrated gradients still sum to the logit within the tolerance; prints how
+/// long one explanation takes (what an audited request pays).
+#[test]
+fn integrated_gradients_of_a_full_size_student_sum_to_its_logit() {
+    let mut rng = SplitMix(7);
+    let mlp = random_mlp(&[500, 512, 128, 1], 3.0, &mut rng);
+    let native = SparseMlp::new(&mlp).unwrap();
+    let mut indices: Vec<u32> = (0..60).map(|k| k * 8 + (k % 3)).collect();
+    indices.dedup();
+    let values: Vec<f32> = indices.iter().map(|_| 1.0 / indices.len() as f32).collect();
+    let started = std::time::Instant::now();
+    let attribution = native.attribute(&indices, &values).unwrap();
+    eprintln!(
+        "500-512-128-1, {} non-zeros: {:?} in {:?}, residual {}",
+        indices.len(),
+        attribution.method,
+        started.elapsed(),
+        attribution.residual()
+    );
+    assert!(attribution.residual().abs() <= COMPLETENESS_TOLERANCE);
+    let score = native.score(&indices, &values).unwrap();
+    assert!((bundle::onnx::sigmoid(attribution.logit) - score).abs() <= 1e-5);
+}
