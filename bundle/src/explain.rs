@@ -194,7 +194,8 @@ pub struct Contribution {
     /// The placement of the part that carries it (`query`, `path`, `hdr:cookie`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<&'static str>,
-    /// That part's name (query parameter, header, cookie, JSON key, …) where it has one.
+    /// That part's name (query parameter, header, cookie, JSON key, …) where it has one, at most
+    /// [`featurizer::SNIPPET_CHARS`] characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// At most [`featurizer::SNIPPET_CHARS`] characters of the part's decoded value.
@@ -207,7 +208,7 @@ pub struct Contribution {
 pub struct ExplainedPart {
     /// Its placement.
     pub placement: &'static str,
-    /// Its name, where it has one.
+    /// Its name, where it has one, at most [`featurizer::SNIPPET_CHARS`] characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// At most [`featurizer::SNIPPET_CHARS`] characters of its decoded value.
@@ -286,7 +287,7 @@ pub fn explain_vector(
             placement: placement.as_str(),
             name: found
                 .as_ref()
-                .map(|s| s.name.clone())
+                .map(|s| snippet(&s.name, ""))
                 .filter(|n| !n.is_empty()),
             snippet: found.map(|s| snippet(&s.value, "")),
         }
@@ -315,7 +316,7 @@ fn contribution(feature: &str, value: f32, source: Option<FeatureSource>) -> Con
         placement: source.as_ref().map(|s| s.placement.as_str()),
         name: source
             .as_ref()
-            .map(|s| s.name.clone())
+            .map(|s| snippet(&s.name, ""))
             .filter(|n| !n.is_empty()),
         snippet: source.map(|s| snippet(&s.value, needle)),
     }
