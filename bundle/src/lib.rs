@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 pub mod encoding;
+pub mod explain;
 mod manifest;
 pub mod onnx;
 pub mod proto;
@@ -14,6 +15,7 @@ pub mod request;
 pub mod runtime;
 pub mod sparse;
 
+pub use explain::{explain_vector, Attribution, Contribution, Explanation, ScoredVector};
 pub use manifest::{
     is_block, rfc3339_utc, sha256_hex, write_bundle, write_recalibrated, Bundle, BundleContents,
     Manifest, ModelSummary, PrivacyLabels, PublishedPrivacy, Recalibration, ThresholdSource,

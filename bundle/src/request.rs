@@ -114,6 +114,9 @@ pub struct RequestScore {
     pub truncated: bool,
     /// Number of vectors scored (1 without `placements`).
     pub windows: usize,
+    /// `Some(placement)` when `features` is a part alone that the model of single parts scored
+    /// ([`score_request_and_parts`]); `None` for a window of the student.
+    pub part: Option<Placement>,
 }
 
 /// Scores `req` with `featurizer` and `score` (the network on one sparse vector): one vector
@@ -133,6 +136,7 @@ pub fn score_request<E>(
             truncated: features.truncated,
             features,
             windows: 1,
+            part: None,
         });
     }
     let mut windows = Vec::new();
@@ -155,6 +159,7 @@ pub fn score_request<E>(
         features,
         truncated,
         windows: count,
+        part: None,
     })
 }
 
@@ -180,6 +185,7 @@ pub fn score_request_and_parts<E>(
         if s > scored.score {
             scored.score = s;
             scored.features = part;
+            scored.part = Some(placement);
         }
     }
     Ok(scored)

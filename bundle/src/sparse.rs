@@ -22,18 +22,18 @@ use crate::{BundleError, InputProblem};
 /// One layer with its weights transposed: row `j` of `weight_t` is column `j` of `W`, i.e. the
 /// weights from input `j` to every output (contiguous, so `y += x_j · row` vectorizes).
 #[derive(Debug, Clone)]
-struct TransposedLayer {
-    in_dim: usize,
-    out_dim: usize,
+pub(crate) struct TransposedLayer {
+    pub(crate) in_dim: usize,
+    pub(crate) out_dim: usize,
     /// Row-major `[in_dim][out_dim]`.
-    weight_t: Vec<f32>,
-    bias: Vec<f32>,
+    pub(crate) weight_t: Vec<f32>,
+    pub(crate) bias: Vec<f32>,
 }
 
 /// A validated MLP laid out for sparse-input scoring (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct SparseMlp {
-    layers: Vec<TransposedLayer>,
+    pub(crate) layers: Vec<TransposedLayer>,
 }
 
 thread_local! {
@@ -126,7 +126,7 @@ impl TransposedLayer {
     /// `out = b + Σ_j values[j] · W[:, inputs[j]]` (inputs < `in_dim`, checked by the caller or
     /// by construction). Output blocks of [`BLOCK`] floats accumulate in registers over every
     /// input (the block stays out of memory until it is done); the tail goes input by input.
-    fn accumulate(&self, inputs: &[u32], values: &[f32], out: &mut Vec<f32>) {
+    pub(crate) fn accumulate(&self, inputs: &[u32], values: &[f32], out: &mut Vec<f32>) {
         out.clear();
         out.extend_from_slice(&self.bias);
         let blocks = self.out_dim / BLOCK * BLOCK;

@@ -10,18 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use bundle::Explanation;
+use featurizer::Placement;
 use serde::Serialize;
 
 use crate::error::ProxyError;
 
-/// One token and its weight in the request's feature vector (from `Featurizer::explain`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TokenWeight {
-    /// The vocabulary token.
-    pub token: String,
-    /// Its l1-normalized TF-IDF weight in this request.
-    pub weight: f32,
-}
+/// The most features an audit line's explanation lists, whatever `audit_top_features` says.
+pub const MAX_AUDIT_FEATURES: usize = 32;
 
 /// One audit record (one line).
 #[derive(Debug, Clone, Serialize)]
@@ -52,8 +48,10 @@ pub struct AuditRecord<'a> {
     pub mode: &'a str,
     /// Serving model version.
     pub model_version: Option<&'a str>,
-    /// Highest-weighted tokens, heaviest first.
-    pub top_tokens: Vec<TokenWeight>,
+    /// Why the model scored what it did ([`bundle::Explanation`], cut by [`for_the_audit`]),
+    /// for a scored request that is audited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
     /// Why, when it is not the score (e.g. `scoring_error: ...`, `body_over_limit`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -189,6 +187,51 @@ pub fn redact_target(target: &[u8]) -> Vec<u8> {
     }
 }
 
+/// What an audit line may show of an explanation. A snippet of a part's decoded value is kept
+/// only for the parts the line shows anyway: the method, the path and the query, and a body's
+/// parts with `audit_body`; never a header's or a cookie's (no other field of the line shows
+/// them), and none at all with `redact_values`. With `redact_values`, a feature that is a word
+/// of the vocabulary (a token or character n-gram, possibly a value seen in training) is listed
+/// only where `shown` (the redacted target and body, lower-cased) holds it; the placement,
+/// shape, parameter and format features name no value and stay. A feature left out counts in
+/// `others`.
+pub fn for_the_audit(
+    mut explanation: Explanation,
+    redact_values: bool,
+    audit_body: bool,
+    shown: &str,
+) -> Explanation {
+    let shows_value = |placement: &str| {
+        !redact_values
+            && match Placement::from_name(placement) {
+                Some(Placement::Method | Placement::Path | Placement::Query) => true,
+                Some(p) => audit_body && !p.is_header(),
+                None => false,
+            }
+    };
+    for c in &mut explanation.top {
+        if !c.placement.is_some_and(shows_value) {
+            c.snippet = None;
+        }
+    }
+    if let Some(part) = &mut explanation.part {
+        if !shows_value(part.placement) {
+            part.snippet = None;
+        }
+    }
+    if redact_values {
+        let (kept, dropped): (Vec<_>, Vec<_>) = explanation.top.into_iter().partition(|c| {
+            let structural = c.feature.starts_with(featurizer::PLACEMENT_PREFIX)
+                || c.feature.starts_with(featurizer::PARAM_PREFIX);
+            let word = c.feature.rsplit(':').next().unwrap_or_default();
+            structural || !word.chars().any(char::is_alphanumeric) || shown.contains(word)
+        });
+        explanation.others += dropped.iter().map(|c| c.contribution).sum::<f32>();
+        explanation.top = kept;
+    }
+    explanation
+}
+
 /// Current time as RFC 3339 UTC with milliseconds, e.g. `2026-11-22T12:34:56.789Z`.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
@@ -197,6 +240,65 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bundle::explain::AttributionMethod;
+    use bundle::Contribution;
+
+    fn contribution(
+        feature: &str,
+        value: f32,
+        placement: &'static str,
+        name: &str,
+    ) -> Contribution {
+        Contribution {
+            feature: feature.into(),
+            contribution: value,
+            placement: Some(placement),
+            name: Some(name.into()),
+            snippet: Some(format!("{name} value")),
+        }
+    }
+
+    fn sample_explanation() -> Explanation {
+        Explanation {
+            model: "student",
+            part: None,
+            class: Some("sqli".into()),
+            method: AttributionMethod::WeightTimesValue,
+            logit: 2.0,
+            baseline: -3.0,
+            top: vec![
+                contribution("union", 2.5, "query", "id"),
+                contribution("grimshaw", 1.0, "query", "login"),
+                contribution("pl:li:sqli", 0.5, "query", "id"),
+                contribution("'", 0.5, "hdr:cookie", "session"),
+                contribution("select", 0.25, "form", "q"),
+            ],
+            others: 0.25,
+        }
+    }
+
+    /// Snippets only where the line shows the part anyway; with redaction none, and vocabulary
+    /// words the redacted line does not show are left out (their share kept in `others`).
+    #[test]
+    fn the_audit_shows_snippets_of_shown_parts_and_redacts_words() {
+        let plain = for_the_audit(sample_explanation(), false, false, "");
+        let snippets: Vec<bool> = plain.top.iter().map(|c| c.snippet.is_some()).collect();
+        assert_eq!(snippets, [true, true, true, false, false]);
+        let with_body = for_the_audit(sample_explanation(), false, true, "");
+        assert!(with_body.top[4].snippet.is_some());
+        assert!(
+            with_body.top[3].snippet.is_none(),
+            "a cookie's value is never shown"
+        );
+        let shown = "/a?id=redacted&login=redacted union";
+        let redacted = for_the_audit(sample_explanation(), true, true, shown);
+        let features: Vec<&str> = redacted.top.iter().map(|c| c.feature.as_str()).collect();
+        assert_eq!(features, ["union", "pl:li:sqli", "'"]);
+        assert!(redacted.top.iter().all(|c| c.snippet.is_none()));
+        assert_eq!(redacted.others, 0.25 + 1.0 + 0.25);
+        let sum: f32 = redacted.top.iter().map(|c| c.contribution).sum();
+        assert_eq!(redacted.baseline + sum + redacted.others, redacted.logit);
+    }
 
     #[test]
     fn audit_time_is_rfc3339_utc_with_milliseconds() {
@@ -246,10 +348,7 @@ mod tests {
             verdict: "block",
             mode: "block",
             model_version: Some("v1"),
-            top_tokens: vec![TokenWeight {
-                token: "'".into(),
-                weight: 0.5,
-            }],
+            explanation: Some(sample_explanation()),
             reason: None,
             shadow_verdict: None,
             shadow_score: None,

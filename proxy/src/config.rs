@@ -701,9 +701,11 @@ pub struct Config {
     /// to any log unless the operator asks for it.
     #[serde(default)]
     pub audit_body: bool,
-    /// How many of the highest-weighted tokens the audit log records.
-    #[serde(default = "default_audit_top_tokens")]
-    pub audit_top_tokens: usize,
+    /// How many of the features that contributed most to a flagged request's score its audit
+    /// line lists (at most [`crate::audit::MAX_AUDIT_FEATURES`]); `audit_top_tokens` is read as
+    /// this key too.
+    #[serde(default = "default_audit_top_features", alias = "audit_top_tokens")]
+    pub audit_top_features: usize,
     /// `error`, `warn`, `info`, `debug` or `trace`; `RUST_LOG` overrides it.
     #[serde(default = "default_log_level")]
     pub log_level: LogLevel,
@@ -777,7 +779,7 @@ fn default_client_body_timeout_ms() -> u64 {
 fn default_audit_target_max_bytes() -> usize {
     2048
 }
-fn default_audit_top_tokens() -> usize {
+fn default_audit_top_features() -> usize {
     5
 }
 fn default_log_level() -> LogLevel {

@@ -18,7 +18,10 @@ use pingora::prelude::HttpPeer;
 use pingora::proxy::{ProxyHttp, Session};
 use pingora::{Error, ErrorSource, Result};
 
-use crate::audit::{now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord};
+use crate::audit::{
+    for_the_audit, now_rfc3339, redact_pairs, redact_target, truncate_text, AuditRecord,
+    MAX_AUDIT_FEATURES,
+};
 use crate::capture::Entry;
 use crate::config::{
     BodyOverLimit, Config, ExcludedPart, Mode, OnError, RouteRequest, UriOverLimit,
@@ -623,7 +626,7 @@ impl WafProxy {
             shadow,
             placement,
             tuning,
-            scored_parts: _,
+            scored_parts,
         } = judged;
         let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
@@ -642,22 +645,13 @@ impl WafProxy {
             let raw = if redact { redact_pairs(b) } else { b.to_vec() };
             truncate_text(&raw, config.audit_target_max_bytes).0
         });
-        let mut top_tokens = match (model, scored) {
-            (Some(m), Some(s)) => m.top_tokens(&s.features, config.audit_top_tokens),
-            _ => Vec::new(),
-        };
-        if redact {
-            // A word token of the model's vocabulary may be a value (a user name, a password
-            // seen in training): keep only those that the redacted target and body show anyway;
-            // punctuation tokens (`'`, `<`) carry no personal data and stay.
-            let mut shown = String::from_utf8_lossy(&raw_target).to_lowercase();
-            if let Some(b) = &body {
-                shown.push_str(&b.to_lowercase());
+        let explanation = match (model, scored) {
+            (Some(m), Some(s)) => {
+                let scoring = scored_parts.as_ref().unwrap_or(parts);
+                self.explanation(ctx, scoring, m, s, tuning.format_checks, &raw_target)
             }
-            top_tokens.retain(|t| {
-                !t.token.chars().any(char::is_alphanumeric) || shown.contains(t.token.as_str())
-            });
-        }
+            _ => None,
+        };
         let record = AuditRecord {
             time: now_rfc3339(),
             request_id: &ctx.request_id,
@@ -674,7 +668,7 @@ impl WafProxy {
             verdict: verdict.as_str(),
             mode: mode.as_str(),
             model_version: model.map(|m| m.version.as_str()),
-            top_tokens,
+            explanation,
             reason,
             shadow_verdict: shadow.map(|s| s.verdict.as_str()),
             shadow_score: shadow.and_then(|s| s.score),
@@ -777,6 +771,43 @@ impl WafProxy {
                 Ok(true)
             }
         }
+    }
+
+    /// The explanation of an audited score, cut for the audit line ([`for_the_audit`]); `None`
+    /// (logged) when it cannot be computed.
+    fn explanation(
+        &self,
+        ctx: &RequestCtx,
+        parts: &RequestParts<'_>,
+        model: &ServingModel,
+        scored: &Scored,
+        format_checks: bool,
+        raw_target: &[u8],
+    ) -> Option<bundle::Explanation> {
+        let config = self.shared.config();
+        let n = config.audit_top_features.min(MAX_AUDIT_FEATURES);
+        let explanation = match model.explain(parts, scored, format_checks, n) {
+            Ok(explanation) => explanation,
+            Err(e) => {
+                tracing::warn!(request_id = %ctx.request_id, "explaining the score: {e}");
+                return None;
+            }
+        };
+        let mut shown = String::from_utf8_lossy(raw_target).to_lowercase();
+        if let Some(body) = parts.body.filter(|_| config.audit_body) {
+            let raw = if config.audit_redact_values {
+                redact_pairs(body)
+            } else {
+                body.to_vec()
+            };
+            shown.push_str(&String::from_utf8_lossy(&raw).to_lowercase());
+        }
+        Some(for_the_audit(
+            explanation,
+            config.audit_redact_values,
+            config.audit_body,
+            &shown,
+        ))
     }
 
     fn count(&self, ctx: &mut RequestCtx, verdict: Verdict) {

@@ -71,7 +71,7 @@ Configuration keys (YAML):
   header_count_limit: 100         header_limit_bytes: 32768     (431 above either)
   client_header_timeout_ms: 10000 client_body_timeout_ms: 10000 (slow heads dropped, slow bodies 408)
   trusted_forwarders: []          peers whose X-Forwarded-Proto is kept (others: http)
-  audit_target_max_bytes: 2048    audit_redact_values: false    audit_top_tokens: 5
+  audit_target_max_bytes: 2048    audit_redact_values: false    audit_top_features: 5
   audit_body: false               true: record the scored form body in the audit log
   capture: null                   {path, max_bytes: 104857600, max_files: 5, body_max_bytes: 8192}:
                                   every scored request as a JSON line (headers, body: users' cookies

@@ -24,11 +24,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use bundle::{
-    is_block, score_request, score_request_and_parts, Bundle, PartOffsets, Scorer, SparseMlp,
+    explain_vector, is_block, score_request, score_request_and_parts, Bundle, Explanation,
+    PartOffsets, ScoredVector, Scorer, SparseMlp,
 };
 use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
 
-use crate::audit::TokenWeight;
 use crate::config::ScorerKind;
 use crate::error::ProxyError;
 
@@ -89,6 +89,8 @@ enum Network {
     OnnxRuntime {
         sessions: Vec<Mutex<Scorer>>,
         next: AtomicUsize,
+        /// The same network laid out natively, read only to explain flagged requests.
+        explainer: SparseMlp,
     },
     /// The network of `model.onnx` laid out for sparse input; `&self` scoring, no lock.
     Native(SparseMlp),
@@ -102,10 +104,18 @@ impl Network {
         }
     }
 
+    /// The network as [`SparseMlp`], for explanations.
+    fn native(&self) -> &SparseMlp {
+        match self {
+            Network::Native(mlp) => mlp,
+            Network::OnnxRuntime { explainer, .. } => explainer,
+        }
+    }
+
     fn score(&self, indices: &[u32], values: &[f32]) -> Result<f32, bundle::BundleError> {
         match self {
             Network::Native(mlp) => mlp.score(indices, values),
-            Network::OnnxRuntime { sessions, next } => {
+            Network::OnnxRuntime { sessions, next, .. } => {
                 // Round-robin start, then the first free session; block on the start one only
                 // when every session is busy (there are as many sessions as worker threads).
                 let start = next.fetch_add(1, Ordering::Relaxed) % sessions.len();
@@ -209,6 +219,9 @@ pub struct Scored {
     /// features, so this is the request's path; with `placements.parts_alone` the highest
     /// vector may be a part alone, which carries none (then false).
     pub unseen_path: bool,
+    /// `Some(placement)` when `features` is a part alone whose score by the bundle's model of
+    /// single parts was the request's (content alone scored); `None` for a window.
+    pub part: Option<Placement>,
 }
 
 /// sha256 of `files` listed as `sha256sum` prints them (`"{sha256}  {name}\n"`, in name order).
@@ -236,22 +249,17 @@ impl ServingModel {
         threshold_override: Option<f32>,
         worker_threads: usize,
     ) -> Result<Self, ProxyError> {
-        Self::load_with_scorer(
-            dir,
-            threshold_override,
-            worker_threads,
-            ScorerKind::Auto,
-        )
+        Self::load_with_scorer(dir, threshold_override, worker_threads, ScorerKind::Auto)
     }
 
-    /// The scorer `scorer` names for `bundle`: [`ScorerKind::Auto`] is native for a linear
-    /// network (one layer), ONNX Runtime for one with hidden layers.
-    fn resolved(scorer: ScorerKind, bundle: &Bundle) -> Result<ScorerKind, bundle::BundleError> {
-        Ok(match scorer {
-            ScorerKind::Auto if bundle.mlp()?.layers.len() == 1 => ScorerKind::Native,
+    /// The scorer `scorer` names for a network: [`ScorerKind::Auto`] is native for a linear one
+    /// (one layer), ONNX Runtime for one with hidden layers.
+    fn resolved(scorer: ScorerKind, linear: bool) -> ScorerKind {
+        match scorer {
+            ScorerKind::Auto if linear => ScorerKind::Native,
             ScorerKind::Auto => ScorerKind::Onnxruntime,
             kind => kind,
-        })
+        }
     }
 
     /// Loads `dir` (every hash and version checked by [`Bundle::load`]) and builds the `scorer`:
@@ -286,11 +294,11 @@ impl ServingModel {
                 bundle.manifest.input_dim
             )));
         }
-        let network = match Self::resolved(scorer, &bundle).map_err(load(""))? {
-            ScorerKind::Native | ScorerKind::Auto => {
-                let mlp = bundle.mlp().map_err(load(""))?;
-                Network::Native(SparseMlp::new(&mlp).map_err(load("the native scorer: "))?)
-            }
+        let mlp = bundle.mlp().map_err(load(""))?;
+        let linear = mlp.layers.len() == 1;
+        let native = SparseMlp::new(&mlp).map_err(load("the native scorer: "))?;
+        let network = match Self::resolved(scorer, linear) {
+            ScorerKind::Native | ScorerKind::Auto => Network::Native(native),
             ScorerKind::Onnxruntime => {
                 let mut sessions = Vec::with_capacity(worker_threads.max(1));
                 for _ in 0..worker_threads.max(1) {
@@ -309,6 +317,7 @@ impl ServingModel {
                 Network::OnnxRuntime {
                     sessions,
                     next: AtomicUsize::new(0),
+                    explainer: native,
                 }
             }
         };
@@ -491,7 +500,31 @@ impl ServingModel {
             truncated: scored.truncated,
             features: scored.features,
             unseen_path,
+            part: scored.part,
         })
+    }
+
+    /// Why `scored` (this model's score of `req`, with or without the format checks) scored
+    /// what it did: the `n` features that contributed most to the logit of the vector that
+    /// scored, from the student's network or, where the part model's score was the request's,
+    /// the part model's ([`bundle::explain_vector`]). Only for audited requests.
+    pub fn explain(
+        &self,
+        req: &RequestParts,
+        scored: &Scored,
+        format_checks: bool,
+        n: usize,
+    ) -> Result<Explanation, ProxyError> {
+        let network = match (&self.part_model, scored.part) {
+            (Some(part_model), Some(_)) => part_model,
+            _ => self.network.native(),
+        };
+        let vector = ScoredVector {
+            features: &scored.features,
+            part: scored.part,
+        };
+        explain_vector(self.featurizer_for(format_checks), network, req, vector, n)
+            .map_err(|e| ProxyError::Scoring(Box::new(e)))
     }
 
     fn score_vector(&self, features: &SparseVector) -> Result<f32, ProxyError> {
@@ -535,38 +568,6 @@ impl ServingModel {
             }
         }
         best.1
-    }
-
-    /// The `n` tokens of a scored feature vector with the largest TF-IDF weight, heaviest first.
-    pub fn top_tokens(&self, features: &SparseVector, n: usize) -> Vec<TokenWeight> {
-        let vocabulary = self.featurizer.vocabulary();
-        let mut weights: Vec<(&str, f32)> = features
-            .indices
-            .iter()
-            .zip(&features.values)
-            .filter_map(|(&i, &w)| vocabulary.get(i as usize).map(|t| (t.as_str(), w)))
-            .collect();
-        // Heaviest first, ties by token (vocabulary entries are distinct, so this is a total
-        // order): select the first n, then sort only those (a request of the detector's
-        // featurizer has hundreds of weights; sorting them all cost ≈95,000 instructions per
-        // audited request).
-        let order =
-            |a: &(&str, f32), b: &(&str, f32)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
-        if n == 0 {
-            return Vec::new();
-        }
-        if weights.len() > n {
-            weights.select_nth_unstable_by(n - 1, order);
-            weights.truncate(n);
-        }
-        weights.sort_unstable_by(order);
-        weights
-            .into_iter()
-            .map(|(token, weight)| TokenWeight {
-                token: token.to_owned(),
-                weight,
-            })
-            .collect()
     }
 }
 

@@ -524,3 +524,38 @@ fn detect_mode_forwards_what_it_cannot_score_and_counts_it_block_mode_refuses_it
     }
     assert_eq!(count("refused") - refused, 4);
 }
+
+/// A blocked `UNION SELECT` leaves an audit line that explains the score: no `top_tokens`, the
+/// SQL tokens that contributed most, placed in the query parameter `id` with a snippet of its
+/// decoded value, each line valid JSON of bounded size.
+#[test]
+fn the_audit_line_of_a_blocked_union_select_explains_it_by_its_parameter() {
+    let _turn = serial();
+    let target = "/tienda1/publico/productos.jsp?id=7+UNION+SELECT+password+FROM+usuarios--";
+    let (status, _) = send("GET", target, &[], None);
+    assert_eq!(status, 403);
+    let lines = audit_lines(target);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert!(line.get("top_tokens").is_none(), "{line}");
+    let explanation = &line["explanation"];
+    assert_eq!(explanation["model"], "student", "{line}");
+    let top = explanation["top"].as_array().unwrap();
+    assert!(!top.is_empty() && top.len() <= 5, "{line}");
+    let features: Vec<&str> = top.iter().filter_map(|c| c["feature"].as_str()).collect();
+    assert!(
+        features.contains(&"union") && features.contains(&"select"),
+        "{line}"
+    );
+    for c in top {
+        assert_eq!(
+            (c["placement"].as_str(), c["name"].as_str()),
+            (Some("query"), Some("id"))
+        );
+        let snippet = c["snippet"].as_str().unwrap();
+        assert!(
+            snippet.contains("union select") && snippet.chars().count() <= 64,
+            "{c}"
+        );
+    }
+}

@@ -52,7 +52,9 @@ fn fixture_model_separates_normal_from_attack_requests() {
     for r in ATTACK_REQUESTS {
         let s = model.score(&parts(r)).unwrap();
         assert!(s.malicious, "attack {r:?} scored {}", s.score);
-        assert!(!model.top_tokens(&s.features, 5).is_empty());
+        let explanation = model.explain(&parts(r), &s, true, 5).unwrap();
+        assert!(!explanation.top.is_empty());
+        assert!(explanation.top[0].contribution > 0.0, "{explanation:?}");
     }
 }
 
@@ -225,40 +227,108 @@ fn proxy_score_equals_onnxruntime_on_csic_requests_from_several_threads() {
     }
 }
 
+/// A `UNION SELECT` in a query parameter, flagged, is explained by SQL tokens of that parameter
+/// (placement `query`, name `id`, a snippet of its decoded value), by the student's weights:
+/// the contributions and the baseline sum to the logit of ONNX Runtime's score.
 #[test]
-fn top_tokens_are_the_heaviest_with_ties_by_token_for_every_count() {
+fn a_flagged_union_select_names_its_parameter_and_sql_tokens() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bundle");
-    write_fixture_bundle(&dir, None, 0.5, "fixture-top").unwrap();
+    write_fixture_bundle(&dir, None, 0.5, "fixture-explain").unwrap();
     let model = load(&dir, None);
-    let vocabulary = model.featurizer.vocabulary();
-    let dim = vocabulary.len();
-    assert!(dim > 10, "{dim}");
-    // Every index, with few distinct weights (many ties, broken by the token), out of order.
-    let features = featurizer::SparseVector {
-        indices: (0..dim as u32).collect(),
-        values: (0..dim).map(|i| ((i * 7) % 4) as f32 * 0.25).collect(),
-        truncated: false,
-    };
-    let mut reference: Vec<(&str, f32)> = features
-        .indices
+    let attack = &ATTACK_REQUESTS[3];
+    assert!(attack.1.contains("UNION+SELECT"), "{attack:?}");
+    let req = parts(attack);
+    let scored = model.score(&req).unwrap();
+    assert!(scored.malicious, "{}", scored.score);
+    let explanation = model.explain(&req, &scored, true, 5).unwrap();
+    let logit = (scored.score / (1.0 - scored.score)).ln();
+    let sum: f32 = explanation.top.iter().map(|c| c.contribution).sum();
+    assert!(
+        (explanation.baseline + sum + explanation.others - logit).abs() < 1e-4,
+        "{explanation:?} vs logit {logit}"
+    );
+    let sql: Vec<&str> = explanation
+        .top
         .iter()
-        .map(|&i| (vocabulary[i as usize].as_str(), features.values[i as usize]))
+        .map(|c| c.feature.as_str())
+        .filter(|f| ["union", "select", "from"].contains(f))
         .collect();
-    reference.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    for n in [0, 1, 2, 3, 5, dim / 2, dim - 1, dim, dim + 3] {
-        let top: Vec<(String, f32)> = model
-            .top_tokens(&features, n)
-            .into_iter()
-            .map(|t| (t.token, t.weight))
-            .collect();
-        let want: Vec<(String, f32)> = reference
-            .iter()
-            .take(n)
-            .map(|&(t, w)| (t.to_owned(), w))
-            .collect();
-        assert_eq!(top, want, "n = {n}");
+    assert!(sql.len() >= 2, "{:?}", explanation.top);
+    for c in &explanation.top {
+        assert_eq!(
+            (c.placement, c.name.as_deref()),
+            (Some("query"), Some("id")),
+            "{c:?}"
+        );
+        let snippet = c.snippet.as_deref().unwrap_or_default();
+        assert!(snippet.contains("union select password"), "{c:?}");
     }
+}
+
+/// `GET /` flagged by the site's format checks (a path the bundle's public pool does not hold):
+/// the explanation names the format feature and its class, not `/`; scored on content alone
+/// (no format checks) the same request is not flagged.
+#[test]
+fn get_slash_flagged_by_the_format_checks_names_the_format_feature() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundle");
+    let config = featurizer::FeaturizerConfig {
+        params: true,
+        rarity_min_count: Some(2),
+        ..featurizer::FeaturizerConfig::default()
+    };
+    let docs = NORMAL_REQUESTS.iter().chain(NORMAL_REQUESTS).map(parts);
+    let featurizer = featurizer::Featurizer::fit(config, docs).unwrap();
+    let mut tokens = test_support::ATTACK_TOKENS.to_vec();
+    tokens.push("p:unseen:path");
+    let mut mlp = test_support::token_mlp(&featurizer, &tokens, 12.0, -3.0);
+    // `/` weighs a little: alone (content only) it is no attack.
+    let slash = featurizer
+        .vocabulary()
+        .iter()
+        .position(|t| t == "/")
+        .unwrap();
+    mlp.layers[0].weight[slash] = 1.0;
+    write_bundle(&dir, &featurizer, &mlp, None);
+    let model = load(&dir, None);
+    let req = RequestParts::get("/");
+    let scored = model.score_checked(&req, true).unwrap();
+    assert!(scored.malicious && scored.unseen_path, "{}", scored.score);
+    let explanation = model.explain(&req, &scored, true, 3).unwrap();
+    let top: Vec<&str> = explanation.top.iter().map(|c| c.feature.as_str()).collect();
+    assert_eq!(top, ["p:unseen:path", "/"], "{explanation:?}");
+    assert_eq!(explanation.top[0].placement, Some("path"));
+    assert_eq!(
+        explanation.class.as_deref(),
+        Some("format: path unseen in the public pool")
+    );
+    let content_only = model.score_checked(&req, false).unwrap();
+    assert!(!content_only.malicious, "{}", content_only.score);
+}
+
+fn write_bundle(
+    dir: &std::path::Path,
+    featurizer: &featurizer::Featurizer,
+    mlp: &bundle::Mlp,
+    part_model: Option<&bundle::Mlp>,
+) {
+    bundle::write_bundle(
+        dir,
+        &bundle::BundleContents {
+            mlp,
+            featurizer,
+            threshold: 0.5,
+            content_only_threshold: None,
+            part_model,
+            part_model_offsets: Default::default(),
+            privacy: None,
+            metrics: serde_json::Value::Null,
+            model_version: Some("explain".into()),
+            format_checks: None,
+        },
+    )
+    .unwrap();
 }
 
 /// A bundle with a `content_only_threshold`: requests scored with the format checks are judged
@@ -352,6 +422,25 @@ fn the_placement_named_is_the_highest_of_windows_and_parts() {
     assert_eq!(
         model.worst_placement(&req, true),
         featurizer::Placement::Query
+    );
+    // The part model's score was the request's: the explanation names that part (the header
+    // `x-note`) and its features, from the part model's weights.
+    let explanation = model.explain(&req, &content_only, false, 3).unwrap();
+    assert_eq!(explanation.model, "part_model");
+    let part = explanation.part.as_ref().unwrap();
+    assert_eq!(
+        (part.placement, part.name.as_deref()),
+        ("hdr:other", Some("x-note"))
+    );
+    let top: Vec<&str> = explanation.top.iter().map(|c| c.feature.as_str()).collect();
+    assert!(
+        top[..2].contains(&"script") && top[..2].contains(&"alert"),
+        "{top:?}"
+    );
+    let checked = model.explain(&req, &checked, true, 3).unwrap();
+    assert_eq!(
+        (checked.model, checked.top[0].feature.as_str()),
+        ("student", "queso")
     );
 }
 

@@ -196,7 +196,8 @@ fn block_mode_answers_403_before_apache_and_passes_normal_traffic() {
         assert_eq!(record["model_version"], "v1");
         assert_eq!(record["threshold"], 0.5);
         assert!(record["score"].as_f64().unwrap() >= 0.5);
-        assert!(!record["top_tokens"].as_array().unwrap().is_empty());
+        assert!(record.get("top_tokens").is_none(), "{record}");
+        assert!(!record["explanation"]["top"].as_array().unwrap().is_empty());
         assert!(record["client"].as_str().unwrap().starts_with("127.0.0.1:"));
     }
     assert!(audit[0]["target"].as_str().unwrap().contains("DROP+TABLE"));
@@ -543,6 +544,17 @@ fn audit_log_redacts_values_when_asked() {
     assert!(
         target.contains("cantidad=REDACTED") && !target.contains("DROP"),
         "{target}"
+    );
+    // The explanation shows no value either: no snippet, no vocabulary word the redacted line
+    // does not show.
+    let line = audit[0].to_string();
+    assert!(!audit[0]["explanation"]["top"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(
+        !line.contains("snippet") && !line.to_lowercase().contains("drop"),
+        "{line}"
     );
 }
 

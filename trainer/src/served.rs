@@ -4,7 +4,9 @@
 //! as the proxy's default `scorer: onnxruntime`; with `format_checks: false`, the featurizer
 //! without the site's format checks and the bundle's part model beside the windows
 //! ([`bundle::Scorer::score_request_and_parts`]). `score` and `calibrate` score through it.
-use bundle::{Bundle, PartOffsets, Scorer};
+use bundle::{
+    explain_vector, Bundle, Explanation, PartOffsets, RequestScore, ScoredVector, Scorer, SparseMlp,
+};
 use featurizer::{Featurizer, RequestParts};
 
 use crate::error::Result;
@@ -17,6 +19,15 @@ pub struct ServedScorer {
     /// The part model, scored only on content alone (`format_checks: false`).
     part: Option<Scorer>,
     offsets: PartOffsets,
+    /// The networks read natively to explain scores ([`ServedScorer::with_explanations`]).
+    explainer: Option<Explainer>,
+}
+
+/// The student and the part model laid out for [`bundle::explain_vector`].
+#[derive(Debug)]
+struct Explainer {
+    student: SparseMlp,
+    part: Option<SparseMlp>,
 }
 
 impl ServedScorer {
@@ -37,18 +48,59 @@ impl ServedScorer {
             scorer: Scorer::new(bundle)?,
             part,
             offsets: bundle.manifest.part_model_offsets.clone(),
+            explainer: None,
         })
     }
 
-    /// The malicious probability of one request, the score pate-proxy judges.
-    pub fn score(&mut self, parts: &RequestParts) -> Result<f32> {
+    /// This scorer, able to explain its scores ([`ServedScorer::score_explained`]).
+    pub fn with_explanations(mut self, bundle: &Bundle) -> Result<Self> {
+        let part = match (&self.part, bundle.part_mlp()?) {
+            (Some(_), Some(mlp)) => Some(SparseMlp::new(&mlp)?),
+            _ => None,
+        };
+        self.explainer = Some(Explainer {
+            student: SparseMlp::new(&bundle.mlp()?)?,
+            part,
+        });
+        Ok(self)
+    }
+
+    fn score_request(&mut self, parts: &RequestParts) -> Result<RequestScore> {
         Ok(match &mut self.part {
             Some(part) => {
                 self.scorer
                     .score_request_and_parts(part, &self.offsets, &self.featurizer, parts)?
-                    .score
             }
-            None => self.scorer.score_request(&self.featurizer, parts)?.score,
+            None => self.scorer.score_request(&self.featurizer, parts)?,
         })
+    }
+
+    /// The score of one request and, with [`ServedScorer::with_explanations`], why: the `n`
+    /// features that contributed most, as pate-proxy's audit line gives them (before it hides
+    /// the snippets that line does not show).
+    pub fn score_explained(
+        &mut self,
+        parts: &RequestParts,
+        n: usize,
+    ) -> Result<(f32, Option<Explanation>)> {
+        let scored = self.score_request(parts)?;
+        let Some(explainer) = &self.explainer else {
+            return Ok((scored.score, None));
+        };
+        let network = match (&explainer.part, scored.part) {
+            (Some(part), Some(_)) => part,
+            _ => &explainer.student,
+        };
+        let vector = ScoredVector {
+            features: &scored.features,
+            part: scored.part,
+        };
+        let explanation = explain_vector(&self.featurizer, network, parts, vector, n)?;
+        Ok((scored.score, Some(explanation)))
+    }
+
+    /// The malicious probability of one request, the score pate-proxy judges.
+    pub fn score(&mut self, parts: &RequestParts) -> Result<f32> {
+        Ok(self.score_request(parts)?.score)
     }
 }

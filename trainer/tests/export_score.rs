@@ -172,6 +172,44 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
         }
     );
 
+    // `--explain`: the same score, and the contributions that sum to its logit (integrated
+    // gradients: the network has hidden layers), each placed in the request.
+    let explained: serde_json::Value = serde_json::from_str(&ok(trainer(&[
+        "score",
+        "--bundle",
+        bundle_arg,
+        "--target",
+        target,
+        "--explain",
+    ])))
+    .unwrap();
+    assert_eq!(explained["score"], one["score"]);
+    let explanation = &explained["explanation"];
+    assert_eq!(explanation["model"], "student", "{explained}");
+    assert!(
+        explanation["method"]["integrated_gradients"]["steps"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let top = explanation["top"].as_array().unwrap();
+    assert!(!top.is_empty() && top.len() <= 5, "{explained}");
+    let sum: f64 = top
+        .iter()
+        .map(|c| c["contribution"].as_f64().unwrap())
+        .sum::<f64>()
+        + explanation["others"].as_f64().unwrap()
+        + explanation["baseline"].as_f64().unwrap();
+    let logit = f64::from(expected / (1.0 - expected)).ln();
+    assert!(
+        (sum - logit).abs() <= 5e-3,
+        "{sum} vs logit {logit}: {explained}"
+    );
+    assert!(
+        top.iter().all(|c| c["placement"].is_string()),
+        "{explained}"
+    );
+
     // A POST body is featurized too (the body joins the query).
     let post: serde_json::Value = serde_json::from_str(&ok(trainer(&[
         "score",

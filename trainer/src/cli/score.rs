@@ -64,6 +64,15 @@ pub struct Args {
     /// score of windows and parts kept.
     #[arg(long)]
     pub no_format_checks: bool,
+    /// Also print why each request scored what it did (`"explanation"`): the features that
+    /// contributed most to its score (the model's weight × value, or integrated gradients for
+    /// a network with hidden layers), each with the part of the request that carries it, and a
+    /// coarse class where one is known; as pate-proxy's audit line gives them.
+    #[arg(long)]
+    pub explain: bool,
+    /// How many features `--explain` lists.
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "explain")]
+    pub explain_top: usize,
     /// ONNX Runtime library (default: $ORT_DYLIB_PATH, else the path set at build time).
     #[arg(long, value_name = "FILE")]
     pub onnxruntime: Option<PathBuf>,
@@ -77,6 +86,8 @@ struct OneScore<'a> {
     threshold: f32,
     verdict: &'static str,
     model_version: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanation: Option<bundle::Explanation>,
 }
 
 /// One line of `score --input`.
@@ -87,6 +98,8 @@ struct RecordScore {
     label: Option<datasets::Label>,
     score: f32,
     verdict: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanation: Option<bundle::Explanation>,
 }
 
 fn verdict(score: f32, threshold: f32) -> &'static str {
@@ -104,7 +117,10 @@ pub fn run(args: Args) -> Result<()> {
     bundle::init_onnxruntime(args.onnxruntime.as_deref())?;
     // Content alone: the bundle's model of single parts too, where it has one.
     let mut scorer = ServedScorer::new(&bundle, !args.no_format_checks)?;
-    let mut score_one = |parts: &RequestParts| scorer.score(parts);
+    if args.explain {
+        scorer = scorer.with_explanations(&bundle)?;
+    }
+    let mut score_one = |parts: &RequestParts| scorer.score_explained(parts, args.explain_top);
 
     if let Some(target) = &args.target {
         let headers = args
@@ -119,12 +135,13 @@ pub fn run(args: Args) -> Result<()> {
             body: body.as_deref(),
             headers: Headers::Owned(&headers),
         };
-        let score = score_one(&parts)?;
+        let (score, explanation) = score_one(&parts)?;
         let out = OneScore {
             score,
             threshold,
             verdict: verdict(score, threshold),
             model_version: &bundle.manifest.model_version,
+            explanation,
         };
         println!(
             "{}",
@@ -147,13 +164,14 @@ pub fn run(args: Args) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for (index, record) in records.iter().enumerate() {
-        let score = score_one(&record.parts())?;
+        let (score, explanation) = score_one(&record.parts())?;
         let line = RecordScore {
             index,
             line: record.line,
             label: record.label,
             score,
             verdict: verdict(score, threshold),
+            explanation,
         };
         let line = serde_json::to_string(&line).map_err(Error::serialize("the score"))?;
         if let Err(e) = writeln!(out, "{line}") {

@@ -1,0 +1,228 @@
+//! Where a feature of a request's vector comes from: which part (placement, name, decoded value)
+//! carries it. For explanations of a score (audit lines, `pate-trainer score --explain`), never
+//! on the scoring path: it splits and reads the request once more, part by part.
+//!
+//! A part's features are those its value gives read alone (its placement marks and public
+//! priors included); a parameter-aware or rarity feature (`p:n:<name>`, `p:rare:<name>`,
+//! `p:path:…`, `p:unseen:path`) is placed by the name or path it carries. A feature several parts
+//! carry is placed in the one that carries it most often (the first of equal counts); a
+//! request-wide feature (`p:rare:any`, `p:odd:…`, `p:m:…`) has no part. Without placements,
+//! the parts are the path, the query pairs and the form pairs (what the seeds' view reads).
+use super::*;
+use placement::{Piece, Reading};
+
+/// The part of a request a feature comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FeatureSource {
+    /// Where the part rides.
+    pub placement: Placement,
+    /// The part's name (parameter, header, cookie, JSON key, …), decoded and lower-cased;
+    /// empty where there is none (path, method, plain-text body).
+    pub name: String,
+    /// The part's decoded, lower-cased value (whole: cut it with [`snippet`]).
+    pub value: String,
+}
+
+/// The longest snippet [`snippet`] returns, in characters.
+pub const SNIPPET_CHARS: usize = 64;
+
+/// At most [`SNIPPET_CHARS`] characters of `value`: where `needle` (a token) occurs, a window
+/// that starts a few characters before its first occurrence; else the start of the value.
+pub fn snippet(value: &str, needle: &str) -> String {
+    let chars = value.chars().count();
+    if chars <= SNIPPET_CHARS {
+        return value.to_string();
+    }
+    let start_byte = if needle.is_empty() {
+        None
+    } else {
+        value.find(needle)
+    };
+    let first = start_byte.map_or(0, |b| value[..b].chars().count().saturating_sub(8));
+    let first = first.min(chars - SNIPPET_CHARS);
+    value.chars().skip(first).take(SNIPPET_CHARS).collect()
+}
+
+impl Featurizer {
+    /// The parts of `req` as the featurizer splits them for its placements (with the seeds'
+    /// featurizer, the default placement split), one pair at a time.
+    fn explained_parts(&self, req: &RequestParts) -> Split {
+        let config = &self.content.config;
+        let pc = PlacementConfig {
+            request_line_whole: false,
+            ..config.placements.clone().unwrap_or_default()
+        };
+        placement::split_request(req, &pc, config.decode_rounds, config.include_body)
+    }
+
+    /// The vocabulary indices of the features `part`'s value gives read alone, with repeats.
+    fn part_features(&self, part: &Part, out: &mut Vec<u32>) {
+        out.clear();
+        let config = &self.content.config;
+        let one = Split {
+            parts: vec![part.clone()],
+            ..Split::default()
+        };
+        let read = Reading {
+            libinjection: config.libinjection,
+            signatures: config.signatures,
+            opaque_tokens: config
+                .placements
+                .as_ref()
+                .is_some_and(|pc| pc.opaque_tokens),
+            known: &self.known,
+        };
+        let segments = placement::segments(&one, &read);
+        let window: Vec<Piece> = segments
+            .iter()
+            .enumerate()
+            .map(|(segment, s)| Piece {
+                segment,
+                start: 0,
+                end: s.text.len(),
+            })
+            .collect();
+        let mut unseen = String::new();
+        placement::for_each_window_feature(
+            config,
+            &self.plain_config,
+            &segments,
+            &window,
+            &mut String::new(),
+            |kind, feature| {
+                if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut unseen) {
+                    out.push(i);
+                }
+            },
+        );
+    }
+
+    /// For each of `indices` (vocabulary indices of a vector of `req`), the part of `req` that
+    /// carries it (see the module documentation), or `None`.
+    pub fn feature_sources(
+        &self,
+        req: &RequestParts,
+        indices: &[u32],
+    ) -> Vec<Option<FeatureSource>> {
+        let mut split = self.explained_parts(req);
+        if self.content.config.placements.is_none() {
+            // The seeds' featurizer reads the target and a form body only.
+            split.parts.retain(|p| {
+                matches!(
+                    p.placement,
+                    Placement::Path | Placement::Query | Placement::Form
+                )
+            });
+        }
+        // Per wanted index: (count, part) of the part that carries it most.
+        let mut best: Vec<(usize, Option<usize>)> = vec![(0, None); indices.len()];
+        let mut features = Vec::new();
+        for (k, part) in split.parts.iter().enumerate() {
+            self.part_features(part, &mut features);
+            for (slot, &wanted) in best.iter_mut().zip(indices) {
+                let count = features.iter().filter(|&&i| i == wanted).count();
+                if count > slot.0 {
+                    *slot = (count, Some(k));
+                }
+            }
+        }
+        let source = |p: &Part| FeatureSource {
+            placement: p.placement,
+            name: p.name.clone(),
+            value: p.value.clone(),
+        };
+        best.iter()
+            .zip(indices)
+            .map(|(&(_, found), &i)| match found {
+                Some(k) => Some(source(&split.parts[k])),
+                None => self.named_part(&split, i).map(|k| source(&split.parts[k])),
+            })
+            .collect()
+    }
+
+    /// The part a parameter-aware or rarity feature names: `p:<n|s|l|c|rare>:<name>…` the first
+    /// query or form pair of that name, `p:path:…`, `p:unseen:path` and `p:odd:path…` the path.
+    fn named_part(&self, split: &Split, index: u32) -> Option<usize> {
+        let feature = self.content.vocabulary.get(index as usize)?;
+        let body = feature.strip_prefix(PARAM_PREFIX)?;
+        let is_path = body.starts_with("path:")
+            || body == params::UNSEEN_PATH
+            || body.starts_with("odd:path");
+        if is_path {
+            return split
+                .parts
+                .iter()
+                .position(|p| p.placement == Placement::Path);
+        }
+        let (family, rest) = body.split_once(':')?;
+        if !matches!(family, "n" | "s" | "l" | "c" | "rare") {
+            return None;
+        }
+        let name = match family {
+            "n" | "rare" => rest,
+            _ => rest.split_once('=').map_or(rest, |(name, _)| name),
+        };
+        split.parts.iter().position(|p| {
+            matches!(p.placement, Placement::Query | Placement::Form) && p.name == name
+        })
+    }
+
+    /// The part of `req` whose vector alone (a window of it, for a part longer than a window) is
+    /// `vector` (a vector of [`Featurizer::part_vectors`] of `placement`): which part a model
+    /// of single parts scored.
+    pub fn part_of_vector(
+        &self,
+        req: &RequestParts,
+        placement: Placement,
+        vector: &SparseVector,
+    ) -> Option<FeatureSource> {
+        let pc = self.content.config.placements.as_ref()?;
+        let config = &self.content.config;
+        let split = self.explained_parts(req);
+        let mut scratch = Scratch::default();
+        let mut v = SparseVector::default();
+        for part in split.parts.iter().filter(|p| p.placement == placement) {
+            let one = Split {
+                parts: vec![part.clone()],
+                ..Split::default()
+            };
+            let read = Reading {
+                libinjection: config.libinjection,
+                signatures: config.signatures,
+                opaque_tokens: pc.opaque_tokens,
+                known: &self.known,
+            };
+            let segments = placement::segments(&one, &read);
+            let windows =
+                placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
+            for piece in windows.iter().flatten() {
+                let alone = std::slice::from_ref(piece);
+                self.vectorize_window(&segments, alone, None, &mut scratch, &mut v);
+                if v.indices == vector.indices && v.values == vector.values {
+                    return Some(FeatureSource {
+                        placement: part.placement,
+                        name: part.name.clone(),
+                        value: part.value.clone(),
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snippet_is_bounded_and_shows_the_token() {
+        assert_eq!(snippet("short", "x"), "short");
+        let long = format!("{}union select{}", "a".repeat(100), "b".repeat(100));
+        let s = snippet(&long, "union");
+        assert_eq!(s.chars().count(), SNIPPET_CHARS);
+        assert!(s.contains("union select"), "{s}");
+        let s = snippet(&"é".repeat(200), "");
+        assert_eq!(s.chars().count(), SNIPPET_CHARS);
+    }
+}
