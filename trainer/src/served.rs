@@ -1,7 +1,8 @@
 //! Scoring requests with a bundle exactly as pate-proxy serves them: the same function
 //! ([`bundle::Scorer::score_request`]: with the featurizer's `placements`, every window of the
-//! request scored and the highest score kept) through the same sparse-input ONNX Runtime graph
-//! as the proxy's default `scorer: onnxruntime`; with `format_checks: false`, the featurizer
+//! request scored and the highest score kept) through the sparse-input ONNX Runtime graph of the
+//! proxy's `scorer: onnxruntime` (its default, `auto`, scores a linear student natively: the same
+//! score to float rounding); with `format_checks: false`, the featurizer
 //! without the site's format checks and the bundle's part model beside the windows
 //! ([`bundle::Scorer::score_request_and_parts`]). `score` and `calibrate` score through it.
 use bundle::{
