@@ -1053,9 +1053,9 @@ fn traffic_validation_tpr(
 }
 
 /// `site.review` (a simulation): the `review` highest-scoring distinct requests of the site's
-/// validation traffic still counted (not the attacks placed into it) are reviewed, and those that are attacks (the simulation's
-/// labels) leave the traffic: `copies` (one per score: the site's `site_rows`, then the placed
-/// examples) with theirs at 0. `None` without a review.
+/// validation traffic still counted (not the attacks placed into it) are reviewed, and those
+/// that are attacks (the simulation's labels) leave the traffic: `copies` (one per score: the
+/// site's `site_rows`, then the placed examples) with theirs at 0. `None` without a review.
 fn reviewed_copies(
     cx: &ThresholdContext,
     scores: &[f32],
