@@ -63,15 +63,7 @@ impl Featurizer {
             parts: vec![part.clone()],
             ..Split::default()
         };
-        let read = Reading {
-            libinjection: config.libinjection,
-            signatures: config.signatures,
-            opaque_tokens: config
-                .placements
-                .as_ref()
-                .is_some_and(|pc| pc.opaque_tokens),
-            known: &self.known,
-        };
+        let read = Reading::new(config, &self.known);
         let segments = placement::segments(&one, &read);
         let window: Vec<Piece> = segments
             .iter()
@@ -186,12 +178,7 @@ impl Featurizer {
                 parts: vec![part.clone()],
                 ..Split::default()
             };
-            let read = Reading {
-                libinjection: config.libinjection,
-                signatures: config.signatures,
-                opaque_tokens: pc.opaque_tokens,
-                known: &self.known,
-            };
+            let read = Reading::new(config, &self.known);
             let segments = placement::segments(&one, &read);
             let windows =
                 placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);

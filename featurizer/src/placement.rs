@@ -1511,10 +1511,8 @@ pub(crate) fn request_segments(
     let split = split_request(req, pc, config.decode_rounds, config.include_body);
     let limited = split.limited();
     let read = Reading {
-        libinjection: config.libinjection,
-        signatures: config.signatures,
         opaque_tokens: pc.opaque_tokens,
-        known,
+        ..Reading::new(config, known)
     };
     if !pc.request_line_whole {
         return (segments(&split, &read), limited);
@@ -1641,6 +1639,21 @@ pub(crate) struct Reading<'k> {
     pub signatures: bool,
     pub opaque_tokens: bool,
     pub known: &'k KnownValues,
+}
+
+impl<'k> Reading<'k> {
+    /// How `config` reads parts (`opaque_tokens` only under `placements`).
+    pub(crate) fn new(config: &crate::FeaturizerConfig, known: &'k KnownValues) -> Self {
+        Reading {
+            libinjection: config.libinjection,
+            signatures: config.signatures,
+            opaque_tokens: config
+                .placements
+                .as_ref()
+                .is_some_and(|pc| pc.opaque_tokens),
+            known,
+        }
+    }
 }
 
 pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
