@@ -22,8 +22,8 @@ pub struct Args {
     pub config: PathBuf,
     /// The run directory to write (created; an existing one is reused, and teachers already
     /// trained on the same data are kept).
-    #[arg(long, value_name = "RUN_DIR")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "RUN_DIR", required_unless_present = "print_config")]
+    pub out: Option<PathBuf>,
     /// `auto`, `cpu`, `cuda` or `cuda:<i>` (overrides the config's `device`).
     #[arg(long, value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
@@ -47,6 +47,11 @@ pub struct Args {
     /// run is then reproducible and its bundle and report say it is NOT private.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Print the effective configuration (every default filled in, dataset paths resolved, the
+    /// other options applied) as the run directory's `config.yaml` would hold it, and exit
+    /// without reading any data.
+    #[arg(long, hide = true)]
+    pub print_config: bool,
 }
 
 /// clap parser for `--threads`: a number of libtorch threads, 1 to `i32::MAX` (libtorch refuses
@@ -98,14 +103,27 @@ pub fn run(args: Args) -> Result<()> {
             .collect();
         config.validate()?;
     }
-    let report = crate::stages::run(&config, &RunDir::new(&args.out), started)?;
+    let Some(out) = args.out.filter(|_| !args.print_config) else {
+        return print_config(&config);
+    };
+    let report = crate::stages::run(&config, &RunDir::new(&out), started)?;
     tracing::info!(
         "run: done in {:.1} s; student TPR {} TNR {}; report {}",
         started.elapsed().as_secs_f64(),
         fmt_rate(report.metrics.tpr),
         fmt_rate(report.metrics.tnr),
-        args.out.join("report.json").display()
+        out.join("report.json").display()
     );
+    Ok(())
+}
+
+/// `--print-config`: the effective configuration on stdout, serialized as `config.yaml` is.
+fn print_config(config: &RunConfig) -> Result<()> {
+    let yaml = serde_yaml::to_string(config).map_err(|source| Error::SerializeYaml {
+        what: "the effective configuration".into(),
+        source,
+    })?;
+    print!("{yaml}");
     Ok(())
 }
 
