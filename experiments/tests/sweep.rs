@@ -20,10 +20,11 @@ split:\n\
 \x20 - {{path: {s}/csic_normalTrafficTest_A_sample.txt, format: csic, label: benign}}\n\
 \x20 - {{path: {s}/csic_anomalousTrafficTest_A_sample.txt, format: csic, label: malicious}}\n\
 \x20 private: 0.55\n\x20 public: 0.2\n\x20 validation: 0.1\n\x20 test: 0.15\n\
-featurizer: {{config: {{top_k: 200}}}}\n\
-teachers:\n  count: 5\n  training: {{hidden: [16], max_epochs: 5, batch_size: 64, learning_rate: 0.01, patience: 2, class_balance: pos_weight}}\n\
-student:\n  queries: 60\n  validation_max: 100\n  training: {{hidden: [16], max_epochs: 10, batch_size: 32, learning_rate: 0.01, patience: 3, class_balance: pos_weight}}\n\
+featurizer: {{config: {{top_k: 200, char_ngrams: null, sublinear_tf: false, params: false, rarity_min_count: null, odd_permille: [], odd_shape_path: false, odd_name_variants: false, norm: l1, placements: null, libinjection: false, signatures: false}}}}\n\
+teachers:\n  count: 5\n  holdout_fraction: 0.2\n  tamperings: 0\n  training: {{hidden: [16], optimizer: adam, l1: 0, member_threshold: youden, max_epochs: 5, batch_size: 64, learning_rate: 0.01, patience: 2, class_balance: pos_weight}}\n\
+student:\n  queries: 60\n  validation_max: 100\n  query_selection: distinct\n  threshold_rule: youden\n  multiplicity_cap: null\n  validation_labels: false\n  training: {{hidden: [16], optimizer: adam, l1: 0, max_epochs: 10, batch_size: 32, learning_rate: 0.01, patience: 3, class_balance: pos_weight}}\n\
 privacy: {{mechanism: lnmax, gamma: 0.3, delta: 1.0e-5}}\n\
+aggregation: {{malicious_vote_share: 0.5}}\n\
 evaluation: {{ensemble_max: 300}}\n",
         s = sample.display()
     );
@@ -249,16 +250,26 @@ fn a_sweep_cell_is_a_run_with_the_same_config_and_seed() {
     let dir = tempfile::tempdir().unwrap();
     write_configs(dir.path());
     let base = dir.path().join("base.yaml");
-    let text = std::fs::read_to_string(&base).unwrap().replace(
-        "student:\n",
-        "student:\n  query_selection: head\n  head_share: 0.5\n  multiplicity_cap: 20\n  threshold_rule: answered_benign\n  target_fpr: 0.05\n",
-    );
+    let text = std::fs::read_to_string(&base)
+        .unwrap()
+        .replace(
+            "  query_selection: distinct\n",
+            "  query_selection: head\n  head_share: 0.5\n",
+        )
+        .replace("  multiplicity_cap: null\n", "  multiplicity_cap: 20\n")
+        .replace(
+            "  threshold_rule: youden\n",
+            "  threshold_rule: answered_benign\n  target_fpr: 0.05\n",
+        );
     // GNMax with a head: the cell must answer (and charge) its first queries at the head's σ.
     let text = text.replace(
         "privacy: {mechanism: lnmax, gamma: 0.3, delta: 1.0e-5}",
         "privacy: {mechanism: gnmax, sigma: 3, head: {queries: 5, sigma: 2}, delta: 1.0e-5}",
     );
-    let text = text.replace("seed: 7", "seed: 11") + "aggregation: {malicious_vote_share: 0.4}\n";
+    let text = text.replace("seed: 7", "seed: 11").replace(
+        "aggregation: {malicious_vote_share: 0.5}",
+        "aggregation: {malicious_vote_share: 0.4}",
+    );
     std::fs::write(&base, text).unwrap();
     let sweep = dir.path().join("one.yaml");
     std::fs::write(

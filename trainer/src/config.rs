@@ -1,5 +1,7 @@
-//! The YAML configuration of `pate-trainer run` (see `configs/train.yaml` for every key with its
-//! meaning). Unknown keys are errors (`deny_unknown_fields`), and every check names its key.
+//! The YAML configuration of `pate-trainer run`. Every default is the recommended recipe (the
+//! nested ones in [`crate::recipe`]), so a config states only what differs from it
+//! (`configs/train.yaml`: the CSIC simulation's data). Unknown keys are errors
+//! (`deny_unknown_fields`), and every check names its key.
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -158,7 +160,8 @@ impl Default for SiteConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct AggregationConfig {
     /// The share of teachers voting malicious at which (without noise) a query is labelled
-    /// malicious; 0.5 = plurality (no shift, the default).
+    /// malicious; default 0.35 (with `model_average` it only shifts the votes kept for the
+    /// label-agreement diagnostic); 0.5 = plurality (no shift).
     pub malicious_vote_share: f64,
     /// How `privacy.mechanism: model_average`'s released mean model labels the queries (only
     /// with that mechanism; absent: the defaults).
@@ -169,7 +172,7 @@ pub struct AggregationConfig {
 impl Default for AggregationConfig {
     fn default() -> Self {
         AggregationConfig {
-            malicious_vote_share: 0.5,
+            malicious_vote_share: 0.35,
             model_average: None,
         }
     }
@@ -213,14 +216,15 @@ impl Default for ModelAverageLabelling {
 #[serde(deny_unknown_fields, default)]
 pub struct EvaluationConfig {
     /// The teacher ensemble (N full networks per request) is evaluated on at most this many test
-    /// requests, drawn at random (null: all); the student always on the whole test split.
+    /// requests, drawn at random (default 2000; null: all); the student always on the whole
+    /// test split.
     pub ensemble_max: Option<usize>,
 }
 
 impl Default for EvaluationConfig {
     fn default() -> Self {
         EvaluationConfig {
-            ensemble_max: Some(5000),
+            ensemble_max: Some(2000),
         }
     }
 }
@@ -255,16 +259,17 @@ pub struct DatasetSource {
 pub struct SimulatedSplit {
     /// The labelled files to split.
     pub simulate_from: Vec<DatasetSource>,
-    /// Share of the records simulated as the teachers' private logs.
+    /// Share of the records simulated as the teachers' private logs (default 0.6).
     #[serde(default = "default_private_fraction")]
     pub private: f64,
-    /// Share simulated as public traffic (featurizer corpus, query pool).
+    /// Share simulated as public traffic (featurizer corpus, query pool; default 0.2).
     #[serde(default = "default_public_fraction")]
     pub public: f64,
-    /// Share simulated as the operator's public labelled validation set.
+    /// Share simulated as the operator's public labelled validation set (default 0.1: the
+    /// threshold's FPR budget is estimated on it).
     #[serde(default = "default_validation_fraction")]
     pub validation: f64,
-    /// Share simulated as test data.
+    /// Share simulated as test data (default 0.1).
     #[serde(default = "default_test_fraction")]
     pub test: f64,
     /// The share of attacks the simulated public traffic keeps (null: all of the pool's): the
@@ -278,13 +283,13 @@ fn default_private_fraction() -> f64 {
     0.6
 }
 fn default_public_fraction() -> f64 {
-    0.15
+    0.2
 }
 fn default_validation_fraction() -> f64 {
-    0.05
+    0.1
 }
 fn default_test_fraction() -> f64 {
-    0.2
+    0.1
 }
 
 impl SimulatedSplit {
@@ -343,21 +348,15 @@ pub enum FitOn {
 #[serde(rename_all = "snake_case")]
 pub enum RarityOn {
     /// The rows the vocabulary is fitted on (`fit_on`).
-    #[default]
     FitOn,
     /// The validation split's requests labelled benign: public, labelled data, so the table is
     /// a model of the site's BENIGN formats. The public pool holds the site's attacks too, and
     /// counted on it a character only attacks put into a parameter (`/` in a password) is as
     /// common as the rarer benign ones, so `odd:char<1 %` never fires on it. Each validation
     /// request is scored with the table of the other folds (`stages::featurize::ValidationFolds`),
-    /// so that the threshold sees the site's benign formats as new traffic does.
+    /// so that the threshold sees the site's benign formats as new traffic does. The default.
+    #[default]
     ValidationBenign,
-}
-
-impl RarityOn {
-    fn is_fit_on(&self) -> bool {
-        *self == RarityOn::FitOn
-    }
 }
 
 /// The featurizer section.
@@ -368,11 +367,16 @@ pub struct FeaturizerSection {
     #[serde(default = "default_fit_on")]
     pub fit_on: FitOn,
     /// Which requests the rarity table counts (with `config.rarity_min_count`): `fit_on`'s rows
-    /// (the default) or the validation split's benign requests ([`RarityOn`]).
-    #[serde(default, skip_serializing_if = "RarityOn::is_fit_on")]
-    pub rarity_on: RarityOn,
-    /// The featurizer's own settings (`top_k`, `max_input_bytes`, `decode_rounds`, `include_body`).
+    /// or the validation split's benign requests (`validation_benign`, the default; [`RarityOn`]).
     #[serde(default)]
+    pub rarity_on: RarityOn,
+    /// The featurizer's own settings; default [`crate::recipe::featurizer`], and the keys a config
+    /// gives replace those of it.
+    #[serde(
+        default = "crate::recipe::featurizer",
+        deserialize_with = "crate::recipe::featurizer_over",
+        serialize_with = "crate::recipe::featurizer_written"
+    )]
     pub config: featurizer::FeaturizerConfig,
     /// A file of real browsers' User-Agent strings (one per line, as
     /// `student.public_examples.user_agents`; public data): every header value such a browser
@@ -399,8 +403,8 @@ impl Default for FeaturizerSection {
     fn default() -> Self {
         FeaturizerSection {
             fit_on: FitOn::Public,
-            rarity_on: RarityOn::FitOn,
-            config: featurizer::FeaturizerConfig::default(),
+            rarity_on: RarityOn::ValidationBenign,
+            config: crate::recipe::featurizer(),
             known_browsers: None,
         }
     }
@@ -418,8 +422,8 @@ pub struct TeachersConfig {
     /// else is an error naming the key.
     #[serde(default, rename = "mode", skip_serializing)]
     _legacy_mode: LegacyTeacherMode,
-    /// Share of each shard held out for early stopping and the teacher's threshold. `0` holds
-    /// nothing out: every teacher trains on its whole shard for exactly `max_epochs` epochs and
+    /// Share of each shard held out for early stopping and the teacher's threshold. `0` (the
+    /// default) holds nothing out: every teacher trains on its whole shard for exactly `max_epochs` epochs and
     /// keeps its last weights (requires `member_threshold: half`). On shards of ~150 records the
     /// best epoch picked on ~15 held-out records is noise, and the teachers it picks are
     /// under-trained (EVALUATION.md, issue 16: 49 % of aggregated labels right with a 10 %
@@ -444,9 +448,11 @@ pub struct TeachersConfig {
     /// rarely see such attacks and voted them benign (a `PUT` to the login page, `rememberA=`).
     /// A teacher's added rows are a function of its own shard and the run's randomness only, so
     /// one private record still changes at most one teacher's vote and the aggregation's privacy
-    /// analysis is unchanged (docs/privacy.md). 0 (the default) adds nothing.
+    /// analysis is unchanged (docs/privacy.md). Default 0.05; 0 adds nothing.
     pub tamperings: f64,
-    /// Network and optimizer.
+    /// Network and optimizer: default [`crate::recipe::teacher_training`], and the keys a
+    /// config gives replace those of it.
+    #[serde(deserialize_with = "crate::recipe::teacher_training_over")]
     pub training: TrainConfig,
 }
 
@@ -547,12 +553,12 @@ impl Default for TeachersConfig {
         TeachersConfig {
             count: 250,
             _legacy_mode: LegacyTeacherMode,
-            holdout_fraction: 0.2,
+            holdout_fraction: 0.0,
             holdout_max: 800,
             multiplicity: None,
             copies_on_one_teacher: false,
-            tamperings: 0.0,
-            training: TrainConfig::default(),
+            tamperings: 0.05,
+            training: crate::recipe::teacher_training(),
         }
     }
 }
@@ -561,33 +567,37 @@ impl Default for TeachersConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StudentConfig {
-    /// Number of queries drawn from the public split and sent to the teachers.
+    /// Number of queries drawn from the public split and labelled by the release (default 4500).
     pub queries: usize,
-    /// At most this many labelled validation samples (early stopping and threshold; the seeds
-    /// used 200).
+    /// At most this many labelled validation samples (early stopping and threshold; default
+    /// 4000, the seeds used 200).
     pub validation_max: usize,
-    /// Network and optimizer.
+    /// Network and optimizer: default [`crate::recipe::student_training`], and the keys a config
+    /// gives replace those of it.
+    #[serde(deserialize_with = "crate::recipe::student_training_over")]
     pub training: TrainConfig,
-    /// Which distinct public requests are sent as queries: `distinct` (uniformly among the
-    /// distinct requests, the default) or `traffic` (weighted by how often each distinct request
-    /// occurs in the public split, without replacement, so the queries look like the traffic the
-    /// student will score; the multiplicities are public).
+    /// Which distinct public requests are sent as queries: `head` (the default: a share
+    /// [`StudentConfig::head_share`] on the most frequent ones), `distinct` (uniformly among the
+    /// distinct requests) or `traffic` (weighted by how often each distinct request occurs in the
+    /// public split, without replacement, so the queries look like the traffic the student will
+    /// score; the multiplicities are public).
     pub query_selection: QuerySelection,
-    /// How the student's decision threshold is chosen on the validation samples: `youden`
-    /// (max TPR − FPR, the seeds' rule, the default) or `target_fpr` (the highest-TPR point of the
-    /// validation ROC whose FPR is at most [`StudentConfig::target_fpr`]).
+    /// How the student's decision threshold is chosen on the validation samples: `target_fpr`
+    /// (the default: the highest-TPR point of the validation ROC whose FPR is at most
+    /// [`StudentConfig::target_fpr`]), `youden` (max TPR − FPR, the seeds' rule) or
+    /// `answered_benign`.
     pub threshold_rule: ThresholdRule,
-    /// The false-positive rate aimed at by `threshold_rule: target_fpr`.
+    /// The false-positive rate aimed at by `threshold_rule: target_fpr` (default 0.01).
     pub target_fpr: f64,
     /// With `threshold_rule: target_fpr`: hold the budget at this confidence (in (0, 1)) instead
     /// of at the point estimate: the threshold is the highest-TPR point at which this quantile of
     /// the benign share flagged, over resamplings of the validation traffic record by record, is
-    /// at most `target_fpr` ([`crate::calibrate::confident_target_fpr_threshold`]). Null: the
-    /// point estimate, which new traffic exceeds about half the time.
+    /// at most `target_fpr` ([`crate::calibrate::confident_target_fpr_threshold`]). Default
+    /// 0.95; null: the point estimate, which new traffic exceeds about half the time.
     pub target_fpr_confidence: Option<f64>,
     /// Traffic weighting: each answered query and each validation sample counts as many times as
     /// its request occurs in its (public) split, capped at this number of copies in training
-    /// (null = off, every distinct request once). With it, `threshold_rule: target_fpr` counts
+    /// (default 10; null = off, every distinct request once). With it, `threshold_rule: target_fpr` counts
     /// each validation request with ALL its copies: the budget is a rate of the site's traffic.
     /// The test data, like real traffic, is dominated by a few requests repeated thousands of
     /// times (CSIC: 8 static pages are 83 % of the benign test requests); the multiplicities are
@@ -597,7 +607,7 @@ pub struct StudentConfig {
     /// costs no privacy budget). Off when `rounds` is 0.
     pub self_training: SelfTrainingConfig,
     /// With `query_selection: head`: the share of the queries spent on the most frequent
-    /// distinct public requests (the rest drawn uniformly among the others).
+    /// distinct public requests (the rest drawn uniformly among the others; default 0.25).
     pub head_share: f64,
     /// Public labelled examples (attack corpora such as Fwaf and HttpParamsDataset) placed into
     /// the site's own request shapes (`trainer::public_examples`) and added to the student's
@@ -618,8 +628,7 @@ pub struct StudentConfig {
     /// publish one of those pages as malicious (at ε ≤ 1, σ 60: about 2 % per unanimous benign
     /// query), which made the student flag a page of the site's traffic. The threshold is still
     /// chosen on every validation sample, these included. Only `pate-trainer run` has the split
-    /// (the `student` stage refuses it). Off by default; not written when off.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// (the `student` stage refuses it). On by default.
     pub validation_labels: bool,
     /// `release` (the default: the teachers' labels) or `assume_benign` (the no-private-data
     /// baseline).
@@ -654,16 +663,17 @@ pub struct PublicExamplesConfig {
     pub files: Vec<DatasetSource>,
     /// How many examples are made: half public attacks placed into public requests of the site,
     /// half requests the teachers labelled benign re-shaped with their own values; each at a
-    /// random placement, one in five encoded.
+    /// random placement, one in five encoded. Default 1500.
+    #[serde(default = "default_public_examples_count")]
     pub count: usize,
     /// How many more are made for the student's VALIDATION samples (early stopping and the
-    /// threshold; 0, the default, makes none): public attack values of a held-out tenth of the
+    /// threshold; default 600, 0 makes none): public attack values of a held-out tenth of the
     /// files' values (never trained on) placed into the student's benign validation requests,
     /// and those requests re-shaped with their own values, half each, at random placements.
     /// With the featurizer's `placements`, the threshold is chosen on every validation request
     /// scored as pate-proxy scores it (`bundle::score_request`: the highest score over its
     /// windows), these included.
-    #[serde(default)]
+    #[serde(default = "default_public_examples_validation")]
     pub validation: usize,
     /// Where the benign re-shaped examples go: `every` placement (the default), or
     /// `headers_and_bodies` only, so that a site value is never moved into another parameter or
@@ -671,22 +681,23 @@ pub struct PublicExamplesConfig {
     /// ([`crate::public_examples::BenignSpots`]).
     #[serde(default)]
     pub benign_spots: crate::public_examples::BenignSpots,
-    /// Where the benign VALIDATION examples go (default: as `benign_spots`). With
+    /// Where the benign VALIDATION examples go (default `headers_and_bodies`; null: as
+    /// `benign_spots`). With
     /// `headers_and_bodies`, the threshold (FPR ≤ `target_fpr` of the validation requests) is not
     /// held over site values moved into another parameter or the path — requests the site's own
     /// data calls anomalous, which pushed the threshold above most of the site's attacks — while
     /// benign values in every header and body still count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default = "default_validation_benign_spots")]
     pub validation_benign_spots: Option<crate::public_examples::BenignSpots>,
     /// With `threshold_rule: target_fpr`: the placed validation examples get a false-positive
     /// budget of their own, in (0, 1) — the threshold is the lowest that holds FPR ≤
     /// `target_fpr` on the site's validation requests (counted with their traffic) AND FPR ≤
-    /// this on the placed benign examples — instead of counting them as 600 more requests of
-    /// the site's traffic (the default). Why: a few dozen placed benign examples scoring high
+    /// this on the placed benign examples (default 0.05) — instead of counting them as 600 more
+    /// requests of the site's traffic (null). Why: a few dozen placed benign examples scoring high
     /// then set the threshold alone, far above what the site's own traffic needed (a
     /// whole-request bundle held 0.1–0.3 % FPR on CSIC's test traffic where `target_fpr` asked
     /// 1 %, and blocked 62–77 % of its attacks there against train.yaml's 84–88 %).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default = "default_public_examples_validation_fpr")]
     pub validation_fpr: Option<f64>,
     /// A file of real browsers' `User-Agent` strings, one per line (public data; `#` lines and
     /// blank lines skipped). When given, half the examples of each class are dressed as a
@@ -701,8 +712,9 @@ pub struct PublicExamplesConfig {
     pub user_agents: Option<PathBuf>,
     /// The share (in [0, 1]) of the malicious examples that are requests the teachers labelled
     /// benign, tampered instead of carrying an attack value (`public_examples::tamper`: verb
-    /// tampering or a parameter name the page never receives; public knowledge, no ε). 0: none.
-    #[serde(default)]
+    /// tampering or a parameter name the page never receives; public knowledge, no ε). Default
+    /// 0.2; 0: none.
+    #[serde(default = "default_public_examples_tamperings")]
     pub tamperings: f64,
     /// Also train on a copy of each example that carries a public attack value or a benign
     /// value (not the tampered ones), featurized without the site's format checks
@@ -713,7 +725,7 @@ pub struct PublicExamplesConfig {
     /// nothing but its format to tell it, so it gets no copy. Off by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub content_only_copies: bool,
-    /// The **content-only threshold** (0, the default: none): the threshold pate-proxy applies
+    /// The **content-only threshold** (default 300; 0: none): the threshold pate-proxy applies
     /// where it scores content alone (`format_checks: false`; `pate-trainer score
     /// --no-format-checks`), written into the bundle as `content_only_threshold`. Chosen after
     /// the bundle's own threshold, on requests scored as served without the site's format
@@ -731,9 +743,9 @@ pub struct PublicExamplesConfig {
     /// data: no ε.
     /// Needs `validation > 0`, `validation_fpr`, a featurizer with format checks and
     /// placements, and benign records in `files`.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default = "default_content_only_validation")]
     pub content_only_validation: usize,
-    /// The **model of single parts** (absent, the default: none), written into the bundle as
+    /// The **model of single parts** (default [`PartModelConfig::default`]; null: none), written into the bundle as
     /// `part_model.onnx` and scored where content alone is scored (`format_checks: false`):
     /// every part of a request (a query or form pair, a header, a JSON value, ...) alone, beside
     /// the student's windows; the request's score is the highest of both, judged at the
@@ -747,51 +759,83 @@ pub struct PublicExamplesConfig {
     /// of it, and of the student's public examples (in place of a random tenth), for the
     /// validation examples (`validation`, `content_only_validation`; the bench's
     /// `--held-out-tenth` replays the same tenth). Needs `content_only_validation > 0`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default = "default_part_model")]
     pub part_model: Option<PartModelConfig>,
+}
+
+fn default_public_examples_count() -> usize {
+    1500
+}
+fn default_public_examples_validation() -> usize {
+    600
+}
+fn default_validation_benign_spots() -> Option<crate::public_examples::BenignSpots> {
+    Some(crate::public_examples::BenignSpots::HeadersAndBodies)
+}
+fn default_public_examples_validation_fpr() -> Option<f64> {
+    Some(0.05)
+}
+fn default_public_examples_tamperings() -> f64 {
+    0.2
+}
+fn default_content_only_validation() -> usize {
+    300
+}
+fn default_part_model() -> Option<PartModelConfig> {
+    Some(PartModelConfig::default())
 }
 
 /// `student.public_examples.part_model` ([`PublicExamplesConfig::part_model`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(default)]
 pub struct PartModelConfig {
-    /// Values placed per class and spot (13 spots): the malicious and benign parts trained on.
+    /// Values placed per class and spot (13 spots): the malicious and benign parts trained on
+    /// (default 800).
     pub per_spot: usize,
     /// Each distinct benign part of the site's requests (and of the placed requests around
     /// the value) counts in training as often as it occurs, at most this many times (one row
     /// weighted by its count): a header every request carries weighs more than one value,
-    /// without thousands of copies.
+    /// without thousands of copies (default 50).
     pub copies_cap: usize,
-    /// Its training (the student's schema, e.g. a logistic regression with FISTA and L1).
+    /// Its training (the student's schema): default [`crate::recipe::part_model_training`], and
+    /// the keys a config gives replace those of it.
+    #[serde(deserialize_with = "crate::recipe::part_model_training_over")]
     pub training: TrainConfig,
     /// Shift its scores per placement (bundle.yaml `part_model_offsets`), chosen with the
     /// content-only threshold on the same validation values: a threshold per placement for the
     /// parts, so that the placements where generic benign values score low alone (query, form,
-    /// bodies) spend their budget too. False: one threshold for every part.
-    #[serde(default)]
+    /// bodies) spend their budget too (the default). False: one threshold for every part.
     pub placement_offsets: bool,
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
+impl Default for PartModelConfig {
+    fn default() -> Self {
+        PartModelConfig {
+            per_spot: 800,
+            copies_cap: 50,
+            training: crate::recipe::part_model_training(),
+            placement_offsets: true,
+        }
+    }
 }
 
 impl Default for StudentConfig {
     fn default() -> Self {
         StudentConfig {
-            queries: 1000,
-            validation_max: 200,
-            training: TrainConfig::default(),
-            query_selection: QuerySelection::Distinct,
-            threshold_rule: ThresholdRule::Youden,
+            queries: 4500,
+            validation_max: 4000,
+            training: crate::recipe::student_training(),
+            query_selection: QuerySelection::Head,
+            threshold_rule: ThresholdRule::TargetFpr,
             target_fpr: 0.01,
-            target_fpr_confidence: None,
-            multiplicity_cap: None,
+            target_fpr_confidence: Some(0.95),
+            multiplicity_cap: Some(10),
             self_training: SelfTrainingConfig::default(),
             head_share: 0.25,
             public_examples: None,
             label_cleaning: None,
-            validation_labels: false,
+            validation_labels: true,
             labels_from: LabelsFrom::Release,
         }
     }
@@ -885,7 +929,9 @@ pub struct PrivacyConfig {
     /// δ of the (ε, δ) guarantee.
     #[serde(default = "default_delta")]
     pub delta: f64,
-    /// The aggregation mechanism with its parameters.
+    /// The aggregation mechanism with its parameters. Default `model_average` with `sigma: 4.1`
+    /// and `clip_norm: 75` (ε 0.99 at δ 1e-5, whatever the number of queries); a `privacy:`
+    /// section names its mechanism.
     #[serde(flatten)]
     pub mechanism: Mechanism,
 }
@@ -899,7 +945,10 @@ impl Default for PrivacyConfig {
         PrivacyConfig {
             rho: None,
             delta: default_delta(),
-            mechanism: Mechanism::Lnmax(privacy::aggregate::Lnmax { gamma: 0.05 }),
+            mechanism: Mechanism::ModelAverage(privacy::average::ModelAverage {
+                sigma: 4.1,
+                clip_norm: 75.0,
+            }),
         }
     }
 }
@@ -1002,9 +1051,29 @@ impl RunConfig {
 
     /// Parses and validates YAML text (serde_yaml's messages name the key and line).
     pub fn parse(text: &str) -> Result<Self> {
-        let config: RunConfig = serde_yaml::from_str(text)?;
+        let mut config: RunConfig = serde_yaml::from_str(text)?;
+        let given: serde_yaml::Value = serde_yaml::from_str(text)?;
+        config.drop_defaults_that_do_not_apply(&given);
         config.validate()?;
         Ok(config)
+    }
+
+    /// A recommended default that only applies with another recommended setting is switched off
+    /// when the config changes that setting and does not give the key itself: a config with
+    /// `threshold_rule: youden` has no confidence, one without a rarity table counts none on the
+    /// validation split. Given explicitly, such a key is still refused by [`Self::validate`].
+    fn drop_defaults_that_do_not_apply(&mut self, given: &serde_yaml::Value) {
+        let is_given = |path: &[&str]| path.iter().try_fold(given, |v, key| v.get(key)).is_some();
+        if self.student.threshold_rule != ThresholdRule::TargetFpr
+            && !is_given(&["student", "target_fpr_confidence"])
+        {
+            self.student.target_fpr_confidence = None;
+        }
+        if self.featurizer.config.rarity_min_count.is_none()
+            && !is_given(&["featurizer", "rarity_on"])
+        {
+            self.featurizer.rarity_on = RarityOn::FitOn;
+        }
     }
 
     /// Checks every value, naming the key.
@@ -1587,14 +1656,27 @@ mod tests {
         assert_eq!(ok.student.self_training.rounds, 2);
         assert_eq!(ok.student.self_training.confidence, 0.95);
         let ok = RunConfig::parse(base).unwrap();
-        assert_eq!(ok.student.threshold_rule, ThresholdRule::Youden);
+        assert_eq!(ok.student.threshold_rule, ThresholdRule::TargetFpr);
+        assert_eq!(ok.student.target_fpr_confidence, Some(0.95));
+        // Another rule has no confidence, unless the config gives one (an error).
+        let youden = format!("{base}student: {{threshold_rule: youden}}\n");
+        let ok = RunConfig::parse(&youden).unwrap();
+        assert_eq!(ok.student.target_fpr_confidence, None);
+        let e =
+            RunConfig::parse(&youden.replace("youden}", "youden, target_fpr_confidence: 0.95}"))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("student.target_fpr_confidence"), "{e}");
         assert_eq!(ok.student.self_training.rounds, 0);
         assert_eq!(ok.teachers.count, 250);
         assert_eq!(
             ok.privacy.mechanism,
-            Mechanism::Lnmax(privacy::aggregate::Lnmax { gamma: 0.05 })
+            Mechanism::ModelAverage(privacy::average::ModelAverage {
+                sigma: 4.1,
+                clip_norm: 75.0
+            })
         );
-        assert_eq!(ok.aggregation.malicious_vote_share, 0.5);
+        assert_eq!(ok.aggregation.malicious_vote_share, 0.35);
         let e = RunConfig::parse(&format!(
             "{base}aggregation: {{malicious_vote_share: 1.0}}\n"
         ))
@@ -1617,16 +1699,21 @@ mod tests {
         let on_validation = rarity.replace("FIT", "public, rarity_on: validation_benign");
         let ok = RunConfig::parse(&format!("{base}{on_validation}")).unwrap();
         assert_eq!(ok.featurizer.rarity_on, RarityOn::ValidationBenign);
+        let no_table = "featurizer: {config: {rarity_min_count: null}RARITY}\n";
         let e = RunConfig::parse(&format!(
-            "{base}featurizer: {{rarity_on: validation_benign}}\n"
+            "{base}{}",
+            no_table.replace("RARITY", ", rarity_on: validation_benign")
         ))
         .unwrap_err()
         .to_string();
         assert!(e.contains("featurizer.rarity_on"), "{e}");
         assert_eq!(
             RunConfig::parse(base).unwrap().featurizer.rarity_on,
-            RarityOn::FitOn
+            RarityOn::ValidationBenign
         );
+        // Without a table, the recommended `validation_benign` does not apply.
+        let ok = RunConfig::parse(&format!("{base}{}", no_table.replace("RARITY", ""))).unwrap();
+        assert_eq!(ok.featurizer.rarity_on, RarityOn::FitOn);
         let ok = RunConfig::parse(&format!(
             "{base}student: {{query_selection: head, head_share: 0.3, threshold_rule: answered_benign}}\n"
         ))
@@ -1669,7 +1756,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("privacy") && e.contains("sigma"), "{e}");
-        let c = parse("{mechanism: confident_gnmax, threshold: 200, sigma1: 150, sigma2: 40, delta: 1.0e-6, rho: 2}")
+        let c = parse("{mechanism: confident_gnmax, threshold: 200, sigma1: 150, sigma2: 40, delta: 1.0e-6, rho: 2}\nfeaturizer: {config: {norm: l1}}")
             .unwrap();
         assert_eq!(c.privacy.mechanism.name(), "confident-gnmax");
         assert_eq!((c.privacy.delta, c.privacy.rho), (1e-6, Some(2.0)));
@@ -1865,7 +1952,7 @@ mod tests {
         // Old configs and run directories say `mode: batched`: accepted, and not written back.
         let config = RunConfig::parse(&format!("{base}teachers: {{mode: batched}}\n")).unwrap();
         let yaml = serde_yaml::to_string(&config).unwrap();
-        assert!(!yaml.contains("mode"), "{yaml}");
+        assert!(!yaml.contains("mode:"), "{yaml}");
         let again = RunConfig::parse(&yaml).unwrap();
         assert_eq!(again.teachers.count, config.teachers.count);
         // Anything else is an error naming the key, with the hint.

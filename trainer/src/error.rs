@@ -623,6 +623,17 @@ pub enum UsageProblem {
         /// All files.
         files: usize,
     },
+    /// A stage reading the config of a run directory an older trainer wrote.
+    #[error(
+        "{config} was written by an older pate-trainer (run format {version}) whose defaults \
+         differ; pass --config with the settings of that run"
+    )]
+    OldRunConfig {
+        /// The run directory's config.yaml.
+        config: PathBuf,
+        /// Its manifest's `format_version`.
+        version: u32,
+    },
     /// `score` with neither `--target` nor `--input` and `--format`.
     #[error("pass --target or --input FILE --format F")]
     ScoreInput,

@@ -32,6 +32,7 @@ pub mod part_model;
 pub mod plot;
 pub mod public_examples;
 pub mod recalibrate;
+pub mod recipe;
 pub mod report;
 pub mod rng;
 pub mod rundir;

@@ -202,6 +202,27 @@ impl RunDir {
     }
 }
 
+/// Layout version of the run directories this trainer writes. 2: config.yaml holds every key
+/// and is read over the recommended defaults; a version-1 config.yaml left out the keys at the
+/// defaults of its day, so it does not read back as the settings that run had.
+pub const RUN_FORMAT_VERSION: u32 = 2;
+
+/// The layout version of the run directory at `run` (its manifest's `format_version`).
+pub fn format_version(run: &RunDir) -> Result<u32> {
+    #[derive(Deserialize)]
+    struct Version {
+        format_version: u32,
+    }
+    let path = run.manifest();
+    let text = std::fs::read(&path).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let v: Version =
+        serde_json::from_slice(&text).map_err(|source| Error::Json { path, source })?;
+    Ok(v.format_version)
+}
+
 /// `manifest.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunManifest {
@@ -235,7 +256,7 @@ impl RunManifest {
             ("featurizer-artifact".to_string(), featurizer_version()),
         ]);
         RunManifest {
-            format_version: 1,
+            format_version: RUN_FORMAT_VERSION,
             created: bundle::rfc3339_utc(std::time::SystemTime::now()),
             rng,
             versions,

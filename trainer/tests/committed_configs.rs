@@ -56,4 +56,47 @@ fn every_committed_run_config_parses() {
         })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // What a run directory's config.yaml holds reads back as the same settings: a key written
+    // at a value the defaults do not have is not left out.
+    for p in &files {
+        let config = RunConfig::load(p).unwrap();
+        let written = serde_yaml::to_string(&config).unwrap();
+        let again = RunConfig::parse(&written).unwrap();
+        assert_eq!(
+            serde_yaml::to_string(&again).unwrap(),
+            written,
+            "{}",
+            p.display()
+        );
+    }
+    // And the defaults alone write and read back as themselves.
+    let defaults = RunConfig::without_datasets();
+    let written = serde_yaml::to_string(&defaults).unwrap();
+    assert_eq!(
+        serde_yaml::to_string(&serde_yaml::from_str::<RunConfig>(&written).unwrap()).unwrap(),
+        written
+    );
+}
+
+/// `run --print-config` prints what the run directory's config.yaml would hold: every default
+/// filled in, and it reads back as the same settings.
+#[test]
+fn print_config_prints_the_effective_configuration() {
+    let train = repo().join("configs/train.yaml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+        .args(["run", "--print-config", "--config"])
+        .arg(&train)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let expected = serde_yaml::to_string(&RunConfig::load(&train).unwrap()).unwrap();
+    assert_eq!(printed, expected);
+    for key in ["mechanism: model_average", "threshold_rule: target_fpr", "top_k: 10000"] {
+        assert!(printed.contains(key), "{key}: {printed}");
+    }
 }

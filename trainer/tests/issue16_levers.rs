@@ -16,10 +16,14 @@ fn run(dir: &Path, share: f64) -> Report {
         "{queries: 200, query_selection: head, head_share: 0.25, threshold_rule: answered_benign, target_fpr: 0.01, training: {hidden: [], max_epochs: 50, learning_rate: 0.1, patience: 8}}",
     );
     // The sample config with the issue-16 featurizer and the vote share.
-    let text = std::fs::read_to_string(&config).unwrap().replace(
-        "config: {top_k: 300, value_shapes: true}",
-        "config: {top_k: 1500, char_ngrams: [1, 3], sublinear_tf: true, params: true, rarity_min_count: 3, odd_permille: [10, 50], norm: l2}",
-    ) + &format!("aggregation: {{malicious_vote_share: {share}}}\n");
+    let text = common::over(
+        &std::fs::read_to_string(&config).unwrap(),
+        &format!(
+            "featurizer: {{config: {{top_k: 1500, value_shapes: false, char_ngrams: [1, 3], \
+             sublinear_tf: true, params: true, rarity_min_count: 3, odd_permille: [10, 50], \
+             norm: l2}}}}\naggregation: {{malicious_vote_share: {share}}}\n"
+        ),
+    );
     std::fs::write(&config, text).unwrap();
     let out = dir.join("run");
     let o = common::trainer()

@@ -26,17 +26,15 @@ fn config(dir: &Path, queries: usize) -> std::path::PathBuf {
             "{{queries: {queries}, validation_max: 200, training: {{hidden: [16], max_epochs: 30, patience: 4}}}}"
         ),
     );
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("seed: 7\n", "seed: null\n")
-        .replace(
-            "privacy: {mechanism: lnmax, gamma: 1.0}\n",
-            &format!(
-                "privacy: {{mechanism: model_average, sigma: {}, clip_norm: {}}}\n\
-                 aggregation: {{model_average: {{soft_threshold: 3.0, validation_recall: 0.9}}}}\n",
-                MECHANISM.sigma, MECHANISM.clip_norm
-            ),
-        );
+    let text = common::over(
+        &std::fs::read_to_string(&path).unwrap(),
+        &format!(
+            "seed: null\n\
+             privacy: {{mechanism: model_average, sigma: {}, clip_norm: {}}}\n\
+             aggregation: {{model_average: {{soft_threshold: 3.0, validation_recall: 0.9}}}}\n",
+            MECHANISM.sigma, MECHANISM.clip_norm
+        ),
+    );
     assert!(text.contains("model_average") && text.contains("seed: null"));
     std::fs::write(&path, text).unwrap();
     path

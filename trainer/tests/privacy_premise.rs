@@ -25,8 +25,9 @@ fn premise_dir() -> PathBuf {
 const LINEAR: &str = "{count: 10, holdout_fraction: 0, tamperings: 0.05, training: {hidden: [], \
     optimizer: fista, l1: 0.0003, learning_rate: 4.0, max_epochs: 60, class_balance: pos_weight, \
     member_threshold: half}}";
-const NETWORK: &str = "{count: 10, holdout_fraction: 0.2, training: {hidden: [16], \
-    max_epochs: 25, patience: 3, batch_size: 16, learning_rate: 0.01, class_balance: pos_weight}}";
+const NETWORK: &str = "{count: 10, holdout_fraction: 0.2, tamperings: 0, training: {hidden: [16], \
+    max_epochs: 25, patience: 3, batch_size: 16, learning_rate: 0.01, class_balance: pos_weight, \
+    optimizer: adam, l1: 0.0, member_threshold: youden}}";
 
 /// A run config reading `private` as the private role and the audit's other files.
 fn config(dir: &Path, private: &Path, teachers: &str) -> PathBuf {

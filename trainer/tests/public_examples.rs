@@ -345,9 +345,9 @@ const SPLIT: &str = "split: {simulate_from: [{path: a.txt, format: csic}]}\n";
 /// `featurizer.known_browsers` adds to the known header values, so it needs them on.
 #[test]
 fn known_browsers_needs_known_header_values() {
-    let without = trainer::config::RunConfig::parse(&format!(
+    let without = trainer::config::RunConfig::parse(&common::legacy(&format!(
         "{SPLIT}featurizer: {{known_browsers: ua.txt, config: {{placements: {{}}}}}}\n"
-    ))
+    )))
     .unwrap_err()
     .to_string();
     assert!(
@@ -620,7 +620,9 @@ fn validation_fpr_needs_placed_examples_and_the_target_fpr_rule() {
         format!("{{threshold_rule: youden, public_examples: {{count: 10, validation: 10, validation_fpr: 0.05, {files}}}}}"),
         format!("{{threshold_rule: target_fpr, public_examples: {{count: 10, validation_fpr: 0.05, {files}}}}}"),
     ] {
-        let e = trainer::config::RunConfig::parse(&format!("{SPLIT}student: {student}\n"))
+        let e = trainer::config::RunConfig::parse(&common::legacy(&format!(
+            "{SPLIT}student: {student}\n"
+        )))
             .unwrap_err()
             .to_string();
         assert!(e.contains("validation_fpr") && e.contains("target_fpr"), "{e}");
@@ -730,7 +732,7 @@ fn pairs_of(r: &Record) -> Vec<(String, String)> {
 fn sample_run_config(featurizer: &str, student: &str, public_examples: &str) -> String {
     let sample = common::repo().join("data/sample");
     let s = |f: &str| sample.join(f).display().to_string();
-    format!(
+    common::legacy(&format!(
         "seed: 3\ndevice: cpu\nthreads: 1\nsplit:\n\
          \x20 simulate_from:\n\
          \x20   - {{path: {n1}, format: csic, label: benign}}\n\
@@ -745,28 +747,25 @@ fn sample_run_config(featurizer: &str, student: &str, public_examples: &str) -> 
         n1 = s("csic_normalTrafficTraining_sample.txt"),
         n2 = s("csic_normalTrafficTest_A_sample.txt"),
         a = s("csic_anomalousTrafficTest_A_sample.txt"),
-    )
+    ))
 }
 
 /// `config` (of [`sample_run_config`]) with the sample's normal requests as a public file of
 /// benign values beside its attacks.
 fn with_benign_file(config: &str) -> String {
-    let sample = common::repo().join("data/sample");
-    let attacks = sample.join("csic_anomalousTrafficTest_A_sample.txt");
-    let benign = sample.join("csic_normalTrafficTest_A_sample.txt");
-    let files = format!(
-        "files: [{{path: {}, format: csic, label: malicious}}]",
-        attacks.display()
-    );
-    assert!(config.contains(&files), "{config}");
-    config.replace(
-        &files,
-        &format!(
-            "files: [{{path: {}, format: csic, label: malicious}}, {{path: {}, format: csic, label: benign}}]",
-            attacks.display(),
+    let benign = common::repo().join("data/sample/csic_normalTrafficTest_A_sample.txt");
+    let mut value: serde_yaml::Value = serde_yaml::from_str(config).unwrap();
+    let files = value["student"]["public_examples"]["files"]
+        .as_sequence_mut()
+        .expect("public_examples.files");
+    files.push(
+        serde_yaml::from_str(&format!(
+            "{{path: {}, format: csic, label: benign}}",
             benign.display()
-        ),
-    )
+        ))
+        .unwrap(),
+    );
+    serde_yaml::to_string(&value).unwrap()
 }
 
 /// `pate-trainer score --bundle BUNDLE --target TARGET [--no-format-checks]`: the score and the

@@ -44,21 +44,20 @@ fn the_bundles_rarity_table_counts_the_validation_splits_benign_requests() {
     );
     let featurizer = |rarity_on: &str| {
         format!(
-            "featurizer: {{fit_on: public,{rarity_on} config: {{top_k: 800, char_ngrams: [1, 3], \
-             params: true, rarity_min_count: 3, odd_permille: [10, 50], norm: l2, placements: {{}}}}}}"
+            "featurizer: {{fit_on: public, rarity_on: {rarity_on}, config: {{top_k: 800, \
+             value_shapes: false, char_ngrams: [1, 3], params: true, rarity_min_count: 3, \
+             odd_permille: [10, 50], norm: l2, placements: {{}}}}}}"
         )
     };
     let base = std::fs::read_to_string(&config).unwrap();
-    let plain = "featurizer: {fit_on: public, config: {top_k: 300, value_shapes: true}}";
-    assert!(base.contains(plain));
     let validation_cfg = tmp.path().join("validation.yaml");
     std::fs::write(
         &validation_cfg,
-        base.replace(plain, &featurizer(" rarity_on: validation_benign,")),
+        common::over(&base, &featurizer("validation_benign")),
     )
     .unwrap();
     let public_cfg = tmp.path().join("public.yaml");
-    std::fs::write(&public_cfg, base.replace(plain, &featurizer(""))).unwrap();
+    std::fs::write(&public_cfg, common::over(&base, &featurizer("fit_on"))).unwrap();
 
     let run = |cfg: &Path, name: &str| {
         let out = tmp.path().join(name);

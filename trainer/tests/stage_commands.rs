@@ -2,6 +2,8 @@
 //! `votes.csv`, with the run's mechanism, vote share and seed, give the run's noisy labels and ε;
 //! `account --mechanism-from` reads the mechanism (GNMax's head included) and share from the
 //! run's report or aggregate's summary.
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -36,7 +38,7 @@ aggregation: {{malicious_vote_share: 0.35}}\n",
         s = sample.display()
     );
     let path = dir.join("run.yaml");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, common::legacy(&text)).unwrap();
     path.to_str().unwrap().to_string()
 }
 

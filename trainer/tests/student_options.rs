@@ -433,6 +433,33 @@ fn run_with_label_cleaning_reports_the_labels_left_out() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("label cleaning: left out"), "{stderr}");
     assert!(student_out.exists());
+    // Without --config it reads the run's config.yaml, which holds the run's settings; one an
+    // older trainer wrote (whose defaults differed) is refused.
+    let from_run = |name: &str| {
+        run(trainer()
+            .args(["-v", "student", "--run"])
+            .arg(&run_dir)
+            .arg("--out")
+            .arg(tmp.path().join(name)))
+    };
+    let out = from_run("student3.safetensors");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("label cleaning: left out"), "{stderr}");
+    let manifest = run_dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains("\"format_version\": 2"), "{text}");
+    std::fs::write(
+        &manifest,
+        text.replace("\"format_version\": 2", "\"format_version\": 1"),
+    )
+    .unwrap();
+    let out = from_run("student4.safetensors");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("older pate-trainer (run format 1)"),
+        "{stderr}"
+    );
     let bad = config(
         tmp.path(),
         "{queries: 150, label_cleaning: {folds: 1, confidence: 0.9}}",

@@ -50,7 +50,7 @@ pub struct Args {
     /// Print the effective configuration (every default filled in, dataset paths resolved, the
     /// other options applied) as the run directory's `config.yaml` would hold it, and exit
     /// without reading any data.
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub print_config: bool,
 }
 

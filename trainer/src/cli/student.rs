@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::config::RunConfig;
 use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UsageProblem};
 use crate::rng::RunRng;
 use crate::rundir::PUBLIC_POOL_SET;
 use crate::rundir::{resolve_path, sets, RunDir};
@@ -146,12 +146,23 @@ pub fn run(args: Args) -> Result<()> {
 /// The stage's config: `--config`, else the run directory's `config.yaml` when there is one, else
 /// the defaults.
 fn stage_config(args: &Args, run: Option<&RunDir>) -> Result<RunConfig> {
-    match args
-        .config
-        .clone()
-        .or_else(|| run.map(|r| r.config()).filter(|p| p.exists()))
-    {
-        Some(p) => RunConfig::load(&p),
+    if let Some(p) = &args.config {
+        return RunConfig::load(p);
+    }
+    match run.filter(|r| r.config().exists()) {
+        Some(r) => {
+            let version = crate::rundir::format_version(r)?;
+            if version < crate::rundir::RUN_FORMAT_VERSION {
+                return Err(Error::Usage {
+                    command: "student",
+                    problem: UsageProblem::OldRunConfig {
+                        config: r.config(),
+                        version,
+                    },
+                });
+            }
+            RunConfig::load(&r.config())
+        }
         None => Ok(RunConfig::without_datasets()),
     }
 }

@@ -479,7 +479,7 @@ mod tests {
         // Off: no folds.
         let off = RunConfig::parse(
             "split: {simulate_from: [{path: a.txt, format: csic}]}\n\
-             featurizer: {config: {params: true, rarity_min_count: 3, top_k: 500}}\n",
+             featurizer: {rarity_on: fit_on, config: {params: true, rarity_min_count: 3, top_k: 500}}\n",
         )
         .unwrap();
         assert!(ValidationFolds::new(&off, &served, &data)

@@ -2074,6 +2074,7 @@ mod tests {
         let student = crate::config::StudentConfig {
             threshold_rule: crate::config::ThresholdRule::TargetFpr,
             target_fpr: 0.01,
+            target_fpr_confidence: None,
             ..crate::config::StudentConfig::default()
         };
         let mut threshold = |copies: &[usize]| {
