@@ -62,13 +62,11 @@ fn csic_records() -> Vec<Record> {
 fn train_yaml() -> (FeaturizerConfig, Vec<usize>) {
     let name = std::env::var("PATE_BENCH_CONFIG").unwrap_or_else(|_| "configs/train.yaml".into());
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(&name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("train.yaml is YAML");
-    let config: FeaturizerConfig =
-        serde_yaml::from_value(yaml["featurizer"]["config"].clone()).expect("featurizer.config");
-    let hidden: Vec<usize> =
-        serde_yaml::from_value(yaml["student"]["training"]["hidden"].clone()).unwrap_or_default();
-    (config, hidden)
+    let config = trainer::config::RunConfig::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (
+        config.featurizer.config,
+        config.student.training.hidden.clone(),
+    )
 }
 
 /// Deterministic weights in [-scale, scale] (a 64-bit LCG, Knuth's MMIX constants).

@@ -96,7 +96,28 @@ fn print_config_prints_the_effective_configuration() {
     let printed = String::from_utf8(out.stdout).unwrap();
     let expected = serde_yaml::to_string(&RunConfig::load(&train).unwrap()).unwrap();
     assert_eq!(printed, expected);
-    for key in ["mechanism: model_average", "threshold_rule: target_fpr", "top_k: 10000"] {
+    for key in [
+        "mechanism: model_average",
+        "threshold_rule: target_fpr",
+        "top_k: 10000",
+    ] {
         assert!(printed.contains(key), "{key}: {printed}");
     }
+}
+
+/// featurizer/tests/fast_path.rs compares the fast featurizer with a plain reference on
+/// configs/train-request-line.yaml's feature set, written out there: the file still resolves to it.
+#[test]
+fn train_request_line_yaml_has_the_feature_set_the_featurizer_tests_check() {
+    let c = RunConfig::load(&repo().join("configs/train-request-line.yaml"))
+        .unwrap()
+        .featurizer
+        .config;
+    assert_eq!(c.top_k, 10000);
+    assert_eq!(c.char_ngrams, Some([1, 3]));
+    assert!(c.sublinear_tf && c.params);
+    assert_eq!(c.rarity_min_count, Some(3));
+    assert_eq!(c.odd_permille, vec![10, 50]);
+    assert_eq!(c.norm, featurizer::Norm::L2);
+    assert!(c.placements.is_none() && !c.libinjection && !c.signatures);
 }
