@@ -25,53 +25,15 @@ pub(crate) fn parse_apache_line(
     let rest = rest
         .strip_prefix(b" \"")
         .ok_or_else(|| parse_error(path, no, EXPECTED, line))?;
-    // The request string, with Apache's escapes (`\"`, `\\`, `\xhh`) undone.
-    let mut request = Vec::with_capacity(rest.len());
-    let mut i = 0;
-    let mut closed = false;
-    while i < rest.len() {
-        match rest[i] {
-            b'"' => {
-                closed = true;
-                break;
-            }
-            b'\\' if i + 1 < rest.len() => {
-                let hex = |b: u8| (b as char).to_digit(16);
-                match rest[i + 1] {
-                    b'x' if i + 3 < rest.len() => match (hex(rest[i + 2]), hex(rest[i + 3])) {
-                        (Some(h), Some(l)) => {
-                            request.push((h * 16 + l) as u8);
-                            i += 4;
-                        }
-                        _ => {
-                            request.push(b'\\');
-                            i += 1;
-                        }
-                    },
-                    b'"' | b'\\' => {
-                        request.push(rest[i + 1]);
-                        i += 2;
-                    }
-                    _ => {
-                        request.push(b'\\');
-                        i += 1;
-                    }
-                }
-            }
-            b => {
-                request.push(b);
-                i += 1;
-            }
-        }
-    }
-    if !closed {
+    let Some((request, after)) = unquote(rest) else {
         return Err(parse_error(
             path,
             no,
             "a closing `\"` after the request line",
             line,
         ));
-    }
+    };
+    let after_request = &rest[after..];
     let mut parts = request.splitn(2, |&b| b == b' ');
     let method = parts.next().unwrap_or_default();
     let Some(rest) = parts.next() else {
@@ -95,10 +57,63 @@ pub(crate) fn parse_apache_line(
         method: String::from_utf8_lossy(method).into_owned(),
         target: origin_form(target).to_vec(),
         body: None,
-        headers: Vec::new(),
+        headers: combined_headers(after_request),
         label: None,
         line: no,
     }))
+}
+
+/// The combined format's `"referer" "user-agent"` after ` status bytes` as the request's
+/// headers (none for the common format, `-` for a header the client did not send).
+fn combined_headers(after_request: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut headers = Vec::new();
+    let mut rest = after_request;
+    for name in ["Referer", "User-Agent"] {
+        let Some(open) = rest.iter().position(|&b| b == b'"') else {
+            break;
+        };
+        let Some((value, after)) = unquote(&rest[open + 1..]) else {
+            break;
+        };
+        if !value.is_empty() && value != b"-" {
+            headers.push((name.to_string(), value));
+        }
+        rest = &rest[open + 1 + after..];
+    }
+    headers
+}
+
+/// The quoted string that `text` starts inside (after its opening `"`), with Apache's escapes
+/// (`\"`, `\\`, `\xhh`) undone, and the offset just after its closing `"`; `None` when it does
+/// not close.
+fn unquote(text: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        match (text[i], text.get(i + 1).copied()) {
+            (b'"', _) => return Some((out, i + 1)),
+            (b'\\', Some(b'"' | b'\\')) => {
+                out.push(text[i + 1]);
+                i += 2;
+            }
+            (b'\\', Some(b'x')) => match (text.get(i + 2), text.get(i + 3)) {
+                (Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                    out.push((hex(h)? * 16 + hex(l)?) as u8);
+                    i += 4;
+                }
+                _ => {
+                    out.push(b'\\');
+                    i += 1;
+                }
+            },
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    None
 }
 
 pub(crate) fn parse_apache(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, DatasetError> {

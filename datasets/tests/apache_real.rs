@@ -149,6 +149,19 @@ CustomLog "{d}/common.log" common
         assert!(records
             .iter()
             .all(|r| r.label.is_none() && r.body.is_none()));
+        // The combined log's User-Agent (the first request's, quote escaped by Apache) is a
+        // header; the common log has none.
+        let agents: Vec<&[u8]> = records
+            .iter()
+            .flat_map(|r| &r.headers)
+            .filter(|(n, _)| n == "User-Agent")
+            .map(|(_, v)| &v[..])
+            .collect();
+        if log == &combined {
+            assert_eq!(agents, vec![&b"test \"agent\""[..]], "{text}");
+        } else {
+            assert!(records.iter().all(|r| r.headers.is_empty()), "{text}");
+        }
         // Apache escaped the quote and the raw bytes, so the loader really undid escapes.
         assert!(
             text.contains(r#"/q?x=\"1\"&y=a\\b"#) && text.contains(r"/raw/\xff\xfe"),

@@ -273,7 +273,7 @@ const APACHE: &[u8] = br#"127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /apach
 10.0.0.2 - frank [10/Oct/2000:13:55:37 -0700] "POST /login.php HTTP/1.1" 302 -
 10.0.0.3 - - [10/Oct/2000:13:55:38 -0700] "-" 408 -
 10.0.0.4 - - [10/Oct/2000:13:55:39 -0700] "\x16\x03\x01\x00\xa5\x01" 400 226
-10.0.0.5 - - [10/Oct/2000:13:55:40 -0700] "GET /q?x=\"1\"\\\xff HTTP/1.1" 200 5
+10.0.0.5 - - [10/Oct/2000:13:55:40 -0700] "GET /q?x=\"1\"\\\xff HTTP/1.1" 200 5 "-" "a \"b\" \x41"
 
 10.0.0.6 - - [10/Oct/2000:13:55:41 -0700] "GET http://evil.example/x?y HTTP/1.1" 404 10
 "#;
@@ -297,6 +297,22 @@ fn apache_common_and_combined_logs() {
         ]
     );
     assert_eq!(stats(&r).by_label.unlabeled, 4);
+    // The combined format's Referer and User-Agent are the request's headers (`-`: not sent).
+    let headers = |i: usize| -> Vec<(&str, &[u8])> {
+        r[i].headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), &v[..]))
+            .collect()
+    };
+    assert_eq!(
+        headers(0),
+        vec![
+            ("Referer", &b"http://www.example.com/start.html"[..]),
+            ("User-Agent", &b"Mozilla/4.08 [en] (Win98; I ;Nav)"[..])
+        ]
+    );
+    assert!(headers(1).is_empty() && headers(3).is_empty());
+    assert_eq!(headers(2), vec![("User-Agent", &b"a \"b\" A"[..])]);
 
     // A label file: one label per log line ("-" or blank: unlabelled).
     let labels = write(
