@@ -125,6 +125,11 @@ fn lay_over(base: &mut serde_yaml::Value, given: serde_yaml::Value) {
         return;
     };
     for (key, value) in given {
+        // A mechanism's parameters are its own: another mechanism replaces them all.
+        if key.as_str() == Some("privacy") {
+            base.insert(key.clone(), value.clone());
+            continue;
+        }
         let template = key.as_str().and_then(legacy_section);
         let slot = base.entry(key.clone()).or_insert(Value::Null);
         if let (Value::Null, Some(t), Value::Mapping(_)) = (&*slot, template, value) {
