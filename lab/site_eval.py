@@ -11,7 +11,8 @@
    site's format checks (default) and content only (`--no-format-checks`): share of the NORMAL
    requests (held-out lines minus the suspicious ones) blocked, the 20 highest-scoring normal
    requests, blocked normal requests by first path segment, share of suspicious lines blocked.
-   The Apache reader keeps method and target only (no User-Agent, no Referer, no Host).
+   The Apache reader keeps the method, the target and, in the combined format, the Referer and
+   User-Agent (no Host, no other header).
 2. Public values (payload_test.csv: `anom` = attacks, `norm` = benign values, the benign-value
    control) placed into the held-out normal GET requests, written as a `target,label` CSV and
    scored with `--format csv` (every record a GET without headers), both modes:

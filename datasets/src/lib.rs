@@ -17,7 +17,8 @@
 //! - `csv`: a generic `target,label` CSV (or TSV: `.tsv`/`.tab` files, or a first line with a tab
 //!   and no comma), optional header `target,label`; the label column may be missing or empty
 //!   (unlabelled). Labels: `benign|malicious`, `0|1`, `norm|anom`, `normal|anomalous`, `good|bad`.
-//! - `apache`: Apache access logs in common or combined format, unlabelled. A label file (one
+//! - `apache`: Apache access logs in common or combined format, unlabelled: the request line,
+//!   and the combined format's Referer and User-Agent as headers. A label file (one
 //!   label per log line, see [`LoadOptions::label_file`]) may label them. Entries without a
 //!   request line (`"-"`, or bytes that are not `METHOD TARGET [HTTP/x.y]`, such as TLS
 //!   handshakes sent to the plain-HTTP port) are skipped.
