@@ -5,7 +5,7 @@
 //! exclusions were added), so trained bundles score the same.
 
 use featurizer::placement::split_request;
-use featurizer::{Headers, PlacementConfig, RequestParts, Split};
+use featurizer::{ExcludedFields, Headers, PlacementConfig, RequestParts, Split};
 
 /// (Content-Type, body): every body reader, well formed and not, bounds included.
 const BODIES: &[(&str, &str)] = &[
@@ -39,6 +39,7 @@ fn parts<'a>(headers: &'a [(&'static str, &'a [u8])], body: &'a [u8]) -> Request
         target: b"/api?x=1",
         body: Some(body),
         headers: Headers::Pairs(headers),
+        excluded_fields: Default::default(),
     }
 }
 
@@ -85,4 +86,128 @@ fn without_exclusions_bodies_split_as_before() {
         assert_eq!(now, was, "split {k} of a body without exclusions changed");
     }
     assert_eq!(now.lines().count(), golden.lines().count());
+}
+
+/// Excluding names that no body has changes nothing either.
+#[test]
+fn excluding_absent_names_splits_as_without() {
+    let names = ["absent".to_string(), "Q".to_string(), "s:".to_string()];
+    let with = splits(|req, pc| {
+        let req = RequestParts {
+            excluded_fields: ExcludedFields::new(&names),
+            ..*req
+        };
+        split_request(&req, pc, 3, true)
+    });
+    let without = splits(|req, pc| split_request(req, pc, 3, true));
+    assert_eq!(with, without);
+}
+
+/// (placement, name, value) of every body part of body `k` of [`BODIES`] with `names`
+/// excluded (the request line and the Content-Type header left out).
+fn body_parts(k: usize, names: &[&str]) -> Vec<(String, String, String)> {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let (content_type, body) = BODIES[k];
+    let (headers, body) = request(content_type.as_bytes(), body);
+    let req = RequestParts {
+        excluded_fields: ExcludedFields::new(&names),
+        ..parts(&headers, body)
+    };
+    split_request(&req, &PlacementConfig::default(), 3, true)
+        .parts
+        .into_iter()
+        .skip(4)
+        .map(|p| (p.placement.as_str().to_string(), p.name, p.value))
+        .collect()
+}
+
+fn part(placement: &str, name: &str, value: &str) -> (String, String, String) {
+    (placement.to_string(), name.to_string(), value.to_string())
+}
+
+#[test]
+fn an_excluded_json_key_drops_its_whole_value_at_any_depth() {
+    let kept = body_parts(0, &["q"]);
+    assert_eq!(
+        kept,
+        [
+            part("json:key", "", "a"),
+            part("json:key", "", "c"),
+            part("json:value", "c", "z"),
+            part("json:key", "", "d"),
+            part("json:value", "", "w"),
+        ]
+    );
+    // Array elements and objects of several members each go whole; the next member is read.
+    assert_eq!(
+        body_parts(1, &["pw"]).len(),
+        3,
+        "{:?}",
+        body_parts(1, &["pw"])
+    );
+    assert!(!body_parts(1, &["pw"])
+        .iter()
+        .any(|p| p.2.contains("or 1=1")));
+    assert_eq!(
+        body_parts(2, &["q"]),
+        [
+            part("json:key", "", "r"),
+            part("json:key", "", "s"),
+            part("json:value", "s", "t")
+        ]
+    );
+    // A value missing or never closed ends the skip where the member or the body ends.
+    assert_eq!(
+        body_parts(5, &["q"]),
+        [part("json:key", "", "r"), part("json:value", "r", "after")]
+    );
+    assert_eq!(body_parts(4, &["q"]), []);
+    // A key's escapes are undone before it is compared, and names are case-sensitive.
+    assert!(body_parts(0, &["Q"])
+        .iter()
+        .any(|p| p.2 == "' union select 1--"));
+    // Not strict JSON: read whole as text too, the excluded member included.
+    let lenient = body_parts(3, &["q"]);
+    assert!(
+        lenient
+            .iter()
+            .any(|p| p.0 == "text" && p.2.contains("<script>")),
+        "{lenient:?}"
+    );
+}
+
+#[test]
+fn an_excluded_multipart_field_drops_its_value_and_file_name() {
+    let all = body_parts(9, &[]);
+    let kept = body_parts(9, &["q"]);
+    assert!(all.contains(&part("mp:field", "q", "' union select 1--")));
+    assert_eq!(kept.len(), all.len() - 1);
+    assert!(!kept.iter().any(|p| p.1 == "q"));
+    let kept = body_parts(9, &["file"]);
+    assert_eq!(kept.len(), all.len() - 2, "{kept:?}");
+    assert!(!kept.iter().any(|p| p.0 == "mp:filename" || p.1 == "file"));
+    assert!(kept.contains(&part("mp:field", "q", "' union select 1--")));
+    assert!(kept.contains(&part("mp:field", "late", "after close")));
+}
+
+#[test]
+fn an_excluded_xml_element_drops_its_content_and_an_attribute_its_value() {
+    let kept = body_parts(13, &["q"]);
+    let values: Vec<&str> = kept.iter().map(|p| p.2.as_str()).collect();
+    // `q` as an attribute, an element (nested `<i>` and text after it included) and with a
+    // namespace prefix (with its attributes) goes; the rest of the document stays.
+    for gone in ["attr", "text <b>", "inner", "tail", "ns", "u", "v"] {
+        assert!(!values.contains(&gone), "{gone} in {kept:?}");
+    }
+    for stays in ["1", "cdata", " comment ", "php echo 1; ", "after"] {
+        assert!(values.contains(&stays), "{stays} not in {kept:?}");
+    }
+    // An excluded element never closed runs to the end of the body.
+    assert_eq!(body_parts(15, &["q"]), []);
+    assert_eq!(
+        body_parts(15, &["r"]).len(),
+        2,
+        "{:?}",
+        body_parts(15, &["r"])
+    );
 }

@@ -36,6 +36,7 @@ impl Kept {
                 Some(headers) => Headers::Owned(headers),
                 None => Headers::None,
             },
+            excluded_fields: Default::default(),
         }
     }
 }
@@ -225,6 +226,7 @@ mod tests {
             target: b"/search?q=%3Cscript%3E&page=2&%71=encoded&Q=upper&q",
             body: Some(body),
             headers: Headers::None,
+            excluded_fields: Default::default(),
         };
         let k = kept(&request, &[ExcludedPart::Param("q".into())]);
         assert_eq!(k.target, b"/search?page=2&Q=upper");
@@ -253,6 +255,7 @@ mod tests {
             target: b"/api?q=1",
             body: Some(br#"{"q":"x"}"#),
             headers: Headers::Pairs(&pairs),
+            excluded_fields: Default::default(),
         };
         let k = kept(&request, &[ExcludedPart::Param("q".into())]);
         assert_eq!(k.target, b"/api");
@@ -273,6 +276,7 @@ mod tests {
             target: b"/",
             body: None,
             headers: Headers::Pairs(&pairs),
+            excluded_fields: Default::default(),
         };
         let k = kept(
             &request,

@@ -458,6 +458,7 @@ impl WafProxy {
             target: &target,
             body: None,
             headers: Default::default(),
+            excluded_fields: Default::default(),
         };
         self.audit(
             ctx,
@@ -717,6 +718,7 @@ impl WafProxy {
             } else {
                 Headers::None
             },
+            excluded_fields: Default::default(),
         };
         let kept = exclude::without_excluded(&parts, &excluded);
         let scored_parts = kept.as_ref().map(Kept::parts);

@@ -371,6 +371,7 @@ impl ServingModel {
             target: WARM_UP_TARGET,
             body: None,
             headers: Default::default(),
+            excluded_fields: Default::default(),
         };
         // One warm-up request per session (round-robin visits each), so that no client request
         // pays for a session's first sparse run.
