@@ -393,3 +393,68 @@ fn a_reload_changing_threshold_and_bundle_together_never_mixes_them() {
         "both generations served: {per_version:?}"
     );
 }
+
+/// With a bundle whose featurizer reads the whole request: `{param: NAME}` leaves out the field
+/// NAME of a JSON body (at any depth) and of a multipart form; the same attack in another
+/// field, or on a route without the exclusion, is still blocked.
+#[test]
+fn excluded_json_and_multipart_fields_are_not_scored_with_a_whole_request_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let apache = e2e::Apache::start(&tmp.path().join("apache"));
+    let bundle = tmp.path().join("bundle");
+    test_support::write_placement_fixture_bundle(&bundle, 0.5).unwrap();
+    let extra = "routes:
+  - path: /tienda1/publico/anadir.jsp
+    exclude_parts: [{param: comment}]
+";
+    let config = e2e::proxy_config(
+        &e2e::ProxyPorts::free(),
+        apache.port,
+        &bundle,
+        "block",
+        &tmp.path().join("audit.jsonl"),
+        extra,
+    );
+    let proxy = Proxy::start(tmp.path(), &config);
+    let sqli = "' UNION SELECT password FROM usuarios--";
+    let post = |page: &str, content_type: &str, body: &str| {
+        let target = format!("/tienda1/publico/{page}");
+        let headers = [("Content-Type", content_type)];
+        let r = http(
+            proxy.listen,
+            "POST",
+            &target,
+            &headers,
+            Some(body.as_bytes()),
+        )
+        .unwrap();
+        (r.status, r.text())
+    };
+    let json = |comment: &str, name: &str| {
+        format!(r#"{{"order":{{"comment":"{comment}","name":"{name}"}},"qty":2}}"#)
+    };
+    let multipart = |comment: &str, name: &str| {
+        format!(
+            "--B\r\nContent-Disposition: form-data; name=\"comment\"\r\n\r\n{comment}\r\n\
+             --B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n{name}\r\n--B--\r\n"
+        )
+    };
+    let (json_type, multipart_type) = ("application/json", "multipart/form-data; boundary=B");
+    for (content_type, body) in [
+        (json_type, &json as &dyn Fn(&str, &str) -> String),
+        (multipart_type, &multipart),
+    ] {
+        let (status, text) = post("anadir.jsp", content_type, &body(sqli, "bob"));
+        assert_eq!(status, 200, "{content_type}: {text}");
+        assert_eq!(text, "page tienda1/publico/anadir.jsp\n");
+        let (status, _) = post("anadir.jsp", content_type, &body("fine", sqli));
+        assert_eq!(
+            status, 403,
+            "{content_type}: the field not excluded is scored"
+        );
+        let (status, _) = post("productos.jsp", content_type, &body(sqli, "bob"));
+        assert_eq!(status, 403, "{content_type}: no exclusion on that route");
+    }
+    drop(proxy);
+    drop(apache);
+}
