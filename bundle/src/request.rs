@@ -278,6 +278,7 @@ mod tests {
             target: b"/a",
             body: Some(&body),
             headers: Headers::Pairs(text),
+            excluded_fields: Default::default(),
         };
         let whole = fit(true);
         let scored = score_request(&whole, &req, quote_weight(&whole)).unwrap();

@@ -31,6 +31,7 @@ impl Record {
             target: &self.target,
             body: self.body.as_deref(),
             headers: featurizer::Headers::Owned(&self.headers),
+            excluded_fields: Default::default(),
         }
     }
 }

@@ -53,6 +53,7 @@ fn bench(c: &mut Criterion) {
             target: t.as_bytes(),
             body: b.as_deref().map(str::as_bytes),
             headers: Default::default(),
+            excluded_fields: Default::default(),
         }),
     )
     .expect("fit");
@@ -64,12 +65,12 @@ fn bench(c: &mut Criterion) {
             method: "POST",
             target: b"/tienda1/publico/autenticar.jsp",
             body: Some(b"modo=entrar&login=choong&pwd=d1se3ci%F3n&remember=off&B1=Entrar"),
-            headers: Default::default(),
+            headers: Default::default(), excluded_fields: Default::default(),
         }),
         ("long_anomalous_post", RequestParts {
             method: "POST",
             target: b"/tienda1/publico/autenticar.jsp",
-            headers: Default::default(),
+            headers: Default::default(), excluded_fields: Default::default(),
             body: Some(concat!(
                 "modo=sessionid%3D12312312%26+username%3D%253C%2573%2563%2572%2569%2570%2574%253E%2564%256F",
                 "%2563%2575%256D%2565%256E%2574%252E%256C%256F%2563%2561%2574%2569%256F%256E%253D%2527%2568",
@@ -90,6 +91,7 @@ fn bench(c: &mut Criterion) {
                 target: t.as_bytes(),
                 body: b.as_deref().map(str::as_bytes),
                 headers: Default::default(),
+                excluded_fields: Default::default(),
             }),
         )
         .expect("fit")
@@ -182,6 +184,7 @@ fn bench(c: &mut Criterion) {
                 target: t.as_bytes(),
                 body: b.as_deref().map(str::as_bytes),
                 headers: featurizer::Headers::Owned(h),
+                excluded_fields: Default::default(),
             }),
     )
     .expect("fit");

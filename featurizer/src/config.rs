@@ -16,6 +16,9 @@ pub struct RequestParts<'a> {
     pub body: Option<&'a [u8]>,
     /// Request headers, in order; read only with [`FeaturizerConfig::placements`].
     pub headers: Headers<'a>,
+    /// Body fields not read (JSON, multipart, XML; only with [`FeaturizerConfig::placements`],
+    /// the one reading of those bodies): [`ExcludedFields`].
+    pub excluded_fields: ExcludedFields<'a>,
 }
 
 impl<'a> RequestParts<'a> {
@@ -26,6 +29,7 @@ impl<'a> RequestParts<'a> {
             target: target.as_bytes(),
             body: None,
             headers: Headers::None,
+            excluded_fields: ExcludedFields::NONE,
         }
     }
 }

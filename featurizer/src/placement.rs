@@ -82,6 +82,59 @@ impl<'a> Headers<'a> {
     }
 }
 
+/// Names of the body fields the featurizer does not read: an operator's exclusion of a
+/// parameter (the proxy's `exclude_parts: {param: NAME}`), applied where the body is parsed so
+/// that what is left out is exactly a field the featurizer would read.
+///
+/// - JSON: an object member whose key is NAME, at any depth: its key and its whole value
+///   (string, number, object or array). A body that is not strict JSON is also read whole as
+///   text ([`split_request`]), excluded members included.
+/// - `multipart/form-data`: the part whose `name` is NAME: its value and its file name.
+/// - XML: an element named NAME (its text, attributes and everything nested in it, up to its
+///   closing tag or the end of the body), and an attribute named NAME; a name matches with or
+///   without its namespace prefix (`q` matches `s:q`).
+///
+/// Names compare exactly (case-sensitive) with the name as the body spells it once its own
+/// syntax is undone (a JSON key's escapes, a multipart name's quotes). Query and form pairs are
+/// not looked at here: the proxy leaves them out of the request line and form body, which every
+/// view of the request reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExcludedFields<'a>(&'a [String]);
+
+impl<'a> ExcludedFields<'a> {
+    /// No field excluded: the request is read whole.
+    pub const NONE: ExcludedFields<'static> = ExcludedFields(&[]);
+
+    /// The fields named `names`.
+    pub fn new(names: &'a [String]) -> Self {
+        ExcludedFields(names)
+    }
+
+    /// The excluded names.
+    pub fn names(&self) -> &'a [String] {
+        self.0
+    }
+
+    /// Whether no field is excluded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether the JSON key or multipart field `name` is excluded.
+    pub fn contains(&self, name: &[u8]) -> bool {
+        self.0.iter().any(|n| n.as_bytes() == name)
+    }
+
+    /// Whether the XML element or attribute `name` is excluded, with or without its prefix.
+    fn contains_xml(&self, name: &[u8]) -> bool {
+        let local = name
+            .iter()
+            .rposition(|&b| b == b':')
+            .map_or(name, |colon| &name[colon + 1..]);
+        self.contains(name) || self.contains(local)
+    }
+}
+
 /// Where a value rides in a request. Few values on purpose: it is a metric label and part of
 /// feature names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -428,6 +481,8 @@ impl Split {
 /// Collects parts under the limits.
 struct Collector<'c> {
     config: &'c PlacementConfig,
+    /// Body fields not read.
+    excluded: ExcludedFields<'c>,
     decode_rounds: usize,
     split: Split,
     bytes: usize,
@@ -534,6 +589,7 @@ pub fn split_request(
 ) -> Split {
     let mut c = Collector {
         config,
+        excluded: req.excluded_fields,
         decode_rounds,
         split: Split::default(),
         bytes: 0,
@@ -606,25 +662,29 @@ pub fn split_request(
     };
     let room = config.max_bytes.saturating_sub(c.bytes);
     c.take_bytes(body.len());
-    let body = clip(body, room);
+    read_body(&mut c, req, clip(body, room));
+    c.split
+}
+
+/// The body (within the byte bound), by its `Content-Type`.
+fn read_body(c: &mut Collector, req: &crate::RequestParts, body: &[u8]) {
     let (content_type, mime) = content_type(req);
     if is_form(&mime, req) {
         c.pairs(Placement::Form, body, b'&', true);
     } else if mime == "multipart/form-data" {
         match boundary(&content_type) {
-            Some(b) => multipart(&mut c, body, b.as_bytes()),
+            Some(b) => multipart(c, body, b.as_bytes()),
             None => c.push(Placement::Text, b"", body, false),
         }
     } else if mime.contains("json") {
-        if !json(&mut c, body) {
+        if !json(c, body) {
             c.push(Placement::Text, b"", body, false);
         }
     } else if mime.contains("xml") {
-        xml(&mut c, body);
+        xml(c, body);
     } else {
         c.push(Placement::Text, b"", body, false);
     }
-    c.split
 }
 
 /// A request's `Content-Type` (lower-cased) and its media type (before any `;`), empty when absent.
@@ -818,31 +878,46 @@ fn multipart(c: &mut Collector, body: &[u8], boundary: &[u8]) {
             .strip_suffix(b"\r\n")
             .or_else(|| content.strip_suffix(b"\n"))
             .unwrap_or(content);
-        let head_text = String::from_utf8_lossy(head);
-        let mut name = String::new();
-        for line in head_text.lines() {
-            let Some((k, v)) = line.split_once(':') else {
-                continue;
-            };
-            if !k.trim().eq_ignore_ascii_case("content-disposition") {
-                continue;
+        let (name, filenames) = multipart_names(head);
+        if !c.excluded.contains(name.as_bytes()) {
+            for filename in filenames {
+                c.push(
+                    Placement::MpFilename,
+                    b"filename",
+                    filename.as_bytes(),
+                    false,
+                );
             }
-            for (pk, pv) in header_params(v) {
-                match pk.as_str() {
-                    "name" => name = pv,
-                    "filename" | "filename*" => {
-                        c.push(Placement::MpFilename, b"filename", pv.as_bytes(), false)
-                    }
-                    _ => {}
-                }
-            }
+            c.push(Placement::MpField, name.as_bytes(), content, false);
         }
-        c.push(Placement::MpField, name.as_bytes(), content, false);
         if end >= body.len() || c.split.over_parts {
             return;
         }
         pos = end + delim.len();
     }
+}
+
+/// A multipart part's field name and file names, from its `Content-Disposition` headers (the
+/// last `name` wins; every `filename` and `filename*`, in order).
+fn multipart_names(head: &[u8]) -> (String, Vec<String>) {
+    let mut name = String::new();
+    let mut filenames = Vec::new();
+    for line in String::from_utf8_lossy(head).lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        if !k.trim().eq_ignore_ascii_case("content-disposition") {
+            continue;
+        }
+        for (pk, pv) in header_params(v) {
+            match pk.as_str() {
+                "name" => name = pv,
+                "filename" | "filename*" => filenames.push(pv),
+                _ => {}
+            }
+        }
+    }
+    (name, filenames)
 }
 
 /// JSON body: every key and every string value (numbers, booleans and null are not text worth
@@ -861,6 +936,9 @@ fn json(c: &mut Collector, body: &[u8]) -> bool {
     let mut expect_key = false;
     let mut key: Vec<u8> = Vec::new();
     let mut deep = 0usize; // levels beyond max_depth (not recorded)
+                           // The number of open containers where the value of an excluded key is being skipped: that
+                           // value ends with the first string, scalar or container completed at this level.
+    let mut skipping: Option<usize> = None;
     let mut i = start.unwrap_or(0);
     let mut buf = Vec::new();
     let mut stray = false;
@@ -881,11 +959,13 @@ fn json(c: &mut Collector, body: &[u8]) -> bool {
                     deep -= 1;
                 } else {
                     stack.pop();
+                    skipping = skipping.filter(|&level| stack.len() > level);
                 }
                 expect_key = false;
                 i += 1;
             }
             b',' => {
+                skipping = skipping.filter(|&level| deep > 0 || stack.len() != level);
                 expect_key = stack.last() == Some(&true);
                 i += 1;
             }
@@ -895,8 +975,10 @@ fn json(c: &mut Collector, body: &[u8]) -> bool {
             }
             b'"' => {
                 i = json_string(body, i + 1, &mut buf);
-                if deep == 0 {
-                    if expect_key {
+                if deep == 0 && skipping.is_none() {
+                    if expect_key && c.excluded.contains(&buf) {
+                        skipping = Some(stack.len());
+                    } else if expect_key {
                         key = buf.clone();
                         c.push(Placement::JsonKey, b"", &key, false);
                     } else {
@@ -907,6 +989,8 @@ fn json(c: &mut Collector, body: &[u8]) -> bool {
                         };
                         c.push(Placement::JsonValue, &name, &buf, false);
                     }
+                } else if deep == 0 && skipping == Some(stack.len()) {
+                    skipping = None;
                 }
                 if c.split.over_parts {
                     return true;
@@ -920,6 +1004,7 @@ fn json(c: &mut Collector, body: &[u8]) -> bool {
                     .position(|b| b.is_ascii_whitespace() || b"{}[],:\"".contains(b))
                     .map_or(body.len(), |e| i + e);
                 stray |= !is_json_scalar(&body[i..end]);
+                skipping = skipping.filter(|&level| deep > 0 || stack.len() != level);
                 i = end;
             }
         }
@@ -1007,100 +1092,124 @@ fn push_char(out: &mut Vec<u8>, cp: u32) {
 /// Entities are decoded by [`decode_value`] (character references and the five predefined
 /// names); a DOCTYPE's entity declarations are read as text, never resolved.
 fn xml(c: &mut Collector, body: &[u8]) {
-    let mut depth = 0usize;
-    let mut element: Vec<u8> = Vec::new();
+    let mut at = XmlPosition::default();
     let mut i = 0;
     while i < body.len() && !c.split.over_parts {
-        if body[i] != b'<' {
-            let end = body[i..]
-                .iter()
-                .position(|&b| b == b'<')
-                .map_or(body.len(), |e| i + e);
-            let text = trim_ascii(&body[i..end]);
-            if !text.is_empty() && depth <= c.config.max_depth {
-                c.push(Placement::XmlText, &element, text, false);
-            }
-            i = end;
-            continue;
-        }
         let rest = &body[i..];
-        let mut special = false;
-        for (open, close) in [
-            (&b"<![CDATA["[..], &b"]]>"[..]),
-            (b"<!--", b"-->"),
-            (b"<?", b"?>"),
-        ] {
-            if rest.starts_with(open) {
-                let inner = &rest[open.len()..];
-                let end = find(inner, close).unwrap_or(inner.len());
-                // Every processing instruction but the XML declaration is read: its data is what
-                // a `<?php ... ?>` smuggled into a document carries.
-                let declaration = open == b"<?"
-                    && inner.len() >= 4
-                    && inner[..3].eq_ignore_ascii_case(b"xml")
-                    && inner[3].is_ascii_whitespace();
-                if !declaration {
-                    c.push(Placement::XmlText, &element, &inner[..end], false);
-                }
-                i += open.len() + (end + close.len()).min(inner.len());
-                special = true;
-                break;
+        i += if rest[0] != b'<' {
+            xml_text(c, &at, rest)
+        } else if let Some(n) = xml_special(c, &at, rest) {
+            n
+        } else if rest.starts_with(b"<!") {
+            xml_doctype(c, &at, rest)
+        } else {
+            xml_tag(c, &mut at, rest)
+        };
+    }
+}
+
+/// Where the XML reader is: the open elements' depth, the last element opened (which names the
+/// text after it), and the depth from which an excluded element's content is skipped.
+#[derive(Default)]
+struct XmlPosition {
+    depth: usize,
+    element: Vec<u8>,
+    skip_from: Option<usize>,
+}
+
+/// Text up to the next tag (`rest` does not start with `<`); returns its length.
+fn xml_text(c: &mut Collector, at: &XmlPosition, rest: &[u8]) -> usize {
+    let end = rest.iter().position(|&b| b == b'<').unwrap_or(rest.len());
+    let text = trim_ascii(&rest[..end]);
+    if !text.is_empty() && at.depth <= c.config.max_depth && at.skip_from.is_none() {
+        c.push(Placement::XmlText, &at.element, text, false);
+    }
+    end
+}
+
+/// A CDATA section, a comment or a processing instruction at the start of `rest`: read as the
+/// current element's text; returns its length (`None`: `rest` starts with none of them).
+fn xml_special(c: &mut Collector, at: &XmlPosition, rest: &[u8]) -> Option<usize> {
+    for (open, close) in [
+        (&b"<![CDATA["[..], &b"]]>"[..]),
+        (b"<!--", b"-->"),
+        (b"<?", b"?>"),
+    ] {
+        if rest.starts_with(open) {
+            let inner = &rest[open.len()..];
+            let end = find(inner, close).unwrap_or(inner.len());
+            // Every processing instruction but the XML declaration is read: its data is what
+            // a `<?php ... ?>` smuggled into a document carries.
+            let declaration = open == b"<?"
+                && inner.len() >= 4
+                && inner[..3].eq_ignore_ascii_case(b"xml")
+                && inner[3].is_ascii_whitespace();
+            if !declaration && at.skip_from.is_none() {
+                c.push(Placement::XmlText, &at.element, &inner[..end], false);
             }
-        }
-        if special {
-            continue;
-        }
-        if rest.starts_with(b"<!") {
-            // DOCTYPE (with its internal subset): read as text, never resolved.
-            let mut level = 0i32;
-            let mut end = rest.len();
-            for (k, &b) in rest.iter().enumerate() {
-                match b {
-                    b'<' => level += 1,
-                    b'>' => {
-                        level -= 1;
-                        if level == 0 {
-                            end = k + 1;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            c.push(
-                Placement::XmlText,
-                b"doctype",
-                &rest[2..end.saturating_sub(1).max(2)],
-                false,
-            );
-            i += end;
-            continue;
-        }
-        // A tag: `<name attr="v" ...>`, `</name>`, `<name/>`.
-        let end = find_tag_end(rest);
-        let tag = &rest[1..end.saturating_sub(1).max(1)];
-        i += end;
-        if tag.starts_with(b"/") {
-            depth = depth.saturating_sub(1);
-            continue;
-        }
-        let self_closing = tag.ends_with(b"/");
-        let tag = tag.strip_suffix(b"/").unwrap_or(tag);
-        let name_end = tag
-            .iter()
-            .position(|b| b.is_ascii_whitespace())
-            .unwrap_or(tag.len());
-        element = tag[..name_end].to_vec();
-        if !self_closing {
-            depth += 1;
-            if depth > c.config.max_depth {
-                c.split.over_depth = true;
-            }
-        }
-        if depth <= c.config.max_depth {
-            xml_attributes(c, &tag[name_end..]);
+            return Some(open.len() + (end + close.len()).min(inner.len()));
         }
     }
+    None
+}
+
+/// A DOCTYPE (with its internal subset) at the start of `rest`: read as text, never resolved;
+/// returns its length.
+fn xml_doctype(c: &mut Collector, at: &XmlPosition, rest: &[u8]) -> usize {
+    let mut level = 0i32;
+    let mut end = rest.len();
+    for (k, &b) in rest.iter().enumerate() {
+        match b {
+            b'<' => level += 1,
+            b'>' => {
+                level -= 1;
+                if level == 0 {
+                    end = k + 1;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    if at.skip_from.is_none() {
+        let text = &rest[2..end.saturating_sub(1).max(2)];
+        c.push(Placement::XmlText, b"doctype", text, false);
+    }
+    end
+}
+
+/// A tag at the start of `rest` (`<name attr="v" ...>`, `</name>`, `<name/>`): moves `at`
+/// and reads the attributes; returns its length. An excluded element's content is skipped
+/// until the depth drops below it again.
+fn xml_tag(c: &mut Collector, at: &mut XmlPosition, rest: &[u8]) -> usize {
+    let end = find_tag_end(rest);
+    let tag = &rest[1..end.saturating_sub(1).max(1)];
+    if tag.starts_with(b"/") {
+        at.depth = at.depth.saturating_sub(1);
+        at.skip_from = at.skip_from.filter(|&from| at.depth >= from);
+        return end;
+    }
+    let self_closing = tag.ends_with(b"/");
+    let tag = tag.strip_suffix(b"/").unwrap_or(tag);
+    let name_end = tag
+        .iter()
+        .position(|b| b.is_ascii_whitespace())
+        .unwrap_or(tag.len());
+    at.element = tag[..name_end].to_vec();
+    let excluded = at.skip_from.is_some() || c.excluded.contains_xml(&at.element);
+    if !self_closing {
+        at.depth += 1;
+        if at.depth > c.config.max_depth {
+            c.split.over_depth = true;
+        }
+        if excluded && at.skip_from.is_none() {
+            at.skip_from = Some(at.depth);
+        }
+    }
+    if at.depth <= c.config.max_depth && !excluded {
+        xml_attributes(c, &tag[name_end..]);
+    }
+    end
 }
 
 /// End (exclusive) of a tag starting at `rest[0] == b'<'`: the first `>` outside quotes.
@@ -1141,7 +1250,9 @@ fn xml_attributes(c: &mut Collector, mut s: &[u8]) {
                 (&rest[..end], &rest[end..])
             }
         };
-        c.push(Placement::XmlAttr, &name, value, false);
+        if !c.excluded.contains_xml(&name) {
+            c.push(Placement::XmlAttr, &name, value, false);
+        }
         if next.len() >= s.len() || c.split.over_parts {
             return;
         }

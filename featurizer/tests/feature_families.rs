@@ -17,6 +17,7 @@ fn corpus() -> Vec<RequestParts<'static>> {
             target: b"/tienda1/publico/autenticar.jsp",
             body: Some(b"login=a&pwd=b"),
             headers: Default::default(),
+            excluded_fields: Default::default(),
         },
         RequestParts::get("/tienda1/miembros/editar.jsp?email=%27+or+1%3D1--"),
     ]

@@ -11,6 +11,7 @@ fn norm(target: &[u8]) -> String {
             target,
             body: None,
             headers: Default::default(),
+            excluded_fields: Default::default(),
         },
     )
     .0
@@ -57,6 +58,7 @@ fn plus_is_a_space_in_the_query_and_body_only_and_only_before_decoding() {
         target: b"/login.jsp",
         body: Some(b"user=a+b&pwd=x%2By"),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     };
     assert_eq!(
         normalize(&FeaturizerConfig::default(), &post).0,
@@ -68,6 +70,7 @@ fn plus_is_a_space_in_the_query_and_body_only_and_only_before_decoding() {
         target: b"/p?a=1",
         body: Some(b"b=2+3"),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     };
     assert_eq!(
         normalize(&FeaturizerConfig::default(), &both).0,
@@ -113,6 +116,7 @@ fn empty_input_gives_empty_text_and_an_empty_vector() {
         target: b"",
         body: None,
         headers: Default::default(),
+        excluded_fields: Default::default(),
     });
     assert!(v.is_empty() && !v.truncated);
     assert_eq!(
@@ -146,6 +150,7 @@ fn huge_input_is_truncated_and_flagged() {
         target: b"/a",
         body: Some(&long_body),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     };
     assert!(f.transform(&post).truncated);
 }
@@ -176,6 +181,7 @@ fn corpus() -> Vec<RequestParts<'static>> {
             target: b"/tienda1/publico/autenticar.jsp",
             body: Some(b"login=a&pwd=b"),
             headers: Default::default(),
+            excluded_fields: Default::default(),
         },
         RequestParts::get("/tienda1/miembros/editar.jsp?email=%27+or+1%3D1--"),
     ]

@@ -14,6 +14,7 @@ fn corpus() -> Vec<RequestParts<'static>> {
         target: b"/shop/login.jsp",
         body: Some(b"login=ana&pwd=x1"),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     });
     docs
 }
@@ -75,6 +76,7 @@ fn rarity_features_flag_a_tampered_parameter_relative_to_the_public_corpus() {
             target: b"/shop/login.jsp",
             body: Some(b"login=ana&pwd=x1"),
             headers: Default::default(),
+            excluded_fields: Default::default(),
         },
     );
     assert!(t.contains(&"p:unseen:path".to_string()), "{t:?}");
@@ -202,6 +204,7 @@ fn parameter_features_combine_with_the_placement_view() {
         target: b"/shop/buy.jsp",
         body: Some(b"id=7&email=bob%40x%40y.com&cantidad=99"),
         headers: Headers::Pairs(form),
+        excluded_fields: Default::default(),
     };
     assert!(f.transform(&posted).indices.contains(&rare_email));
     // A JSON body is not read as form pairs (its values are the placement view's).
@@ -273,6 +276,7 @@ fn the_rarity_table_counted_on_other_requests_keeps_the_vocabulary() {
         target: b"/shop/login.jsp",
         body: Some(pwd.as_bytes()),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     };
     const BENIGN: [&str; 19] = [
         "login=ana&pwd=x1",

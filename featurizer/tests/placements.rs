@@ -30,6 +30,7 @@ fn parts_of<'a>(
         target: target.as_bytes(),
         body,
         headers: Headers::Pairs(headers),
+        excluded_fields: Default::default(),
     }
 }
 

@@ -37,7 +37,7 @@ proptest! {
         body in prop::option::of(request_bytes()),
     ) {
         let f = fitted();
-        let req = RequestParts { method: "POST", target: &target, body: body.as_deref(), headers: Default::default() };
+        let req = RequestParts { method: "POST", target: &target, body: body.as_deref(), headers: Default::default(), excluded_fields: Default::default() };
         let v = f.transform(&req);
         prop_assert_eq!(v.indices.len(), v.values.len());
         prop_assert!(v.indices.windows(2).all(|w| w[0] < w[1]));
@@ -62,7 +62,7 @@ proptest! {
         ngram_max in 1usize..=3,
     ) {
         let config = FeaturizerConfig { top_k, ngram_max, ..Default::default() };
-        let parts = || docs.iter().map(|d| RequestParts { method: "GET", target: d, body: None, headers: Default::default() });
+        let parts = || docs.iter().map(|d| RequestParts { method: "GET", target: d, body: None, headers: Default::default(), excluded_fields: Default::default() });
         let a = Featurizer::fit(config.clone(), parts()).unwrap();
         let b = Featurizer::fit(config.clone(), parts().rev()).unwrap();
         prop_assert_eq!(a.to_json(), b.to_json());
@@ -70,7 +70,7 @@ proptest! {
         let back = Featurizer::from_json(&a.to_json()).unwrap();
         prop_assert_eq!(back.to_json(), a.to_json());
         for d in &docs {
-            let v = a.transform(&RequestParts { method: "GET", target: d, body: None, headers: Default::default() });
+            let v = a.transform(&RequestParts { method: "GET", target: d, body: None, headers: Default::default(), excluded_fields: Default::default() });
             if !v.is_empty() {
                 let sum: f32 = v.values.iter().sum();
                 prop_assert!((sum - 1.0).abs() < 1e-5, "sum {}", sum);
@@ -156,7 +156,7 @@ proptest! {
     #[test]
     fn transform_equals_the_plain_definition(target in request_bytes(), body in prop::option::of(request_bytes())) {
         let f = fitted();
-        let req = RequestParts { method: "POST", target: &target, body: body.as_deref(), headers: Default::default() };
+        let req = RequestParts { method: "POST", target: &target, body: body.as_deref(), headers: Default::default(), excluded_fields: Default::default() };
         let v = f.transform(&req);
         let expected = reference_transform(&f, &req);
         prop_assert_eq!(v.indices.len(), expected.len());

@@ -95,6 +95,7 @@ fn features_are_reserved_and_fire_in_any_placement() {
         target: b"/tienda/anadir.jsp?id=1%27%20or%20%271%27%3D%271",
         body: None,
         headers: Headers::Pairs(ua),
+        excluded_fields: Default::default(),
     };
     let n = names(&f, &req);
     assert!(
@@ -108,6 +109,7 @@ fn features_are_reserved_and_fire_in_any_placement() {
         target: b"/tienda/anadir.jsp",
         body: Some(br#"{"nombre": "1\u0027 or \u00271\u0027=\u00271"}"#),
         headers: Headers::Pairs(json),
+        excluded_fields: Default::default(),
     };
     assert!(names(&f, &req).contains(&"pl:li:sqli"));
     // Benign values fire nothing.
@@ -211,6 +213,7 @@ fn signatures_are_reserved_and_fire_in_any_placement_after_decoding() {
         target: b"/tienda/anadir.jsp?id=%2F0x2e0x2e0x2f0x2e0x2e0x2fetc",
         body: Some(br#"{"nombre": "x\u003b /bin/sleep 31 \u003b"}"#),
         headers: Headers::Pairs(headers),
+        excluded_fields: Default::default(),
     };
     assert_eq!(
         signatures_of(&f, &req),
@@ -234,6 +237,7 @@ fn signatures_are_reserved_and_fire_in_any_placement_after_decoding() {
         target: b"/tienda/anadir.jsp?nombre=Queso+Manchego&email=juan.perez%40example.com",
         body: None,
         headers: Headers::Pairs(benign),
+        excluded_fields: Default::default(),
     };
     assert!(signatures_of(&f, &req).is_empty());
     let back = Featurizer::from_json(&f.to_json()).unwrap();
@@ -252,6 +256,7 @@ fn off_means_no_signature_features_and_no_key_in_the_artifact() {
         target: b"/tienda/anadir.jsp",
         body: None,
         headers: Headers::Pairs(ua),
+        excluded_fields: Default::default(),
     };
     assert!(signatures_of(&off, &req).is_empty());
     assert_eq!(

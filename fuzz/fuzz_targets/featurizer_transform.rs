@@ -30,7 +30,7 @@ fn fit(ngram_max: usize, decode_rounds: usize) -> Featurizer {
 }
 
 fn fit_with(config: FeaturizerConfig) -> Featurizer {
-    let docs = FIT_TARGETS.iter().map(|t| RequestParts { method: "POST", target: t.as_bytes(), body: Some(b"a=1&b='or'"), headers: Default::default() });
+    let docs = FIT_TARGETS.iter().map(|t| RequestParts { method: "POST", target: t.as_bytes(), body: Some(b"a=1&b='or'"), headers: Default::default(), excluded_fields: Default::default() });
     Featurizer::fit(config, docs).expect("fitting the fixed fuzz featurizer")
 }
 
@@ -66,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
         2 => &NO_DECODE,
         _ => &RICH,
     };
-    let req = RequestParts { method: "GET", target, body, headers: Default::default() };
+    let req = RequestParts { method: "GET", target, body, headers: Default::default(), excluded_fields: Default::default() };
 
     let (normalized, truncated) = featurizer::normalize(featurizer.config(), &req);
     let fast: Vec<&str> = featurizer::tokenize(&normalized).collect();

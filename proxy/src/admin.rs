@@ -11,7 +11,7 @@ use pingora::protocols::http::ServerSession;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use crate::state::Shared;
+use crate::state::{Shared, Snapshot};
 
 /// The admin HTTP application.
 pub struct AdminApp {
@@ -63,7 +63,7 @@ impl AdminApp {
             }),
             Err(e) => serde_json::json!({"result": "error", "error": e.to_string()}),
         };
-        let serving = self.shared.model.get().map(|m| m.version.clone());
+        let serving = self.shared.model().map(|m| m.version.clone());
         let shadow_failed = matches!(report.shadow, Some(Err(_)));
         let (status, body) = match report.active {
             None => (
@@ -99,17 +99,21 @@ impl ServeHttp for AdminApp {
                 self.shared.metrics.render(),
             ),
             ("GET", "/live") => reply(StatusCode::OK, "text/plain", b"live\n".to_vec()),
-            ("GET", "/ready") => match self.shared.model.get() {
-                Some(model) if self.shared.is_listening() => {
-                    let shadow = self.shared.shadow.get().map(|m| m.version.clone());
+            ("GET", "/ready") => match self.shared.snapshot().as_ref() {
+                Snapshot {
+                    model: Some(model),
+                    shadow,
+                    ..
+                } if self.shared.is_listening() => {
+                    let shadow = shadow.as_ref().map(|m| m.version.clone());
                     json(
                         StatusCode::OK,
                         serde_json::json!({"ready": true, "model_version": model.version, "threshold": model.threshold, "content_only_threshold": model.content_only_threshold, "part_model": model.has_part_model(), "scorer": model.scorer().as_str(), "shadow_version": shadow}),
                     )
                 }
-                model => json(
+                Snapshot { model, .. } => json(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    serde_json::json!({"ready": false, "listening": self.shared.is_listening(), "model_version": model.map(|m| m.version.clone())}),
+                    serde_json::json!({"ready": false, "listening": self.shared.is_listening(), "model_version": model.as_ref().map(|m| m.version.clone())}),
                 ),
             },
             ("POST", "/reload") => self.reload().await,
@@ -119,7 +123,7 @@ impl ServeHttp for AdminApp {
                     serde_json::json!({"result": "ok", "model_version": done.version, "previous": done.previous, "bundle": done.dir}),
                 ),
                 Err(e) => {
-                    let serving = self.shared.model.get().map(|m| m.version.clone());
+                    let serving = self.shared.model().map(|m| m.version.clone());
                     json(
                         StatusCode::UNPROCESSABLE_ENTITY,
                         serde_json::json!({"result": "error", "error": e.to_string(), "serving": serving}),

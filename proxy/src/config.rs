@@ -140,7 +140,9 @@ impl RouteMatch {
 #[serde(try_from = "PartYaml", into = "PartYaml")]
 pub enum ExcludedPart {
     /// A query parameter or urlencoded form field, by its name once percent-decoded
-    /// (case-sensitive, as applications read it).
+    /// (case-sensitive, as applications read it); with a featurizer that reads the whole
+    /// request, also a JSON member, multipart field, XML element or attribute of that name
+    /// ([`featurizer::ExcludedFields`]).
     Param(String),
     /// A request header, by name (case-insensitive, RFC 9110 §5.1); stored lower-cased.
     Header(String),

@@ -5,13 +5,15 @@
 //!
 //! - `{param: NAME}`: each `NAME=value` pair of the query string and of an urlencoded form
 //!   body (split on `&` as applications do; the name compared once percent-decoded, `+` as a
-//!   space, case-sensitive). Parameters of other bodies (JSON, multipart, XML) stay scored.
+//!   space, case-sensitive), removed here from the bytes every view of the request reads; and
+//!   the field NAME of a JSON, multipart or XML body, which the featurizer leaves out where it
+//!   parses that body ([`featurizer::ExcludedFields`]: the same parse, so the same names).
 //! - `{header: NAME}`: every field of that header (names compare case-insensitively).
 //! - `{cookie: NAME}`: each `NAME=value` pair of the `Cookie` header(s) (case-sensitive).
 //!
 //! The request forwarded upstream, the audit line and the capture file keep the request as sent.
 
-use featurizer::{Headers, RequestParts};
+use featurizer::{ExcludedFields, Headers, RequestParts};
 
 use crate::config::ExcludedPart;
 
@@ -23,6 +25,8 @@ pub struct Kept {
     target: Vec<u8>,
     body: Option<Vec<u8>>,
     headers: Option<Vec<(String, Vec<u8>)>>,
+    /// The `param` names, for the featurizer to leave out of JSON, multipart and XML bodies.
+    fields: Vec<String>,
 }
 
 impl Kept {
@@ -36,6 +40,7 @@ impl Kept {
                 Some(headers) => Headers::Owned(headers),
                 None => Headers::None,
             },
+            excluded_fields: ExcludedFields::new(&self.fields),
         }
     }
 }
@@ -76,6 +81,7 @@ pub fn without_excluded(request: &RequestParts<'_>, excluded: &[&ExcludedPart]) 
         target,
         body,
         headers: kept_headers,
+        fields: params.iter().map(|p| p.to_string()).collect(),
     })
 }
 
@@ -225,6 +231,7 @@ mod tests {
             target: b"/search?q=%3Cscript%3E&page=2&%71=encoded&Q=upper&q",
             body: Some(body),
             headers: Headers::None,
+            excluded_fields: Default::default(),
         };
         let k = kept(&request, &[ExcludedPart::Param("q".into())]);
         assert_eq!(k.target, b"/search?page=2&Q=upper");
@@ -246,17 +253,28 @@ mod tests {
     }
 
     #[test]
-    fn a_json_body_is_not_rewritten() {
+    fn a_json_body_is_left_to_the_featurizer() {
         let pairs: [(&str, &[u8]); 1] = [("Content-Type", b"application/json")];
         let request = RequestParts {
             method: "POST",
             target: b"/api?q=1",
             body: Some(br#"{"q":"x"}"#),
             headers: Headers::Pairs(&pairs),
+            excluded_fields: Default::default(),
         };
-        let k = kept(&request, &[ExcludedPart::Param("q".into())]);
+        let k = kept(
+            &request,
+            &[
+                ExcludedPart::Param("q".into()),
+                ExcludedPart::Header("x-a".into()),
+            ],
+        );
         assert_eq!(k.target, b"/api");
+        // The body is as sent; the featurizer reads it without `q`.
         assert_eq!(k.body.as_deref(), Some(&br#"{"q":"x"}"#[..]));
+        assert_eq!(k.parts().excluded_fields.names(), ["q".to_string()]);
+        let k = kept(&request, &[ExcludedPart::Header("x-a".into())]);
+        assert!(k.parts().excluded_fields.is_empty());
     }
 
     #[test]
@@ -273,6 +291,7 @@ mod tests {
             target: b"/",
             body: None,
             headers: Headers::Pairs(&pairs),
+            excluded_fields: Default::default(),
         };
         let k = kept(
             &request,

@@ -31,7 +31,7 @@ use crate::error::ProxyError;
 use crate::exclude::{self, Kept};
 use crate::model::{Scored, ServingModel};
 use crate::shadow::{self, ShadowJudgement};
-use crate::state::Shared;
+use crate::state::{Shared, Snapshot};
 use crate::verdict::{Unscored, Verdict};
 
 /// `Via` value added to forwarded requests (RFC 9110 §7.6.3).
@@ -44,12 +44,16 @@ pub struct WafProxy {
 }
 
 /// Per-request state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RequestCtx {
     /// Sent to the client (`X-Request-Id`, 403 body), the upstream and the audit log.
     pub request_id: String,
     /// The verdict counted for this request.
     pub verdict: Option<Verdict>,
+    /// The configuration and models this request is judged by, taken once when it starts: every
+    /// phase reads these, so a reload meanwhile never gives it one generation's configuration
+    /// with another's model.
+    pub snapshot: Arc<Snapshot>,
 }
 
 /// What the audit record says about the decision.
@@ -99,6 +103,8 @@ fn request_host(header: &RequestHeader) -> Option<&str> {
 struct ScoredRequest<'a> {
     /// The active model (`None`: none loaded, the request follows `on_error`).
     model: Option<&'a ServingModel>,
+    /// The shadow model of the same snapshot, if one is loaded.
+    shadow: Option<&'a Arc<ServingModel>>,
     mode: Mode,
     tuning: Tuning,
     /// Its parts left out of scoring (global and the route's `exclude_parts`).
@@ -452,14 +458,14 @@ impl WafProxy {
             target: &target,
             body: None,
             headers: Default::default(),
+            excluded_fields: Default::default(),
         };
-        let model = self.shared.model.get();
         self.audit(
             ctx,
             session,
             &parts,
             Judgement {
-                model: model.as_deref(),
+                model: ctx.snapshot.model.as_deref(),
                 scored: None,
                 mode,
                 reason: Some(reason),
@@ -588,7 +594,7 @@ impl WafProxy {
         e: &ProxyError,
         mut judged: Judgement<'_>,
     ) {
-        let on_error = self.shared.config().on_error;
+        let on_error = ctx.snapshot.config.on_error;
         tracing::error!(request_id = %ctx.request_id, on_error = ?on_error, "{e}");
         judged.reason = Some(format!("scoring_error: {e}"));
         self.audit(ctx, session, parts, judged);
@@ -631,7 +637,7 @@ impl WafProxy {
         let score = scored.map(|s| s.score);
         let Some(verdict) = ctx.verdict else { return };
         let shadow = shadow.filter(|s| s.verdict != verdict);
-        let config = self.shared.config();
+        let config = &ctx.snapshot.config;
         let redact = config.audit_redact_values;
         let raw_target = if redact {
             redact_target(parts.target)
@@ -693,6 +699,7 @@ impl WafProxy {
     ) -> Result<bool> {
         let ScoredRequest {
             model,
+            shadow,
             mode,
             tuning,
             excluded,
@@ -711,6 +718,7 @@ impl WafProxy {
             } else {
                 Headers::None
             },
+            excluded_fields: Default::default(),
         };
         let kept = exclude::without_excluded(&parts, &excluded);
         let scored_parts = kept.as_ref().map(Kept::parts);
@@ -733,10 +741,10 @@ impl WafProxy {
             (scored.as_ref().ok(), model, tuning),
         );
         let shadow = shadow::judge(
-            &self.shared,
+            &self.shared.metrics,
+            shadow,
             &scoring,
-            verdict,
-            mode,
+            (verdict, mode),
             (tuning.format_checks, tuning.threshold),
         );
         let judged = Judgement {
@@ -784,7 +792,7 @@ impl WafProxy {
         format_checks: bool,
         raw_target: &[u8],
     ) -> Option<bundle::Explanation> {
-        let config = self.shared.config();
+        let config = &ctx.snapshot.config;
         let n = config.audit_top_features.min(MAX_AUDIT_FEATURES);
         let explanation = match model.explain(parts, scored, format_checks, n) {
             Ok(explanation) => explanation,
@@ -848,11 +856,14 @@ impl ProxyHttp for WafProxy {
         RequestCtx {
             request_id: self.shared.next_request_id(),
             verdict: None,
+            snapshot: self.shared.snapshot(),
         }
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
-        let config = self.shared.config();
+        let snapshot = ctx.snapshot.clone();
+        let config = &snapshot.config;
+        let model = snapshot.model.as_deref();
         let header = session.req_header();
         let route = config.route_for(&RouteRequest {
             method: header.method.as_str(),
@@ -863,7 +874,7 @@ impl ProxyHttp for WafProxy {
         // Protocol limits come before routes: an excluded path is not scored, but it is still
         // bounded. Detect mode (global or the route's) never refuses on them: it forwards the
         // request unscored, for the upstream to accept or refuse, and counts it.
-        if let Some(over) = self.over_head_limits(session, &config) {
+        if let Some(over) = self.over_head_limits(session, config) {
             if mode == Mode::Detect {
                 self.forward_unscored(session, ctx, mode, over.unscored, &over.detail);
                 return Ok(false);
@@ -878,18 +889,14 @@ impl ProxyHttp for WafProxy {
             self.count(ctx, Verdict::Excluded);
             return Ok(false);
         }
-        let model = self.shared.model.get();
         let tuning = Tuning {
-            format_checks: config
-                .format_checks_for(route, model.as_deref().and_then(|m| m.format_checks)),
+            format_checks: config.format_checks_for(route, model.and_then(|m| m.format_checks)),
             threshold: config.threshold_override_for(route),
         };
         // The featurizer reads headers and every body type only with `placements`.
-        let whole_request = model
-            .as_deref()
-            .is_some_and(|m| m.featurizer.config().placements.is_some());
+        let whole_request = model.is_some_and(|m| m.featurizer.config().placements.is_some());
         let body = match self
-            .read_scored_body(session, &config, whole_request)
+            .read_scored_body(session, config, whole_request)
             .await?
         {
             // What was read is in pingora's replay buffer: forwarded whole.
@@ -909,7 +916,8 @@ impl ProxyHttp for WafProxy {
             }
         };
         let request = ScoredRequest {
-            model: model.as_deref(),
+            model,
+            shadow: snapshot.shadow.as_ref(),
             mode,
             tuning,
             excluded: config.excluded_parts_for(route),
@@ -923,11 +931,11 @@ impl ProxyHttp for WafProxy {
     async fn upstream_peer(
         &self,
         _session: &mut Session,
-        _ctx: &mut RequestCtx,
+        ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
         let mut peer = HttpPeer::new(self.upstream, false, String::new());
         peer.options.connection_timeout = Some(Duration::from_millis(
-            self.shared.config().upstream_connect_timeout_ms,
+            ctx.snapshot.config.upstream_connect_timeout_ms,
         ));
         Ok(Box::new(peer))
     }
@@ -958,7 +966,7 @@ impl ProxyHttp for WafProxy {
         let trusted = session
             .client_addr()
             .and_then(|a| a.as_inet())
-            .is_some_and(|a| self.shared.config().trusted_forwarders.contains(&a.ip()));
+            .is_some_and(|a| ctx.snapshot.config.trusted_forwarders.contains(&a.ip()));
         let forwarded_proto = upstream_request
             .headers
             .get("x-forwarded-proto")

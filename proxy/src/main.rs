@@ -66,7 +66,8 @@ Configuration keys (YAML):
     - {path: \"/health\", exclude: true}
     - {prefix: \"/admin/\", mode: block}
     - {prefix: \"/search\", methods: [GET], threshold: 0.9, exclude_parts: [{param: q}]}
-  exclude_parts: []               never scored: {param: NAME}, {header: NAME}, {cookie: NAME}
+  exclude_parts: []               never scored: {param: NAME} (query, form, JSON, multipart, XML
+                                  field), {header: NAME}, {cookie: NAME}
   uri_limit_bytes: 8192           uri_over_limit: reject|truncate  (414, or score the prefix and forward)
   header_count_limit: 100         header_limit_bytes: 32768     (431 above either)
   client_header_timeout_ms: 10000 client_body_timeout_ms: 10000 (slow heads dropped, slow bodies 408)

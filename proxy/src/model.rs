@@ -1,5 +1,5 @@
-//! The serving model: a verified bundle, its featurizer and its network, behind a slot that hot
-//! reload swaps atomically.
+//! The serving model: a verified bundle, its featurizer and its network; hot reload puts it in
+//! force together with its configuration ([`crate::state::Snapshot`]).
 //!
 //! By default (`scorer: auto`) a linear student is scored natively (below) and a network with
 //! hidden layers through ONNX Runtime. With `scorer: onnxruntime` every request is scored
@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use bundle::{
@@ -371,6 +371,7 @@ impl ServingModel {
             target: WARM_UP_TARGET,
             body: None,
             headers: Default::default(),
+            excluded_fields: Default::default(),
         };
         // One warm-up request per session (round-robin visits each), so that no client request
         // pays for a session's first sparse run.
@@ -568,39 +569,5 @@ impl ServingModel {
             }
         }
         best.1
-    }
-}
-
-/// The currently serving model; readers clone the `Arc`, so a swap never disturbs a request
-/// that is being scored (it finishes on the model it started with).
-#[derive(Default)]
-pub struct ModelSlot {
-    current: RwLock<Option<Arc<ServingModel>>>,
-}
-
-impl ModelSlot {
-    /// The serving model, if one is loaded.
-    pub fn get(&self) -> Option<Arc<ServingModel>> {
-        self.current
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
-    /// Replaces the serving model; returns the previous one.
-    pub fn swap(&self, model: Arc<ServingModel>) -> Option<Arc<ServingModel>> {
-        let mut guard = self
-            .current
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        guard.replace(model)
-    }
-
-    /// Empties the slot; returns the model it held.
-    pub fn take(&self) -> Option<Arc<ServingModel>> {
-        self.current
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
     }
 }

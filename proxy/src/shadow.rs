@@ -15,8 +15,8 @@ use std::sync::Arc;
 use featurizer::RequestParts;
 
 use crate::config::Mode;
+use crate::metrics::Metrics;
 use crate::model::ServingModel;
-use crate::state::Shared;
 use crate::verdict::Verdict;
 
 /// What the shadow model made of one request.
@@ -38,20 +38,21 @@ pub fn malicious_verdict(mode: Mode) -> Verdict {
     }
 }
 
-/// Scores `parts` with the shadow model, if one is loaded (with or without the site's format
-/// checks, and at the route's threshold where it has one, as the active model was), and counts the pair (`active`, the shadow's verdict).
+/// Scores `parts` with the request's shadow model (`shadow`, of the request's snapshot), if one
+/// is loaded (with or without the site's format checks, and at the route's threshold where it
+/// has one, as the active model was), and counts the pair (`active`, the shadow's verdict).
 /// `None` when no shadow is loaded.
 pub fn judge(
-    shared: &Shared,
+    metrics: &Metrics,
+    shadow: Option<&Arc<ServingModel>>,
     parts: &RequestParts<'_>,
-    active: Verdict,
-    mode: Mode,
+    (active, mode): (Verdict, Mode),
     (format_checks, route_threshold): (bool, Option<f32>),
 ) -> Option<ShadowJudgement> {
-    let model = shared.shadow.get()?;
+    let model = shadow?.clone();
     let (verdict, score) = match model.score_at(parts, format_checks, route_threshold) {
         Ok(scored) => {
-            shared.metrics.shadow_score.observe(f64::from(scored.score));
+            metrics.shadow_score.observe(f64::from(scored.score));
             let verdict = if scored.malicious {
                 malicious_verdict(mode)
             } else {
@@ -64,7 +65,7 @@ pub fn judge(
             (Verdict::Error, None)
         }
     };
-    shared.metrics.count_shadow(active, verdict);
+    metrics.count_shadow(active, verdict);
     Some(ShadowJudgement {
         verdict,
         score,

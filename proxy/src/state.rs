@@ -10,30 +10,54 @@ use crate::capture::Capture;
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
-use crate::model::{ModelSlot, ServingModel};
+use crate::model::ServingModel;
+
+/// What requests are judged by, put in force as one: the configuration, the active model and
+/// the shadow model of one generation. A request takes it once ([`Shared::snapshot`]) and keeps
+/// it for all its phases; a reload or a promotion builds the next one whole and puts it in force
+/// in one store, so that no request sees a configuration with another generation's model.
+#[derive(Clone)]
+pub struct Snapshot {
+    /// One more than the snapshot it replaced (0: the one `Shared::new` starts with, no model).
+    pub generation: u64,
+    /// The configuration in force: the one the process started with, or the last one a reload
+    /// read and validated (with the restart-only keys of the start).
+    pub config: Arc<Config>,
+    /// The active model, loaded with `config`: its verdicts are the proxy's. `None` until a
+    /// bundle loads (`start_without_model`).
+    pub model: Option<Arc<ServingModel>>,
+    /// The shadow model (`shadow_bundle`): scores beside the active one, decides nothing.
+    pub shadow: Option<Arc<ServingModel>>,
+    /// Where the active and the shadow bundles are loaded from.
+    pub dirs: BundleDirs,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("generation", &self.generation)
+            .field("model", &self.model.as_ref().map(|m| &m.version))
+            .field("shadow", &self.shadow.as_ref().map(|m| &m.version))
+            .field("dirs", &self.dirs)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Everything the request path and the operations share.
 pub struct Shared {
-    /// The configuration in force: the one the process started with, or the last one a reload
-    /// read and validated ([`Shared::config`]).
-    config: RwLock<Arc<Config>>,
+    /// The configuration and models in force, swapped whole ([`Shared::snapshot`]).
+    current: RwLock<Arc<Snapshot>>,
     /// The file the configuration was read from, re-read by every reload; `None` (a
     /// configuration built in code): reloads keep the configuration.
     config_file: Mutex<Option<PathBuf>>,
-    /// The serving (active) model: its verdicts are the proxy's.
-    pub model: ModelSlot,
-    /// The shadow model (`shadow_bundle`): scores beside the active one, decides nothing.
-    pub shadow: ModelSlot,
     /// Prometheus metrics.
     pub metrics: Metrics,
     /// The audit log.
     pub audit: AuditLog,
     /// The capture file's writer (`capture:`), if configured.
     pub capture: Option<Capture>,
-    /// Where the active and the shadow bundles are loaded from (the config's `bundle` and
-    /// `shadow_bundle`, until `POST /promote` makes the shadow directory the active one).
-    dirs: Mutex<BundleDirs>,
-    /// Serializes reloads and promotions (two `POST /reload` at once load one after the other).
+    /// Serializes reloads and promotions (two `POST /reload` at once load one after the other),
+    /// so that each builds its snapshot from the one in force.
     reload_lock: tokio::sync::Mutex<()>,
     /// Whether the proxy's listener is bound (see [`Shared::set_listening`]).
     listening: AtomicBool,
@@ -130,6 +154,9 @@ pub struct Promoted {
     pub dir: PathBuf,
 }
 
+/// A bundle load's outcome.
+type Loaded = Result<ServingModel, ProxyError>;
+
 impl Shared {
     /// Opens the audit log and creates the metrics; no model yet (see [`Shared::load_blocking`]).
     pub fn new(config: Config) -> Result<Arc<Self>, ProxyError> {
@@ -146,15 +173,19 @@ impl Shared {
             active: config.bundle.clone(),
             shadow: config.shadow_bundle.clone(),
         };
+        let first = Snapshot {
+            generation: 0,
+            config: Arc::new(config),
+            model: None,
+            shadow: None,
+            dirs,
+        };
         Ok(Arc::new(Self {
-            config: RwLock::new(Arc::new(config)),
+            current: RwLock::new(Arc::new(first)),
             config_file: Mutex::new(None),
-            model: ModelSlot::default(),
-            shadow: ModelSlot::default(),
             metrics,
             audit,
             capture,
-            dirs: Mutex::new(dirs),
             reload_lock: tokio::sync::Mutex::new(()),
             listening: AtomicBool::new(false),
             ready_gauge: Mutex::new(()),
@@ -162,12 +193,64 @@ impl Shared {
         }))
     }
 
-    /// The configuration in force (a request takes it once and keeps it to its end).
-    pub fn config(&self) -> Arc<Config> {
-        self.config
+    /// The configuration and models in force, as one: a request takes it once and keeps it to
+    /// its end, whatever reloads meanwhile.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
+    }
+
+    /// The configuration in force (for what is not a request; a request reads its snapshot's).
+    pub fn config(&self) -> Arc<Config> {
+        self.snapshot().config.clone()
+    }
+
+    /// The active model in force, if one is loaded.
+    pub fn model(&self) -> Option<Arc<ServingModel>> {
+        self.snapshot().model.clone()
+    }
+
+    /// The shadow model in force, if one is loaded.
+    pub fn shadow(&self) -> Option<Arc<ServingModel>> {
+        self.snapshot().shadow.clone()
+    }
+
+    /// The bundle directories in force.
+    pub fn dirs(&self) -> BundleDirs {
+        self.snapshot().dirs.clone()
+    }
+
+    /// Puts the next snapshot in force in one store; its generation is one more than the one it
+    /// replaces. Callers hold the reload lock (or are the start-up load), so `next` was built
+    /// from the snapshot it replaces. Then the metrics that name the models follow it.
+    fn put_in_force(&self, next: Snapshot) -> Arc<Snapshot> {
+        let (next, previous) = {
+            let mut current = self
+                .current
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let next = Arc::new(Snapshot {
+                generation: current.generation + 1,
+                ..next
+            });
+            (next.clone(), std::mem::replace(&mut *current, next))
+        };
+        if let Some(m) = next
+            .model
+            .as_ref()
+            .filter(|_| !same_model(&next.model, &previous.model))
+        {
+            self.metrics
+                .set_model_info(&m.version, &m.epsilon, &m.delta, &m.mechanism);
+        }
+        if !same_model(&next.shadow, &previous.shadow) {
+            let version = next.shadow.as_ref().map(|m| m.version.as_str());
+            self.metrics.set_shadow_model_info(version);
+        }
+        self.refresh_ready();
+        next
     }
 
     /// Names the file the configuration was read from: reloads re-read it.
@@ -200,7 +283,7 @@ impl Shared {
     /// Ready (`GET /ready` 200, `patewaf_ready 1`): a verified, warm model serves and the
     /// listener is bound.
     pub fn is_ready(&self) -> bool {
-        self.is_listening() && self.model.get().is_some()
+        self.is_listening() && self.model().is_some()
     }
 
     /// Sets `patewaf_ready` from [`Shared::is_ready`].
@@ -217,53 +300,57 @@ impl Shared {
         self.request_ids.next()
     }
 
-    /// The bundle directories in force.
-    pub fn dirs(&self) -> BundleDirs {
-        self.dirs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
     /// Loads `dir` with the configured threshold override, sessions and scorer: the same for the
     /// active and the shadow bundle, so that the shadow's verdicts are the ones it would give
     /// once promoted.
-    fn loader(config: &Config, dir: PathBuf) -> impl FnOnce() -> Result<ServingModel, ProxyError> {
+    fn loader(config: &Config, dir: PathBuf) -> impl FnOnce() -> Loaded {
         let threshold = config.threshold;
         let sessions = config.threads;
         let scorer = config.scorer;
         move || ServingModel::load_with_scorer(&dir, threshold, sessions, scorer)
     }
 
-    /// Loads the configured bundles synchronously and swaps them in (start-up path). The
+    /// Loads the configured bundles synchronously and puts them in force (start-up path). The
     /// result is the active bundle's; a shadow bundle that fails to load is logged and counted
     /// (`patewaf_shadow_loads_total{result="error"}`) but does not stop the proxy: it never
     /// decides anything.
     pub fn load_blocking(&self) -> Result<Reloaded, ProxyError> {
-        let dirs = self.dirs();
-        let config = self.config();
-        let active = self.install(Self::loader(&config, dirs.active)(), false);
-        if let Some(dir) = dirs.shadow {
-            let _ = self.install_shadow(Self::loader(&config, dir.clone())(), &dir);
+        let running = self.snapshot();
+        let config = &running.config;
+        let active = Self::loader(config, running.dirs.active.clone())();
+        let (model, result) = self.active_loaded(active, false, &running);
+        let shadow = match running.dirs.shadow.clone() {
+            Some(dir) => self
+                .shadow_loaded(Self::loader(config, dir.clone())(), &dir)
+                .ok(),
+            None => None,
+        };
+        if model.is_some() || shadow.is_some() {
+            self.put_in_force(Snapshot {
+                model,
+                shadow,
+                ..Snapshot::clone(&running)
+            });
         }
-        active
+        result
     }
 
     /// Hot reload (SIGHUP, `POST /reload`): reopens the audit log, re-reads and validates the
     /// configuration file, loads and verifies the active bundle (then the shadow bundle, if any)
     /// with it beside the serving one on a blocking thread, and puts the new configuration and
-    /// model in force together only when both are good. A configuration that does not parse or
-    /// validate, or an active bundle that fails to load, keeps the old configuration and model
-    /// (logged, counted in `patewaf_config_reloads_total` and `patewaf_model_reloads_total`). A
-    /// rejected shadow keeps the old shadow and does not stop the rest. Keys that take a restart
-    /// (listening addresses, threads, log writers) keep their old values, with a warning.
+    /// models in force in one store only when the configuration and the active bundle are good.
+    /// A configuration that does not parse or validate, or an active bundle that fails to load,
+    /// keeps the old configuration and model (logged, counted in `patewaf_config_reloads_total`
+    /// and `patewaf_model_reloads_total`). A rejected shadow keeps the old shadow and does not
+    /// stop the rest. Keys that take a restart (listening addresses, threads, log writers) keep
+    /// their old values, with a warning.
     pub async fn reload(self: &Arc<Self>) -> ReloadReport {
         let _one_at_a_time = self.reload_lock.lock().await;
         if let Err(e) = self.audit.reopen() {
             tracing::error!("reopening the audit log: {e}");
         }
-        let running = self.config();
-        let (config, restart_needed) = match self.reread_config(&running) {
+        let running = self.snapshot();
+        let (config, restart_needed) = match self.reread_config(&running.config) {
             Ok(read) => read,
             Err(e) => {
                 self.count_config_reload(false);
@@ -275,26 +362,35 @@ impl Shared {
                 };
             }
         };
-        let dirs = self.dirs_for(&running, &config);
+        let dirs = Self::dirs_for(&running, &config);
         let loaded = load_off_thread(Self::loader(&config, dirs.active.clone())).await;
-        let applied = loaded.is_ok();
-        if applied {
-            self.put_in_force(config, dirs, &restart_needed);
-        }
-        let active = self.install(loaded, true);
+        let (model, active) = self.active_loaded(loaded, true, &running);
+        let applied = model.is_some();
         let file = self.config_file();
         if file.is_some() {
             self.count_config_reload(applied);
         }
-        // With the configuration now in force (the old one if the active bundle was rejected).
-        let in_force = self.config();
-        let shadow = match self.dirs().shadow {
-            Some(dir) => Some(self.install_shadow(
-                load_off_thread(Self::loader(&in_force, dir.clone())).await,
-                &dir,
-            )),
-            None => None,
+        // The shadow is loaded with the configuration that will be in force: the new one, or
+        // the old one if the active bundle was rejected.
+        let next = match model {
+            Some(model) => Snapshot {
+                generation: running.generation,
+                config,
+                model: Some(model),
+                shadow: None,
+                dirs,
+            },
+            None => Snapshot::clone(&running),
         };
+        let shadow = self.reload_shadow(&running, next).await;
+        if applied {
+            for key in &restart_needed {
+                tracing::warn!(
+                    key,
+                    "configuration key `{key}` changed: it takes a restart to apply, the old value stays in force"
+                );
+            }
+        }
         ReloadReport {
             config: Ok(ConfigReloaded {
                 file,
@@ -304,6 +400,34 @@ impl Shared {
             active: Some(active),
             shadow,
         }
+    }
+
+    /// Loads the shadow bundle `next` names (if any) with `next`'s configuration, then puts
+    /// `next` in force with it — with `running`'s shadow where it was rejected, none where
+    /// `next` names none — unless `next` changes nothing (the active bundle and the shadow were
+    /// both rejected). Returns the shadow's outcome.
+    async fn reload_shadow(
+        &self,
+        running: &Snapshot,
+        mut next: Snapshot,
+    ) -> Option<Result<String, ProxyError>> {
+        let changed = !same_model(&next.model, &running.model);
+        let outcome = match next.dirs.shadow.clone() {
+            Some(dir) => {
+                let loaded = load_off_thread(Self::loader(&next.config, dir.clone())).await;
+                Some(self.shadow_loaded(loaded, &dir))
+            }
+            None => None,
+        };
+        next.shadow = match &outcome {
+            Some(Ok(model)) => Some(model.clone()),
+            Some(Err(_)) => running.shadow.clone(),
+            None => None,
+        };
+        if changed || !same_model(&next.shadow, &running.shadow) {
+            self.put_in_force(next);
+        }
+        outcome.map(|r| r.map(|m| m.version.clone()))
     }
 
     /// The configuration file read again and validated, with the restart-only keys of `running`
@@ -324,37 +448,15 @@ impl Shared {
 
     /// The bundle directories a reload loads: those the new configuration names where it
     /// changed `bundle` or `shadow_bundle`, else those in force (a promoted shadow stays active).
-    fn dirs_for(&self, running: &Config, config: &Config) -> BundleDirs {
-        let mut dirs = self.dirs();
-        if config.bundle != running.bundle {
+    fn dirs_for(running: &Snapshot, config: &Config) -> BundleDirs {
+        let mut dirs = running.dirs.clone();
+        if config.bundle != running.config.bundle {
             dirs.active = config.bundle.clone();
         }
-        if config.shadow_bundle != running.shadow_bundle {
+        if config.shadow_bundle != running.config.shadow_bundle {
             dirs.shadow = config.shadow_bundle.clone();
         }
         dirs
-    }
-
-    /// Makes `config` (and the bundle directories it names) the ones in force, and warns about
-    /// each changed key that takes a restart. A shadow bundle no longer named stops shadowing.
-    fn put_in_force(&self, config: Arc<Config>, dirs: BundleDirs, restart_needed: &[&str]) {
-        if dirs.shadow.is_none() && self.shadow.take().is_some() {
-            self.metrics.set_shadow_model_info(None);
-        }
-        for key in restart_needed {
-            tracing::warn!(
-                key,
-                "configuration key `{key}` changed: it takes a restart to apply, the old value stays in force"
-            );
-        }
-        *self
-            .dirs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = dirs;
-        *self
-            .config
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = config;
     }
 
     /// Counts a reload of the configuration file in `patewaf_config_reloads_total{result}`.
@@ -369,18 +471,18 @@ impl Shared {
     /// `POST /promote`: makes the shadow bundle the active one. The shadow directory is loaded
     /// and verified again exactly as a reload does (a bad bundle is refused and the active model
     /// keeps serving), and it must be the bundle the shadow was observing (same sha256 for
-    /// every file): what is promoted is what was measured. Then, under the reload lock, the new
-    /// model replaces the active one (requests in flight finish on the model they started
-    /// with; every later request gets the new one) and the shadow slot is emptied. From then on
-    /// reloads load the promoted directory; the configuration file still names the old
-    /// `bundle`, so a restart goes back to it unless the file is updated (the log says so).
+    /// every file): what is promoted is what was measured. Then, under the reload lock, one
+    /// snapshot with the new model active and no shadow replaces the one in force (requests in
+    /// flight finish on the snapshot they started with). From then on reloads load the promoted
+    /// directory; the configuration file still names the old `bundle`, so a restart goes back
+    /// to it unless the file is updated (the log says so).
     pub async fn promote(self: &Arc<Self>) -> Result<Promoted, ProxyError> {
         let _one_at_a_time = self.reload_lock.lock().await;
         let result = self.promote_locked().await;
         let label = if result.is_ok() { "ok" } else { "error" };
         self.metrics.promotions.with_label_values(&[label]).inc();
         if let Err(e) = &result {
-            let serving = self.model.get().map(|m| m.version.clone());
+            let serving = self.model().map(|m| m.version.clone());
             tracing::error!(
                 serving = serving.as_deref().unwrap_or("none"),
                 "promotion refused, the active model stays: {e}"
@@ -390,14 +492,15 @@ impl Shared {
     }
 
     async fn promote_locked(self: &Arc<Self>) -> Result<Promoted, ProxyError> {
-        let Some(dir) = self.dirs().shadow else {
+        let running = self.snapshot();
+        let Some(dir) = running.dirs.shadow.clone() else {
             return Err(ProxyError::Promote(
                 "no shadow bundle: set `shadow_bundle` in the configuration (a promotion \
                  empties it until the next restart)"
                     .to_string(),
             ));
         };
-        let Some(observed) = self.shadow.get() else {
+        let Some(observed) = running.shadow.clone() else {
             return Err(ProxyError::Promote(format!(
                 "the shadow bundle {} is not loaded (its last load failed, see \
                  patewaf_shadow_loads_total): nothing was observed to promote; fix it and \
@@ -405,7 +508,7 @@ impl Shared {
                 dir.display()
             )));
         };
-        let model = load_off_thread(Self::loader(&self.config(), dir.clone())).await?;
+        let model = load_off_thread(Self::loader(&running.config, dir.clone())).await?;
         if model.files != observed.files {
             return Err(ProxyError::Promote(format!(
                 "the shadow bundle {} changed on disk since it was loaded (shadowing version \
@@ -415,17 +518,17 @@ impl Shared {
                 model.version
             )));
         }
-        let (model, previous) = self.activate(model);
-        self.shadow.take();
-        self.metrics.set_shadow_model_info(None);
-        {
-            let mut dirs = self
-                .dirs
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            dirs.active = dir.clone();
-            dirs.shadow = None;
-        }
+        let model = Arc::new(model);
+        let previous = running.model.as_ref().map(|m| m.version.clone());
+        self.put_in_force(Snapshot {
+            model: Some(model.clone()),
+            shadow: None,
+            dirs: BundleDirs {
+                active: dir.clone(),
+                shadow: None,
+            },
+            ..Snapshot::clone(&running)
+        });
         tracing::warn!(
             version = %model.version,
             previous = previous.as_deref().unwrap_or("none"),
@@ -433,7 +536,7 @@ impl Shared {
              still names `bundle: {}`: update it (and `shadow_bundle`) to keep this model \
              after a restart",
             dir.display(),
-            self.config().bundle.display()
+            running.config.bundle.display()
         );
         Ok(Promoted {
             version: model.version.clone(),
@@ -442,35 +545,29 @@ impl Shared {
         })
     }
 
-    /// Swaps a loaded shadow model in (or logs and counts why not; the old shadow stays).
-    fn install_shadow(
+    /// Logs and counts a loaded shadow bundle (or why it was rejected: the caller keeps the old
+    /// shadow).
+    fn shadow_loaded(
         &self,
-        result: Result<ServingModel, ProxyError>,
+        loaded: Loaded,
         dir: &std::path::Path,
-    ) -> Result<String, ProxyError> {
+    ) -> Result<Arc<ServingModel>, ProxyError> {
         self.metrics.show_shadow();
-        match result {
+        let label = if loaded.is_ok() { "ok" } else { "error" };
+        self.metrics.shadow_loads.with_label_values(&[label]).inc();
+        match loaded {
             Ok(model) => {
-                let model = Arc::new(model);
-                self.metrics.set_shadow_model_info(Some(&model.version));
-                let previous = self.shadow.swap(model.clone()).map(|m| m.version.clone());
-                self.metrics.shadow_loads.with_label_values(&["ok"]).inc();
                 tracing::info!(
                     version = %model.version,
-                    previous = previous.as_deref().unwrap_or("none"),
                     threshold = model.threshold,
                     content_only_threshold = model.content_only_threshold,
                     "shadow model loaded from {} (scores beside the active model, decides nothing)",
                     dir.display()
                 );
-                Ok(model.version.clone())
+                Ok(Arc::new(model))
             }
             Err(e) => {
-                self.metrics
-                    .shadow_loads
-                    .with_label_values(&["error"])
-                    .inc();
-                let shadowing = self.shadow.get().map(|m| m.version.clone());
+                let shadowing = self.shadow().map(|m| m.version.clone());
                 tracing::error!(
                     shadowing = shadowing.as_deref().unwrap_or("none"),
                     "shadow bundle rejected, the active model is not affected: {e}"
@@ -480,33 +577,22 @@ impl Shared {
         }
     }
 
-    /// Swaps a loaded model in; `count` is false for the start-up load, which is not a reload.
-    /// Makes `model` the active one (reload and promote alike): its `patewaf_model_info`, one
-    /// atomic swap, ready (once the listener is bound). Returns it and the version it replaced.
-    fn activate(&self, model: ServingModel) -> (Arc<ServingModel>, Option<String>) {
-        let model = Arc::new(model);
-        self.metrics.set_model_info(
-            &model.version,
-            &model.epsilon,
-            &model.delta,
-            &model.mechanism,
-        );
-        let previous = self.model.swap(model.clone()).map(|m| m.version.clone());
-        self.refresh_ready();
-        (model, previous)
-    }
-
-    fn install(
+    /// Logs and counts a loaded active bundle (`count`: in `patewaf_model_reloads_total`, false
+    /// for the start-up load, which is not a reload): the model to put in force (`None`:
+    /// rejected, `running`'s stays) and the outcome.
+    fn active_loaded(
         &self,
-        result: Result<ServingModel, ProxyError>,
+        loaded: Loaded,
         count: bool,
-    ) -> Result<Reloaded, ProxyError> {
-        match result {
+        running: &Snapshot,
+    ) -> (Option<Arc<ServingModel>>, Result<Reloaded, ProxyError>) {
+        if count {
+            let label = if loaded.is_ok() { "ok" } else { "error" };
+            self.metrics.reloads.with_label_values(&[label]).inc();
+        }
+        let previous = running.model.as_ref().map(|m| m.version.clone());
+        match loaded {
             Ok(model) => {
-                let (model, previous) = self.activate(model);
-                if count {
-                    self.metrics.reloads.with_label_values(&["ok"]).inc();
-                }
                 tracing::info!(
                     version = %model.version,
                     previous = previous.as_deref().unwrap_or("none"),
@@ -518,31 +604,35 @@ impl Shared {
                     "model loaded from {}",
                     model.dir.display()
                 );
-                Ok(Reloaded {
+                let reloaded = Reloaded {
                     version: model.version.clone(),
                     previous,
-                })
+                };
+                (Some(Arc::new(model)), Ok(reloaded))
             }
             Err(e) => {
-                if count {
-                    self.metrics.reloads.with_label_values(&["error"]).inc();
-                }
-                let serving = self.model.get().map(|m| m.version.clone());
                 tracing::error!(
-                    serving = serving.as_deref().unwrap_or("none"),
+                    serving = previous.as_deref().unwrap_or("none"),
                     "bundle rejected, the serving model stays: {e}"
                 );
-                Err(e)
+                (None, Err(e))
             }
         }
     }
 }
 
+/// Whether two slots hold the same loaded model (or are both empty).
+fn same_model(a: &Option<Arc<ServingModel>>, b: &Option<Arc<ServingModel>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
 /// Runs a bundle load on a blocking thread (hashing, ONNX Runtime sessions and the load-time
 /// checks take milliseconds to seconds; the workers keep serving meanwhile).
-async fn load_off_thread(
-    load: impl FnOnce() -> Result<ServingModel, ProxyError> + Send + 'static,
-) -> Result<ServingModel, ProxyError> {
+async fn load_off_thread(load: impl FnOnce() -> Loaded + Send + 'static) -> Loaded {
     tokio::task::spawn_blocking(load)
         .await
         .unwrap_or_else(|e| Err(ProxyError::Server(format!("bundle load task failed: {e}"))))

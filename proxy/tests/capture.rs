@@ -317,7 +317,7 @@ fn captured_requests_read_back_as_sent_and_the_file_rotates_at_max_bytes() {
         serde_json::json!({"b64": "Y2Fm6SD/"}),
         "not UTF-8: base64"
     );
-    let model = proxy.shared.model.get().unwrap();
+    let model = proxy.shared.model().unwrap();
     assert_eq!(line(attack)["bundle_sha256"], model.bundle_sha256.as_str());
     assert!(line(attack)["score"].as_f64().unwrap() >= 0.5);
 

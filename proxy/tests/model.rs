@@ -455,6 +455,7 @@ fn with_script_header(target: &'static [u8]) -> RequestParts<'static> {
         target,
         body: None,
         headers: featurizer::Headers::Pairs(HEADERS),
+        excluded_fields: Default::default(),
     }
 }
 

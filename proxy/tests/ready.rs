@@ -79,7 +79,7 @@ fn not_ready_while_the_listen_address_is_taken_ready_once_bound() {
 
     let (status, body) = eventually(Duration::from_secs(10), || get(admin, "/ready"))
         .expect("the admin address answers");
-    assert!(shared.model.get().is_some(), "the model is loaded");
+    assert!(shared.model().is_some(), "the model is loaded");
     assert_eq!(status, 503, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["ready"], false);

@@ -66,6 +66,7 @@ pub fn parts<'a>(request: &'a (&'a str, &'a str, Option<&'a str>)) -> RequestPar
         target: request.1.as_bytes(),
         body: request.2.map(str::as_bytes),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     }
 }
 

@@ -239,6 +239,7 @@ fn encodings_and_evasions_are_normalized_or_refused_never_a_crash() {
             target,
             body: None,
             headers: Default::default(),
+            excluded_fields: Default::default(),
         })
         .tokens
     };

@@ -312,3 +312,149 @@ routes:
     drop(proxy);
     drop(apache);
 }
+
+/// Reload under load where one reload changes a route's threshold and the bundle together: every
+/// request is judged by one generation's pair, never the new threshold with the old model or the
+/// old threshold with the new one. Detect mode and route thresholds under the fixture's floor
+/// score flag (and so audit) every request, and the audit line names both.
+#[test]
+fn a_reload_changing_threshold_and_bundle_together_never_mixes_them() {
+    let s = stack("detect", "");
+    let base = std::fs::read_to_string(config_file(&s)).unwrap();
+    let v2 = s.tmp.path().join("bundle-v2");
+    test_support::write_fixture_bundle(&v2, None, 0.5, "v2").unwrap();
+    let bundle_line = format!("bundle: \"{}\"", s.bundle.display());
+    assert!(base.contains(&bundle_line), "{base}");
+    // (bundle, the route threshold that goes with it)
+    let generations = [("v1", &s.bundle, 0.02), ("v2", &v2, 0.03)];
+    let configure = |(_, bundle, threshold): (&str, &std::path::PathBuf, f64)| {
+        let text = base.replace(&bundle_line, &format!("bundle: \"{}\"", bundle.display()));
+        let extra =
+            format!("routes:\n  - path: /tienda1/publico/anadir.jsp\n    threshold: {threshold}\n");
+        write_config(&s, &text, &extra);
+    };
+    configure(generations[0]);
+    let (status, body) = reload(&s.proxy);
+    assert_eq!(status, 200, "{body}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let (listen, stop) = (s.proxy.listen, stop.clone());
+            std::thread::spawn(move || client_loop(listen, stop))
+        })
+        .collect();
+    for i in 0..6u32 {
+        let next = generations[(i as usize + 1) % 2];
+        configure(next);
+        if i % 3 == 2 {
+            s.proxy.hangup();
+            let want = f64::from(i + 2);
+            let ok = r#"patewaf_config_reloads_total{result="ok"}"#;
+            assert!(eventually(Duration::from_secs(10), || s.proxy.metric(ok) == want));
+        } else {
+            let (status, body) = reload(&s.proxy);
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["model_version"], next.0, "{body}");
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    stop.store(true, Ordering::SeqCst);
+    let seen: Vec<(u16, bool)> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    let lost = seen.iter().filter(|(st, page)| *st != 200 || !page).count();
+    assert_eq!(lost, 0, "{lost} of {} requests lost", seen.len());
+
+    let lines: Vec<serde_json::Value> = json_lines(&s.audit)
+        .into_iter()
+        .filter(|l| l["target"].as_str() == Some(NORMAL))
+        .collect();
+    assert_eq!(lines.len(), seen.len(), "every request flagged and audited");
+    let mut per_version = std::collections::BTreeMap::new();
+    for line in &lines {
+        let version = line["model_version"].as_str().expect("a model version");
+        let threshold = line["threshold"].as_f64().expect("a threshold");
+        let (_, _, want) = generations
+            .iter()
+            .find(|g| g.0 == version)
+            .unwrap_or_else(|| panic!("unknown version in {line}"));
+        assert!(
+            (threshold - want).abs() < 1e-6,
+            "threshold of another generation: {line}"
+        );
+        assert_eq!(line["verdict"], "flag", "{line}");
+        *per_version.entry(version.to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        per_version.len(),
+        2,
+        "both generations served: {per_version:?}"
+    );
+}
+
+/// With a bundle whose featurizer reads the whole request: `{param: NAME}` leaves out the field
+/// NAME of a JSON body (at any depth) and of a multipart form; the same attack in another
+/// field, or on a route without the exclusion, is still blocked.
+#[test]
+fn excluded_json_and_multipart_fields_are_not_scored_with_a_whole_request_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let apache = e2e::Apache::start(&tmp.path().join("apache"));
+    let bundle = tmp.path().join("bundle");
+    test_support::write_placement_fixture_bundle(&bundle, 0.5).unwrap();
+    let extra = "routes:
+  - path: /tienda1/publico/anadir.jsp
+    exclude_parts: [{param: comment}]
+";
+    let config = e2e::proxy_config(
+        &e2e::ProxyPorts::free(),
+        apache.port,
+        &bundle,
+        "block",
+        &tmp.path().join("audit.jsonl"),
+        extra,
+    );
+    let proxy = Proxy::start(tmp.path(), &config);
+    let sqli = "' UNION SELECT password FROM usuarios--";
+    let post = |page: &str, content_type: &str, body: &str| {
+        let target = format!("/tienda1/publico/{page}");
+        let headers = [("Content-Type", content_type)];
+        let r = http(
+            proxy.listen,
+            "POST",
+            &target,
+            &headers,
+            Some(body.as_bytes()),
+        )
+        .unwrap();
+        (r.status, r.text())
+    };
+    let json = |comment: &str, name: &str| {
+        format!(r#"{{"order":{{"comment":"{comment}","name":"{name}"}},"qty":2}}"#)
+    };
+    let multipart = |comment: &str, name: &str| {
+        format!(
+            "--B\r\nContent-Disposition: form-data; name=\"comment\"\r\n\r\n{comment}\r\n\
+             --B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n{name}\r\n--B--\r\n"
+        )
+    };
+    let (json_type, multipart_type) = ("application/json", "multipart/form-data; boundary=B");
+    for (content_type, body) in [
+        (json_type, &json as &dyn Fn(&str, &str) -> String),
+        (multipart_type, &multipart),
+    ] {
+        let (status, text) = post("anadir.jsp", content_type, &body(sqli, "bob"));
+        assert_eq!(status, 200, "{content_type}: {text}");
+        assert_eq!(text, "page tienda1/publico/anadir.jsp\n");
+        let (status, _) = post("anadir.jsp", content_type, &body("fine", sqli));
+        assert_eq!(
+            status, 403,
+            "{content_type}: the field not excluded is scored"
+        );
+        let (status, _) = post("productos.jsp", content_type, &body(sqli, "bob"));
+        assert_eq!(status, 403, "{content_type}: no exclusion on that route");
+    }
+    drop(proxy);
+    drop(apache);
+}

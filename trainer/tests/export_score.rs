@@ -228,6 +228,7 @@ fn exported_bundle_scores_like_the_network_through_the_cli() {
         target: b"/tienda1/publico/anadir.jsp",
         body: Some(b"id=2&nombre=%3Cscript%3Ealert(1)%3C/script%3E"),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     };
     let expected = mlp.forward(&featurizer.transform_dense(&parts)).unwrap();
     assert!((post["score"].as_f64().unwrap() as f32 - expected).abs() <= TOLERANCE);

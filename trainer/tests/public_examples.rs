@@ -117,6 +117,7 @@ fn benign_examples_can_keep_the_request_line_and_form_as_the_site_sent_them() {
                 target: &r.target,
                 body: r.body.as_deref(),
                 headers: featurizer::Headers::Owned(&r.headers),
+                excluded_fields: Default::default(),
             },
             &PlacementConfig::default(),
             3,

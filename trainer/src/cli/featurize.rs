@@ -108,6 +108,7 @@ fn show(a: ShowArgs) -> Result<()> {
         target: a.target.as_bytes(),
         body: a.body.as_deref().map(str::as_bytes),
         headers: Default::default(),
+        excluded_fields: Default::default(),
     };
     let explanation = f.explain(&req);
     print_line(&serde_json::to_string_pretty(&explanation).expect("plain data serializes"))

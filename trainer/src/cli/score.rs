@@ -134,6 +134,7 @@ pub fn run(args: Args) -> Result<()> {
             target: target.as_bytes(),
             body: body.as_deref(),
             headers: Headers::Owned(&headers),
+            excluded_fields: Default::default(),
         };
         let (score, explanation) = score_one(&parts)?;
         let out = OneScore {
