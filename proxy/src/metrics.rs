@@ -121,40 +121,23 @@ impl Metrics {
             "The serving model (value 1).",
             &["version", "epsilon", "delta", "mechanism"],
         )?;
-        let reloads = results(counter_vec(
+        let (reloads, config_reloads, promotions) = reload_metrics(r)?;
+        let upstream_errors = int_counter(
             r,
-            "model_reloads_total",
-            "Bundle reload attempts, by result.",
-            &["result"],
-        )?);
-        let config_reloads = results(counter_vec(
-            r,
-            "config_reloads_total",
-            "Configuration file reloads, by result (error: the old configuration stays).",
-            &["result"],
-        )?);
-        let upstream_errors = IntCounter::with_opts(
-            Opts::new(
-                "upstream_errors_total",
-                "Requests that failed talking to the upstream.",
-            )
-            .namespace("patewaf"),
+            "upstream_errors_total",
+            "Requests that failed talking to the upstream.",
         )?;
-        registry.register(Box::new(upstream_errors.clone()))?;
         let ready = IntGauge::with_opts(
             Opts::new("ready", "1 while a verified, warmed-up model serves.").namespace("patewaf"),
         )?;
         registry.register(Box::new(ready.clone()))?;
         let (malformed, detections, over_limit) = inspection_metrics(r)?;
-        let unseen_path = IntCounter::with_opts(
-            Opts::new(
-                "unseen_path_requests_total",
-                "Requests scored with the site's format checks whose path the bundle's public \
-                 pool does not hold (unseen:path).",
-            )
-            .namespace("patewaf"),
+        let unseen_path = int_counter(
+            r,
+            "unseen_path_requests_total",
+            "Requests scored with the site's format checks whose path the bundle's public pool \
+             does not hold (unseen:path).",
         )?;
-        registry.register(Box::new(unseen_path.clone()))?;
         let unscored_vec = counter_vec(
             r,
             "unscored_requests_total",
@@ -164,43 +147,7 @@ impl Metrics {
         )?;
         let unscored = Unscored::ALL.map(|why| unscored_vec.with_label_values(&[why.as_str()]));
         let shadow_registry = Registry::new();
-        let sr = &shadow_registry;
-        let shadow_requests_vec = counter_vec(
-            sr,
-            "shadow_requests_total",
-            "Requests scored by the shadow bundle beside the active one, by the active \
-             model's verdict and the verdict the shadow model would have given.",
-            &["active_verdict", "shadow_verdict"],
-        )?;
-        let shadow_requests = Verdict::SCORED.map(|active| {
-            Verdict::SCORED.map(|shadow| {
-                shadow_requests_vec.with_label_values(&[active.as_str(), shadow.as_str()])
-            })
-        });
-        let shadow_score = histogram(
-            sr,
-            "shadow_score",
-            "Shadow model probability that a request is malicious.",
-            PROBABILITY_BUCKETS.to_vec(),
-        )?;
-        let shadow_model_info = gauge_vec(
-            sr,
-            "shadow_model_info",
-            "The shadow model (value 1; absent when no shadow bundle is loaded).",
-            &["version"],
-        )?;
-        let shadow_loads = results(counter_vec(
-            sr,
-            "shadow_loads_total",
-            "Loads of the shadow bundle (start-up and reloads), by result.",
-            &["result"],
-        )?);
-        let promotions = results(counter_vec(
-            r,
-            "promotions_total",
-            "POST /promote attempts (shadow bundle made active), by result.",
-            &["result"],
-        )?);
+        let shadow = ShadowMetrics::new(&shadow_registry)?;
         let route_requests = counter_vec(
             r,
             "route_requests_total",
@@ -228,10 +175,10 @@ impl Metrics {
             upstream_errors,
             ready,
             by_verdict,
-            shadow_requests,
-            shadow_score,
-            shadow_model_info,
-            shadow_loads,
+            shadow_requests: shadow.requests,
+            shadow_score: shadow.score,
+            shadow_model_info: shadow.model_info,
+            shadow_loads: shadow.loads,
             promotions,
             malformed,
             detections,
@@ -449,6 +396,77 @@ fn inspection_metrics(
 }
 
 /// `patewaf_NAME{labels}`, registered in `registry`.
+/// `model_reloads_total`, `config_reloads_total` and `promotions_total`, by result.
+fn reload_metrics(
+    r: &Registry,
+) -> Result<(IntCounterVec, IntCounterVec, IntCounterVec), ProxyError> {
+    let by_result = |name: &str, help: &str| -> Result<IntCounterVec, ProxyError> {
+        Ok(results(counter_vec(r, name, help, &["result"])?))
+    };
+    Ok((
+        by_result("model_reloads_total", "Bundle reload attempts, by result.")?,
+        by_result(
+            "config_reloads_total",
+            "Configuration file reloads, by result (error: the old configuration stays).",
+        )?,
+        by_result(
+            "promotions_total",
+            "POST /promote attempts (shadow bundle made active), by result.",
+        )?,
+    ))
+}
+
+/// The shadow bundle's series, in their own registry (exported only while a shadow serves).
+struct ShadowMetrics {
+    requests: [[IntCounter; Verdict::SCORED.len()]; Verdict::SCORED.len()],
+    score: Histogram,
+    model_info: IntGaugeVec,
+    loads: IntCounterVec,
+}
+
+impl ShadowMetrics {
+    fn new(sr: &Registry) -> Result<Self, ProxyError> {
+        let requests_vec = counter_vec(
+            sr,
+            "shadow_requests_total",
+            "Requests scored by the shadow bundle beside the active one, by the active \
+             model's verdict and the verdict the shadow model would have given.",
+            &["active_verdict", "shadow_verdict"],
+        )?;
+        let requests = Verdict::SCORED.map(|active| {
+            Verdict::SCORED
+                .map(|shadow| requests_vec.with_label_values(&[active.as_str(), shadow.as_str()]))
+        });
+        Ok(Self {
+            requests,
+            score: histogram(
+                sr,
+                "shadow_score",
+                "Shadow model probability that a request is malicious.",
+                PROBABILITY_BUCKETS.to_vec(),
+            )?,
+            model_info: gauge_vec(
+                sr,
+                "shadow_model_info",
+                "The shadow model (value 1; absent when no shadow bundle is loaded).",
+                &["version"],
+            )?,
+            loads: results(counter_vec(
+                sr,
+                "shadow_loads_total",
+                "Loads of the shadow bundle (start-up and reloads), by result.",
+                &["result"],
+            )?),
+        })
+    }
+}
+
+fn int_counter(r: &Registry, name: &str, help: &str) -> Result<IntCounter, ProxyError> {
+    let c = IntCounter::with_opts(Opts::new(name, help).namespace("patewaf"))?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
 fn counter_vec(
     registry: &Registry,
     name: &str,
