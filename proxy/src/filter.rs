@@ -224,6 +224,43 @@ fn header_pairs(header: &RequestHeader, whole_request: bool) -> Vec<(&str, &[u8]
         .collect()
 }
 
+/// The request body up to `limit` (a declared length, at most 64 KiB here, whole), under one
+/// deadline for the whole read; `Err`: the verdict on a body that could not be read.
+async fn read_body(
+    session: &mut Session,
+    read_whole: bool,
+    limit: usize,
+    config: &Config,
+) -> std::result::Result<Vec<u8>, ScoredBody> {
+    let mut body = Vec::new();
+    // A declared length (at most 64 KiB here) is read whole, so the replay buffer always holds
+    // it; a chunked body is read until the limit is reached. The whole read has one deadline
+    // (pingora's own timeout is per read, which a client trickling a byte at a time resets).
+    let timeout_ms = config.client_body_timeout_ms;
+    let read = tokio::time::timeout(Duration::from_millis(timeout_ms), async {
+        while read_whole || body.len() < limit {
+            match session.read_request_body().await? {
+                Some(chunk) => body.extend_from_slice(&chunk),
+                None => break,
+            }
+        }
+        Ok::<(), Box<Error>>(())
+    })
+    .await;
+    match read {
+        Ok(Ok(())) => {}
+        // A malformed body (bad chunk size) is the client's error: 400, not pingora's 500.
+        Ok(Err(e)) => return Err(ScoredBody::Malformed(format!("bad_body: {e}"))),
+        Err(_) => {
+            return Err(ScoredBody::TimedOut(format!(
+                "client_body_timeout: {} body bytes in client_body_timeout_ms {timeout_ms}",
+                body.len()
+            )))
+        }
+    }
+    Ok(body)
+}
+
 impl WafProxy {
     /// A proxy that forwards to the configured upstream.
     pub fn new(shared: Arc<Shared>) -> Result<Self, ProxyError> {
@@ -273,33 +310,10 @@ impl WafProxy {
                 .await?;
         }
         session.enable_retry_buffering();
-        let mut body = Vec::new();
-        // A declared length (at most 64 KiB here) is read whole, so the replay buffer always holds
-        // it; a chunked body is read until the limit is reached. The whole read has one deadline
-        // (pingora's own timeout is per read, which a client trickling a byte at a time resets).
-        let read_whole = declared.is_some();
-        let timeout_ms = config.client_body_timeout_ms;
-        let read = tokio::time::timeout(Duration::from_millis(timeout_ms), async {
-            while read_whole || body.len() < limit {
-                match session.read_request_body().await? {
-                    Some(chunk) => body.extend_from_slice(&chunk),
-                    None => break,
-                }
-            }
-            Ok::<(), Box<Error>>(())
-        })
-        .await;
-        match read {
-            Ok(Ok(())) => {}
-            // A malformed body (bad chunk size) is the client's error: 400, not pingora's 500.
-            Ok(Err(e)) => return Ok(ScoredBody::Malformed(format!("bad_body: {e}"))),
-            Err(_) => {
-                return Ok(ScoredBody::TimedOut(format!(
-                    "client_body_timeout: {} body bytes in client_body_timeout_ms {timeout_ms}",
-                    body.len()
-                )))
-            }
-        }
+        let body = match read_body(session, declared.is_some(), limit, config).await {
+            Ok(body) => body,
+            Err(verdict) => return Ok(verdict),
+        };
         let over = body.len() > limit || !session.is_body_done();
         if over && declared.is_none() {
             self.count_over_limit(policy);
@@ -318,11 +332,27 @@ impl WafProxy {
                 body.len()
             )));
         }
-        // A compressed body is scored as the application will read it: inflated, bounded by
-        // the same limit and policy (`bundle::encoding`). Every Content-Encoding line, in order
-        // (a second line could otherwise hide a coding), then the transfer codings before the
-        // final `chunked` (`Transfer-Encoding: gzip, chunked`, which Apache accepts).
         let headers = &session.req_header().headers;
+        let mut body = match self.inflate_body(body, headers, (limit, policy), over) {
+            Ok(body) => body,
+            Err(verdict) => return Ok(verdict),
+        };
+        body.truncate(limit);
+        Ok(ScoredBody::Prefix(body))
+    }
+
+    /// A compressed body inflated as the application will read it, bounded by the same limit
+    /// and policy (`bundle::encoding`); `Err`: the verdict on a body that cannot be scored.
+    fn inflate_body(
+        &self,
+        mut body: Vec<u8>,
+        headers: &http::HeaderMap,
+        (limit, policy): (usize, BodyOverLimit),
+        over: bool,
+    ) -> std::result::Result<Vec<u8>, ScoredBody> {
+        // Every Content-Encoding line, in order (a second line could otherwise hide a coding),
+        // then the transfer codings before the final `chunked` (`Transfer-Encoding: gzip,
+        // chunked`, which Apache accepts).
         let codings = bundle::encoding::applied_codings(
             headers
                 .get_all(http::header::CONTENT_ENCODING)
@@ -335,7 +365,7 @@ impl WafProxy {
         );
         let codings = match codings {
             Ok(codings) => codings,
-            Err(e) => return Ok(ScoredBody::Malformed(format!("bad_transfer_encoding: {e}"))),
+            Err(e) => return Err(ScoredBody::Malformed(format!("bad_transfer_encoding: {e}"))),
         };
         let content_encoding = (!codings.is_empty()).then_some(codings);
         if let Some(coding) = content_encoding {
@@ -347,24 +377,23 @@ impl WafProxy {
                         self.count_over_limit(policy);
                     }
                     if policy == BodyOverLimit::Reject {
-                        return Ok(ScoredBody::OverLimit(format!(
+                        return Err(ScoredBody::OverLimit(format!(
                             "body_over_limit: inflates to more than body_limit_bytes {limit}"
                         )));
                     }
                     body = prefix;
                 }
                 Decoded::Unsupported(coding) => {
-                    return Ok(ScoredBody::UnsupportedEncoding(format!(
+                    return Err(ScoredBody::UnsupportedEncoding(format!(
                         "content_encoding: {coding} cannot be inspected (gzip, deflate can; as a content or transfer coding)"
                     )))
                 }
                 Decoded::Corrupt(e) => {
-                    return Ok(ScoredBody::Malformed(format!("bad_content_encoding: {e}")))
+                    return Err(ScoredBody::Malformed(format!("bad_content_encoding: {e}")))
                 }
             }
         }
-        body.truncate(limit);
-        Ok(ScoredBody::Prefix(body))
+        Ok(body)
     }
 
     /// Counts a body larger than `body_limit_bytes` under the policy in force.
