@@ -96,7 +96,11 @@ fn print_config_prints_the_effective_configuration() {
     let printed = String::from_utf8(out.stdout).unwrap();
     let expected = serde_yaml::to_string(&RunConfig::load(&train).unwrap()).unwrap();
     assert_eq!(printed, expected);
-    for key in ["mechanism: model_average", "threshold_rule: target_fpr", "top_k: 10000"] {
+    for key in [
+        "mechanism: model_average",
+        "threshold_rule: target_fpr",
+        "top_k: 10000",
+    ] {
         assert!(printed.contains(key), "{key}: {printed}");
     }
 }
