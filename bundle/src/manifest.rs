@@ -486,82 +486,12 @@ impl Bundle {
     /// dimension and the manifest's `input_dim`.
     pub fn load(dir: &Path) -> Result<Bundle, BundleError> {
         let manifest_path = dir.join(MANIFEST_FILE);
-        let bad = |message: String| BundleError::Manifest {
-            path: manifest_path.clone(),
-            message,
-        };
-        let read = |path: &Path| {
-            std::fs::read(path).map_err(|source| BundleError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        };
-        let text = read(&manifest_path)?;
-        let header: ManifestHeader =
-            serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-        match header
-            .format_version
-            .as_ref()
-            .and_then(serde_yaml::Value::as_u64)
-        {
-            Some(v) if v == u64::from(FORMAT_VERSION) => {}
-            Some(v) => {
-                return Err(bad(format!(
-                    "format_version {v} is not supported (this build reads {FORMAT_VERSION})"
-                )))
-            }
-            None => {
-                return Err(bad(format!(
-                    "format_version is missing or not an integer (expected {FORMAT_VERSION})"
-                )))
-            }
-        }
-        let manifest: Manifest = serde_yaml::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-        for (key, t) in std::iter::once(("threshold", manifest.threshold)).chain(
-            manifest
-                .content_only_threshold
-                .map(|t| ("content_only_threshold", t)),
-        ) {
-            if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
-                return Err(bad(format!("{key} {t} is not a probability in [0, 1]")));
-            }
-        }
-        let mut contents = BTreeMap::new();
-        for required in [MODEL_FILE, FEATURIZER_FILE] {
-            if !manifest.files.contains_key(required) {
-                return Err(bad(format!("files: has no sha256 for {required}")));
-            }
-        }
-        for (file, expected) in &manifest.files {
-            if file.contains('/') || file.contains('\\') || file == ".." || file == MANIFEST_FILE {
-                return Err(bad(format!("files: `{file}` is not a file of the bundle")));
-            }
-            let bytes = read(&dir.join(file))?;
-            let actual = sha256_hex(&bytes);
-            if !actual.eq_ignore_ascii_case(expected) {
-                return Err(bad(format!(
-                    "sha256 of {file} does not match: bundle.yaml records {expected}, the file has {actual} \
-                     (the file was modified or the bundle is incomplete)"
-                )));
-            }
-            contents.insert(file.clone(), bytes);
-        }
+        let bad = |message: String| manifest_error(&manifest_path, message);
+        let manifest = parse_manifest(&read_file(&manifest_path)?).map_err(bad)?;
+        let mut contents = read_listed_files(dir, &manifest)?;
         let model_onnx = contents.remove(MODEL_FILE).unwrap_or_default();
         let part_model_onnx = contents.remove(PART_MODEL_FILE);
-        if part_model_onnx.is_some() != manifest.part_model.is_some() {
-            return Err(bad(format!(
-                "part_model and files' {PART_MODEL_FILE} must come together (part_model: {}, \
-                 {PART_MODEL_FILE} listed: {})",
-                manifest.part_model.is_some(),
-                part_model_onnx.is_some()
-            )));
-        }
-        if manifest.part_model.is_none() && !manifest.part_model_offsets.is_empty() {
-            return Err(bad(
-                "part_model_offsets without a part_model: they shift the part model's scores"
-                    .into(),
-            ));
-        }
+        check_part_model_listing(&manifest, part_model_onnx.is_some()).map_err(bad)?;
         let featurizer_bytes = contents.remove(FEATURIZER_FILE).unwrap_or_default();
         let featurizer =
             Featurizer::from_json(&featurizer_bytes).map_err(|source| BundleError::Featurizer {
@@ -575,31 +505,13 @@ impl Bundle {
                 featurizer.content_hash()
             )));
         }
-        let mlp = decode_onnx(&model_onnx).map_err(|e| BundleError::InBundle {
-            dir: dir.to_path_buf(),
-            source: Box::new(e),
-        })?;
-        if featurizer.dim() != mlp.input_dim() || manifest.input_dim != mlp.input_dim() {
-            return Err(bad(format!(
-                "dimensions disagree: featurizer.json has {}, model.onnx's input has {}, input_dim says {}",
-                featurizer.dim(),
-                mlp.input_dim(),
-                manifest.input_dim
-            )));
-        }
-        if let Some(bytes) = &part_model_onnx {
-            let part = decode_onnx(bytes).map_err(|e| BundleError::InBundle {
-                dir: dir.to_path_buf(),
-                source: Box::new(e),
-            })?;
-            if part.input_dim() != featurizer.dim() {
-                return Err(bad(format!(
-                    "dimensions disagree: featurizer.json has {}, {PART_MODEL_FILE}'s input has {}",
-                    featurizer.dim(),
-                    part.input_dim()
-                )));
-            }
-        }
+        check_model_widths(
+            dir,
+            &manifest,
+            featurizer.dim(),
+            &model_onnx,
+            part_model_onnx.as_deref(),
+        )?;
         Ok(Bundle {
             dir: dir.to_path_buf(),
             manifest,
@@ -618,6 +530,143 @@ impl Bundle {
     pub fn part_mlp(&self) -> Result<Option<Mlp>, BundleError> {
         self.part_model_onnx.as_deref().map(decode_onnx).transpose()
     }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, BundleError> {
+    std::fs::read(path).map_err(|source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn manifest_error(manifest_path: &Path, message: String) -> BundleError {
+    BundleError::Manifest {
+        path: manifest_path.to_path_buf(),
+        message,
+    }
+}
+
+/// Parses `bundle.yaml`'s text: its version first (see [`ManifestHeader`]), then the whole
+/// manifest, then its thresholds, which must be probabilities.
+fn parse_manifest(text: &[u8]) -> Result<Manifest, String> {
+    let header: ManifestHeader = serde_yaml::from_slice(text).map_err(|e| e.to_string())?;
+    match header
+        .format_version
+        .as_ref()
+        .and_then(serde_yaml::Value::as_u64)
+    {
+        Some(v) if v == u64::from(FORMAT_VERSION) => {}
+        Some(v) => {
+            return Err(format!(
+                "format_version {v} is not supported (this build reads {FORMAT_VERSION})"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "format_version is missing or not an integer (expected {FORMAT_VERSION})"
+            ))
+        }
+    }
+    let manifest: Manifest = serde_yaml::from_slice(text).map_err(|e| e.to_string())?;
+    for (key, t) in std::iter::once(("threshold", manifest.threshold)).chain(
+        manifest
+            .content_only_threshold
+            .map(|t| ("content_only_threshold", t)),
+    ) {
+        if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
+            return Err(format!("{key} {t} is not a probability in [0, 1]"));
+        }
+    }
+    Ok(manifest)
+}
+
+/// Reads every file `manifest` lists from `dir`, by name, each checked against its recorded
+/// sha256; `model.onnx` and `featurizer.json` must be listed, and a name must be a plain file of
+/// the bundle (no path, not the manifest itself).
+fn read_listed_files(
+    dir: &Path,
+    manifest: &Manifest,
+) -> Result<BTreeMap<String, Vec<u8>>, BundleError> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let bad = |message: String| manifest_error(&manifest_path, message);
+    let mut contents = BTreeMap::new();
+    for required in [MODEL_FILE, FEATURIZER_FILE] {
+        if !manifest.files.contains_key(required) {
+            return Err(bad(format!("files: has no sha256 for {required}")));
+        }
+    }
+    for (file, expected) in &manifest.files {
+        if file.contains('/') || file.contains('\\') || file == ".." || file == MANIFEST_FILE {
+            return Err(bad(format!("files: `{file}` is not a file of the bundle")));
+        }
+        let bytes = read_file(&dir.join(file))?;
+        let actual = sha256_hex(&bytes);
+        if !actual.eq_ignore_ascii_case(expected) {
+            return Err(bad(format!(
+                "sha256 of {file} does not match: bundle.yaml records {expected}, the file has {actual} \
+                 (the file was modified or the bundle is incomplete)"
+            )));
+        }
+        contents.insert(file.clone(), bytes);
+    }
+    Ok(contents)
+}
+
+/// `part_model` and a listed `part_model.onnx` come together, and `part_model_offsets` only with
+/// them.
+fn check_part_model_listing(manifest: &Manifest, part_model_listed: bool) -> Result<(), String> {
+    if part_model_listed != manifest.part_model.is_some() {
+        return Err(format!(
+            "part_model and files' {PART_MODEL_FILE} must come together (part_model: {}, \
+             {PART_MODEL_FILE} listed: {})",
+            manifest.part_model.is_some(),
+            part_model_listed
+        ));
+    }
+    if manifest.part_model.is_none() && !manifest.part_model_offsets.is_empty() {
+        return Err(
+            "part_model_offsets without a part_model: they shift the part model's scores".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Decodes `model.onnx` (and `part_model.onnx`, when there is one) and checks that each takes
+/// the featurizer's `featurizer_dim` as its input width, as does the manifest's `input_dim`.
+fn check_model_widths(
+    dir: &Path,
+    manifest: &Manifest,
+    featurizer_dim: usize,
+    model_onnx: &[u8],
+    part_model_onnx: Option<&[u8]>,
+) -> Result<(), BundleError> {
+    let bad = |message: String| manifest_error(&dir.join(MANIFEST_FILE), message);
+    let decode = |bytes: &[u8]| {
+        decode_onnx(bytes).map_err(|e| BundleError::InBundle {
+            dir: dir.to_path_buf(),
+            source: Box::new(e),
+        })
+    };
+    let mlp = decode(model_onnx)?;
+    if featurizer_dim != mlp.input_dim() || manifest.input_dim != mlp.input_dim() {
+        return Err(bad(format!(
+            "dimensions disagree: featurizer.json has {}, model.onnx's input has {}, input_dim says {}",
+            featurizer_dim,
+            mlp.input_dim(),
+            manifest.input_dim
+        )));
+    }
+    if let Some(bytes) = part_model_onnx {
+        let part = decode(bytes)?;
+        if part.input_dim() != featurizer_dim {
+            return Err(bad(format!(
+                "dimensions disagree: featurizer.json has {}, {PART_MODEL_FILE}'s input has {}",
+                featurizer_dim,
+                part.input_dim()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Formats a time as RFC 3339 in UTC with second precision (`YYYY-MM-DDTHH:MM:SSZ`), through

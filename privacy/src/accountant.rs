@@ -752,117 +752,17 @@ fn continuous_lnmax(
     }
 }
 
-/// Builds the per-run analysis of a mechanism on a vote matrix.
+/// Builds the per-run analysis of a mechanism on a vote matrix, with the mechanism's parameters
+/// as the report records them.
 pub(crate) fn analyse(
     votes: &VoteMatrix,
     mechanism: &Mechanism,
     answered: Option<&[bool]>,
 ) -> Result<(Analysis, serde_json::Value)> {
-    Ok(match mechanism {
-        Mechanism::Lnmax(m) => {
-            let d = DiscreteLaplace::new(m.gamma)?;
-            let gamma = d.gamma.to_f64();
-            let ln_qs = group(per_row(votes.rows(), |r| lnmax_ln_q(r, gamma)));
-            let params = serde_json::json!({"gamma": gamma, "gamma_rational": d.gamma, "noise": "discrete Laplace P(x) ∝ exp(-gamma|x|)"});
-            (
-                Analysis::Lnmax {
-                    gamma,
-                    queries: votes.queries(),
-                    ln_qs,
-                },
-                params,
-            )
-        }
-        Mechanism::Gnmax(m) => {
-            let d = DiscreteGaussian::new(m.sigma)?;
-            let k = m.head_queries(votes.queries());
-            // The head (the first k queries, when the mechanism has one) and the rest, each with
-            // its own σ: RDP composes additively over queries whatever their σ.
-            let mut groups = Vec::new();
-            let mut params = serde_json::json!({"sigma": d.sigma(), "sigma2_rational": d.sigma2, "noise": "discrete Gaussian N_Z(0, sigma^2)"});
-            if let Some(h) = m.head {
-                let dh = DiscreteGaussian::new(h.sigma)?;
-                let tails = DiscreteGaussianTails::new(dh.sigma2.to_f64());
-                groups.push(GnmaxGroup {
-                    sigma: dh.sigma(),
-                    queries: k,
-                    ln_qs: group(per_row(votes.rows().take(k), |r| gnmax_ln_q(r, &tails))),
-                });
-                if let Some(obj) = params.as_object_mut() {
-                    obj.insert(
-                        "head".into(),
-                        serde_json::json!({"queries": k, "sigma": dh.sigma(), "sigma2_rational": dh.sigma2}),
-                    );
-                }
-            }
-            let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
-            groups.push(GnmaxGroup {
-                sigma: d.sigma(),
-                queries: votes.queries() - k,
-                ln_qs: group(per_row(votes.rows().skip(k), |r| gnmax_ln_q(r, &tails))),
-            });
-            (Analysis::Gnmax { groups }, params)
-        }
-        Mechanism::ConfidentGnmax(m) => {
-            let d1 = DiscreteGaussian::new(m.sigma1)?;
-            let d2 = DiscreteGaussian::new(m.sigma2)?;
-            let t = m.integer_threshold()?;
-            if let Some(a) = answered {
-                if a.len() != votes.queries() {
-                    return Err(PrivacyError::AnsweredLength {
-                        answered: a.len(),
-                        queries: votes.queries(),
-                    });
-                }
-            }
-            let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
-            let tails2 = DiscreteGaussianTails::new(d2.sigma2.to_f64());
-            let threshold_ln_qs = group(
-                votes
-                    .rows()
-                    .map(|r| threshold_ln_q(r.iter().copied().max().unwrap_or(0), t, &tails1)),
-            );
-            let charged_rows: Vec<&[u64]> = votes
-                .rows()
-                .enumerate()
-                .filter(|(i, _)| answered.is_none_or(|a| a[*i]))
-                .map(|(_, r)| r)
-                .collect();
-            if let Some(cap) = m
-                .max_answered
-                .filter(|&cap| answered.is_some() && charged_rows.len() > cap)
-            {
-                return Err(PrivacyError::AnsweredOverCap {
-                    answered: charged_rows.len(),
-                    cap,
-                });
-            }
-            let gnmax_ln_qs = group(per_row(charged_rows.iter().copied(), |r| {
-                gnmax_ln_q(r, &tails2)
-            }));
-            let mut params = serde_json::json!({
-                "threshold": t, "sigma1": d1.sigma(), "sigma2": d2.sigma(),
-                "sigma1_squared_rational": d1.sigma2, "sigma2_squared_rational": d2.sigma2,
-                "noise": "discrete Gaussian N_Z(0, sigma^2)",
-                "gnmax_steps_data_independent": m.gnmax_steps_bound(votes.queries()),
-                "gnmax_steps_data_dependent": if answered.is_some() { "answered queries (from the answered list)" } else { "every query (no answered list given: conservative)" },
-            });
-            if let (Some(cap), Some(obj)) = (m.max_answered, params.as_object_mut()) {
-                obj.insert("max_answered".into(), cap.into());
-            }
-            (
-                Analysis::Confident {
-                    sigma1: d1.sigma(),
-                    sigma2: d2.sigma(),
-                    queries: votes.queries(),
-                    gnmax_steps_bound: m.gnmax_steps_bound(votes.queries()),
-                    charged: charged_rows.len(),
-                    threshold_ln_qs,
-                    gnmax_ln_qs,
-                },
-                params,
-            )
-        }
+    match mechanism {
+        Mechanism::Lnmax(m) => analyse_lnmax(votes, m),
+        Mechanism::Gnmax(m) => analyse_gnmax(votes, m),
+        Mechanism::ConfidentGnmax(m) => analyse_confident_gnmax(votes, m, answered),
         Mechanism::ModelAverage(m) => {
             m.check()?;
             let params = serde_json::json!({
@@ -870,9 +770,131 @@ pub(crate) fn analyse(
                 "noise": "discrete Gaussian N_Z(0, s^2), s >= 2 sigma grid_bound, on each coordinate of the sum of the teachers' grid vectors (l2 norm <= grid_bound each)",
                 "releases": 1,
             });
-            (Analysis::ModelAverage(*m), params)
+            Ok((Analysis::ModelAverage(*m), params))
         }
-    })
+    }
+}
+
+fn analyse_lnmax(votes: &VoteMatrix, m: &Lnmax) -> Result<(Analysis, serde_json::Value)> {
+    let d = DiscreteLaplace::new(m.gamma)?;
+    let gamma = d.gamma.to_f64();
+    let ln_qs = group(per_row(votes.rows(), |r| lnmax_ln_q(r, gamma)));
+    let params = serde_json::json!({"gamma": gamma, "gamma_rational": d.gamma, "noise": "discrete Laplace P(x) ∝ exp(-gamma|x|)"});
+    Ok((
+        Analysis::Lnmax {
+            gamma,
+            queries: votes.queries(),
+            ln_qs,
+        },
+        params,
+    ))
+}
+
+fn analyse_gnmax(votes: &VoteMatrix, m: &Gnmax) -> Result<(Analysis, serde_json::Value)> {
+    let d = DiscreteGaussian::new(m.sigma)?;
+    let k = m.head_queries(votes.queries());
+    // The head (the first k queries, when the mechanism has one) and the rest, each with
+    // its own σ: RDP composes additively over queries whatever their σ.
+    let mut groups = Vec::new();
+    let mut params = serde_json::json!({"sigma": d.sigma(), "sigma2_rational": d.sigma2, "noise": "discrete Gaussian N_Z(0, sigma^2)"});
+    if let Some(h) = m.head {
+        let dh = DiscreteGaussian::new(h.sigma)?;
+        let tails = DiscreteGaussianTails::new(dh.sigma2.to_f64());
+        groups.push(GnmaxGroup {
+            sigma: dh.sigma(),
+            queries: k,
+            ln_qs: group(per_row(votes.rows().take(k), |r| gnmax_ln_q(r, &tails))),
+        });
+        if let Some(obj) = params.as_object_mut() {
+            obj.insert(
+                "head".into(),
+                serde_json::json!({"queries": k, "sigma": dh.sigma(), "sigma2_rational": dh.sigma2}),
+            );
+        }
+    }
+    let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
+    groups.push(GnmaxGroup {
+        sigma: d.sigma(),
+        queries: votes.queries() - k,
+        ln_qs: group(per_row(votes.rows().skip(k), |r| gnmax_ln_q(r, &tails))),
+    });
+    Ok((Analysis::Gnmax { groups }, params))
+}
+
+fn analyse_confident_gnmax(
+    votes: &VoteMatrix,
+    m: &ConfidentGnmax,
+    answered: Option<&[bool]>,
+) -> Result<(Analysis, serde_json::Value)> {
+    let d1 = DiscreteGaussian::new(m.sigma1)?;
+    let d2 = DiscreteGaussian::new(m.sigma2)?;
+    let t = m.integer_threshold()?;
+    if let Some(a) = answered {
+        if a.len() != votes.queries() {
+            return Err(PrivacyError::AnsweredLength {
+                answered: a.len(),
+                queries: votes.queries(),
+            });
+        }
+    }
+    let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
+    let tails2 = DiscreteGaussianTails::new(d2.sigma2.to_f64());
+    let threshold_ln_qs = group(
+        votes
+            .rows()
+            .map(|r| threshold_ln_q(r.iter().copied().max().unwrap_or(0), t, &tails1)),
+    );
+    let charged_rows = charged_rows(votes, m, answered)?;
+    let gnmax_ln_qs = group(per_row(charged_rows.iter().copied(), |r| {
+        gnmax_ln_q(r, &tails2)
+    }));
+    let mut params = serde_json::json!({
+        "threshold": t, "sigma1": d1.sigma(), "sigma2": d2.sigma(),
+        "sigma1_squared_rational": d1.sigma2, "sigma2_squared_rational": d2.sigma2,
+        "noise": "discrete Gaussian N_Z(0, sigma^2)",
+        "gnmax_steps_data_independent": m.gnmax_steps_bound(votes.queries()),
+        "gnmax_steps_data_dependent": if answered.is_some() { "answered queries (from the answered list)" } else { "every query (no answered list given: conservative)" },
+    });
+    if let (Some(cap), Some(obj)) = (m.max_answered, params.as_object_mut()) {
+        obj.insert("max_answered".into(), cap.into());
+    }
+    Ok((
+        Analysis::Confident {
+            sigma1: d1.sigma(),
+            sigma2: d2.sigma(),
+            queries: votes.queries(),
+            gnmax_steps_bound: m.gnmax_steps_bound(votes.queries()),
+            charged: charged_rows.len(),
+            threshold_ln_qs,
+            gnmax_ln_qs,
+        },
+        params,
+    ))
+}
+
+/// The rows Confident-GNMax's GNMax step charges: the answered ones (every row without an
+/// answered list), which must not exceed the mechanism's cap on answers.
+fn charged_rows<'v>(
+    votes: &'v VoteMatrix,
+    m: &ConfidentGnmax,
+    answered: Option<&[bool]>,
+) -> Result<Vec<&'v [u64]>> {
+    let charged_rows: Vec<&[u64]> = votes
+        .rows()
+        .enumerate()
+        .filter(|(i, _)| answered.is_none_or(|a| a[*i]))
+        .map(|(_, r)| r)
+        .collect();
+    if let Some(cap) = m
+        .max_answered
+        .filter(|&cap| answered.is_some() && charged_rows.len() > cap)
+    {
+        return Err(PrivacyError::AnsweredOverCap {
+            answered: charged_rows.len(),
+            cap,
+        });
+    }
+    Ok(charged_rows)
 }
 
 /// Accounts for `mechanism` run on `votes`.

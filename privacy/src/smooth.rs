@@ -27,6 +27,7 @@ use crate::accountant::{
     analyse, gnmax_rdp_data_dependent, lnmax_moment_data_dependent, threshold_ln_q, AccountOptions,
     EpsilonReport, LabelledEpsilon, Mechanism, SanitizedEpsilon, LABEL_SANITIZED,
 };
+use crate::aggregate::{ConfidentGnmax, Gnmax};
 use crate::noise::{self, DiscreteGaussian, DiscreteLaplace};
 use crate::rng::NoiseRng;
 use crate::special::{ln_discrete_laplace_diff_sf, logsumexp, DiscreteGaussianTails};
@@ -134,6 +135,8 @@ pub fn smooth_sensitivity(
     smooth_sensitivity_bound(votes, mechanism, answered, order, beta, cap)
 }
 
+/// SS_β at `order` from the per-distance sums Σᵢ A⁽ᵈ⁾ᵢ (d ≤ N) and, beyond N, the
+/// data-independent total `cap`.
 fn smooth_sensitivity_bound(
     votes: &VoteMatrix,
     mechanism: &Mechanism,
@@ -143,119 +146,195 @@ fn smooth_sensitivity_bound(
     cap: f64,
 ) -> Result<f64> {
     let n = votes.max_teachers().max(1);
-    let mut cumulative = vec![0.0f64; n as usize + 1];
-    let mut add = |ls: &[f64], times: usize| {
-        for (c, l) in cumulative.iter_mut().zip(ls) {
-            *c += l * times as f64;
-        }
-    };
-    let sorted_rows = |filter: &dyn Fn(usize) -> bool| {
-        let mut groups: HashMap<Vec<u64>, usize> = HashMap::new();
-        for (i, r) in votes.rows().enumerate() {
-            if filter(i) {
-                let mut s = r.to_vec();
-                s.sort_unstable_by(|a, b| b.cmp(a));
-                *groups.entry(s).or_default() += 1;
-            }
-        }
-        groups
-    };
-    let tail_table = |f: &dyn Fn(u64) -> f64| -> Vec<f64> { (0..=3 * n + 4).map(f).collect() };
+    let mut sum = DistanceSums::new(n);
     match mechanism {
         Mechanism::Lnmax(m) => {
             let gamma = DiscreteLaplace::new(m.gamma)?.gamma.to_f64();
-            let table = tail_table(&|d| ln_discrete_laplace_diff_sf(gamma, d));
-            let tail = |d: u64| table[(d as usize).min(table.len() - 1)];
             // Moments α(λ) at λ = order is λ·RDP(λ + 1).
             let f = |ln_q: f64| lnmax_moment_data_dependent(ln_q, gamma, order) / order;
-            for (row, times) in sorted_rows(&|_| true) {
-                add(&argmax_query_ls(&row, n, &tail, &f), times);
-            }
+            sum.add_argmax_queries(
+                votes,
+                &|_| true,
+                &|d| ln_discrete_laplace_diff_sf(gamma, d),
+                &f,
+            );
         }
-        Mechanism::Gnmax(m) => {
-            // Each query's bound with the σ it was answered with (the head's first, if any).
-            let k = m.head_queries(votes.queries());
-            let mut groups = vec![(m.sigma, k..votes.queries())];
-            if let Some(h) = m.head {
-                groups.push((h.sigma, 0..k));
-            }
-            for (sigma, rows) in groups {
-                let d = DiscreteGaussian::new(sigma)?;
-                let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
-                let table = tail_table(&|x| tails.ln_diff_sf(x as i64));
-                let tail = |x: u64| table[(x as usize).min(table.len() - 1)];
-                let sigma = d.sigma();
-                let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma, order);
-                for (row, times) in sorted_rows(&|i| rows.contains(&i)) {
-                    add(&argmax_query_ls(&row, n, &tail, &f), times);
-                }
-            }
-        }
+        Mechanism::Gnmax(m) => add_gnmax_queries(&mut sum, votes, m, order)?,
         // The same RDP on every data set: its local sensitivity is 0 at every distance.
         Mechanism::ModelAverage(_) => {}
         Mechanism::ConfidentGnmax(m) => {
-            let d1 = DiscreteGaussian::new(m.sigma1)?;
-            let d2 = DiscreteGaussian::new(m.sigma2)?;
-            let t = m.integer_threshold()?;
-            let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
-            let s1 = d1.sigma() * std::f64::consts::SQRT_2;
-            // Threshold step: f(v) for v = 0..=n, then the largest one-step change in a window.
-            let fv: Vec<f64> = (0..=n)
-                .map(|v| gnmax_rdp_data_dependent(threshold_ln_q(v, t, &tails1), s1, order))
-                .collect();
-            let step: Vec<f64> = (0..=n as usize)
-                .map(|v| {
-                    let up = if v < n as usize {
-                        (fv[v + 1] - fv[v]).abs()
-                    } else {
-                        0.0
-                    };
-                    let down = if v > 0 {
-                        (fv[v] - fv[v - 1]).abs()
-                    } else {
-                        0.0
-                    };
-                    up.max(down)
-                })
-                .collect();
-            let mut by_max: HashMap<u64, usize> = HashMap::new();
-            for r in votes.rows() {
-                *by_max
-                    .entry(r.iter().copied().max().unwrap_or(0).min(n))
-                    .or_default() += 1;
-            }
-            for (v, times) in by_max {
-                let mut acc = 0.0f64;
-                let ls: Vec<f64> = (0..=n)
-                    .map(|d| {
-                        let lo = v.saturating_sub(d) as usize;
-                        let hi = (v + d).min(n) as usize;
-                        acc = acc.max(step[lo]).max(step[hi]);
-                        acc
-                    })
-                    .collect();
-                add(&ls, times);
-            }
-            // GNMax step, only for the charged (answered) queries.
-            let tails2 = DiscreteGaussianTails::new(d2.sigma2.to_f64());
-            let table = tail_table(&|x| tails2.ln_diff_sf(x as i64));
-            let tail = |x: u64| table[(x as usize).min(table.len() - 1)];
-            let sigma2 = d2.sigma();
-            let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma2, order);
-            for (row, times) in sorted_rows(&|i| answered.is_none_or(|a| a[i])) {
-                add(&argmax_query_ls(&row, n, &tail, &f), times);
-            }
+            add_confident_gnmax_queries(&mut sum, votes, m, answered, order)?
         }
     }
     // d ≤ N from the bounds above; every d > N is covered by the data-independent total `cap`
     // (0 ≤ fᵢ ≤ its data-independent value, so no change of f exceeds it), which also keeps the
     // bound β-smooth at d = N (the neighbour's ball of radius N + 1 is then covered).
-    let within = cumulative
+    let within = sum
+        .by_distance
         .iter()
         .enumerate()
         .map(|(d, a)| (-beta * d as f64).exp() * a)
         .fold(0.0, f64::max);
     Ok(within.max((-beta * (n + 1) as f64).exp() * cap))
+}
+
+/// Σᵢ A⁽ᵈ⁾ᵢ over the queries added so far, for d = 0..=n (n: the number of teachers).
+struct DistanceSums {
+    n: u64,
+    by_distance: Vec<f64>,
+}
+
+impl DistanceSums {
+    fn new(n: u64) -> DistanceSums {
+        DistanceSums {
+            n,
+            by_distance: vec![0.0; n as usize + 1],
+        }
+    }
+
+    /// Adds one query's bounds `ls` (indexed by d), `times` times.
+    fn add(&mut self, ls: &[f64], times: usize) {
+        for (c, l) in self.by_distance.iter_mut().zip(ls) {
+            *c += l * times as f64;
+        }
+    }
+
+    /// Adds the noisy-argmax bound ([`argmax_query_ls`]) of every query `selected` keeps, with
+    /// the per-class tail `ln_diff_sf` (tabulated up to 3n + 4, where every gap ends) and the
+    /// per-query RDP `f` of ln q. Queries with the same sorted counts have the same bound, so
+    /// each distinct one is computed once.
+    fn add_argmax_queries(
+        &mut self,
+        votes: &VoteMatrix,
+        selected: &dyn Fn(usize) -> bool,
+        ln_diff_sf: &dyn Fn(u64) -> f64,
+        f: &dyn Fn(f64) -> f64,
+    ) {
+        let n = self.n;
+        let table: Vec<f64> = (0..=3 * n + 4).map(ln_diff_sf).collect();
+        let tail = |d: u64| table[(d as usize).min(table.len() - 1)];
+        for (row, times) in sorted_row_counts(votes, selected) {
+            self.add(&argmax_query_ls(&row, n, &tail, f), times);
+        }
+    }
+}
+
+/// The rows `selected` keeps, each sorted in decreasing order, with how many times each occurs.
+fn sorted_row_counts(
+    votes: &VoteMatrix,
+    selected: &dyn Fn(usize) -> bool,
+) -> HashMap<Vec<u64>, usize> {
+    let mut groups: HashMap<Vec<u64>, usize> = HashMap::new();
+    for (i, r) in votes.rows().enumerate() {
+        if selected(i) {
+            let mut s = r.to_vec();
+            s.sort_unstable_by(|a, b| b.cmp(a));
+            *groups.entry(s).or_default() += 1;
+        }
+    }
+    groups
+}
+
+/// GNMax: each query's bound with the σ it was answered with (the head's first, if any).
+fn add_gnmax_queries(
+    sum: &mut DistanceSums,
+    votes: &VoteMatrix,
+    m: &Gnmax,
+    order: f64,
+) -> Result<()> {
+    let k = m.head_queries(votes.queries());
+    let mut groups = vec![(m.sigma, k..votes.queries())];
+    if let Some(h) = m.head {
+        groups.push((h.sigma, 0..k));
+    }
+    for (sigma, rows) in groups {
+        let d = DiscreteGaussian::new(sigma)?;
+        let tails = DiscreteGaussianTails::new(d.sigma2.to_f64());
+        let sigma = d.sigma();
+        let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma, order);
+        sum.add_argmax_queries(
+            votes,
+            &|i| rows.contains(&i),
+            &|x| tails.ln_diff_sf(x as i64),
+            &f,
+        );
+    }
+    Ok(())
+}
+
+/// Confident-GNMax: the threshold step of every query, then the GNMax step of the charged
+/// (answered) ones.
+fn add_confident_gnmax_queries(
+    sum: &mut DistanceSums,
+    votes: &VoteMatrix,
+    m: &ConfidentGnmax,
+    answered: Option<&[bool]>,
+    order: f64,
+) -> Result<()> {
+    let n = sum.n;
+    let d1 = DiscreteGaussian::new(m.sigma1)?;
+    let d2 = DiscreteGaussian::new(m.sigma2)?;
+    let t = m.integer_threshold()?;
+    let tails1 = DiscreteGaussianTails::new(d1.sigma2.to_f64());
+    let s1 = d1.sigma() * std::f64::consts::SQRT_2;
+    let fv: Vec<f64> = (0..=n)
+        .map(|v| gnmax_rdp_data_dependent(threshold_ln_q(v, t, &tails1), s1, order))
+        .collect();
+    add_threshold_queries(sum, votes, &largest_one_step_changes(&fv));
+    let tails2 = DiscreteGaussianTails::new(d2.sigma2.to_f64());
+    let sigma2 = d2.sigma();
+    let f = |ln_q: f64| gnmax_rdp_data_dependent(ln_q, sigma2, order);
+    sum.add_argmax_queries(
+        votes,
+        &|i| answered.is_none_or(|a| a[i]),
+        &|x| tails2.ln_diff_sf(x as i64),
+        &f,
+    );
+    Ok(())
+}
+
+/// For each v, the larger of |f(v + 1) − f(v)| and |f(v) − f(v − 1)| (0 past either end).
+fn largest_one_step_changes(fv: &[f64]) -> Vec<f64> {
+    let n = fv.len() - 1;
+    (0..=n)
+        .map(|v| {
+            let up = if v < n {
+                (fv[v + 1] - fv[v]).abs()
+            } else {
+                0.0
+            };
+            let down = if v > 0 {
+                (fv[v] - fv[v - 1]).abs()
+            } else {
+                0.0
+            };
+            up.max(down)
+        })
+        .collect()
+}
+
+/// The threshold step's bound for every query: it depends only on v = maxⱼ cⱼ, and A⁽ᵈ⁾ᵢ is the
+/// largest one-step change `step` over [v − d, v + d] (Papernot et al. 2018, Algorithm 5).
+fn add_threshold_queries(sum: &mut DistanceSums, votes: &VoteMatrix, step: &[f64]) {
+    let n = sum.n;
+    let mut by_max: HashMap<u64, usize> = HashMap::new();
+    for r in votes.rows() {
+        *by_max
+            .entry(r.iter().copied().max().unwrap_or(0).min(n))
+            .or_default() += 1;
+    }
+    for (v, times) in by_max {
+        let mut acc = 0.0f64;
+        let ls: Vec<f64> = (0..=n)
+            .map(|d| {
+                let lo = v.saturating_sub(d) as usize;
+                let hi = (v + d).min(n) as usize;
+                acc = acc.max(step[lo]).max(step[hi]);
+                acc
+            })
+            .collect();
+        sum.add(&ls, times);
+    }
 }
 
 /// RDP of the GNSS release at order α (Papernot et al. 2018, Theorem 23), 1 < α < 1/(2β).

@@ -258,12 +258,6 @@ impl SweepConfig {
 
     /// Checks every value, naming the key.
     pub fn validate(&self) -> Result<()> {
-        let bad = |key: String, why: &str| {
-            Err(Error::ConfigKey {
-                key,
-                reason: why.into(),
-            })
-        };
         if self.jobs == 0 {
             return bad("jobs".into(), "must be at least 1");
         }
@@ -275,7 +269,7 @@ impl SweepConfig {
         }
         let mut names = std::collections::HashSet::new();
         for (i, e) in self.experiments.iter().enumerate() {
-            let key = |k: &str| format!("experiments[{i}] ({}).{k}", e.name);
+            let key = |k: &str| e.key(i, k);
             if e.name.is_empty()
                 || !e
                     .name
@@ -287,96 +281,7 @@ impl SweepConfig {
             if !names.insert(e.name.clone()) {
                 return bad(key("name"), "two experiments have this name");
             }
-            if e.teachers.is_empty() || e.teachers.contains(&0) {
-                return bad(key("teachers"), "a non-empty list of counts ≥ 1");
-            }
-            if e.repeats == 0 {
-                return bad(key("repeats"), "must be at least 1");
-            }
-            if let Some(q) = &e.queries {
-                if q.is_empty() || q.contains(&0) {
-                    return bad(key("queries"), "a non-empty list of counts ≥ 1");
-                }
-            }
-            if let Some(t) = &e.non_private_training {
-                t.validate(&key("non_private_training"))?;
-                if e.kind != ExperimentKind::Baselines {
-                    return bad(
-                        key("non_private_training"),
-                        "only a baselines experiment trains a non-private model",
-                    );
-                }
-            }
-            if e.epsilon_curve.contains(&0) {
-                return bad(key("epsilon_curve"), "query counts must be ≥ 1");
-            }
-            if let Some(ds) = &e.datasets {
-                if ds.is_empty() {
-                    return bad(key("datasets"), "at least one dataset (or leave it out)");
-                }
-                for (j, d) in ds.iter().enumerate() {
-                    if d.splits.as_ref().is_some_and(|s| s.is_empty()) {
-                        return bad(
-                            key(&format!("datasets[{j}].splits")),
-                            "at least one split (or leave it out)",
-                        );
-                    }
-                }
-            }
-            match e.kind {
-                ExperimentKind::Baselines => {
-                    if !e.mechanisms.is_empty() || e.rho.is_some() {
-                        return bad(
-                            key("mechanisms"),
-                            "a baselines experiment has no mechanisms or rho (no noise)",
-                        );
-                    }
-                }
-                ExperimentKind::Pate => {
-                    if e.mechanisms.is_empty() {
-                        return bad(key("mechanisms"), "at least one mechanism");
-                    }
-                    if e.mechanisms[0].is_matched() {
-                        return bad(key("mechanisms[0]"), "the first mechanism is the reference the others are matched to: give its parameters");
-                    }
-                    for r in e.rho.iter().flatten().flatten() {
-                        if !(r.is_finite() && *r > 0.0) {
-                            return bad(key("rho"), "each ρ must be a positive number or null");
-                        }
-                    }
-                    for (j, m) in e.mechanisms.iter().enumerate() {
-                        let k = key(&format!("mechanisms[{j}]"));
-                        let positive = |v: f64| v.is_finite() && v > 0.0;
-                        let sigma_ok = |s: &Sigma| match s {
-                            Sigma::Value(v) => positive(*v),
-                            Sigma::Keyword(w) => w == "matched",
-                        };
-                        let ok = match m {
-                            MechanismSpec::Lnmax { gamma } => positive(*gamma),
-                            MechanismSpec::Gnmax { sigma, head } => {
-                                sigma_ok(sigma)
-                                    && head.is_none_or(|h| h.queries > 0 && positive(h.sigma))
-                            }
-                            MechanismSpec::ConfidentGnmax {
-                                threshold_share,
-                                sigma1,
-                                sigma2,
-                            } => {
-                                threshold_share.is_finite()
-                                    && (0.0..=1.0).contains(threshold_share)
-                                    && positive(*sigma1)
-                                    && sigma_ok(sigma2)
-                            }
-                            MechanismSpec::ModelAverage { sigma, clip_norm } => {
-                                positive(*sigma) && positive(*clip_norm)
-                            }
-                        };
-                        if !ok {
-                            return bad(k, "γ, σ, σ₁, head.sigma and clip_norm must be positive numbers, head.queries at least 1, σ/σ₂ a positive number or `matched`, threshold_share in [0, 1]");
-                        }
-                    }
-                }
-            }
+            e.validate_grid(i)?;
         }
         Ok(())
     }
@@ -413,6 +318,128 @@ impl SweepConfig {
             }
             e.epsilon_curve.dedup();
             e.repeats = e.repeats.min(2);
+        }
+    }
+}
+
+/// The error of a value of the sweep file: `key` names it, `why` says what it must be.
+fn bad(key: String, why: &str) -> Result<()> {
+    Err(Error::ConfigKey {
+        key,
+        reason: why.into(),
+    })
+}
+
+impl Experiment {
+    /// The full key of this experiment's `k`, `i` its index (`experiments[2] (name).k`).
+    fn key(&self, i: usize, k: &str) -> String {
+        format!("experiments[{i}] ({}).{k}", self.name)
+    }
+
+    /// Checks every value but the name (the sweep checks names, which must also differ), `i`
+    /// this experiment's index.
+    fn validate_grid(&self, i: usize) -> Result<()> {
+        let key = |k: &str| self.key(i, k);
+        if self.teachers.is_empty() || self.teachers.contains(&0) {
+            return bad(key("teachers"), "a non-empty list of counts ≥ 1");
+        }
+        if self.repeats == 0 {
+            return bad(key("repeats"), "must be at least 1");
+        }
+        if let Some(q) = &self.queries {
+            if q.is_empty() || q.contains(&0) {
+                return bad(key("queries"), "a non-empty list of counts ≥ 1");
+            }
+        }
+        if let Some(t) = &self.non_private_training {
+            t.validate(&key("non_private_training"))?;
+            if self.kind != ExperimentKind::Baselines {
+                return bad(
+                    key("non_private_training"),
+                    "only a baselines experiment trains a non-private model",
+                );
+            }
+        }
+        if self.epsilon_curve.contains(&0) {
+            return bad(key("epsilon_curve"), "query counts must be ≥ 1");
+        }
+        if let Some(ds) = &self.datasets {
+            if ds.is_empty() {
+                return bad(key("datasets"), "at least one dataset (or leave it out)");
+            }
+            for (j, d) in ds.iter().enumerate() {
+                if d.splits.as_ref().is_some_and(|s| s.is_empty()) {
+                    return bad(
+                        key(&format!("datasets[{j}].splits")),
+                        "at least one split (or leave it out)",
+                    );
+                }
+            }
+        }
+        match self.kind {
+            ExperimentKind::Baselines => {
+                if !self.mechanisms.is_empty() || self.rho.is_some() {
+                    return bad(
+                        key("mechanisms"),
+                        "a baselines experiment has no mechanisms or rho (no noise)",
+                    );
+                }
+                Ok(())
+            }
+            ExperimentKind::Pate => self.validate_noise(i),
+        }
+    }
+
+    /// A `pate` experiment's ρ values and mechanisms, `i` its index.
+    fn validate_noise(&self, i: usize) -> Result<()> {
+        let key = |k: &str| self.key(i, k);
+        if self.mechanisms.is_empty() {
+            return bad(key("mechanisms"), "at least one mechanism");
+        }
+        if self.mechanisms[0].is_matched() {
+            return bad(key("mechanisms[0]"), "the first mechanism is the reference the others are matched to: give its parameters");
+        }
+        for r in self.rho.iter().flatten().flatten() {
+            if !(r.is_finite() && *r > 0.0) {
+                return bad(key("rho"), "each ρ must be a positive number or null");
+            }
+        }
+        for (j, m) in self.mechanisms.iter().enumerate() {
+            if !m.parameters_ok() {
+                return bad(key(&format!("mechanisms[{j}]")), "γ, σ, σ₁, head.sigma and clip_norm must be positive numbers, head.queries at least 1, σ/σ₂ a positive number or `matched`, threshold_share in [0, 1]");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MechanismSpec {
+    /// Whether every parameter is in range: noise scales positive numbers (σ and σ₂ may be
+    /// `matched`), a head of at least one query, `threshold_share` in [0, 1].
+    fn parameters_ok(&self) -> bool {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        let sigma_ok = |s: &Sigma| match s {
+            Sigma::Value(v) => positive(*v),
+            Sigma::Keyword(w) => w == "matched",
+        };
+        match self {
+            MechanismSpec::Lnmax { gamma } => positive(*gamma),
+            MechanismSpec::Gnmax { sigma, head } => {
+                sigma_ok(sigma) && head.is_none_or(|h| h.queries > 0 && positive(h.sigma))
+            }
+            MechanismSpec::ConfidentGnmax {
+                threshold_share,
+                sigma1,
+                sigma2,
+            } => {
+                threshold_share.is_finite()
+                    && (0.0..=1.0).contains(threshold_share)
+                    && positive(*sigma1)
+                    && sigma_ok(sigma2)
+            }
+            MechanismSpec::ModelAverage { sigma, clip_norm } => {
+                positive(*sigma) && positive(*clip_norm)
+            }
         }
     }
 }

@@ -318,7 +318,56 @@ pub fn run_sweep_with(
         tch::set_num_threads(t as i32);
     }
     let device = trainer::device::resolve(base.device)?;
-    let delta = base.privacy.delta;
+    prepare_out(config, base, out, report_only)?;
+    let (specs, units) = plan_units(config, base, out, base.privacy.delta)?;
+    if report_only {
+        return report_present(out, &units, config);
+    }
+
+    // ---- what is left to do
+    let pending: Vec<&Unit> = units
+        .iter()
+        .filter(|u| read_result(&u.path).is_none())
+        .collect();
+    let reused = units.len() - pending.len();
+    tracing::info!("sweep: {} results in {} experiments; {reused} already done, {} to compute ({jobs} at a time)", units.len(), config.experiments.len(), pending.len());
+    let settings = Settings {
+        base,
+        seed: config.seed,
+        device,
+    };
+    compute_pending(&pending, &specs, config, out, settings, jobs)?;
+
+    // ---- tables and plots from every result of this config
+    let rows: Vec<ResultRow> = units
+        .iter()
+        .map(|u| {
+            read_result(&u.path).ok_or_else(|| Error::MissingResult {
+                path: u.path.clone(),
+            })
+        })
+        .collect::<Result<_>>()?;
+    write_outputs(out, &rows, config)?;
+    tracing::info!(
+        "sweep: done in {:.0} s; {} computed, {reused} reused; tables in {}",
+        started.elapsed().as_secs_f64(),
+        pending.len(),
+        out.display()
+    );
+    Ok(SweepOutcome {
+        computed: pending.len(),
+        reused,
+    })
+}
+
+/// Creates `out` with its `.gitignore` and, unless `report_only`, `sweep.json` (the sweep and
+/// its base config as run).
+fn prepare_out(
+    config: &SweepConfig,
+    base: &RunConfig,
+    out: &Path,
+    report_only: bool,
+) -> Result<()> {
     std::fs::create_dir_all(out).map_err(|source| Error::Io {
         path: out.to_owned(),
         source,
@@ -336,32 +385,45 @@ pub fn run_sweep_with(
             },
         )?;
     }
+    Ok(())
+}
 
-    let (specs, units) = plan_units(config, base, out, delta)?;
+/// `--report-only`: the tables and plots of the results of `units` present in `out`.
+fn report_present(out: &Path, units: &[Unit], config: &SweepConfig) -> Result<SweepOutcome> {
+    let rows: Vec<ResultRow> = units.iter().filter_map(|u| read_result(&u.path)).collect();
+    tracing::info!(
+        "sweep: report only: {} of {} results present",
+        rows.len(),
+        units.len()
+    );
+    write_outputs(out, &rows, config)?;
+    Ok(SweepOutcome {
+        computed: 0,
+        reused: rows.len(),
+    })
+}
 
-    if report_only {
-        let rows: Vec<ResultRow> = units.iter().filter_map(|u| read_result(&u.path)).collect();
-        tracing::info!(
-            "sweep: report only: {} of {} results present",
-            rows.len(),
-            units.len()
-        );
-        write_outputs(out, &rows, config)?;
-        return Ok(SweepOutcome {
-            computed: 0,
-            reused: rows.len(),
-        });
-    }
+/// What every unit of a sweep is computed with.
+#[derive(Clone, Copy)]
+struct Settings<'a> {
+    /// The base config, which each cell's config modifies.
+    base: &'a RunConfig,
+    /// The sweep's seed (see [`repeat_seed`]).
+    seed: Option<u64>,
+    device: Device,
+}
 
-    // ---- what is left to do
-    let pending: Vec<&Unit> = units
-        .iter()
-        .filter(|u| read_result(&u.path).is_none())
-        .collect();
-    let reused = units.len() - pending.len();
-    tracing::info!("sweep: {} results in {} experiments; {reused} already done, {} to compute ({jobs} at a time)", units.len(), config.experiments.len(), pending.len());
-
-    let groups = batches(&pending, config);
+/// Computes the `pending` units batch by batch ([`batches`]), loading each data list and
+/// training (or reusing) each teacher set when its first batch comes.
+fn compute_pending(
+    pending: &[&Unit],
+    specs: &[DataSpec],
+    config: &SweepConfig,
+    out: &Path,
+    settings: Settings,
+    jobs: usize,
+) -> Result<()> {
+    let groups = batches(pending, config);
     let mut contexts: HashMap<usize, Context> = HashMap::new();
     let mut teacher_sets: HashMap<(usize, usize), TeacherSet> = HashMap::new();
     let total = pending.len();
@@ -373,51 +435,20 @@ pub fn run_sweep_with(
     };
     for ((data, teachers), group) in groups {
         if let std::collections::hash_map::Entry::Vacant(v) = contexts.entry(data) {
-            let ctx = build_context(&specs[data], base, out)?;
-            check_queries(&pending, data, &specs[data], &ctx)?;
+            let ctx = build_context(&specs[data], settings.base, out)?;
+            check_queries(pending, data, &specs[data], &ctx)?;
             v.insert(ctx);
         }
         let ctx = &contexts[&data];
         if let Some(n) = teachers {
             if let std::collections::hash_map::Entry::Vacant(e) = teacher_sets.entry((data, n)) {
-                let set = teacher_set(&specs[data], ctx, base, n, config.seed, out, device)?;
-                e.insert(set);
+                e.insert(teacher_set(&specs[data], ctx, n, out, settings)?);
             }
         }
         let set = teachers.map(|n| &teacher_sets[&(data, n)]);
-        compute_group(
-            &group,
-            &specs,
-            ctx,
-            set,
-            base,
-            config.seed,
-            device,
-            jobs,
-            &progress,
-        )?;
+        compute_group(&group, specs, ctx, set, settings, jobs, &progress)?;
     }
-
-    // ---- tables and plots from every result of this config
-    let rows: Vec<ResultRow> = units
-        .iter()
-        .map(|u| {
-            read_result(&u.path).ok_or_else(|| Error::MissingResult {
-                path: u.path.clone(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    write_outputs(out, &rows, config)?;
-    tracing::info!(
-        "sweep: done in {:.0} s; {} computed, {reused} reused; tables in {}",
-        started.elapsed().as_secs_f64(),
-        total,
-        out.display()
-    );
-    Ok(SweepOutcome {
-        computed: total,
-        reused,
-    })
+    Ok(())
 }
 
 /// Refuses a pending unit of data set `data` that asks for more queries than its public split
@@ -479,15 +510,12 @@ struct Progress {
 
 /// Computes the units of `group` (one data list and teacher set), `jobs` at a time, writing each
 /// result as soon as it is done; the first failure stops the group.
-#[allow(clippy::too_many_arguments)]
 fn compute_group(
     group: &[&Unit],
     specs: &[DataSpec],
     ctx: &Context,
     set: Option<&TeacherSet>,
-    base: &RunConfig,
-    seed: Option<u64>,
-    device: Device,
+    settings: Settings,
     jobs: usize,
     progress: &Progress,
 ) -> Result<()> {
@@ -500,12 +528,11 @@ fn compute_group(
         let i = next.fetch_add(1, Ordering::SeqCst);
         let Some(u) = group.get(i) else { return };
         let t0 = Instant::now();
-        let result =
-            compute(u, &specs[u.data].label, ctx, set, base, seed, device).and_then(|mut row| {
-                row.seconds = t0.elapsed().as_secs_f64();
-                write_json_in(&u.path, &row)?;
-                Ok(row)
-            });
+        let result = compute(u, &specs[u.data].label, ctx, set, settings).and_then(|mut row| {
+            row.seconds = t0.elapsed().as_secs_f64();
+            write_json_in(&u.path, &row)?;
+            Ok(row)
+        });
         match result {
             Ok(row) => {
                 let n = progress.done.fetch_add(1, Ordering::SeqCst) + 1;
@@ -869,11 +896,9 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
 fn teacher_set(
     spec: &DataSpec,
     ctx: &Context,
-    base: &RunConfig,
     count: usize,
-    seed: Option<u64>,
     out: &Path,
-    device: Device,
+    settings: Settings,
 ) -> Result<TeacherSet> {
     let private_rows = &ctx.shared.private_rows;
     if private_rows.len() < 2 * count {
@@ -884,14 +909,14 @@ fn teacher_set(
             found: private_rows.len(),
         }));
     }
-    let mut config = base.clone();
+    let mut config = settings.base.clone();
     config.teachers.count = count;
     let shards = stages::teach::shards(&config, &ctx.data.records, private_rows)?;
     let dir = out
         .join("work")
         .join(&spec.key)
         .join(format!("teachers-{count}"));
-    let rng = RunRng::new(seed)?;
+    let rng = RunRng::new(settings.seed)?;
     tracing::info!("sweep: data `{}`: {count} teachers", spec.label);
     let mut data: Vec<_> = stages::teach::shard_data(&ctx.shared.private, &shards)
         .into_iter()
@@ -906,7 +931,7 @@ fn teacher_set(
         config.teachers.tamperings,
         &rng,
     );
-    stages::teach::train(&config, data, &ctx.shared.hash, &dir, &rng, device)?;
+    stages::teach::train(&config, data, &ctx.shared.hash, &dir, &rng, settings.device)?;
     Ok(TeacherSet {
         files: stages::teach::load(&dir, count)?,
         ledger: dir.join(trainer::rundir::LEDGER_FILE),
@@ -1005,10 +1030,9 @@ fn compute(
     data: &str,
     ctx: &Context,
     set: Option<&TeacherSet>,
-    base: &RunConfig,
-    seed: Option<u64>,
-    device: Device,
+    settings: Settings,
 ) -> Result<ResultRow> {
+    let Settings { base, seed, device } = settings;
     let config = cell_config(base, &u.kind);
     let env = stages::Env {
         rng: RunRng::new(repeat_seed(seed, u.repeat))?,
@@ -1055,7 +1079,11 @@ fn compute(
             score_student(&mut row, &config, &student.model, &features, ctx, &env)?;
         }
         UnitKind::Pate { .. } => {
-            pate_row(&mut row, u, &config, ctx, set_of()?, &plan, &features, &env)?;
+            let student_side = StudentSide {
+                plan: &plan,
+                features: &features,
+            };
+            pate_row(&mut row, u, &config, ctx, set_of()?, student_side, &env)?;
         }
     }
     Ok(row)
@@ -1101,19 +1129,26 @@ fn ensemble_row(
     Ok(())
 }
 
+/// The student side of a cell: which public requests it queries and validates on, and their
+/// features.
+#[derive(Clone, Copy)]
+struct StudentSide<'a> {
+    plan: &'a stages::split::QueryPlan,
+    features: &'a stages::featurize::Features,
+}
+
 /// A PATE cell: the `vote`, `aggregate`, `student` and `evaluate` stages of `run`, with the ε
 /// curve over query prefixes and the aggregation appended to the teachers' ledger.
-#[allow(clippy::too_many_arguments)]
 fn pate_row(
     row: &mut ResultRow,
     u: &Unit,
     config: &RunConfig,
     ctx: &Context,
     set: &TeacherSet,
-    plan: &stages::split::QueryPlan,
-    features: &stages::featurize::Features,
+    student_side: StudentSide,
     env: &stages::Env,
 ) -> Result<()> {
+    let StudentSide { plan, features } = student_side;
     let UnitKind::Pate {
         mechanism,
         epsilon_curve,

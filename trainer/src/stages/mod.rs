@@ -96,82 +96,20 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
     split::write(run, config, &data, &plan)?;
     manifest.record(run, "split", &[run.splits()])?;
 
-    let fit_rows = featurize::fit_rows(config, &data.splits);
-    banner(&featurize::fit_banner(config, fit_rows.len()), started);
-    let featurizer = featurize::fit(config, &data)?;
-    featurizer.save(&run.featurizer())?;
-    banner("featurize", started);
-    let features = featurize::featurize(config, featurizer, &data, &plan)?;
-    let written = featurize::write(run, &features)?;
-    features.check_evaluation_classes()?;
-    manifest.record(run, "featurize", &written)?;
-
-    let teachers = teach::run(config, &data.records, &features, run, &env)?;
-    manifest.record(run, "teach", &[run.shards(), run.teachers()])?;
-
+    let mut pipeline = Pipeline {
+        config,
+        data: &data,
+        plan: &plan,
+        env: &env,
+        run,
+        manifest,
+    };
+    let features = pipeline.featurize()?;
+    let teachers = pipeline.teach(&features)?;
     let mut noise = env.rng.noise()?;
-    let votes = vote::run(
-        config,
-        &teachers.files,
-        &features.queries_x,
-        &mut noise,
-        &env,
-    )?;
-    vote::write(run, &votes)?;
-    manifest.record(
-        run,
-        "vote",
-        &[run.features(crate::rundir::sets::QUERIES_SENT), run.votes()],
-    )?;
-
-    let aggregation = aggregate::run(
-        config,
-        votes.votes,
-        &teachers.files,
-        &features,
-        data.splits.private.len(),
-        &mut noise,
-        started,
-    )?;
-    let ledger = aggregate::record_in_ledger(&run.ledger(), "run", config, &aggregation)?;
-    aggregate::write(run, &aggregation)?;
-    manifest.record(
-        run,
-        "aggregate+account",
-        &[run.aggregate_labels(), run.privacy()],
-    )?;
-
-    let student = student::run(
-        config,
-        &data,
-        &plan,
-        &features,
-        &aggregation.labels,
-        &aggregation.validation_flagged,
-        &env,
-    )?;
-    student.model.save(&run.student())?;
-    let mut saved = vec![run.student()];
-    if let Some(part) = &student.part_model {
-        part.save(&run.part_model())?;
-        saved.push(run.part_model());
-    }
-    manifest.record(run, "student", &saved)?;
-
-    banner(
-        &format!("evaluate on {} test requests", features.test.x.rows),
-        started,
-    );
-    let evaluated = evaluate::run(
-        config,
-        &student.model,
-        &teachers.files,
-        &features,
-        &data,
-        &env,
-    )?;
-    evaluate::write(run, &evaluated)?;
-    manifest.record(run, "evaluate", &[run.evaluation(), run.roc()])?;
+    let (aggregation, ledger) = pipeline.vote_and_aggregate(&features, &teachers, &mut noise)?;
+    let student = pipeline.student(&features, &aggregation)?;
+    let evaluated = pipeline.evaluate(&features, &teachers, &student)?;
 
     let parts = export::Parts {
         config,
@@ -186,5 +124,133 @@ pub fn run(config: &RunConfig, run: &RunDir, started: Instant) -> Result<Report>
         evaluated: &evaluated,
         env: &env,
     };
-    export::run(run, &parts, &mut manifest)
+    export::run(run, &parts, &mut pipeline.manifest)
+}
+
+/// A run past its split: what every later stage reads, and the run directory with the manifest
+/// in which each stage records the files it wrote.
+struct Pipeline<'a> {
+    config: &'a RunConfig,
+    data: &'a split::RunData,
+    plan: &'a split::QueryPlan,
+    env: &'a Env,
+    run: &'a RunDir,
+    manifest: RunManifest,
+}
+
+impl Pipeline<'_> {
+    /// Fits the featurizer (saved) and featurizes every set.
+    fn featurize(&mut self) -> Result<featurize::Features> {
+        let (config, data, run, started) = (self.config, self.data, self.run, self.env.started);
+        let fit_rows = featurize::fit_rows(config, &data.splits);
+        banner(&featurize::fit_banner(config, fit_rows.len()), started);
+        let featurizer = featurize::fit(config, data)?;
+        featurizer.save(&run.featurizer())?;
+        banner("featurize", started);
+        let features = featurize::featurize(config, featurizer, data, self.plan)?;
+        let written = featurize::write(run, &features)?;
+        features.check_evaluation_classes()?;
+        self.manifest.record(run, "featurize", &written)?;
+        Ok(features)
+    }
+
+    fn teach(&mut self, features: &featurize::Features) -> Result<teach::Teachers> {
+        let run = self.run;
+        let teachers = teach::run(self.config, &self.data.records, features, run, self.env)?;
+        self.manifest
+            .record(run, "teach", &[run.shards(), run.teachers()])?;
+        Ok(teachers)
+    }
+
+    /// The teachers' votes on the queries, their noisy aggregation and its ε, recorded in the
+    /// privacy ledger (whose summary comes back with the aggregation).
+    fn vote_and_aggregate(
+        &mut self,
+        features: &featurize::Features,
+        teachers: &teach::Teachers,
+        noise: &mut privacy::NoiseRng,
+    ) -> Result<(aggregate::Aggregation, aggregate::LedgerSummary)> {
+        let (config, run) = (self.config, self.run);
+        let votes = vote::run(
+            config,
+            &teachers.files,
+            &features.queries_x,
+            noise,
+            self.env,
+        )?;
+        vote::write(run, &votes)?;
+        self.manifest.record(
+            run,
+            "vote",
+            &[run.features(crate::rundir::sets::QUERIES_SENT), run.votes()],
+        )?;
+        let aggregation = aggregate::run(
+            config,
+            votes.votes,
+            &teachers.files,
+            features,
+            self.data.splits.private.len(),
+            noise,
+            self.env.started,
+        )?;
+        let ledger = aggregate::record_in_ledger(&run.ledger(), "run", config, &aggregation)?;
+        aggregate::write(run, &aggregation)?;
+        self.manifest.record(
+            run,
+            "aggregate+account",
+            &[run.aggregate_labels(), run.privacy()],
+        )?;
+        Ok((aggregation, ledger))
+    }
+
+    /// Trains the student on the aggregated labels; saves it, and its part model if any.
+    fn student(
+        &mut self,
+        features: &featurize::Features,
+        aggregation: &aggregate::Aggregation,
+    ) -> Result<student::Student> {
+        let run = self.run;
+        let student = student::run(
+            self.config,
+            self.data,
+            self.plan,
+            features,
+            &aggregation.labels,
+            &aggregation.validation_flagged,
+            self.env,
+        )?;
+        student.model.save(&run.student())?;
+        let mut saved = vec![run.student()];
+        if let Some(part) = &student.part_model {
+            part.save(&run.part_model())?;
+            saved.push(run.part_model());
+        }
+        self.manifest.record(run, "student", &saved)?;
+        Ok(student)
+    }
+
+    fn evaluate(
+        &mut self,
+        features: &featurize::Features,
+        teachers: &teach::Teachers,
+        student: &student::Student,
+    ) -> Result<evaluate::Evaluated> {
+        let run = self.run;
+        banner(
+            &format!("evaluate on {} test requests", features.test.x.rows),
+            self.env.started,
+        );
+        let evaluated = evaluate::run(
+            self.config,
+            &student.model,
+            &teachers.files,
+            features,
+            self.data,
+            self.env,
+        )?;
+        evaluate::write(run, &evaluated)?;
+        self.manifest
+            .record(run, "evaluate", &[run.evaluation(), run.roc()])?;
+        Ok(evaluated)
+    }
 }

@@ -400,6 +400,68 @@ fn derive_site_data(
     rng: &RunRng,
 ) -> Result<()> {
     let labelled_test = !data.splits.test.is_empty();
+    let dealt = deal_site_traffic(site, data, labelled_test)?;
+    let pe = config
+        .student
+        .public_examples
+        .as_ref()
+        .expect("validated: site needs public_examples");
+    let validation_values: Vec<Vec<u8>> = attack_values(&pe.files)?
+        .into_iter()
+        .filter(|v| crate::part_model::held_out(v))
+        .collect();
+    let test_values = attack_values(&site.test_attack_files)?;
+    let (held_validation, held_test) = (dealt.validation.len(), dealt.test.len());
+    let test = hold_out_traffic(data, dealt);
+    let validation_attacks = placed_attacks(
+        data,
+        &data.splits.student_validation,
+        &validation_values,
+        site.validation_attacks,
+        &mut rng.stream("site-validation-attacks"),
+    );
+    push_records(
+        data,
+        validation_attacks,
+        &pe.files[0].path,
+        Role::Validation,
+    );
+    if !labelled_test {
+        data.splits.test = test;
+        let test_attacks = placed_attacks(
+            data,
+            &data.splits.test,
+            &test_values,
+            site.test_attacks,
+            &mut rng.stream("site-test-attacks"),
+        );
+        push_records(
+            data,
+            test_attacks,
+            &site.test_attack_files[0].path,
+            Role::Test,
+        );
+    }
+    tracing::info!(
+        "site: {held_validation} requests of the site's traffic held out for validation (+ {} \
+         placed attacks from {} held-out attack values), {held_test} for the test, {} stay \
+         public",
+        data.splits.student_validation.len() - held_validation,
+        validation_values.len(),
+        data.splits.public.len()
+    );
+    Ok(())
+}
+
+/// Deals the site's traffic (the public split) into what stays public and the held-out
+/// validation and test traffic (no test share when the test role is `labelled_test`); too
+/// little traffic to hold out from is an error. A simulation logs how many attacks the
+/// validation traffic holds.
+fn deal_site_traffic(
+    site: &crate::config::SiteConfig,
+    data: &RunData,
+    labelled_test: bool,
+) -> Result<crate::site_traffic::Dealt> {
     let test_share = if labelled_test { 0.0 } else { site.test };
     let dealt = match site.holdout {
         crate::config::SiteHoldout::Last => {
@@ -423,78 +485,51 @@ fn derive_site_data(
             ),
         ));
     }
-    let attacks_in = |rows: &[usize]| {
-        rows.iter()
-            .filter(|&&i| data.records[i].label == Some(datasets::Label::Malicious))
-            .count()
-    };
     if data.simulation {
         tracing::info!(
             "site: simulation: {} of the {} held-out validation requests are attacks (taken as \
              benign, as in real traffic; the labels are not read)",
-            attacks_in(&dealt.validation),
+            malicious_rows(data, &dealt.validation).len(),
             dealt.validation.len()
         );
     }
-    let pe = config
-        .student
-        .public_examples
-        .as_ref()
-        .expect("validated: site needs public_examples");
-    let validation_values: Vec<Vec<u8>> = attack_values(&pe.files)?
-        .into_iter()
-        .filter(|v| crate::part_model::held_out(v))
-        .collect();
-    let test_values = attack_values(&site.test_attack_files)?;
+    Ok(dealt)
+}
+
+/// Moves the `dealt` validation traffic out of the public split into the student's validation
+/// split, it and the test traffic relabelled benign (a simulation keeps which validation
+/// requests were attacks, `held_out_attacks`); returns the test traffic's rows.
+fn hold_out_traffic(data: &mut RunData, dealt: crate::site_traffic::Dealt) -> Vec<usize> {
     if data.simulation {
-        data.held_out_attacks = dealt
-            .validation
-            .iter()
-            .copied()
-            .filter(|&i| data.records[i].label == Some(datasets::Label::Malicious))
-            .collect();
+        data.held_out_attacks = malicious_rows(data, &dealt.validation);
         data.held_out_attacks.sort_unstable();
     }
     for &i in dealt.validation.iter().chain(&dealt.test) {
         data.records[i].label = Some(datasets::Label::Benign);
     }
-    let (held_validation, held_test) = (dealt.validation.len(), dealt.test.len());
     data.splits.public = dealt.public;
     data.splits.student_validation = dealt.validation;
-    let placed = |data: &RunData, rows: &[usize], values: &[Vec<u8>], count, purpose: &str| {
-        let templates: Vec<&datasets::Record> = rows.iter().map(|&i| &data.records[i]).collect();
-        crate::site_traffic::placed_attacks(&templates, values, count, &mut rng.stream(purpose))
-    };
-    let validation_attacks = placed(
-        data,
-        &data.splits.student_validation,
-        &validation_values,
-        site.validation_attacks,
-        "site-validation-attacks",
-    );
-    let first_file = pe.files[0].path.clone();
-    push_records(data, validation_attacks, &first_file, Role::Validation);
-    if !labelled_test {
-        data.splits.test = dealt.test;
-        let test_attacks = placed(
-            data,
-            &data.splits.test,
-            &test_values,
-            site.test_attacks,
-            "site-test-attacks",
-        );
-        let file = site.test_attack_files[0].path.clone();
-        push_records(data, test_attacks, &file, Role::Test);
-    }
-    tracing::info!(
-        "site: {held_validation} requests of the site's traffic held out for validation (+ {} \
-         placed attacks from {} held-out attack values), {held_test} for the test, {} stay \
-         public",
-        data.splits.student_validation.len() - held_validation,
-        validation_values.len(),
-        data.splits.public.len()
-    );
-    Ok(())
+    dealt.test
+}
+
+/// The rows of `rows` labelled malicious, in the same order.
+fn malicious_rows(data: &RunData, rows: &[usize]) -> Vec<usize> {
+    rows.iter()
+        .copied()
+        .filter(|&i| data.records[i].label == Some(datasets::Label::Malicious))
+        .collect()
+}
+
+/// `count` attacks with values from `values`, each placed into a copy of a request of `rows`.
+fn placed_attacks(
+    data: &RunData,
+    rows: &[usize],
+    values: &[Vec<u8>],
+    count: usize,
+    rng: &mut impl rand::Rng,
+) -> Vec<datasets::Record> {
+    let templates: Vec<&datasets::Record> = rows.iter().map(|&i| &data.records[i]).collect();
+    crate::site_traffic::placed_attacks(&templates, values, count, rng)
 }
 
 /// `site:` the site's logs (`public:`, Apache access logs or pate-proxy captures) must stand for

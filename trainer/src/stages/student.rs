@@ -1,6 +1,8 @@
 //! Stage 6, `student`: train the student on the ORIGINAL features of the answered queries with
 //! their noisy labels (plus, optionally, public labelled examples, self-training on the
 //! unlabelled public pool, traffic weights and a threshold rule: the `student:` options).
+use std::borrow::Cow;
+
 use crate::config::RunConfig;
 use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
@@ -580,18 +582,15 @@ pub fn run(
     release_flagged: &[bool],
     env: &Env,
 ) -> Result<Student> {
-    let assumed: Vec<Option<bool>>;
-    let labels = match config.student.labels_from {
-        crate::config::LabelsFrom::Release => labels,
-        crate::config::LabelsFrom::AssumeBenign => {
-            tracing::warn!(
-                "student: labels_from: assume_benign — every query labelled benign, the \
-                 teachers' release unused (the no-private-data baseline)"
-            );
-            assumed = vec![Some(false); labels.len()];
-            &assumed
-        }
+    let inputs = StudentInputs {
+        config,
+        data,
+        plan,
+        features,
+        env,
     };
+    let labels = labels_to_train_on(config, labels);
+    let labels = labels.as_ref();
     let answered = answered_queries(labels)?;
     // The mechanism's own labels are what the agreement diagnostic measures.
     let label_agreement = label_agreement(labels, &features.queries_y);
@@ -603,19 +602,82 @@ pub fn run(
         ),
         env.started,
     );
-    let BenignAnswered {
-        queries: benign_answered,
-        x: benign_answered_x,
-        weights: benign_answered_weights,
-    } = BenignAnswered::of(&answered, labels, plan, features);
+    let benign_answered = BenignAnswered::of(&answered, labels, plan, features);
+    let (trained, sets, cleaning) = student_sets(inputs, labels, &answered, &benign_answered)?;
+    let public_examples = sets.public_examples;
+    let (model, part_model, extras) =
+        train_and_choose_thresholds(inputs, &trained, &benign_answered, sets, release_flagged)?;
+    Ok(Student {
+        model,
+        part_model,
+        extras,
+        answered,
+        label_agreement,
+        public_examples,
+        cleaning,
+        validation_labels_known,
+    })
+}
+
+/// What the student stage reads of its run.
+#[derive(Clone, Copy)]
+struct StudentInputs<'a> {
+    config: &'a RunConfig,
+    data: &'a RunData,
+    plan: &'a QueryPlan,
+    features: &'a Features,
+    env: &'a Env,
+}
+
+/// The labels the student trains on: the release's `labels`, or with `labels_from:
+/// assume_benign` every query benign.
+fn labels_to_train_on<'a>(
+    config: &RunConfig,
+    labels: &'a [Option<bool>],
+) -> Cow<'a, [Option<bool>]> {
+    match config.student.labels_from {
+        crate::config::LabelsFrom::Release => Cow::Borrowed(labels),
+        crate::config::LabelsFrom::AssumeBenign => {
+            tracing::warn!(
+                "student: labels_from: assume_benign — every query labelled benign, the \
+                 teachers' release unused (the no-private-data baseline)"
+            );
+            Cow::Owned(vec![Some(false); labels.len()])
+        }
+    }
+}
+
+/// The student's training and validation sets: the `answered` queries it trains on (returned
+/// with their query indices and label cleaning's report), the drawn requests the validation
+/// split labels, and the public examples.
+fn student_sets(
+    inputs: StudentInputs,
+    labels: &[Option<bool>],
+    answered: &[usize],
+    benign_answered: &BenignAnswered,
+) -> Result<(Vec<usize>, StudentSets, Option<CleaningReport>)> {
+    let StudentInputs {
+        config,
+        data,
+        plan,
+        features,
+        env,
+    } = inputs;
     let (trained, mut train, cleaning) =
-        answered_rows(config, plan, features, labels, &answered, env)?;
+        answered_rows(config, plan, features, labels, answered, env)?;
     // `student.validation_labels`: the drawn requests the validation split labels, never asked,
     // train with that label (public labelled data in place of a query).
     if !plan.validation_known.is_empty() {
         train = concat(train, features.validation.select(&plan.validation_known))?;
     }
-    let examples = public_examples(config, data, plan, features, &benign_answered, &env.rng)?;
+    let examples = public_examples(
+        config,
+        data,
+        plan,
+        features,
+        &benign_answered.queries,
+        &env.rng,
+    )?;
     let mut sets = StudentSets {
         public_examples: examples.as_ref().map_or(0, |e| e.train.y.len()),
         train,
@@ -627,7 +689,27 @@ pub fn run(
     if let Some(e) = examples {
         sets = sets.with_examples(e, features)?;
     }
-    let copies = training_copies(config, plan, &trained, &sets);
+    Ok((trained, sets, cleaning))
+}
+
+/// Trains the student network on `sets` (`trained`: the query of each answered training row),
+/// chooses its thresholds and trains the part model; returns the network, the part model and
+/// what the options did.
+fn train_and_choose_thresholds(
+    inputs: StudentInputs,
+    trained: &[usize],
+    benign_answered: &BenignAnswered,
+    sets: StudentSets,
+    release_flagged: &[bool],
+) -> Result<(ModelFile, Option<ModelFile>, StudentExtras)> {
+    let StudentInputs {
+        config,
+        data,
+        plan,
+        features,
+        env,
+    } = inputs;
+    let copies = training_copies(config, plan, trained, &sets);
     // Without placements the threshold is chosen again below on these rows' model scores.
     let rechoose = features.featurizer.config().placements.is_none()
         && config.student.threshold_rule == crate::config::ThresholdRule::TargetFpr
@@ -638,7 +720,7 @@ pub fn run(
         sets.validation,
         copies.as_ref().map(|(a, v)| (a.as_slice(), v.as_slice())),
         features.pool_x.as_ref(),
-        Some((&benign_answered_x, &benign_answered_weights)),
+        Some((&benign_answered.x, &benign_answered.weights)),
         &config.student,
         student_env(features, env),
     )?;
@@ -654,7 +736,7 @@ pub fn run(
     let validation_scores = validation_scores(
         cx,
         &sets.placed_validation,
-        &benign_answered,
+        &benign_answered.queries,
         validation_rows,
         (&mut model, &mut extras),
     )?;
@@ -668,16 +750,7 @@ pub fn run(
     }
     extras.validation_traffic_tpr_at_1pct_fpr =
         traffic_validation_tpr(&model, &validation_scores, &features.validation.y, plan);
-    Ok(Student {
-        model,
-        part_model,
-        extras,
-        answered,
-        label_agreement,
-        public_examples: sets.public_examples,
-        cleaning,
-        validation_labels_known,
-    })
+    Ok((model, part_model, extras))
 }
 
 /// The answered queries labelled benign with their public multiplicities (for
