@@ -299,48 +299,14 @@ impl ServingModel {
         let native = SparseMlp::new(&mlp).map_err(load("the native scorer: "))?;
         let network = match Self::resolved(scorer, linear) {
             ScorerKind::Native | ScorerKind::Auto => Network::Native(native),
-            ScorerKind::Onnxruntime => {
-                let mut sessions = Vec::with_capacity(worker_threads.max(1));
-                for _ in 0..worker_threads.max(1) {
-                    let session = Scorer::new(&bundle).map_err(load("ONNX Runtime session: "))?;
-                    if !session.has_sparse_session() {
-                        // Not a graph `bundle` writes: score_sparse would densify and run the
-                        // dense graph per request, 3x slower; refuse rather than serve slowly.
-                        return Err(fail(
-                            "model.onnx is not a graph the sparse-input ONNX Runtime scorer can \
-                             be built from (re-export the bundle with pate-trainer export)"
-                                .to_string(),
-                        ));
-                    }
-                    sessions.push(Mutex::new(session));
-                }
-                Network::OnnxRuntime {
-                    sessions,
-                    next: AtomicUsize::new(0),
-                    explainer: native,
-                }
-            }
+            ScorerKind::Onnxruntime => Network::OnnxRuntime {
+                sessions: ort_sessions(dir, &bundle, worker_threads)?,
+                next: AtomicUsize::new(0),
+                explainer: native,
+            },
         };
         let mut reference = Scorer::new(&bundle).map_err(load("ONNX Runtime session: "))?;
-        let part_model = match bundle.part_mlp().map_err(load(""))? {
-            Some(mlp) => {
-                let native = SparseMlp::new(&mlp).map_err(load("the part model: "))?;
-                let onnx = bundle.part_model_onnx.as_deref().unwrap_or_default();
-                let mut ort = Scorer::from_onnx(onnx, bundle.manifest.input_dim)
-                    .map_err(load("ONNX Runtime session of the part model: "))?;
-                check_against_ort(
-                    dir,
-                    bundle::PART_MODEL_FILE,
-                    ScorerKind::Native.as_str(),
-                    native.input_dim(),
-                    |indices, values| native.score(indices, values),
-                    &mut ort,
-                    None,
-                )?;
-                Some(native)
-            }
-            None => None,
-        };
+        let part_model = checked_part_model(dir, &bundle)?;
         let privacy = bundle.manifest.privacy_labels();
         let unseen_path = bundle.featurizer.unseen_path_index();
         let model = ServingModel {
@@ -366,6 +332,14 @@ impl ServingModel {
             part_model_offsets: bundle.manifest.part_model_offsets.clone(),
             unseen_path,
         };
+        let features = model.warm_up()?;
+        model.check_against_onnxruntime(&mut reference, &features)?;
+        Ok(model)
+    }
+
+    /// One warm-up request per session (round-robin visits each), so that no client request
+    /// pays for a session's first sparse run; returns the warm-up request's features.
+    fn warm_up(&self) -> Result<SparseVector, ProxyError> {
         let warm = RequestParts {
             method: "GET",
             target: WARM_UP_TARGET,
@@ -373,25 +347,21 @@ impl ServingModel {
             headers: Default::default(),
             excluded_fields: Default::default(),
         };
-        // One warm-up request per session (round-robin visits each), so that no client request
-        // pays for a session's first sparse run.
         let mut features = None;
-        for _ in 0..model.sessions().max(1) {
-            let scored = model.score(&warm).map_err(|e| ProxyError::WarmUp {
-                path: dir.to_path_buf(),
+        for _ in 0..self.sessions().max(1) {
+            let scored = self.score(&warm).map_err(|e| ProxyError::WarmUp {
+                path: self.dir.clone(),
                 source: Box::new(e),
             })?;
             if !(0.0..=1.0).contains(&scored.score) {
-                return Err(fail(format!(
-                    "warm-up score {} is not a probability",
-                    scored.score
-                )));
+                return Err(ProxyError::Bundle {
+                    path: self.dir.clone(),
+                    message: format!("warm-up score {} is not a probability", scored.score),
+                });
             }
             features = Some(scored.features);
         }
-        let features = features.unwrap_or_default();
-        model.check_against_onnxruntime(&mut reference, &features)?;
-        Ok(model)
+        Ok(features.unwrap_or_default())
     }
 
     /// The serving scorer against ONNX Runtime's dense graph: the warm-up vector, the empty
@@ -570,4 +540,61 @@ impl ServingModel {
         }
         best.1
     }
+}
+
+/// `worker_threads` (at least one) ONNX Runtime sessions of the sparse-input graph.
+fn ort_sessions(
+    dir: &Path,
+    bundle: &Bundle,
+    worker_threads: usize,
+) -> Result<Vec<Mutex<Scorer>>, ProxyError> {
+    let mut sessions = Vec::with_capacity(worker_threads.max(1));
+    for _ in 0..worker_threads.max(1) {
+        let session = Scorer::new(bundle).map_err(|source| ProxyError::BundleLoad {
+            path: dir.to_path_buf(),
+            what: "ONNX Runtime session: ".to_string(),
+            source: Box::new(source),
+        })?;
+        if !session.has_sparse_session() {
+            // Not a graph `bundle` writes: score_sparse would densify and run the dense graph
+            // per request, 3x slower; refuse rather than serve slowly.
+            return Err(ProxyError::Bundle {
+                path: dir.to_path_buf(),
+                message: "model.onnx is not a graph the sparse-input ONNX Runtime scorer can be \
+                          built from (re-export the bundle with pate-trainer export)"
+                    .to_string(),
+            });
+        }
+        sessions.push(Mutex::new(session));
+    }
+    Ok(sessions)
+}
+
+/// The bundle's part model scored natively, checked against ONNX Runtime on its own graph.
+fn checked_part_model(dir: &Path, bundle: &Bundle) -> Result<Option<SparseMlp>, ProxyError> {
+    let load = |what: &str| {
+        let what = what.to_string();
+        move |source| ProxyError::BundleLoad {
+            path: dir.to_path_buf(),
+            what,
+            source: Box::new(source),
+        }
+    };
+    let Some(mlp) = bundle.part_mlp().map_err(load(""))? else {
+        return Ok(None);
+    };
+    let native = SparseMlp::new(&mlp).map_err(load("the part model: "))?;
+    let onnx = bundle.part_model_onnx.as_deref().unwrap_or_default();
+    let mut ort = Scorer::from_onnx(onnx, bundle.manifest.input_dim)
+        .map_err(load("ONNX Runtime session of the part model: "))?;
+    check_against_ort(
+        dir,
+        bundle::PART_MODEL_FILE,
+        ScorerKind::Native.as_str(),
+        native.input_dim(),
+        |indices, values| native.score(indices, values),
+        &mut ort,
+        None,
+    )?;
+    Ok(Some(native))
 }
