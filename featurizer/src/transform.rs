@@ -11,6 +11,19 @@ pub(crate) struct ParamsView<'r> {
     pub(crate) cut: bool,
 }
 
+/// Runs `f` with this thread's [`Scratch`]: its counts (one per vocabulary entry, 40 KB for
+/// K = 10,000) and buffers are allocated and zeroed once per thread, not per request.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        // A caller's callback featurizing again on this thread: a buffer of its own.
+        Err(_) => f(&mut Scratch::default()),
+    })
+}
+
 impl Featurizer {
     /// Vocabulary index of a feature of a kind (`feature` without the kind's prefix).
     #[inline]
@@ -165,15 +178,8 @@ impl Featurizer {
     ///
     /// Uses a per-thread [`Scratch`], so only the output vectors are allocated.
     pub fn transform(&self, req: &RequestParts) -> SparseVector {
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
-        }
         let mut out = SparseVector::default();
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => self.transform_into(req, &mut scratch, &mut out),
-            // Not reachable (transform_into does not call back), but never panic on it.
-            Err(_) => self.transform_into(req, &mut Scratch::default(), &mut out),
-        });
+        with_scratch(|scratch| self.transform_into(req, scratch, &mut out));
         out
     }
 
@@ -343,20 +349,28 @@ impl Featurizer {
     /// per part of every window of several parts: that part alone.
     pub fn transform_windows(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
         out.clear();
-        let mut scratch = Scratch::default();
+        with_scratch(|scratch| self.transform_windows_with(req, scratch, out));
+    }
+
+    fn transform_windows_with(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+        out: &mut Vec<SparseVector>,
+    ) {
         let Some(pc) = &self.content.config.placements else {
             let mut v = SparseVector::default();
-            self.transform_into(req, &mut scratch, &mut v);
+            self.transform_into(req, scratch, &mut v);
             out.push(v);
             return;
         };
-        let view = self.params_view(req, &mut scratch);
-        let line = self.request_line_text(pc, view, &scratch);
+        let view = self.params_view(req, scratch);
+        let line = self.request_line_text(pc, view, scratch);
         let (segments, windows, limited) = self.placement_windows(req, pc, line);
         let method = view.map(|v| v.method);
         for (k, window) in windows.iter().enumerate() {
             let mut v = SparseVector::default();
-            self.vectorize_window(&segments, window, method, &mut scratch, &mut v);
+            self.vectorize_window(&segments, window, method, scratch, &mut v);
             // The first window is `transform`'s, which did not read the rest; together the
             // windows read everything but what a limit cut.
             v.truncated = limited || (k == 0 && windows.len() > 1);
@@ -369,7 +383,7 @@ impl Featurizer {
                 let mut v = SparseVector::default();
                 // A part alone: without the request's parameter features.
                 let alone = std::slice::from_ref(piece);
-                self.vectorize_window(&segments, alone, None, &mut scratch, &mut v);
+                self.vectorize_window(&segments, alone, None, scratch, &mut v);
                 v.truncated = limited;
                 out.push(v);
             }
@@ -395,11 +409,19 @@ impl Featurizer {
         out
     }
 
-    fn for_each_part(&self, req: &RequestParts, mut f: impl FnMut(Placement, SparseVector)) {
+    fn for_each_part(&self, req: &RequestParts, f: impl FnMut(Placement, SparseVector)) {
+        with_scratch(|scratch| self.for_each_part_with(req, scratch, f));
+    }
+
+    fn for_each_part_with(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+        mut f: impl FnMut(Placement, SparseVector),
+    ) {
         let Some(pc) = &self.content.config.placements else {
             return;
         };
-        let mut scratch = Scratch::default();
         // Pair by pair even where the model of whole requests reads the request line whole:
         // a pair alone is what this view is for.
         let per_pair = PlacementConfig {
@@ -413,7 +435,7 @@ impl Featurizer {
                 &segments,
                 std::slice::from_ref(piece),
                 None,
-                &mut scratch,
+                scratch,
                 &mut v,
             );
             v.truncated = limited;
@@ -429,15 +451,22 @@ impl Featurizer {
     /// metrics. Without [`FeaturizerConfig::placements`], `transform`'s vector as
     /// [`Placement::Request`].
     pub fn placement_vectors(&self, req: &RequestParts) -> Vec<(Placement, SparseVector)> {
-        let mut scratch = Scratch::default();
+        with_scratch(|scratch| self.placement_vectors_with(req, scratch))
+    }
+
+    fn placement_vectors_with(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+    ) -> Vec<(Placement, SparseVector)> {
         let Some(pc) = &self.content.config.placements else {
             let mut v = SparseVector::default();
-            self.transform_into(req, &mut scratch, &mut v);
+            self.transform_into(req, scratch, &mut v);
             return vec![(Placement::Request, v)];
         };
         let config = &self.content.config;
-        let view = self.params_view(req, &mut scratch);
-        let line = self.request_line_text(pc, view, &scratch);
+        let view = self.params_view(req, scratch);
+        let line = self.request_line_text(pc, view, scratch);
         let (segments, _) = placement::request_segments(req, config, pc, &self.known, line);
         let method = view.map(|v| v.method);
         let mut out = Vec::new();
@@ -460,7 +489,7 @@ impl Featurizer {
             for window in placement::windows(&mine, config.max_input_bytes, pc.window_overlap_bytes)
             {
                 let mut v = SparseVector::default();
-                self.vectorize_window(&mine, &window, params_method, &mut scratch, &mut v);
+                self.vectorize_window(&mine, &window, params_method, scratch, &mut v);
                 out.push((p, v));
             }
         }
@@ -483,6 +512,14 @@ impl Featurizer {
         if counts.len() != self.dim() {
             counts.clear();
             counts.resize(self.dim(), 0);
+        }
+        // Every count is zero between calls (each is taken below); should a call have unwound
+        // mid-count, the counts it left are those of `touched`. The buffers are reused across
+        // requests, so leave none behind.
+        for &i in touched.iter() {
+            if let Some(c) = counts.get_mut(i as usize) {
+                *c = 0;
+            }
         }
         touched.clear();
         let tokens = features(&mut Counter { counts, touched });
