@@ -1493,14 +1493,8 @@ pub fn libinjection_flags(value: &[u8]) -> [bool; 2] {
     .unwrap_or([true, true])
 }
 
-/// The segments of a split request. A part repeated with the same placement and text counts
-/// once: repeating a benign pair (`a=1&a=1&…`) would otherwise dilute the weight of an attack
-/// in the same window (padding).
-/// With `libinjection`, each segment also records what libinjection calls its value.
 /// A request's segments under `placements` (`pc`), and whether a limit of the split was
-/// reached: [`split_request`] then [`segments`]; with [`PlacementConfig::request_line_whole`],
-/// the request line and form body as one `request` segment first, in place of their pairs
-/// (`line_text`: its text when the caller already normalized it, read up to `max_bytes`).
+/// reached: [`split_request`] then [`split_segments`].
 pub(crate) fn request_segments(
     req: &crate::RequestParts,
     config: &crate::FeaturizerConfig,
@@ -1509,13 +1503,32 @@ pub(crate) fn request_segments(
     line_text: Option<&str>,
 ) -> (Vec<Segment>, bool) {
     let split = split_request(req, pc, config.decode_rounds, config.include_body);
-    let limited = split.limited();
+    let mut priors = vec![None; split.parts.len()];
+    let segments = split_segments(req, config, pc, known, line_text, &split, &mut priors);
+    (segments, split.limited())
+}
+
+/// The segments of `split` (a request's [`split_request`] under `pc`): [`segments`]; with
+/// [`PlacementConfig::request_line_whole`], the request line and form body as one `request`
+/// segment first, in place of their pairs (`line_text`: its text when the caller already
+/// normalized it, read up to `max_bytes`). `priors`: what the public priors call each part of
+/// the split, where known (one slot per part, filled here), so that a caller reading the same
+/// split twice runs the detectors once per part.
+pub(crate) fn split_segments(
+    req: &crate::RequestParts,
+    config: &crate::FeaturizerConfig,
+    pc: &PlacementConfig,
+    known: &KnownValues,
+    line_text: Option<&str>,
+    split: &Split,
+    priors: &mut [Option<Priors>],
+) -> Vec<Segment> {
     let read = Reading {
         opaque_tokens: pc.opaque_tokens,
         ..Reading::new(config, known)
     };
     if !pc.request_line_whole {
-        return (segments(&split, &read), limited);
+        return segments_where(split, |_| true, &read, priors);
     }
     let line = |p: &Part| {
         matches!(
@@ -1524,11 +1537,12 @@ pub(crate) fn request_segments(
         ) && !p.encoded
             && !p.deep
     };
-    let mut priors = Priors::default();
+    let mut line_priors = Priors::default();
     if config.libinjection || config.signatures {
-        for p in split.parts.iter().filter(|p| line(p)) {
-            let of = Priors::of(p.value.as_bytes(), config.libinjection, config.signatures);
-            priors = priors.or(of);
+        for (p, slot) in split.parts.iter().zip(priors.iter_mut()) {
+            if line(p) {
+                line_priors = line_priors.or(*slot.get_or_insert_with(|| read.priors_of(p)));
+            }
         }
     }
     let text = match line_text {
@@ -1543,19 +1557,15 @@ pub(crate) fn request_segments(
             scratch.text
         }
     };
-    let rest = Split {
-        parts: split.parts.into_iter().filter(|p| !line(p)).collect(),
-        ..split
-    };
     let mut out = vec![Segment {
         placement: Placement::Request,
         text,
         shapes: true,
         marks: Vec::new(),
-        priors,
+        priors: line_priors,
     }];
-    out.extend(segments(&rest, &read));
-    (out, limited)
+    out.extend(segments_where(split, |p| !line(p), &read, priors));
+    out
 }
 
 /// The known header values ([`PlacementConfig::known_header_permille`]): placement → name →
@@ -1642,6 +1652,11 @@ pub(crate) struct Reading<'k> {
 }
 
 impl<'k> Reading<'k> {
+    /// What the families this reading has on call `p`'s value.
+    fn priors_of(&self, p: &Part) -> Priors {
+        Priors::of(p.value.as_bytes(), self.libinjection, self.signatures)
+    }
+
     /// How `config` reads parts (`opaque_tokens` only under `placements`).
     pub(crate) fn new(config: &crate::FeaturizerConfig, known: &'k KnownValues) -> Self {
         Reading {
@@ -1656,7 +1671,21 @@ impl<'k> Reading<'k> {
     }
 }
 
+/// The segments of a split request. A part repeated with the same placement and text counts
+/// once: repeating a benign pair (`a=1&a=1&…`) would otherwise dilute the weight of an attack
+/// in the same window (padding).
+/// With `libinjection`, each segment also records what libinjection calls its value.
 pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
+    segments_where(split, |_| true, read, &mut vec![None; split.parts.len()])
+}
+
+/// [`segments`] of the parts of `split` that `keep` keeps; `priors` as in [`split_segments`].
+fn segments_where(
+    split: &Split,
+    keep: impl Fn(&Part) -> bool,
+    read: &Reading,
+    priors: &mut [Option<Priors>],
+) -> Vec<Segment> {
     let Reading {
         libinjection,
         signatures,
@@ -1667,8 +1696,10 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
     split
         .parts
         .iter()
-        .filter(|p| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
-        .map(|p| {
+        .zip(priors.iter_mut())
+        .filter(|(p, _)| keep(p))
+        .filter(|(p, _)| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
+        .map(|(p, slot)| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
             if let Some(known_priors) = known.get(p) {
                 // Its name is read, its value (the same in a share of all traffic) is not;
@@ -1713,7 +1744,7 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
             if p.encoded {
                 marks.push(format!("{}={shape}", crate::BASE64_MARK));
             }
-            let priors = Priors::of(p.value.as_bytes(), libinjection, signatures);
+            let priors = *slot.get_or_insert_with(|| read.priors_of(p));
             Segment {
                 placement: p.placement,
                 text,

@@ -408,26 +408,93 @@ impl Featurizer {
         let line = self.request_line_text(pc, view, scratch);
         let (segments, windows, limited) = self.placement_windows(req, pc, line);
         let method = view.map(|v| v.method);
+        self.push_windows(&segments, &windows, limited, method, scratch, out);
+    }
+
+    /// The vectors of [`Featurizer::transform_windows`] for a request's `segments` and
+    /// `windows` (`limited`: a limit of the split was reached; `method`: the parameter view's).
+    fn push_windows(
+        &self,
+        segments: &[placement::Segment],
+        windows: &[Vec<placement::Piece>],
+        limited: bool,
+        method: Option<&str>,
+        scratch: &mut Scratch,
+        out: &mut Vec<SparseVector>,
+    ) {
         for (k, window) in windows.iter().enumerate() {
             let mut v = SparseVector::default();
-            self.vectorize_window(&segments, window, method, scratch, &mut v);
+            self.vectorize_window(segments, window, method, scratch, &mut v);
             // The first window is `transform`'s, which did not read the rest; together the
             // windows read everything but what a limit cut.
             v.truncated = limited || (k == 0 && windows.len() > 1);
             out.push(v);
         }
-        if pc.parts_alone {
+        let parts_alone = self
+            .content
+            .config
+            .placements
+            .as_ref()
+            .is_some_and(|pc| pc.parts_alone);
+        if parts_alone {
             // Each part of a window of several parts, alone (a part longer than a window is
             // already alone in its windows).
             for piece in windows.iter().filter(|w| w.len() > 1).flatten() {
                 let mut v = SparseVector::default();
                 // A part alone: without the request's parameter features.
                 let alone = std::slice::from_ref(piece);
-                self.vectorize_window(&segments, alone, None, scratch, &mut v);
+                self.vectorize_window(segments, alone, None, scratch, &mut v);
                 v.truncated = limited;
                 out.push(v);
             }
         }
+    }
+
+    /// [`Featurizer::transform_windows`] and [`Featurizer::part_vectors`] of one request (what
+    /// content alone with a model of single parts scores), the request split and decoded once
+    /// and each part's public priors computed once for both.
+    pub fn windows_and_parts(
+        &self,
+        req: &RequestParts,
+        windows: &mut Vec<SparseVector>,
+        parts: &mut Vec<(Placement, SparseVector)>,
+    ) {
+        parts.clear();
+        let Some(pc) = &self.content.config.placements else {
+            // No parts without placements.
+            return self.transform_windows(req, windows);
+        };
+        windows.clear();
+        with_scratch(|scratch| {
+            let config = &self.content.config;
+            let view = self.params_view(req, scratch);
+            let split =
+                placement::split_request(req, pc, config.decode_rounds, config.include_body);
+            let limited = split.limited();
+            let mut priors = vec![None; split.parts.len()];
+            let line = self.request_line_text(pc, view, scratch);
+            let segments =
+                placement::split_segments(req, config, pc, &self.known, line, &split, &mut priors);
+            let (bytes, overlap) = (config.max_input_bytes, pc.window_overlap_bytes);
+            let whole = placement::windows(&segments, bytes, overlap);
+            let method = view.map(|v| v.method);
+            self.push_windows(&segments, &whole, limited, method, scratch, windows);
+            let per_pair = PlacementConfig {
+                request_line_whole: false,
+                ..pc.clone()
+            };
+            let pairs = placement::split_segments(
+                req,
+                config,
+                &per_pair,
+                &self.known,
+                None,
+                &split,
+                &mut priors,
+            );
+            let pieces = placement::windows(&pairs, bytes, overlap);
+            self.push_parts(&pairs, &pieces, limited, scratch, |p, v| parts.push((p, v)));
+        });
     }
 
     /// One vector per part of the request, each part alone (a part longer than a window: each
@@ -457,7 +524,7 @@ impl Featurizer {
         &self,
         req: &RequestParts,
         scratch: &mut Scratch,
-        mut f: impl FnMut(Placement, SparseVector),
+        f: impl FnMut(Placement, SparseVector),
     ) {
         let Some(pc) = &self.content.config.placements else {
             return;
@@ -469,15 +536,23 @@ impl Featurizer {
             ..pc.clone()
         };
         let (segments, windows, limited) = self.placement_windows(req, &per_pair, None);
+        self.push_parts(&segments, &windows, limited, scratch, f);
+    }
+
+    /// The vectors of [`Featurizer::part_vectors`] for a request's pair-by-pair `segments` and
+    /// their `windows`: each piece alone, passed to `f` with its placement.
+    fn push_parts(
+        &self,
+        segments: &[placement::Segment],
+        windows: &[Vec<placement::Piece>],
+        limited: bool,
+        scratch: &mut Scratch,
+        mut f: impl FnMut(Placement, SparseVector),
+    ) {
         for piece in windows.iter().flatten() {
             let mut v = SparseVector::default();
-            self.vectorize_window(
-                &segments,
-                std::slice::from_ref(piece),
-                None,
-                scratch,
-                &mut v,
-            );
+            let alone = std::slice::from_ref(piece);
+            self.vectorize_window(segments, alone, None, scratch, &mut v);
             v.truncated = limited;
             // A part none of whose features is in the vocabulary says nothing.
             if !v.indices.is_empty() {
@@ -791,5 +866,54 @@ mod tests {
             }
         }
         assert!(checked > requests.len(), "{checked} windows");
+    }
+
+    /// `windows_and_parts` (one split for both views) gives `transform_windows`' and
+    /// `part_vectors`' vectors, for the request line read whole or pair by pair, with Base64,
+    /// JSON and over-limit requests.
+    #[test]
+    fn windows_and_parts_equal_the_two_views() {
+        let json: &[(&str, &[u8])] = &[
+            ("Content-Type", b"application/json"),
+            ("Referer", b"http://x/a?b=%27+or+1=1--"),
+        ];
+        let requests = [
+            RequestParts::get("/a/YWRtaW4nLS0=?id=3&x=%3Cscript%3E&id=3&q=Jm5ic3A7&opaque=Zx9kQ2mN7pL4tR8v"),
+            RequestParts {
+                method: "POST",
+                target: b"/api?v=1",
+                body: Some(br#"{"a": "' union select 1--", "b": [1, "x"], "c": {"d": "../../etc/passwd"}}"#),
+                headers: Headers::Pairs(json),
+            },
+            RequestParts::get(&*Box::leak(
+                format!("/p?{}", "k=v%26%2526&".repeat(60)).into_boxed_str(),
+            )),
+        ];
+        for whole in [false, true] {
+            let config = FeaturizerConfig {
+                top_k: 3000,
+                max_input_bytes: 64,
+                char_ngrams: Some([1, 3]),
+                params: true,
+                libinjection: true,
+                signatures: true,
+                placements: Some(PlacementConfig {
+                    request_line_whole: whole,
+                    opaque_tokens: true,
+                    max_parts: 20,
+                    ..PlacementConfig::default()
+                }),
+                ..FeaturizerConfig::default()
+            };
+            let f = Featurizer::fit(config, requests.iter().copied()).expect("fit");
+            for req in &requests {
+                let (mut windows, mut parts, mut want) = (Vec::new(), Vec::new(), Vec::new());
+                f.windows_and_parts(req, &mut windows, &mut parts);
+                f.transform_windows(req, &mut want);
+                assert_eq!(windows, want);
+                assert_eq!(parts, f.part_vectors(req));
+                assert!(!parts.is_empty());
+            }
+        }
     }
 }
