@@ -431,9 +431,32 @@ struct Collector<'c> {
     decode_rounds: usize,
     split: Split,
     bytes: usize,
-    /// (placement, name, value) of the parts so far: a repeated identical part is read once
-    /// and does not count against `max_parts` (padding by repetition).
-    seen: std::collections::HashSet<(Placement, String, String)>,
+    /// The parts read so far (not their Base64-decoded forms), by a keyed hash of (placement,
+    /// name, value): a repeated identical part is read once and does not count against
+    /// `max_parts` (padding by repetition). Keyed by hash, not by copies of the strings: the
+    /// part's own strings are compared on a hit.
+    seen: HashMap<u64, usize, std::hash::BuildHasherDefault<Digest>>,
+    /// The keys of those hashes (random per process, as a `HashSet`'s: the request chooses the
+    /// strings).
+    keys: std::hash::RandomState,
+}
+
+/// A [`Collector`]'s hashes are already keyed SipHash digests: used as they are.
+#[derive(Default)]
+struct Digest(u64);
+
+impl std::hash::Hasher for Digest {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Collector<'_> {
@@ -466,13 +489,20 @@ impl Collector<'_> {
         let decoded = std::str::from_utf8(&value)
             .ok()
             .and_then(|v| base64_text(v.trim()));
-        let value = lowercase(&value);
-        if !self.seen.insert((placement, name.clone(), value.clone())) {
-            return;
+        let value = lowercase_owned(value);
+        let digest = std::hash::BuildHasher::hash_one(&self.keys, (placement, &name, &value));
+        let same =
+            |p: &Part| !p.encoded && p.placement == placement && p.name == name && p.value == value;
+        if let Some(&k) = self.seen.get(&digest) {
+            // The part with this hash, or (two parts' hashes equal) any part read so far.
+            if same(&self.split.parts[k]) || self.split.parts.iter().any(same) {
+                return;
+            }
         }
         if self.full() {
             return;
         }
+        self.seen.entry(digest).or_insert(self.split.parts.len());
         self.split.parts.push(Part {
             placement,
             name: name.clone(),
@@ -537,7 +567,8 @@ pub fn split_request(
         decode_rounds,
         split: Split::default(),
         bytes: 0,
-        seen: Default::default(),
+        seen: HashMap::with_capacity_and_hasher(32, Default::default()),
+        keys: Default::default(),
     };
     // Request line.
     c.push(Placement::Method, b"", req.method.as_bytes(), false);
@@ -1155,7 +1186,21 @@ fn xml_attributes(c: &mut Collector, mut s: &[u8]) {
 /// Decodes a raw value the ways attackers encode (see the module documentation) and lower-cases
 /// it; `form`: `+` is a space in the first round (query strings and form bodies).
 pub fn decode_value(raw: &[u8], rounds: usize, form: bool) -> String {
-    lowercase(&decode_bytes(raw, rounds, form))
+    lowercase_owned(decode_bytes(raw, rounds, form))
+}
+
+/// [`lowercase`] of bytes the caller no longer needs: ASCII (most values) in place.
+fn lowercase_owned(bytes: Vec<u8>) -> String {
+    if !bytes.is_ascii() {
+        return lowercase(&bytes);
+    }
+    match String::from_utf8(bytes) {
+        Ok(mut text) => {
+            text.make_ascii_lowercase();
+            text
+        }
+        Err(e) => lowercase(e.as_bytes()),
+    }
 }
 
 fn lowercase(bytes: &[u8]) -> String {
@@ -1173,7 +1218,8 @@ fn decode_bytes(raw: &[u8], rounds: usize, form: bool) -> Vec<u8> {
 fn decode_bytes_marked(raw: &[u8], rounds: usize, form: bool) -> (Vec<u8>, bool) {
     let mut deep = false;
     let mut cur = raw.to_vec();
-    let mut next = Vec::with_capacity(cur.len());
+    // Allocated on a value's first decoding step only (most values have none).
+    let mut next = Vec::new();
     // decode_rounds 0 turns every decoding off, as on the seeds' path.
     for round in 0..rounds {
         let mut changed = crate::percent_decode_into(&cur, form && round == 0, &mut next);
@@ -1692,7 +1738,7 @@ fn segments_where(
         opaque_tokens,
         known,
     } = *read;
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::with_capacity(split.parts.len());
     split
         .parts
         .iter()
