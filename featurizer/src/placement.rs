@@ -1619,7 +1619,7 @@ pub(crate) fn split_segments(
 /// hot path).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KnownValues {
-    map: HashMap<&'static str, NameValues>,
+    map: FxMap<&'static str, NameValues>,
     /// [`PlacementConfig::known_digit_runs`]: values are stored and looked up with their digit
     /// runs collapsed.
     digit_runs: bool,
@@ -1629,7 +1629,12 @@ pub(crate) struct KnownValues {
 /// value (computed once, with every family, when the table is built: the same values recur in
 /// every request, and libinjection on a User-Agent or Accept value costs more than the rest of
 /// a request).
-type NameValues = HashMap<String, HashMap<String, Priors>>;
+type NameValues = FxMap<String, FxMap<String, Priors>>;
+
+/// The table's maps hash with FxHash, as the vocabulary does ([`crate::FxHasher`]): their keys
+/// are the artifact's, inserted once; a request's values are only looked up (three lookups per
+/// header, on every request).
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<crate::FxHasher>>;
 
 impl KnownValues {
     /// From [`known_key`]s (`placement`, name and value joined by tabs); a key of an unknown
@@ -1639,7 +1644,7 @@ impl KnownValues {
         keys: impl IntoIterator<Item = &'k String>,
         digit_runs: bool,
     ) -> Self {
-        let mut map: HashMap<&'static str, NameValues> = HashMap::new();
+        let mut map: FxMap<&'static str, NameValues> = FxMap::default();
         for key in keys {
             let mut fields = key.splitn(3, '\t');
             let (Some(placement), Some(name), Some(value)) =
@@ -1753,9 +1758,9 @@ fn segments_where(
                 let priors = known_priors.masked(libinjection, signatures);
                 return Segment {
                     placement: p.placement,
-                    text: format!("{}=", p.name),
+                    text: [p.name.as_str(), "="].concat(),
                     shapes: false,
-                    marks: vec![format!("{}={KNOWN_VALUE_SHAPE}", p.placement.as_str())],
+                    marks: vec![[p.placement.as_str(), "=", KNOWN_VALUE_SHAPE].concat()],
                     priors,
                 };
             }
@@ -1763,32 +1768,33 @@ fn segments_where(
                 // Its name is read (a renamed cookie shows), its random value is not.
                 let text = match (pair, p.name.is_empty()) {
                     (_, true) => String::new(),
-                    (true, false) => format!("?{}=", p.name),
-                    (false, false) => format!("{}=", p.name),
+                    (true, false) => ["?", p.name.as_str(), "="].concat(),
+                    (false, false) => [p.name.as_str(), "="].concat(),
                 };
                 return Segment {
                     placement: p.placement,
                     text,
                     shapes: false,
-                    marks: vec![format!("{}={OPAQUE_TOKEN_SHAPE}", p.placement.as_str())],
+                    marks: vec![[p.placement.as_str(), "=", OPAQUE_TOKEN_SHAPE].concat()],
                     priors: Priors::default(),
                 };
             }
             let text = if pair {
                 if p.name.is_empty() {
-                    format!("?{}", p.value)
+                    ["?", p.value.as_str()].concat()
                 } else {
-                    format!("?{}={}", p.name, p.value)
+                    ["?", p.name.as_str(), "=", p.value.as_str()].concat()
                 }
             } else if p.name.is_empty() {
                 p.value.clone()
             } else {
-                format!("{}={}", p.name, p.value)
+                [p.name.as_str(), "=", p.value.as_str()].concat()
             };
             let shape = crate::value_shape(&p.value);
-            let mut marks = vec![format!("{}={shape}", p.placement.as_str())];
+            // Concatenated, not `format!`ed: this runs for every part of every request.
+            let mut marks = vec![[p.placement.as_str(), "=", shape].concat()];
             if p.encoded {
-                marks.push(format!("{}={shape}", crate::BASE64_MARK));
+                marks.push([crate::BASE64_MARK, "=", shape].concat());
             }
             let priors = *slot.get_or_insert_with(|| read.priors_of(p));
             Segment {
