@@ -1623,7 +1623,15 @@ pub(crate) struct KnownValues {
     /// [`PlacementConfig::known_digit_runs`]: values are stored and looked up with their digit
     /// runs collapsed.
     digit_runs: bool,
+    /// The site's most frequent paths (the rarity table's) with what every public prior calls
+    /// each: a request's path is the same as many others', and libinjection on it costs as much
+    /// as the rest of a typical request's request line.
+    paths: FxMap<String, Priors>,
 }
+
+/// Most paths whose public priors [`KnownValues::with_paths`] computes ahead (the most
+/// frequent): a bound on the work and memory of loading a bundle of a site with many paths.
+pub(crate) const MAX_KNOWN_PATHS: usize = 4096;
 
 /// A placement's known header names, their known values, and what the public priors call each
 /// value (computed once, with every family, when the table is built: the same values recur in
@@ -1667,7 +1675,27 @@ impl KnownValues {
                 .entry(stored)
                 .or_insert_with(|| Priors::of(value.as_bytes(), true, true));
         }
-        KnownValues { map, digit_runs }
+        KnownValues {
+            map,
+            digit_runs,
+            paths: FxMap::default(),
+        }
+    }
+
+    /// With the public priors of the [`MAX_KNOWN_PATHS`] most frequent of `paths` (path →
+    /// number of requests; ties by path) computed once, for [`Reading`] to look up.
+    pub(crate) fn with_paths<'p>(
+        mut self,
+        paths: impl IntoIterator<Item = (&'p String, &'p u32)>,
+    ) -> Self {
+        let mut paths: Vec<(&String, &u32)> = paths.into_iter().collect();
+        paths.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        self.paths = paths
+            .into_iter()
+            .take(MAX_KNOWN_PATHS)
+            .map(|(path, _)| (path.clone(), Priors::of(path.as_bytes(), true, true)))
+            .collect();
+        self
     }
 
     /// When `p` is a known header value: what every public prior calls it ([`Priors`]).
@@ -1703,8 +1731,14 @@ pub(crate) struct Reading<'k> {
 }
 
 impl<'k> Reading<'k> {
-    /// What the families this reading has on call `p`'s value.
+    /// What the families this reading has on call `p`'s value (a known path's from the table:
+    /// the same function of the same string, computed once).
     fn priors_of(&self, p: &Part) -> Priors {
+        if p.placement == Placement::Path && !self.known.paths.is_empty() {
+            if let Some(priors) = self.known.paths.get(p.value.as_str()) {
+                return priors.masked(self.libinjection, self.signatures);
+            }
+        }
         Priors::of(p.value.as_bytes(), self.libinjection, self.signatures)
     }
 
@@ -1906,4 +1940,51 @@ pub(crate) fn for_each_window_feature(
         }
     }
     count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Featurizer, FeaturizerConfig, RequestParts};
+
+    /// A request whose path is one of the site's known paths gets the same vectors with the
+    /// path's public priors read from the table as computed on the request (paths that
+    /// libinjection and the signatures flag included).
+    #[test]
+    fn known_paths_carry_the_priors_computed_on_the_request() {
+        let config = FeaturizerConfig {
+            top_k: 500,
+            params: true,
+            rarity_min_count: Some(1),
+            libinjection: true,
+            signatures: true,
+            placements: Some(PlacementConfig {
+                request_line_whole: true,
+                ..PlacementConfig::default()
+            }),
+            ..FeaturizerConfig::default()
+        };
+        let docs = [
+            RequestParts::get("/a/../../etc/passwd?x=1"),
+            RequestParts::get("/q'%20or%201=1--?y=2"),
+            RequestParts::get("/%3Cscript%3Ealert(1)%3C/script%3E"),
+            RequestParts::get("/plain/page.jsp?z=3"),
+        ];
+        let f = Featurizer::fit(config, docs.iter().copied()).expect("fit");
+        let flagged = |p: &Priors| p.li.iter().chain(&p.sig).any(|&b| b);
+        assert!(f.known.paths.values().filter(|p| flagged(p)).count() >= 3);
+        let mut computed = f.clone();
+        computed.known.paths.clear();
+        for req in &docs {
+            let pc = f.config().placements.clone().unwrap_or_default();
+            let split = split_request(req, &pc, f.config().decode_rounds, true);
+            let path = split.parts.iter().find(|p| p.placement == Placement::Path);
+            assert!(f.known.paths.contains_key(&path.expect("path").value));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            f.transform_windows(req, &mut a);
+            computed.transform_windows(req, &mut b);
+            assert_eq!(a, b);
+            assert_eq!(f.part_vectors(req), computed.part_vectors(req));
+        }
+    }
 }
