@@ -1424,6 +1424,10 @@ pub fn base64_text(value: &str) -> Option<String> {
     if body.iter().all(u8::is_ascii_digit) {
         return None;
     }
+    // Most values (a header with a space, a `.` or a `,`) are not Base64: no buffer for them.
+    if !body.iter().all(|&b| sextet(b).is_some()) {
+        return None;
+    }
     let mut out = Vec::with_capacity(body.len() * 3 / 4);
     for chunk in body.chunks(4) {
         let mut acc = 0u32;
