@@ -141,6 +141,14 @@ pub fn score_request<E>(
     }
     let mut windows = Vec::new();
     featurizer.transform_windows(req, &mut windows);
+    best_window(windows, score)
+}
+
+/// The highest-scoring of a request's windows ([`Featurizer::transform_windows`]).
+fn best_window<E>(
+    windows: Vec<SparseVector>,
+    mut score: impl FnMut(&SparseVector) -> Result<f32, E>,
+) -> Result<RequestScore, E> {
     // The last window is flagged exactly when a bound of `placements` cut the input.
     let truncated = windows.last().is_some_and(|w| w.truncated);
     let count = windows.len();
@@ -177,8 +185,14 @@ pub fn score_request_and_parts<E>(
     score: impl FnMut(&SparseVector) -> Result<f32, E>,
     mut score_part: impl FnMut(&SparseVector) -> Result<f32, E>,
 ) -> Result<RequestScore, E> {
-    let mut scored = score_request(featurizer, req, score)?;
-    let parts = featurizer.part_vectors(req);
+    if featurizer.config().placements.is_none() {
+        // One vector, and no parts.
+        return score_request(featurizer, req, score);
+    }
+    // Split once for both views (`part_vectors` would split and decode the request again).
+    let (mut windows, mut parts) = (Vec::new(), Vec::new());
+    featurizer.windows_and_parts(req, &mut windows, &mut parts);
+    let mut scored = best_window(windows, score)?;
     scored.windows += parts.len();
     for (placement, part) in parts {
         let s = offsets.shift(placement, score_part(&part)?);

@@ -161,13 +161,17 @@ impl Featurizer {
             .collect();
         let char_table = NgramTable::new(&packed);
         let rarity = c.rarity.as_ref().map(RarityTable::lookup);
-        let known = placement::KnownValues::from_keys(
+        let mut known = placement::KnownValues::from_keys(
             c.known_header_values.iter().flatten(),
             c.config
                 .placements
                 .as_ref()
                 .is_some_and(|pc| pc.known_digit_runs),
         );
+        let priors = c.config.libinjection || c.config.signatures;
+        if let (Some(table), true, true) = (&c.rarity, c.config.placements.is_some(), priors) {
+            known = known.with_paths(&table.paths);
+        }
         let plain_config = FeaturizerConfig {
             value_shapes: false,
             ..c.config.clone()

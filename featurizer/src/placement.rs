@@ -486,9 +486,32 @@ struct Collector<'c> {
     decode_rounds: usize,
     split: Split,
     bytes: usize,
-    /// (placement, name, value) of the parts so far: a repeated identical part is read once
-    /// and does not count against `max_parts` (padding by repetition).
-    seen: std::collections::HashSet<(Placement, String, String)>,
+    /// The parts read so far (not their Base64-decoded forms), by a keyed hash of (placement,
+    /// name, value): a repeated identical part is read once and does not count against
+    /// `max_parts` (padding by repetition). Keyed by hash, not by copies of the strings: the
+    /// part's own strings are compared on a hit.
+    seen: HashMap<u64, usize, std::hash::BuildHasherDefault<Digest>>,
+    /// The keys of those hashes (random per process, as a `HashSet`'s: the request chooses the
+    /// strings).
+    keys: std::hash::RandomState,
+}
+
+/// A [`Collector`]'s hashes are already keyed SipHash digests: used as they are.
+#[derive(Default)]
+struct Digest(u64);
+
+impl std::hash::Hasher for Digest {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Collector<'_> {
@@ -521,13 +544,20 @@ impl Collector<'_> {
         let decoded = std::str::from_utf8(&value)
             .ok()
             .and_then(|v| base64_text(v.trim()));
-        let value = lowercase(&value);
-        if !self.seen.insert((placement, name.clone(), value.clone())) {
-            return;
+        let value = lowercase_owned(value);
+        let digest = std::hash::BuildHasher::hash_one(&self.keys, (placement, &name, &value));
+        let same =
+            |p: &Part| !p.encoded && p.placement == placement && p.name == name && p.value == value;
+        if let Some(&k) = self.seen.get(&digest) {
+            // The part with this hash, or (two parts' hashes equal) any part read so far.
+            if same(&self.split.parts[k]) || self.split.parts.iter().any(same) {
+                return;
+            }
         }
         if self.full() {
             return;
         }
+        self.seen.entry(digest).or_insert(self.split.parts.len());
         self.split.parts.push(Part {
             placement,
             name: name.clone(),
@@ -593,7 +623,8 @@ pub fn split_request(
         decode_rounds,
         split: Split::default(),
         bytes: 0,
-        seen: Default::default(),
+        seen: HashMap::with_capacity_and_hasher(32, Default::default()),
+        keys: Default::default(),
     };
     // Request line.
     c.push(Placement::Method, b"", req.method.as_bytes(), false);
@@ -1266,7 +1297,21 @@ fn xml_attributes(c: &mut Collector, mut s: &[u8]) {
 /// Decodes a raw value the ways attackers encode (see the module documentation) and lower-cases
 /// it; `form`: `+` is a space in the first round (query strings and form bodies).
 pub fn decode_value(raw: &[u8], rounds: usize, form: bool) -> String {
-    lowercase(&decode_bytes(raw, rounds, form))
+    lowercase_owned(decode_bytes(raw, rounds, form))
+}
+
+/// [`lowercase`] of bytes the caller no longer needs: ASCII (most values) in place.
+fn lowercase_owned(bytes: Vec<u8>) -> String {
+    if !bytes.is_ascii() {
+        return lowercase(&bytes);
+    }
+    match String::from_utf8(bytes) {
+        Ok(mut text) => {
+            text.make_ascii_lowercase();
+            text
+        }
+        Err(e) => lowercase(e.as_bytes()),
+    }
 }
 
 fn lowercase(bytes: &[u8]) -> String {
@@ -1284,7 +1329,8 @@ fn decode_bytes(raw: &[u8], rounds: usize, form: bool) -> Vec<u8> {
 fn decode_bytes_marked(raw: &[u8], rounds: usize, form: bool) -> (Vec<u8>, bool) {
     let mut deep = false;
     let mut cur = raw.to_vec();
-    let mut next = Vec::with_capacity(cur.len());
+    // Allocated on a value's first decoding step only (most values have none).
+    let mut next = Vec::new();
     // decode_rounds 0 turns every decoding off, as on the seeds' path.
     for round in 0..rounds {
         let mut changed = crate::percent_decode_into(&cur, form && round == 0, &mut next);
@@ -1489,6 +1535,10 @@ pub fn base64_text(value: &str) -> Option<String> {
     if body.iter().all(u8::is_ascii_digit) {
         return None;
     }
+    // Most values (a header with a space, a `.` or a `,`) are not Base64: no buffer for them.
+    if !body.iter().all(|&b| sextet(b).is_some()) {
+        return None;
+    }
     let mut out = Vec::with_capacity(body.len() * 3 / 4);
     for chunk in body.chunks(4) {
         let mut acc = 0u32;
@@ -1604,14 +1654,8 @@ pub fn libinjection_flags(value: &[u8]) -> [bool; 2] {
     .unwrap_or([true, true])
 }
 
-/// The segments of a split request. A part repeated with the same placement and text counts
-/// once: repeating a benign pair (`a=1&a=1&…`) would otherwise dilute the weight of an attack
-/// in the same window (padding).
-/// With `libinjection`, each segment also records what libinjection calls its value.
 /// A request's segments under `placements` (`pc`), and whether a limit of the split was
-/// reached: [`split_request`] then [`segments`]; with [`PlacementConfig::request_line_whole`],
-/// the request line and form body as one `request` segment first, in place of their pairs
-/// (`line_text`: its text when the caller already normalized it, read up to `max_bytes`).
+/// reached: [`split_request`] then [`split_segments`].
 pub(crate) fn request_segments(
     req: &crate::RequestParts,
     config: &crate::FeaturizerConfig,
@@ -1620,13 +1664,32 @@ pub(crate) fn request_segments(
     line_text: Option<&str>,
 ) -> (Vec<Segment>, bool) {
     let split = split_request(req, pc, config.decode_rounds, config.include_body);
-    let limited = split.limited();
+    let mut priors = vec![None; split.parts.len()];
+    let segments = split_segments(req, config, pc, known, line_text, &split, &mut priors);
+    (segments, split.limited())
+}
+
+/// The segments of `split` (a request's [`split_request`] under `pc`): [`segments`]; with
+/// [`PlacementConfig::request_line_whole`], the request line and form body as one `request`
+/// segment first, in place of their pairs (`line_text`: its text when the caller already
+/// normalized it, read up to `max_bytes`). `priors`: what the public priors call each part of
+/// the split, where known (one slot per part, filled here), so that a caller reading the same
+/// split twice runs the detectors once per part.
+pub(crate) fn split_segments(
+    req: &crate::RequestParts,
+    config: &crate::FeaturizerConfig,
+    pc: &PlacementConfig,
+    known: &KnownValues,
+    line_text: Option<&str>,
+    split: &Split,
+    priors: &mut [Option<Priors>],
+) -> Vec<Segment> {
     let read = Reading {
         opaque_tokens: pc.opaque_tokens,
         ..Reading::new(config, known)
     };
     if !pc.request_line_whole {
-        return (segments(&split, &read), limited);
+        return segments_where(split, |_| true, &read, priors);
     }
     let line = |p: &Part| {
         matches!(
@@ -1635,11 +1698,12 @@ pub(crate) fn request_segments(
         ) && !p.encoded
             && !p.deep
     };
-    let mut priors = Priors::default();
+    let mut line_priors = Priors::default();
     if config.libinjection || config.signatures {
-        for p in split.parts.iter().filter(|p| line(p)) {
-            let of = Priors::of(p.value.as_bytes(), config.libinjection, config.signatures);
-            priors = priors.or(of);
+        for (p, slot) in split.parts.iter().zip(priors.iter_mut()) {
+            if line(p) {
+                line_priors = line_priors.or(*slot.get_or_insert_with(|| read.priors_of(p)));
+            }
         }
     }
     let text = match line_text {
@@ -1654,19 +1718,15 @@ pub(crate) fn request_segments(
             scratch.text
         }
     };
-    let rest = Split {
-        parts: split.parts.into_iter().filter(|p| !line(p)).collect(),
-        ..split
-    };
     let mut out = vec![Segment {
         placement: Placement::Request,
         text,
         shapes: true,
         marks: Vec::new(),
-        priors,
+        priors: line_priors,
     }];
-    out.extend(segments(&rest, &read));
-    (out, limited)
+    out.extend(segments_where(split, |p| !line(p), &read, priors));
+    out
 }
 
 /// The known header values ([`PlacementConfig::known_header_permille`]): placement → name →
@@ -1674,17 +1734,30 @@ pub(crate) fn request_segments(
 /// hot path).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KnownValues {
-    map: HashMap<&'static str, NameValues>,
+    map: FxMap<&'static str, NameValues>,
     /// [`PlacementConfig::known_digit_runs`]: values are stored and looked up with their digit
     /// runs collapsed.
     digit_runs: bool,
+    /// The site's most frequent paths (the rarity table's) with what every public prior calls
+    /// each: a request's path is the same as many others', and libinjection on it costs as much
+    /// as the rest of a typical request's request line.
+    paths: FxMap<String, Priors>,
 }
+
+/// Most paths whose public priors [`KnownValues::with_paths`] computes ahead (the most
+/// frequent): a bound on the work and memory of loading a bundle of a site with many paths.
+pub(crate) const MAX_KNOWN_PATHS: usize = 4096;
 
 /// A placement's known header names, their known values, and what the public priors call each
 /// value (computed once, with every family, when the table is built: the same values recur in
 /// every request, and libinjection on a User-Agent or Accept value costs more than the rest of
 /// a request).
-type NameValues = HashMap<String, HashMap<String, Priors>>;
+type NameValues = FxMap<String, FxMap<String, Priors>>;
+
+/// The table's maps hash with FxHash, as the vocabulary does ([`crate::FxHasher`]): their keys
+/// are the artifact's, inserted once; a request's values are only looked up (three lookups per
+/// header, on every request).
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<crate::FxHasher>>;
 
 impl KnownValues {
     /// From [`known_key`]s (`placement`, name and value joined by tabs); a key of an unknown
@@ -1694,7 +1767,7 @@ impl KnownValues {
         keys: impl IntoIterator<Item = &'k String>,
         digit_runs: bool,
     ) -> Self {
-        let mut map: HashMap<&'static str, NameValues> = HashMap::new();
+        let mut map: FxMap<&'static str, NameValues> = FxMap::default();
         for key in keys {
             let mut fields = key.splitn(3, '\t');
             let (Some(placement), Some(name), Some(value)) =
@@ -1717,7 +1790,27 @@ impl KnownValues {
                 .entry(stored)
                 .or_insert_with(|| Priors::of(value.as_bytes(), true, true));
         }
-        KnownValues { map, digit_runs }
+        KnownValues {
+            map,
+            digit_runs,
+            paths: FxMap::default(),
+        }
+    }
+
+    /// With the public priors of the [`MAX_KNOWN_PATHS`] most frequent of `paths` (path →
+    /// number of requests; ties by path) computed once, for [`Reading`] to look up.
+    pub(crate) fn with_paths<'p>(
+        mut self,
+        paths: impl IntoIterator<Item = (&'p String, &'p u32)>,
+    ) -> Self {
+        let mut paths: Vec<(&String, &u32)> = paths.into_iter().collect();
+        paths.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        self.paths = paths
+            .into_iter()
+            .take(MAX_KNOWN_PATHS)
+            .map(|(path, _)| (path.clone(), Priors::of(path.as_bytes(), true, true)))
+            .collect();
+        self
     }
 
     /// When `p` is a known header value: what every public prior calls it ([`Priors`]).
@@ -1753,6 +1846,17 @@ pub(crate) struct Reading<'k> {
 }
 
 impl<'k> Reading<'k> {
+    /// What the families this reading has on call `p`'s value (a known path's from the table:
+    /// the same function of the same string, computed once).
+    fn priors_of(&self, p: &Part) -> Priors {
+        if p.placement == Placement::Path && !self.known.paths.is_empty() {
+            if let Some(priors) = self.known.paths.get(p.value.as_str()) {
+                return priors.masked(self.libinjection, self.signatures);
+            }
+        }
+        Priors::of(p.value.as_bytes(), self.libinjection, self.signatures)
+    }
+
     /// How `config` reads parts (`opaque_tokens` only under `placements`).
     pub(crate) fn new(config: &crate::FeaturizerConfig, known: &'k KnownValues) -> Self {
         Reading {
@@ -1767,19 +1871,35 @@ impl<'k> Reading<'k> {
     }
 }
 
+/// The segments of a split request. A part repeated with the same placement and text counts
+/// once: repeating a benign pair (`a=1&a=1&…`) would otherwise dilute the weight of an attack
+/// in the same window (padding).
+/// With `libinjection`, each segment also records what libinjection calls its value.
 pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
+    segments_where(split, |_| true, read, &mut vec![None; split.parts.len()])
+}
+
+/// [`segments`] of the parts of `split` that `keep` keeps; `priors` as in [`split_segments`].
+fn segments_where(
+    split: &Split,
+    keep: impl Fn(&Part) -> bool,
+    read: &Reading,
+    priors: &mut [Option<Priors>],
+) -> Vec<Segment> {
     let Reading {
         libinjection,
         signatures,
         opaque_tokens,
         known,
     } = *read;
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::with_capacity(split.parts.len());
     split
         .parts
         .iter()
-        .filter(|p| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
-        .map(|p| {
+        .zip(priors.iter_mut())
+        .filter(|(p, _)| keep(p))
+        .filter(|(p, _)| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
+        .map(|(p, slot)| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
             if let Some(known_priors) = known.get(p) {
                 // Its name is read, its value (the same in a share of all traffic) is not;
@@ -1787,9 +1907,9 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
                 let priors = known_priors.masked(libinjection, signatures);
                 return Segment {
                     placement: p.placement,
-                    text: format!("{}=", p.name),
+                    text: [p.name.as_str(), "="].concat(),
                     shapes: false,
-                    marks: vec![format!("{}={KNOWN_VALUE_SHAPE}", p.placement.as_str())],
+                    marks: vec![[p.placement.as_str(), "=", KNOWN_VALUE_SHAPE].concat()],
                     priors,
                 };
             }
@@ -1797,34 +1917,35 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
                 // Its name is read (a renamed cookie shows), its random value is not.
                 let text = match (pair, p.name.is_empty()) {
                     (_, true) => String::new(),
-                    (true, false) => format!("?{}=", p.name),
-                    (false, false) => format!("{}=", p.name),
+                    (true, false) => ["?", p.name.as_str(), "="].concat(),
+                    (false, false) => [p.name.as_str(), "="].concat(),
                 };
                 return Segment {
                     placement: p.placement,
                     text,
                     shapes: false,
-                    marks: vec![format!("{}={OPAQUE_TOKEN_SHAPE}", p.placement.as_str())],
+                    marks: vec![[p.placement.as_str(), "=", OPAQUE_TOKEN_SHAPE].concat()],
                     priors: Priors::default(),
                 };
             }
             let text = if pair {
                 if p.name.is_empty() {
-                    format!("?{}", p.value)
+                    ["?", p.value.as_str()].concat()
                 } else {
-                    format!("?{}={}", p.name, p.value)
+                    ["?", p.name.as_str(), "=", p.value.as_str()].concat()
                 }
             } else if p.name.is_empty() {
                 p.value.clone()
             } else {
-                format!("{}={}", p.name, p.value)
+                [p.name.as_str(), "=", p.value.as_str()].concat()
             };
             let shape = crate::value_shape(&p.value);
-            let mut marks = vec![format!("{}={shape}", p.placement.as_str())];
+            // Concatenated, not `format!`ed: this runs for every part of every request.
+            let mut marks = vec![[p.placement.as_str(), "=", shape].concat()];
             if p.encoded {
-                marks.push(format!("{}={shape}", crate::BASE64_MARK));
+                marks.push([crate::BASE64_MARK, "=", shape].concat());
             }
-            let priors = Priors::of(p.value.as_bytes(), libinjection, signatures);
+            let priors = *slot.get_or_insert_with(|| read.priors_of(p));
             Segment {
                 placement: p.placement,
                 text,
@@ -1934,4 +2055,51 @@ pub(crate) fn for_each_window_feature(
         }
     }
     count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Featurizer, FeaturizerConfig, RequestParts};
+
+    /// A request whose path is one of the site's known paths gets the same vectors with the
+    /// path's public priors read from the table as computed on the request (paths that
+    /// libinjection and the signatures flag included).
+    #[test]
+    fn known_paths_carry_the_priors_computed_on_the_request() {
+        let config = FeaturizerConfig {
+            top_k: 500,
+            params: true,
+            rarity_min_count: Some(1),
+            libinjection: true,
+            signatures: true,
+            placements: Some(PlacementConfig {
+                request_line_whole: true,
+                ..PlacementConfig::default()
+            }),
+            ..FeaturizerConfig::default()
+        };
+        let docs = [
+            RequestParts::get("/a/../../etc/passwd?x=1"),
+            RequestParts::get("/q'%20or%201=1--?y=2"),
+            RequestParts::get("/%3Cscript%3Ealert(1)%3C/script%3E"),
+            RequestParts::get("/plain/page.jsp?z=3"),
+        ];
+        let f = Featurizer::fit(config, docs.iter().copied()).expect("fit");
+        let flagged = |p: &Priors| p.li.iter().chain(&p.sig).any(|&b| b);
+        assert!(f.known.paths.values().filter(|p| flagged(p)).count() >= 3);
+        let mut computed = f.clone();
+        computed.known.paths.clear();
+        for req in &docs {
+            let pc = f.config().placements.clone().unwrap_or_default();
+            let split = split_request(req, &pc, f.config().decode_rounds, true);
+            let path = split.parts.iter().find(|p| p.placement == Placement::Path);
+            assert!(f.known.paths.contains_key(&path.expect("path").value));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            f.transform_windows(req, &mut a);
+            computed.transform_windows(req, &mut b);
+            assert_eq!(a, b);
+            assert_eq!(f.part_vectors(req), computed.part_vectors(req));
+        }
+    }
 }

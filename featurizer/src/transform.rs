@@ -11,6 +11,19 @@ pub(crate) struct ParamsView<'r> {
     pub(crate) cut: bool,
 }
 
+/// Runs `f` with this thread's [`Scratch`]: its counts (one per vocabulary entry, 40 KB for
+/// K = 10,000) and buffers are allocated and zeroed once per thread, not per request.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        // A caller's callback featurizing again on this thread: a buffer of its own.
+        Err(_) => f(&mut Scratch::default()),
+    })
+}
+
 impl Featurizer {
     /// Vocabulary index of a feature of a kind (`feature` without the kind's prefix).
     #[inline]
@@ -165,15 +178,8 @@ impl Featurizer {
     ///
     /// Uses a per-thread [`Scratch`], so only the output vectors are allocated.
     pub fn transform(&self, req: &RequestParts) -> SparseVector {
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
-        }
         let mut out = SparseVector::default();
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => self.transform_into(req, &mut scratch, &mut out),
-            // Not reachable (transform_into does not call back), but never panic on it.
-            Err(_) => self.transform_into(req, &mut Scratch::default(), &mut out),
-        });
+        with_scratch(|scratch| self.transform_into(req, scratch, &mut out));
         out
     }
 
@@ -312,25 +318,65 @@ impl Featurizer {
             params,
             ..
         } = scratch;
-        let (config, plain) = (&self.content.config, &self.plain_config);
         self.vectorize(counts, touched, weights, out, |add| {
-            let mut tokens = placement::for_each_window_feature(
-                config,
-                plain,
-                segments,
-                window,
-                gram,
-                |kind, feature| {
-                    if let Some(i) = self.lookup_kind_or_unseen(kind, feature, unseen) {
-                        add.add(i);
-                    }
-                },
-            );
+            let mut tokens = self.count_window_features(segments, window, gram, unseen, add);
             if let Some(method) = params_method {
                 tokens += self.for_each_param_feature(method, text, params, |i| add.add(i));
             }
             tokens
         });
+    }
+
+    /// Counts the features of a window that are in the vocabulary and returns the number of
+    /// features ([`placement::for_each_window_feature`]'s, family by family, each looked up the
+    /// fastest way, as [`Featurizer::transform_into`] does without placements: character
+    /// n-grams by their packed bytes, never formed as strings; the order does not matter, only
+    /// the counts).
+    fn count_window_features(
+        &self,
+        segments: &[placement::Segment],
+        window: &[placement::Piece],
+        gram: &mut String,
+        unseen: &mut String,
+        add: &mut Counter,
+    ) -> u32 {
+        let mut count = 0u32;
+        for piece in window {
+            let seg = &segments[piece.segment];
+            let first = piece.start == 0;
+            let cfg = if seg.shapes && first {
+                &self.content.config
+            } else {
+                &self.plain_config
+            };
+            let text = &seg.text[piece.start..piece.end];
+            count += for_each_feature(text, cfg.ngram_max, gram, |feature| {
+                if let Some(i) = self.lookup(feature) {
+                    add.add(i);
+                }
+            });
+            if let Some([lo, hi]) = cfg.char_ngrams {
+                count += self.for_each_char_ngram(text, lo, hi, add);
+            }
+            if cfg.value_shapes {
+                count += for_each_shape_feature(text, gram, |feature| {
+                    if let Some(i) = self.lookup_kind_or_unseen(FeatureKind::Shape, feature, unseen)
+                    {
+                        add.add(i);
+                    }
+                });
+            }
+            if first {
+                let marks = seg.marks.iter().map(String::as_str);
+                for body in marks.chain(seg.priors.fired().map(|b| -> &str { b })) {
+                    count += 1;
+                    if let Some(&i) = self.placement_index.get(body) {
+                        add.add(i);
+                    }
+                }
+            }
+        }
+        count
     }
 
     /// Every vector of a request: one per window of [`FeaturizerConfig::max_input_bytes`] bytes
@@ -343,37 +389,112 @@ impl Featurizer {
     /// per part of every window of several parts: that part alone.
     pub fn transform_windows(&self, req: &RequestParts, out: &mut Vec<SparseVector>) {
         out.clear();
-        let mut scratch = Scratch::default();
+        with_scratch(|scratch| self.transform_windows_with(req, scratch, out));
+    }
+
+    fn transform_windows_with(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+        out: &mut Vec<SparseVector>,
+    ) {
         let Some(pc) = &self.content.config.placements else {
             let mut v = SparseVector::default();
-            self.transform_into(req, &mut scratch, &mut v);
+            self.transform_into(req, scratch, &mut v);
             out.push(v);
             return;
         };
-        let view = self.params_view(req, &mut scratch);
-        let line = self.request_line_text(pc, view, &scratch);
+        let view = self.params_view(req, scratch);
+        let line = self.request_line_text(pc, view, scratch);
         let (segments, windows, limited) = self.placement_windows(req, pc, line);
         let method = view.map(|v| v.method);
+        self.push_windows(&segments, &windows, limited, method, scratch, out);
+    }
+
+    /// The vectors of [`Featurizer::transform_windows`] for a request's `segments` and
+    /// `windows` (`limited`: a limit of the split was reached; `method`: the parameter view's).
+    fn push_windows(
+        &self,
+        segments: &[placement::Segment],
+        windows: &[Vec<placement::Piece>],
+        limited: bool,
+        method: Option<&str>,
+        scratch: &mut Scratch,
+        out: &mut Vec<SparseVector>,
+    ) {
         for (k, window) in windows.iter().enumerate() {
             let mut v = SparseVector::default();
-            self.vectorize_window(&segments, window, method, &mut scratch, &mut v);
+            self.vectorize_window(segments, window, method, scratch, &mut v);
             // The first window is `transform`'s, which did not read the rest; together the
             // windows read everything but what a limit cut.
             v.truncated = limited || (k == 0 && windows.len() > 1);
             out.push(v);
         }
-        if pc.parts_alone {
+        let parts_alone = self
+            .content
+            .config
+            .placements
+            .as_ref()
+            .is_some_and(|pc| pc.parts_alone);
+        if parts_alone {
             // Each part of a window of several parts, alone (a part longer than a window is
             // already alone in its windows).
             for piece in windows.iter().filter(|w| w.len() > 1).flatten() {
                 let mut v = SparseVector::default();
                 // A part alone: without the request's parameter features.
                 let alone = std::slice::from_ref(piece);
-                self.vectorize_window(&segments, alone, None, &mut scratch, &mut v);
+                self.vectorize_window(segments, alone, None, scratch, &mut v);
                 v.truncated = limited;
                 out.push(v);
             }
         }
+    }
+
+    /// [`Featurizer::transform_windows`] and [`Featurizer::part_vectors`] of one request (what
+    /// content alone with a model of single parts scores), the request split and decoded once
+    /// and each part's public priors computed once for both.
+    pub fn windows_and_parts(
+        &self,
+        req: &RequestParts,
+        windows: &mut Vec<SparseVector>,
+        parts: &mut Vec<(Placement, SparseVector)>,
+    ) {
+        parts.clear();
+        let Some(pc) = &self.content.config.placements else {
+            // No parts without placements.
+            return self.transform_windows(req, windows);
+        };
+        windows.clear();
+        with_scratch(|scratch| {
+            let config = &self.content.config;
+            let view = self.params_view(req, scratch);
+            let split =
+                placement::split_request(req, pc, config.decode_rounds, config.include_body);
+            let limited = split.limited();
+            let mut priors = vec![None; split.parts.len()];
+            let line = self.request_line_text(pc, view, scratch);
+            let segments =
+                placement::split_segments(req, config, pc, &self.known, line, &split, &mut priors);
+            let (bytes, overlap) = (config.max_input_bytes, pc.window_overlap_bytes);
+            let whole = placement::windows(&segments, bytes, overlap);
+            let method = view.map(|v| v.method);
+            self.push_windows(&segments, &whole, limited, method, scratch, windows);
+            let per_pair = PlacementConfig {
+                request_line_whole: false,
+                ..pc.clone()
+            };
+            let pairs = placement::split_segments(
+                req,
+                config,
+                &per_pair,
+                &self.known,
+                None,
+                &split,
+                &mut priors,
+            );
+            let pieces = placement::windows(&pairs, bytes, overlap);
+            self.push_parts(&pairs, &pieces, limited, scratch, |p, v| parts.push((p, v)));
+        });
     }
 
     /// One vector per part of the request, each part alone (a part longer than a window: each
@@ -395,11 +516,19 @@ impl Featurizer {
         out
     }
 
-    fn for_each_part(&self, req: &RequestParts, mut f: impl FnMut(Placement, SparseVector)) {
+    fn for_each_part(&self, req: &RequestParts, f: impl FnMut(Placement, SparseVector)) {
+        with_scratch(|scratch| self.for_each_part_with(req, scratch, f));
+    }
+
+    fn for_each_part_with(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+        f: impl FnMut(Placement, SparseVector),
+    ) {
         let Some(pc) = &self.content.config.placements else {
             return;
         };
-        let mut scratch = Scratch::default();
         // Pair by pair even where the model of whole requests reads the request line whole:
         // a pair alone is what this view is for.
         let per_pair = PlacementConfig {
@@ -407,15 +536,23 @@ impl Featurizer {
             ..pc.clone()
         };
         let (segments, windows, limited) = self.placement_windows(req, &per_pair, None);
+        self.push_parts(&segments, &windows, limited, scratch, f);
+    }
+
+    /// The vectors of [`Featurizer::part_vectors`] for a request's pair-by-pair `segments` and
+    /// their `windows`: each piece alone, passed to `f` with its placement.
+    fn push_parts(
+        &self,
+        segments: &[placement::Segment],
+        windows: &[Vec<placement::Piece>],
+        limited: bool,
+        scratch: &mut Scratch,
+        mut f: impl FnMut(Placement, SparseVector),
+    ) {
         for piece in windows.iter().flatten() {
             let mut v = SparseVector::default();
-            self.vectorize_window(
-                &segments,
-                std::slice::from_ref(piece),
-                None,
-                &mut scratch,
-                &mut v,
-            );
+            let alone = std::slice::from_ref(piece);
+            self.vectorize_window(segments, alone, None, scratch, &mut v);
             v.truncated = limited;
             // A part none of whose features is in the vocabulary says nothing.
             if !v.indices.is_empty() {
@@ -429,15 +566,22 @@ impl Featurizer {
     /// metrics. Without [`FeaturizerConfig::placements`], `transform`'s vector as
     /// [`Placement::Request`].
     pub fn placement_vectors(&self, req: &RequestParts) -> Vec<(Placement, SparseVector)> {
-        let mut scratch = Scratch::default();
+        with_scratch(|scratch| self.placement_vectors_with(req, scratch))
+    }
+
+    fn placement_vectors_with(
+        &self,
+        req: &RequestParts,
+        scratch: &mut Scratch,
+    ) -> Vec<(Placement, SparseVector)> {
         let Some(pc) = &self.content.config.placements else {
             let mut v = SparseVector::default();
-            self.transform_into(req, &mut scratch, &mut v);
+            self.transform_into(req, scratch, &mut v);
             return vec![(Placement::Request, v)];
         };
         let config = &self.content.config;
-        let view = self.params_view(req, &mut scratch);
-        let line = self.request_line_text(pc, view, &scratch);
+        let view = self.params_view(req, scratch);
+        let line = self.request_line_text(pc, view, scratch);
         let (segments, _) = placement::request_segments(req, config, pc, &self.known, line);
         let method = view.map(|v| v.method);
         let mut out = Vec::new();
@@ -460,7 +604,7 @@ impl Featurizer {
             for window in placement::windows(&mine, config.max_input_bytes, pc.window_overlap_bytes)
             {
                 let mut v = SparseVector::default();
-                self.vectorize_window(&mine, &window, params_method, &mut scratch, &mut v);
+                self.vectorize_window(&mine, &window, params_method, scratch, &mut v);
                 out.push((p, v));
             }
         }
@@ -483,6 +627,14 @@ impl Featurizer {
         if counts.len() != self.dim() {
             counts.clear();
             counts.resize(self.dim(), 0);
+        }
+        // Every count is zero between calls (each is taken below); should a call have unwound
+        // mid-count, the counts it left are those of `touched`. The buffers are reused across
+        // requests, so leave none behind.
+        for &i in touched.iter() {
+            if let Some(c) = counts.get_mut(i as usize) {
+                *c = 0;
+            }
         }
         touched.clear();
         let tokens = features(&mut Counter { counts, touched });
@@ -632,6 +784,136 @@ impl Featurizer {
             tokens,
             truncated,
             weights,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The window features counted the fast way (packed character n-grams, per-family lookups)
+    /// equal the plain enumeration's ([`placement::for_each_window_feature`], each feature
+    /// looked up by string), on requests with non-ASCII text, n-grams longer than the packed
+    /// key, value shapes, placement marks and libinjection's verdicts, cut into windows.
+    #[test]
+    fn window_features_counted_fast_equal_the_plain_enumeration() {
+        let config = FeaturizerConfig {
+            top_k: 5000,
+            max_input_bytes: 48,
+            char_ngrams: Some([1, 8]),
+            value_shapes: true,
+            libinjection: true,
+            placements: Some(PlacementConfig {
+                window_overlap_bytes: 8,
+                ..PlacementConfig::default()
+            }),
+            ..FeaturizerConfig::default()
+        };
+        let headers: &[(&str, &[u8])] = &[
+            ("User-Agent", "Mözilla/5.0 (X11; ünïcode ☃ 𝄞)".as_bytes()),
+            ("Cookie", b"sid=abc123; theme=dark"),
+            ("Content-Type", b"application/x-www-form-urlencoded"),
+        ];
+        let body = "name=Jos%C3%A9+Garc%EDa&q=%27+or+1%3D1--&long=".to_owned() + &"añ".repeat(40);
+        let requests = [
+            RequestParts::get("/a/b.jsp?id=3&x=%3Cscript%3Ealert(1)%3C/script%3E"),
+            RequestParts::get("/caf%C3%A9?q=na%EFve+%E2%82%AC+%F0%9F%98%80&n="),
+            RequestParts {
+                method: "POST",
+                target: b"/login?next=/home",
+                body: Some(body.as_bytes()),
+                headers: Headers::Pairs(headers),
+            },
+        ];
+        let f = Featurizer::fit(config, requests.iter().copied()).expect("fit");
+        let mut checked = 0;
+        for req in &requests {
+            let pc = f.config().placements.clone().expect("placements");
+            let (segments, windows, _) = f.placement_windows(req, &pc, None);
+            for window in &windows {
+                let mut plain: HashMap<u32, u32> = HashMap::new();
+                let plain_total = placement::for_each_window_feature(
+                    f.config(),
+                    &f.plain_config,
+                    &segments,
+                    window,
+                    &mut String::new(),
+                    |kind, feature| {
+                        let i = f.lookup_kind_or_unseen(kind, feature, &mut String::new());
+                        if let Some(i) = i {
+                            *plain.entry(i).or_default() += 1;
+                        }
+                    },
+                );
+                let mut counts = vec![0u32; f.dim()];
+                let mut touched = Vec::new();
+                let mut add = Counter {
+                    counts: &mut counts,
+                    touched: &mut touched,
+                };
+                let total = f.count_window_features(
+                    &segments,
+                    window,
+                    &mut String::new(),
+                    &mut String::new(),
+                    &mut add,
+                );
+                let fast: HashMap<u32, u32> =
+                    touched.iter().map(|&i| (i, counts[i as usize])).collect();
+                assert_eq!((total, fast), (plain_total, plain));
+                checked += 1;
+            }
+        }
+        assert!(checked > requests.len(), "{checked} windows");
+    }
+
+    /// `windows_and_parts` (one split for both views) gives `transform_windows`' and
+    /// `part_vectors`' vectors, for the request line read whole or pair by pair, with Base64,
+    /// JSON and over-limit requests.
+    #[test]
+    fn windows_and_parts_equal_the_two_views() {
+        let json: &[(&str, &[u8])] = &[
+            ("Content-Type", b"application/json"),
+            ("Referer", b"http://x/a?b=%27+or+1=1--"),
+        ];
+        let requests = [
+            RequestParts::get("/a/YWRtaW4nLS0=?id=3&x=%3Cscript%3E&id=3&q=Jm5ic3A7&opaque=Zx9kQ2mN7pL4tR8v"),
+            RequestParts {
+                method: "POST",
+                target: b"/api?v=1",
+                body: Some(br#"{"a": "' union select 1--", "b": [1, "x"], "c": {"d": "../../etc/passwd"}}"#),
+                headers: Headers::Pairs(json),
+            },
+            RequestParts::get(&*Box::leak(
+                format!("/p?{}", "k=v%26%2526&".repeat(60)).into_boxed_str(),
+            )),
+        ];
+        for whole in [false, true] {
+            let config = FeaturizerConfig {
+                top_k: 3000,
+                max_input_bytes: 64,
+                char_ngrams: Some([1, 3]),
+                params: true,
+                libinjection: true,
+                signatures: true,
+                placements: Some(PlacementConfig {
+                    request_line_whole: whole,
+                    opaque_tokens: true,
+                    max_parts: 20,
+                    ..PlacementConfig::default()
+                }),
+                ..FeaturizerConfig::default()
+            };
+            let f = Featurizer::fit(config, requests.iter().copied()).expect("fit");
+            for req in &requests {
+                let (mut windows, mut parts, mut want) = (Vec::new(), Vec::new(), Vec::new());
+                f.windows_and_parts(req, &mut windows, &mut parts);
+                f.transform_windows(req, &mut want);
+                assert_eq!(windows, want);
+                assert_eq!(parts, f.part_vectors(req));
+                assert!(!parts.is_empty());
+            }
         }
     }
 }

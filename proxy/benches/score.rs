@@ -16,6 +16,11 @@
 //! Run: `cargo bench -p proxy --bench score`. Besides criterion's estimates it prints p50/p99 of
 //! 20 000 timed calls per case, in 3 rounds interleaved across the scorers (median round, and
 //! the spread over rounds), then the parts (featurize alone, each scorer alone, ORT's floor).
+//!
+//! `PATE_BENCH_BUNDLE=DIR` times a trained bundle instead (e.g. a `configs/csic-site.yaml`
+//! run's `bundle/`): `ServingModel::score` with the format checks and `score_checked(req,
+//! false)` (content alone, with the bundle's part model if it has one), as pate-proxy loads it
+//! (`scorer: auto`), on the same typical and long CSIC requests with their headers.
 // criterion_group! defines an undocumented `pub fn` (workspace lint missing_docs).
 #![allow(missing_docs)]
 
@@ -127,9 +132,68 @@ fn summarize(mut rounds: Vec<(f64, f64)>) -> String {
     )
 }
 
+/// The typical (median length of those with a query or body) and the longest live request.
+fn typical_and_long(live: &[&Record]) -> [(&'static str, Record); 2] {
+    let mut with_args: Vec<&Record> = live
+        .iter()
+        .copied()
+        .filter(|r| r.target.contains(&b'?') || r.body.is_some())
+        .collect();
+    with_args.sort_by_key(|r| r.target.len() + r.body.as_ref().map_or(0, Vec::len));
+    [
+        ("typical", with_args[with_args.len() / 2].clone()),
+        ("long", with_args[with_args.len() - 1].clone()),
+    ]
+}
+
+/// `PATE_BENCH_BUNDLE`: a trained bundle, with and without the format checks.
+fn bench_bundle(c: &mut Criterion, records: &[Record], dir: &Path) {
+    let model = ServingModel::load(dir, None, 1).expect("load bundle");
+    let live: Vec<&Record> = records.iter().skip(1).step_by(2).collect();
+    let mut summary = vec![format!(
+        "bundle {} (scorer {}, part model: {})",
+        dir.display(),
+        model.scorer().as_str(),
+        model.has_part_model()
+    )];
+    for (name, record) in typical_and_long(&live) {
+        let req = record.parts();
+        let bytes = req.target.len() + req.body.map_or(0, <[u8]>::len);
+        let modes = [("format checks", true), ("content only", false)];
+        for (mode, checks) in modes {
+            c.bench_function(&format!("bundle {mode}, {name} ({bytes} bytes)"), |b| {
+                b.iter(|| model.score_checked(std::hint::black_box(&req), checks))
+            });
+        }
+        let mut rounds: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..3 {
+            for ((_, checks), out) in modes.iter().zip(rounds.iter_mut()) {
+                out.push(percentiles_of(|| {
+                    let scored = model.score_checked(std::hint::black_box(&req), *checks);
+                    let _ = std::hint::black_box(scored);
+                }));
+            }
+        }
+        for ((mode, _), out) in modes.iter().zip(rounds) {
+            summary.push(format!(
+                "{mode}, {name} ({} {bytes} bytes, {} headers): {}",
+                req.method,
+                req.headers.len(),
+                summarize(out)
+            ));
+        }
+    }
+    for line in summary {
+        println!("featurize+score {line}");
+    }
+}
+
 fn bench(c: &mut Criterion) {
     bundle::init_onnxruntime(None).expect("ONNX Runtime (ORT_DYLIB_PATH)");
     let records = csic_records();
+    if let Ok(dir) = std::env::var("PATE_BENCH_BUNDLE") {
+        return bench_bundle(c, &records, Path::new(&dir));
+    }
     let (config, hidden) = train_yaml();
     // The trainer fits on its public split; here every other request (the timed requests come
     // from the rest).
@@ -183,14 +247,8 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
 
-    let mut with_args: Vec<&Record> = live
-        .iter()
-        .copied()
-        .filter(|r| r.target.contains(&b'?') || r.body.is_some())
-        .collect();
-    with_args.sort_by_key(|r| r.target.len() + r.body.as_ref().map_or(0, Vec::len));
-    let typical = with_args[with_args.len() / 2];
-    let long = with_args[with_args.len() - 1];
+    let [(_, typical), (_, long)] = typical_and_long(&live);
+    let (typical, long) = (&typical, &long);
     let mut summary = vec![format!(
         "featurizer: {}'s ({config:?}), K = {k}, fitted on {} CSIC requests",
         std::env::var("PATE_BENCH_CONFIG").unwrap_or_else(|_| "configs/train.yaml".into()),
