@@ -230,7 +230,22 @@ impl Default for FeaturizerConfig {
     }
 }
 
+/// Checks every setting, in a fixed order: the first problem found is the error returned.
 pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
+    validate_placement_settings(c)?;
+    validate_sizes(c)?;
+    validate_rarity_settings(c)?;
+    if c.decode_rounds > 16 {
+        return Err(FeaturizerError::Setting {
+            key: "decode_rounds",
+            reason: format!("{} (at most 16)", c.decode_rounds),
+        });
+    }
+    Ok(())
+}
+
+/// The settings that need `placements`: the known-header share and the public priors.
+fn validate_placement_settings(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
     if let Some(permille) = c.placements.as_ref().and_then(|p| p.known_header_permille) {
         if permille == 0 || permille > 1000 {
             return Err(FeaturizerError::Setting {
@@ -259,6 +274,11 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
                 .into(),
         });
     }
+    Ok(())
+}
+
+/// The vocabulary and n-gram sizes, the input limit, and the room `value_shapes` needs in `top_k`.
+fn validate_sizes(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
     if c.top_k == 0 {
         return Err(FeaturizerError::Setting {
             key: "top_k",
@@ -296,6 +316,11 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
             ),
         });
     }
+    Ok(())
+}
+
+/// The rarity table's settings and the oddity features that live in it.
+fn validate_rarity_settings(c: &FeaturizerConfig) -> Result<(), FeaturizerError> {
     if c.rarity_min_count == Some(0) {
         return Err(FeaturizerError::Setting {
             key: "rarity_min_count",
@@ -334,12 +359,6 @@ pub(crate) fn validate_config(c: &FeaturizerConfig) -> Result<(), FeaturizerErro
         return Err(FeaturizerError::Setting {
             key: "odd_shape_path",
             reason: "needs odd_permille (the levels τ of the oddity features)".into(),
-        });
-    }
-    if c.decode_rounds > 16 {
-        return Err(FeaturizerError::Setting {
-            key: "decode_rounds",
-            reason: format!("{} (at most 16)", c.decode_rounds),
         });
     }
     Ok(())

@@ -32,75 +32,17 @@ impl Featurizer {
                 .as_ref()
                 .is_some_and(|pc| pc.known_digit_runs),
         );
-        let mut df: HashMap<String, u64> = HashMap::new();
-        // Each document's value-shape features (for the second pass, with value_shapes only).
-        let mut doc_shapes: Vec<Vec<String>> = Vec::new();
-        // Each document's method and normalized text (for the rarity table, with
-        // rarity_min_count only).
-        let mut doc_texts: Vec<(String, String)> = Vec::new();
         let mut scratch = Scratch::default();
-        let mut n: u64 = 0;
-        let plain = FeaturizerConfig {
-            value_shapes: false,
-            ..config.clone()
-        };
-        for doc in docs {
-            n += 1;
-            let (distinct, shapes) =
-                document_features(&config, &plain, &known, &doc, &mut scratch, &mut doc_texts);
-            if config.value_shapes {
-                doc_shapes.push(shapes);
-            }
-            for tok in distinct {
-                match df.get_mut(&tok) {
-                    Some(c) => *c += 1,
-                    None => {
-                        df.insert(tok, 1);
-                    }
-                }
-            }
-        }
-        if n == 0 {
+        let counts = count_corpus(&config, &known, docs, &mut scratch);
+        if counts.documents == 0 {
             return Err(FeaturizerError::EmptyCorpus);
         }
-        let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
-        // Highest document frequency first; ties by token, ascending (deterministic).
-        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut ranked = rank_by_document_frequency(counts.df);
         // The rarity table and its features (rare:<name> for the most frequent names, rare:any,
         // unseen:path), which take the very last places of the vocabulary.
-        let (rarity, rarity_entries) = match config.rarity_min_count {
-            None => (None, Vec::new()),
-            Some(min_count) => {
-                let mut table = RarityTable::new(min_count)
-                    .with_odd_permille(config.odd_permille.clone())
-                    .with_odd_shape_path(config.odd_shape_path)
-                    .with_odd_name_variants(config.odd_name_variants);
-                for (method, text) in &doc_texts {
-                    table.add(method, text, &mut scratch.params);
-                }
-                let entries = rarity_entries(&table, &doc_texts, &mut scratch.params);
-                (Some(table), entries)
-            }
-        };
-        // libinjection's and the signatures' features take reserved places too (before the
-        // rarity entries), with their document frequency over the corpus (0 when no document
-        // fired them).
-        let prior_bodies = config
-            .libinjection
-            .then_some(LIBINJECTION_FEATURES.as_slice())
-            .into_iter()
-            .chain(config.signatures.then_some(SIGNATURE_FEATURES.as_slice()))
-            .flatten();
-        let prior_entries: Vec<(String, u64)> = prior_bodies
-            .map(|body| {
-                let entry = format!("{PLACEMENT_PREFIX}{body}");
-                let d = ranked
-                    .iter()
-                    .position(|(t, _)| *t == entry)
-                    .map_or(0, |k| ranked.remove(k).1);
-                (entry, d)
-            })
-            .collect();
+        let (rarity, rarity_entries) =
+            rarity_table_and_entries(&config, &counts.doc_texts, &mut scratch.params);
+        let prior_entries = take_prior_entries(&config, &mut ranked);
         let reserved = rarity_entries.len()
             + prior_entries.len()
             + if config.value_shapes {
@@ -117,47 +59,178 @@ impl Featurizer {
                 ),
             });
         }
-        if config.value_shapes {
-            // The last places go to the "unseen name/shape" features, whose document frequency
-            // depends on which name/shape pairs made it into the vocabulary: a second pass.
-            ranked.truncate(config.top_k - reserved);
-            let kept: std::collections::HashSet<&str> = ranked
-                .iter()
-                .filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX))
-                .collect();
-            let unseen_df = unseen_shape_df(&kept, &doc_shapes);
-            for (u, d) in UNSEEN_SHAPES.iter().zip(unseen_df) {
-                ranked.push((format!("{VALUE_SHAPE_PREFIX}{u}"), d));
-            }
-        } else {
-            ranked.truncate(config.top_k - reserved);
-        }
+        keep_top_tokens(&config, &mut ranked, reserved, &counts.doc_shapes);
         ranked.extend(prior_entries);
         ranked.extend(rarity_entries);
-        let idf = ranked
-            .iter()
-            .map(|(_, d)| (((1.0 + n as f64) / (1.0 + *d as f64)).ln() + 1.0) as f32)
-            .collect();
-        let (vocabulary, document_frequency) = ranked.into_iter().unzip();
-        let content = Content {
-            kind: ARTIFACT_KIND.into(),
-            format_version: FORMAT_VERSION,
-            token_pattern: TOKEN_PATTERN.into(),
-            idf_formula: IDF_FORMULA.into(),
+        fitted_featurizer(
             config,
-            documents: n,
-            vocabulary,
-            document_frequency,
-            idf,
+            counts.documents,
+            ranked,
             rarity,
             known_header_values,
-        };
-        let content_hash = hash_content(&content);
-        Featurizer::from_artifact(Artifact {
-            content,
-            content_hash,
-        })
+        )
     }
+}
+
+/// What the one pass over the corpus counts.
+struct CorpusCounts {
+    /// Number of documents.
+    documents: u64,
+    /// Each vocabulary entry's document frequency.
+    df: HashMap<String, u64>,
+    /// Each document's value-shape features (for the second pass, with value_shapes only).
+    doc_shapes: Vec<Vec<String>>,
+    /// Each document's method and normalized text (for the rarity table, with
+    /// rarity_min_count only).
+    doc_texts: Vec<(String, String)>,
+}
+
+/// The document frequency of every feature of `docs`, and what the rarity table and the
+/// unseen-shape features need of each document.
+fn count_corpus(
+    config: &FeaturizerConfig,
+    known: &placement::KnownValues,
+    docs: Vec<RequestParts>,
+    scratch: &mut Scratch,
+) -> CorpusCounts {
+    let mut counts = CorpusCounts {
+        documents: 0,
+        df: HashMap::new(),
+        doc_shapes: Vec::new(),
+        doc_texts: Vec::new(),
+    };
+    let plain = FeaturizerConfig {
+        value_shapes: false,
+        ..config.clone()
+    };
+    for doc in docs {
+        counts.documents += 1;
+        let (distinct, shapes) =
+            document_features(config, &plain, known, &doc, scratch, &mut counts.doc_texts);
+        if config.value_shapes {
+            counts.doc_shapes.push(shapes);
+        }
+        for tok in distinct {
+            match counts.df.get_mut(&tok) {
+                Some(c) => *c += 1,
+                None => {
+                    counts.df.insert(tok, 1);
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// The entries by document frequency, highest first; ties by entry, ascending, so that the
+/// vocabulary does not depend on the hash map's order.
+fn rank_by_document_frequency(df: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut ranked: Vec<(String, u64)> = df.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked
+}
+
+/// With `rarity_min_count`, the rarity table counted on `doc_texts` and its vocabulary entries
+/// ([`rarity_entries`]); without, none.
+fn rarity_table_and_entries(
+    config: &FeaturizerConfig,
+    doc_texts: &[(String, String)],
+    scratch: &mut params::ParamScratch,
+) -> (Option<RarityTable>, Vec<(String, u64)>) {
+    let Some(min_count) = config.rarity_min_count else {
+        return (None, Vec::new());
+    };
+    let mut table = RarityTable::new(min_count)
+        .with_odd_permille(config.odd_permille.clone())
+        .with_odd_shape_path(config.odd_shape_path)
+        .with_odd_name_variants(config.odd_name_variants);
+    for (method, text) in doc_texts {
+        table.add(method, text, scratch);
+    }
+    let entries = rarity_entries(&table, doc_texts, scratch);
+    (Some(table), entries)
+}
+
+/// libinjection's and the signatures' entries, taken out of `ranked`: they have reserved places
+/// (before the rarity entries), with their document frequency over the corpus (0 when no
+/// document fired them).
+fn take_prior_entries(
+    config: &FeaturizerConfig,
+    ranked: &mut Vec<(String, u64)>,
+) -> Vec<(String, u64)> {
+    let prior_bodies = config
+        .libinjection
+        .then_some(LIBINJECTION_FEATURES.as_slice())
+        .into_iter()
+        .chain(config.signatures.then_some(SIGNATURE_FEATURES.as_slice()))
+        .flatten();
+    prior_bodies
+        .map(|body| {
+            let entry = format!("{PLACEMENT_PREFIX}{body}");
+            let d = ranked
+                .iter()
+                .position(|(t, _)| *t == entry)
+                .map_or(0, |k| ranked.remove(k).1);
+            (entry, d)
+        })
+        .collect()
+}
+
+/// Keeps the `top_k - reserved` most frequent entries of `ranked`, then, with value_shapes, adds
+/// the "unseen name/shape" features.
+fn keep_top_tokens(
+    config: &FeaturizerConfig,
+    ranked: &mut Vec<(String, u64)>,
+    reserved: usize,
+    doc_shapes: &[Vec<String>],
+) {
+    ranked.truncate(config.top_k - reserved);
+    if config.value_shapes {
+        // Their document frequency depends on which name/shape pairs made it into the
+        // vocabulary: a second pass.
+        let kept: std::collections::HashSet<&str> = ranked
+            .iter()
+            .filter_map(|(t, _)| t.strip_prefix(VALUE_SHAPE_PREFIX))
+            .collect();
+        let unseen_df = unseen_shape_df(&kept, doc_shapes);
+        for (u, d) in UNSEEN_SHAPES.iter().zip(unseen_df) {
+            ranked.push((format!("{VALUE_SHAPE_PREFIX}{u}"), d));
+        }
+    }
+}
+
+/// The featurizer of the final vocabulary `ranked` (entries with their document frequency, in
+/// place order), fitted on `documents` requests.
+fn fitted_featurizer(
+    config: FeaturizerConfig,
+    documents: u64,
+    ranked: Vec<(String, u64)>,
+    rarity: Option<RarityTable>,
+    known_header_values: Option<Vec<String>>,
+) -> Result<Featurizer, FeaturizerError> {
+    let idf = ranked
+        .iter()
+        .map(|(_, d)| (((1.0 + documents as f64) / (1.0 + *d as f64)).ln() + 1.0) as f32)
+        .collect();
+    let (vocabulary, document_frequency) = ranked.into_iter().unzip();
+    let content = Content {
+        kind: ARTIFACT_KIND.into(),
+        format_version: FORMAT_VERSION,
+        token_pattern: TOKEN_PATTERN.into(),
+        idf_formula: IDF_FORMULA.into(),
+        config,
+        documents,
+        vocabulary,
+        document_frequency,
+        idf,
+        rarity,
+        known_header_values,
+    };
+    let content_hash = hash_content(&content);
+    Featurizer::from_artifact(Artifact {
+        content,
+        content_hash,
+    })
 }
 
 impl Featurizer {

@@ -232,46 +232,32 @@ pub fn for_each_param_feature(
     params: bool,
     rarity: Option<&RarityLookup>,
     scratch: &mut ParamScratch,
-    mut f: impl FnMut(&str),
+    f: impl FnMut(&str),
 ) -> u32 {
     let ParamScratch {
         feature,
         pattern,
         key,
     } = scratch;
-    let mut count = 0u32;
-    let (path, pairs) = split_request(text);
-    let mut emit = |parts: &[&str], feature: &mut String| {
-        feature.clear();
-        for p in parts {
-            feature.push_str(p);
-        }
-        count += 1;
-        f(feature);
+    let mut out = FeatureSink {
+        feature,
+        count: 0,
+        f,
     };
+    let (path, pairs) = split_request(text);
     if params {
-        pattern.clear();
-        for c in clip(method, 16).chars() {
-            pattern.push(c.to_ascii_lowercase());
-        }
-        emit(&["m:", pattern], feature);
-        emit(&["path:", path], feature);
+        emit_method_path(method, path, pattern, &mut out);
     }
     let mut any_rare = false;
     let mut name_variant = false;
+    let oddity = rarity.filter(|r| !r.odd_shares.is_empty());
     // The smallest share of each oddity kind (method, name, char, len, shape, path) over the
     // request.
-    let mut odd = [f64::INFINITY; 6];
-    if let Some(r) = rarity.filter(|r| !r.odd_shares.is_empty()) {
-        odd[0] = r.method_share(path, method, key);
-        if r.odd_shape_path {
-            odd[5] = r.path_share(path);
-        }
-    }
+    let mut odd = request_odd_shares(oddity, path, method, key);
     for (name, value) in pairs {
         let name = clip(name, MAX_NAME_CHARS);
         value_pattern(value, pattern);
-        if let Some(r) = rarity.filter(|r| !r.odd_shares.is_empty()) {
+        if let Some(r) = oddity {
             if !name_variant && !r.path_name_lists.is_empty() {
                 name_variant = r.is_name_variant(path, name);
             }
@@ -281,70 +267,154 @@ pub fn for_each_param_feature(
             }
         }
         if params {
-            emit(&["n:", name], feature);
-            emit(&["s:", name, "=", pattern], feature);
-            let bucket = length_bucket(value);
-            let mut digits = [0u8; 10];
-            emit(&["l:", name, "=", u32_str(bucket, &mut digits)], feature);
-            // Each distinct special character once, in order of first appearance (ASCII ones
-            // remembered in a bit set, others by searching the value before them).
-            let mut ascii_seen = 0u128;
-            for (i, c) in value.char_indices() {
-                if c.is_alphanumeric() {
-                    continue;
-                }
-                if c.is_ascii() {
-                    let bit = 1u128 << (c as u32);
-                    if ascii_seen & bit != 0 {
-                        continue;
-                    }
-                    ascii_seen |= bit;
-                } else if value[..i].contains(c) {
-                    continue;
-                }
-                let mut buf = [0u8; 4];
-                emit(&["c:", name, "=", c.encode_utf8(&mut buf)], feature);
-            }
+            emit_pair_features(name, value, pattern, &mut out);
         }
         if let Some(r) = rarity {
             if r.shape_count(path, name, pattern, key) < r.min_count {
                 any_rare = true;
-                emit(&[RARE_PREFIX, name], feature);
+                out.emit(&[RARE_PREFIX, name]);
             }
         }
     }
     if let Some(r) = rarity {
-        if any_rare {
-            emit(&[RARE_ANY], feature);
-        }
-        if r.path_count(path) < r.min_count {
-            emit(&[UNSEEN_PATH], feature);
-        }
-        for (level, &tau) in r.odd_shares.iter().enumerate() {
-            let mut any = false;
-            for (kind, &share) in odd[..4].iter().enumerate() {
-                if share < tau {
-                    any = true;
-                    emit(&[&r.odd_tokens[level][kind]], feature);
-                }
-            }
-            if r.odd_shape_path {
-                for (kind, &share) in odd[4..].iter().enumerate() {
-                    if share < tau {
-                        any = true;
-                        emit(&[&r.odd_shape_path_tokens[level][kind]], feature);
-                    }
-                }
-            }
-            if any {
-                emit(&[&r.odd_tokens[level][4]], feature);
-            }
-        }
-        if name_variant {
-            emit(&[ODD_NAME_VARIANT], feature);
+        emit_request_rarity(r, path, any_rare, name_variant, &odd, &mut out);
+    }
+    out.count
+}
+
+/// The oddity shares before the first parameter: the method's and, with `odd_shape_path`, the
+/// path's; every other kind starts at infinity (below no level until a parameter lowers it).
+#[inline]
+fn request_odd_shares(
+    oddity: Option<&RarityLookup>,
+    path: &str,
+    method: &str,
+    key: &mut String,
+) -> [f64; 6] {
+    let mut odd = [f64::INFINITY; 6];
+    if let Some(r) = oddity {
+        odd[0] = r.method_share(path, method, key);
+        if r.odd_shape_path {
+            odd[5] = r.path_share(path);
         }
     }
-    count
+    odd
+}
+
+/// Where [`for_each_param_feature`] writes its features: each is assembled from its parts in
+/// one reused buffer (no allocation per feature), counted and handed to the caller's `f`.
+struct FeatureSink<'s, F> {
+    feature: &'s mut String,
+    count: u32,
+    f: F,
+}
+
+impl<F: FnMut(&str)> FeatureSink<'_, F> {
+    #[inline]
+    fn emit(&mut self, parts: &[&str]) {
+        self.feature.clear();
+        for p in parts {
+            self.feature.push_str(p);
+        }
+        self.count += 1;
+        (self.f)(self.feature);
+    }
+}
+
+/// The request's `m:<method>` (lower-cased, at most 16 characters) and `path:<path>` features;
+/// `pattern` is the buffer the method is lower-cased in.
+#[inline]
+fn emit_method_path<F: FnMut(&str)>(
+    method: &str,
+    path: &str,
+    pattern: &mut String,
+    out: &mut FeatureSink<'_, F>,
+) {
+    pattern.clear();
+    for c in clip(method, 16).chars() {
+        pattern.push(c.to_ascii_lowercase());
+    }
+    out.emit(&["m:", pattern]);
+    out.emit(&["path:", path]);
+}
+
+/// One parameter's features: its name, `name=pattern` (`pattern` is the value's
+/// [`value_pattern`]), `name=length bucket`, and `name=c` for each distinct special character
+/// of the value.
+#[inline]
+fn emit_pair_features<F: FnMut(&str)>(
+    name: &str,
+    value: &str,
+    pattern: &str,
+    out: &mut FeatureSink<'_, F>,
+) {
+    out.emit(&["n:", name]);
+    out.emit(&["s:", name, "=", pattern]);
+    let bucket = length_bucket(value);
+    let mut digits = [0u8; 10];
+    out.emit(&["l:", name, "=", u32_str(bucket, &mut digits)]);
+    // Each distinct special character once, in order of first appearance (ASCII ones
+    // remembered in a bit set, others by searching the value before them).
+    let mut ascii_seen = 0u128;
+    for (i, c) in value.char_indices() {
+        if c.is_alphanumeric() {
+            continue;
+        }
+        if c.is_ascii() {
+            let bit = 1u128 << (c as u32);
+            if ascii_seen & bit != 0 {
+                continue;
+            }
+            ascii_seen |= bit;
+        } else if value[..i].contains(c) {
+            continue;
+        }
+        let mut buf = [0u8; 4];
+        out.emit(&["c:", name, "=", c.encode_utf8(&mut buf)]);
+    }
+}
+
+/// The rarity features of the whole request, after its parameters': `rare:any` (when
+/// `any_rare`), `unseen:path`, the oddity features of each level whose share in `odd` is below
+/// it (and `odd:any` at that level when one is), and `odd:name-variant`.
+#[inline]
+fn emit_request_rarity<F: FnMut(&str)>(
+    r: &RarityLookup,
+    path: &str,
+    any_rare: bool,
+    name_variant: bool,
+    odd: &[f64; 6],
+    out: &mut FeatureSink<'_, F>,
+) {
+    if any_rare {
+        out.emit(&[RARE_ANY]);
+    }
+    if r.path_count(path) < r.min_count {
+        out.emit(&[UNSEEN_PATH]);
+    }
+    for (level, &tau) in r.odd_shares.iter().enumerate() {
+        let mut any = false;
+        for (kind, &share) in odd[..4].iter().enumerate() {
+            if share < tau {
+                any = true;
+                out.emit(&[&r.odd_tokens[level][kind]]);
+            }
+        }
+        if r.odd_shape_path {
+            for (kind, &share) in odd[4..].iter().enumerate() {
+                if share < tau {
+                    any = true;
+                    out.emit(&[&r.odd_shape_path_tokens[level][kind]]);
+                }
+            }
+        }
+        if any {
+            out.emit(&[&r.odd_tokens[level][4]]);
+        }
+    }
+    if name_variant {
+        out.emit(&[ODD_NAME_VARIANT]);
+    }
 }
 
 fn u32_str(v: u32, buf: &mut [u8; 10]) -> &str {
