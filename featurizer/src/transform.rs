@@ -824,6 +824,7 @@ mod tests {
                 target: b"/login?next=/home",
                 body: Some(body.as_bytes()),
                 headers: Headers::Pairs(headers),
+                excluded_fields: Default::default(),
             },
         ];
         let f = Featurizer::fit(config, requests.iter().copied()).expect("fit");
@@ -884,6 +885,7 @@ mod tests {
                 target: b"/api?v=1",
                 body: Some(br#"{"a": "' union select 1--", "b": [1, "x"], "c": {"d": "../../etc/passwd"}}"#),
                 headers: Headers::Pairs(json),
+                excluded_fields: Default::default(),
             },
             RequestParts::get(&*Box::leak(
                 format!("/p?{}", "k=v%26%2526&".repeat(60)).into_boxed_str(),
