@@ -7,7 +7,7 @@ use featurizer::{Headers, RequestParts};
 use proxy::config::ExcludedPart;
 use proxy::exclude::without_excluded;
 use proxy::model::ServingModel;
-use test_support::write_placement_fixture_bundle;
+use test_support::{write_part_model_fixture_bundle, write_placement_fixture_bundle};
 
 const SQLI: &str = "' UNION SELECT password FROM usuarios--";
 
@@ -43,6 +43,18 @@ fn bodies(comment: &str, name: &str) -> [(&'static str, String); 3] {
 
 /// The score of a POST of `body` as `content_type`, with `excluded` param names left out.
 fn score(model: &ServingModel, content_type: &str, body: &str, excluded: &[&str]) -> f32 {
+    score_checked(model, true, content_type, body, excluded)
+}
+
+/// [`score`] with (`format_checks`) or without the site's format checks: content alone scores
+/// the windows and, with a part model, every part alone.
+fn score_checked(
+    model: &ServingModel,
+    format_checks: bool,
+    content_type: &str,
+    body: &str,
+    excluded: &[&str],
+) -> f32 {
     let headers: [(&str, &[u8]); 2] = [
         ("Host", b"shop.example"),
         ("Content-Type", content_type.as_bytes()),
@@ -61,7 +73,10 @@ fn score(model: &ServingModel, content_type: &str, body: &str, excluded: &[&str]
     let refs: Vec<&ExcludedPart> = excluded.iter().collect();
     let kept = without_excluded(&request, &refs);
     let scoring = kept.as_ref().map_or(request, |k| k.parts());
-    model.score(&scoring).expect("scored").score
+    model
+        .score_checked(&scoring, format_checks)
+        .expect("scored")
+        .score
 }
 
 #[test]
@@ -94,5 +109,26 @@ fn without_exclusions_the_score_is_the_same_as_with_an_absent_name() {
         let plain = score(&model, content_type, &body, &[]);
         let absent = score(&model, content_type, &body, &["nothing"]);
         assert_eq!(plain.to_bits(), absent.to_bits(), "{content_type}");
+    }
+}
+
+/// Content alone with a part model scores every part of the request alone too: an excluded
+/// field is in none of them.
+#[test]
+fn an_excluded_body_field_is_in_no_part_the_part_model_scores() {
+    bundle::init_onnxruntime(None).unwrap();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("excluded-fields-parts-{}", std::process::id()));
+    write_part_model_fixture_bundle(&dir, 0.5, true).expect("part model fixture bundle");
+    let model = ServingModel::load(&dir, None, 1).expect("the bundle loads");
+    let threshold = model.threshold_for(false);
+    for (content_type, body) in bodies(SQLI, "bob") {
+        let blocked = score_checked(&model, false, content_type, &body, &[]);
+        assert!(blocked >= threshold, "{content_type}: {blocked} blocks");
+        let passed = score_checked(&model, false, content_type, &body, &["comment"]);
+        assert!(
+            passed < threshold,
+            "{content_type}: {passed} passes excluded"
+        );
     }
 }
