@@ -408,117 +408,99 @@ struct VocabIndices {
 /// produce and a duplicate.
 fn vocab_indices(c: &Content) -> Result<VocabIndices, FeaturizerError> {
     let k = c.vocabulary.len();
-    let mut index = VocabIndex::with_capacity_and_hasher(k, Default::default());
-    let mut char_index = VocabIndex::default();
-    let mut shape_index = VocabIndex::default();
-    let mut placement_index = VocabIndex::default();
-    let mut param_index = VocabIndex::default();
+    let mut v = VocabIndices {
+        index: VocabIndex::with_capacity_and_hasher(k, Default::default()),
+        char_index: VocabIndex::default(),
+        shape_index: VocabIndex::default(),
+        placement_index: VocabIndex::default(),
+        param_index: VocabIndex::default(),
+    };
     for (i, tok) in c.vocabulary.iter().enumerate() {
-        if let Some(body) = tok.strip_prefix(PLACEMENT_PREFIX) {
-            let known = body
-                .rsplit_once('=')
-                .is_some_and(|(p, _)| p == BASE64_MARK || Placement::from_name(p).is_some())
-                || (c.config.libinjection && LIBINJECTION_FEATURES.contains(&body))
-                || (c.config.signatures && crate::SIGNATURE_FEATURES.contains(&body));
-            if c.config.placements.is_none() || !known {
-                return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
-                    index: i,
-                    token: tok.to_string(),
-                    problem:
-                        "is a placement feature, but placements is off or it names no placement (or libinjection's or a signature's, but that family is off)"
-                            .into(),
-                }));
-            }
-            if placement_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
-                    tok.to_string(),
-                )));
-            }
-            continue;
-        }
-        if let Some(body) = tok.strip_prefix(PARAM_PREFIX) {
-            if !c.config.params && c.config.rarity_min_count.is_none() {
-                return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
-                    index: i,
-                    token: tok.to_string(),
-                    problem: "is a parameter feature, but params and rarity_min_count are off"
-                        .into(),
-                }));
-            }
-            if param_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
-                    tok.to_string(),
-                )));
-            }
-            continue;
-        }
-        if let Some(body) = tok.strip_prefix(CHAR_NGRAM_PREFIX) {
-            let n = body.chars().count();
-            match c.config.char_ngrams {
-                Some([lo, hi]) if (lo..=hi).contains(&n) => {}
-                _ => {
-                    return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
-                        index: i,
-                        token: tok.to_string(),
-                        problem: format!(
-                            "is a character {n}-gram, but char_ngrams is {:?}",
-                            c.config.char_ngrams
-                        ),
-                    }))
-                }
-            }
-            if char_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
-                    tok.to_string(),
-                )));
-            }
-            continue;
-        }
-        if let Some(body) = tok.strip_prefix(VALUE_SHAPE_PREFIX) {
-            if !c.config.value_shapes || !body.contains('=') {
-                return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
-                    index: i,
-                    token: tok.to_string(),
-                    problem: format!(
-                        "is a value shape, but value_shapes is {} or it has no '='",
-                        c.config.value_shapes
-                    ),
-                }));
-            }
-            if shape_index.insert(body.into(), i as u32).is_some() {
-                return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
-                    tok.to_string(),
-                )));
-            }
-            continue;
-        }
-        let pieces: Vec<&str> = tok.split(' ').collect();
-        let well_formed = pieces.len() <= c.config.ngram_max
-            && pieces.iter().all(|piece| {
-                let mut toks = tokenize(piece);
-                toks.next() == Some(*piece) && toks.next().is_none()
-            });
-        if !well_formed {
-            return Err(FeaturizerError::Artifact(ArtifactProblem::Entry {
+        let (family, key) = entry_family(c, tok).map_err(|problem| {
+            FeaturizerError::Artifact(ArtifactProblem::Entry {
                 index: i,
                 token: tok.to_string(),
-                problem: format!(
-                    "is not a token or an n-gram of at most {} tokens",
-                    c.config.ngram_max
-                ),
-            }));
-        }
-        if index.insert(tok.as_str().into(), i as u32).is_some() {
+                problem,
+            })
+        })?;
+        let map = match family {
+            Family::Token => &mut v.index,
+            Family::Char => &mut v.char_index,
+            Family::Shape => &mut v.shape_index,
+            Family::Placement => &mut v.placement_index,
+            Family::Param => &mut v.param_index,
+        };
+        if map.insert(key.into(), i as u32).is_some() {
             return Err(FeaturizerError::Artifact(ArtifactProblem::Duplicate(
                 tok.to_string(),
             )));
         }
     }
-    Ok(VocabIndices {
-        index,
-        char_index,
-        shape_index,
-        placement_index,
-        param_index,
-    })
+    Ok(v)
+}
+
+/// The vocabulary families ([`VocabIndices`]).
+enum Family {
+    Token,
+    Char,
+    Shape,
+    Placement,
+    Param,
+}
+
+/// The family of a vocabulary entry and its key there (the entry without its family's prefix);
+/// `Err`: why the featurizer's settings cannot produce it.
+fn entry_family<'t>(c: &Content, tok: &'t str) -> Result<(Family, &'t str), String> {
+    if let Some(body) = tok.strip_prefix(PLACEMENT_PREFIX) {
+        let known = body
+            .rsplit_once('=')
+            .is_some_and(|(p, _)| p == BASE64_MARK || Placement::from_name(p).is_some())
+            || (c.config.libinjection && LIBINJECTION_FEATURES.contains(&body))
+            || (c.config.signatures && crate::SIGNATURE_FEATURES.contains(&body));
+        if c.config.placements.is_none() || !known {
+            return Err(
+                "is a placement feature, but placements is off or it names no placement (or libinjection's or a signature's, but that family is off)"
+                    .into(),
+            );
+        }
+        return Ok((Family::Placement, body));
+    }
+    if let Some(body) = tok.strip_prefix(PARAM_PREFIX) {
+        if !c.config.params && c.config.rarity_min_count.is_none() {
+            return Err("is a parameter feature, but params and rarity_min_count are off".into());
+        }
+        return Ok((Family::Param, body));
+    }
+    if let Some(body) = tok.strip_prefix(CHAR_NGRAM_PREFIX) {
+        let n = body.chars().count();
+        return match c.config.char_ngrams {
+            Some([lo, hi]) if (lo..=hi).contains(&n) => Ok((Family::Char, body)),
+            _ => Err(format!(
+                "is a character {n}-gram, but char_ngrams is {:?}",
+                c.config.char_ngrams
+            )),
+        };
+    }
+    if let Some(body) = tok.strip_prefix(VALUE_SHAPE_PREFIX) {
+        if !c.config.value_shapes || !body.contains('=') {
+            return Err(format!(
+                "is a value shape, but value_shapes is {} or it has no '='",
+                c.config.value_shapes
+            ));
+        }
+        return Ok((Family::Shape, body));
+    }
+    let pieces: Vec<&str> = tok.split(' ').collect();
+    let well_formed = pieces.len() <= c.config.ngram_max
+        && pieces.iter().all(|piece| {
+            let mut toks = tokenize(piece);
+            toks.next() == Some(*piece) && toks.next().is_none()
+        });
+    if !well_formed {
+        return Err(format!(
+            "is not a token or an n-gram of at most {} tokens",
+            c.config.ngram_max
+        ));
+    }
+    Ok((Family::Token, tok))
 }
