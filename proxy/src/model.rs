@@ -278,14 +278,7 @@ impl ServingModel {
             path: dir.to_path_buf(),
             message,
         };
-        let load = |what: &str| {
-            let what = what.to_string();
-            move |source| ProxyError::BundleLoad {
-                path: dir.to_path_buf(),
-                what,
-                source: Box::new(source),
-            }
-        };
+        let load = |what: &str| load_error(dir, what);
         let bundle = Bundle::load(dir).map_err(load(""))?;
         if bundle.featurizer.dim() != bundle.manifest.input_dim {
             return Err(fail(format!(
@@ -542,6 +535,16 @@ impl ServingModel {
     }
 }
 
+/// A bundle file that did not load: `what` (e.g. `the part model: `) before the cause.
+fn load_error(dir: &Path, what: &str) -> impl FnOnce(bundle::BundleError) -> ProxyError {
+    let (path, what) = (dir.to_path_buf(), what.to_string());
+    move |source| ProxyError::BundleLoad {
+        path,
+        what,
+        source: Box::new(source),
+    }
+}
+
 /// `worker_threads` (at least one) ONNX Runtime sessions of the sparse-input graph.
 fn ort_sessions(
     dir: &Path,
@@ -550,11 +553,7 @@ fn ort_sessions(
 ) -> Result<Vec<Mutex<Scorer>>, ProxyError> {
     let mut sessions = Vec::with_capacity(worker_threads.max(1));
     for _ in 0..worker_threads.max(1) {
-        let session = Scorer::new(bundle).map_err(|source| ProxyError::BundleLoad {
-            path: dir.to_path_buf(),
-            what: "ONNX Runtime session: ".to_string(),
-            source: Box::new(source),
-        })?;
+        let session = Scorer::new(bundle).map_err(load_error(dir, "ONNX Runtime session: "))?;
         if !session.has_sparse_session() {
             // Not a graph `bundle` writes: score_sparse would densify and run the dense graph
             // per request, 3x slower; refuse rather than serve slowly.
@@ -572,14 +571,7 @@ fn ort_sessions(
 
 /// The bundle's part model scored natively, checked against ONNX Runtime on its own graph.
 fn checked_part_model(dir: &Path, bundle: &Bundle) -> Result<Option<SparseMlp>, ProxyError> {
-    let load = |what: &str| {
-        let what = what.to_string();
-        move |source| ProxyError::BundleLoad {
-            path: dir.to_path_buf(),
-            what,
-            source: Box::new(source),
-        }
-    };
+    let load = |what: &str| load_error(dir, what);
     let Some(mlp) = bundle.part_mlp().map_err(load(""))? else {
         return Ok(None);
     };
