@@ -413,33 +413,21 @@ fn derive_site_data(
     let test_values = attack_values(&site.test_attack_files)?;
     let (held_validation, held_test) = (dealt.validation.len(), dealt.test.len());
     let test = hold_out_traffic(data, dealt);
-    let validation_attacks = placed_attacks(
+    add_placed_attacks(
         data,
-        &data.splits.student_validation,
-        &validation_values,
-        site.validation_attacks,
-        &mut rng.stream("site-validation-attacks"),
-    );
-    push_records(
-        data,
-        validation_attacks,
-        &pe.files[0].path,
         Role::Validation,
+        (&validation_values, site.validation_attacks),
+        &mut rng.stream("site-validation-attacks"),
+        &pe.files[0].path,
     );
     if !labelled_test {
         data.splits.test = test;
-        let test_attacks = placed_attacks(
+        add_placed_attacks(
             data,
-            &data.splits.test,
-            &test_values,
-            site.test_attacks,
-            &mut rng.stream("site-test-attacks"),
-        );
-        push_records(
-            data,
-            test_attacks,
-            &site.test_attack_files[0].path,
             Role::Test,
+            (&test_values, site.test_attacks),
+            &mut rng.stream("site-test-attacks"),
+            &site.test_attack_files[0].path,
         );
     }
     tracing::info!(
@@ -574,6 +562,23 @@ fn check_site_logs(config: &RunConfig) -> Result<()> {
 enum Role {
     Validation,
     Test,
+}
+
+/// `count` of `values` placed into copies of `role`'s requests, added to that split as records
+/// of `file`.
+fn add_placed_attacks(
+    data: &mut RunData,
+    role: Role,
+    (values, count): (&[Vec<u8>], usize),
+    rng: &mut impl rand::Rng,
+    file: &std::path::Path,
+) {
+    let rows = match role {
+        Role::Validation => &data.splits.student_validation,
+        Role::Test => &data.splits.test,
+    };
+    let attacks = placed_attacks(data, rows, values, count, rng);
+    push_records(data, attacks, file, role);
 }
 
 fn push_records(
