@@ -103,11 +103,10 @@ fn is_form_body(request: &RequestParts<'_>) -> bool {
     if request.headers.is_empty() {
         return true;
     }
+    const FORM: &[u8] = b"application/x-www-form-urlencoded";
     request.headers.get("content-type").is_some_and(|v| {
-        String::from_utf8_lossy(v)
-            .trim_start()
-            .to_ascii_lowercase()
-            .starts_with("application/x-www-form-urlencoded")
+        let v = v.trim_ascii_start();
+        v.len() >= FORM.len() && v[..FORM.len()].eq_ignore_ascii_case(FORM)
     })
 }
 
@@ -176,11 +175,10 @@ fn form_decode(raw: &[u8]) -> Vec<u8> {
 fn headers_without(all: Headers<'_>, headers: &[&str], cookies: &[&str]) -> Vec<(String, Vec<u8>)> {
     let mut kept = Vec::with_capacity(all.len());
     for (name, value) in all.iter() {
-        let lower = name.to_ascii_lowercase();
-        if headers.contains(&lower.as_str()) {
+        if headers.iter().any(|h| h.eq_ignore_ascii_case(name)) {
             continue;
         }
-        if lower == "cookie" && !cookies.is_empty() {
+        if name.eq_ignore_ascii_case("cookie") && !cookies.is_empty() {
             let value = cookies_without(value, cookies);
             if !value.is_empty() {
                 kept.push((name.to_string(), value));
