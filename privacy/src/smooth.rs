@@ -33,7 +33,7 @@ use crate::rng::NoiseRng;
 use crate::special::{ln_discrete_laplace_diff_sf, logsumexp, DiscreteGaussianTails};
 use crate::votes::VoteMatrix;
 use crate::{PrivacyError, Result};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// Parameters of the sanitized release.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -219,12 +219,13 @@ impl DistanceSums {
     }
 }
 
-/// The rows `selected` keeps, each sorted in decreasing order, with how many times each occurs.
+/// The rows `selected` keeps, each sorted in decreasing order, with how many times each occurs,
+/// in the rows' order (so that the sums over them add in one order, the same bits every run).
 fn sorted_row_counts(
     votes: &VoteMatrix,
     selected: &dyn Fn(usize) -> bool,
-) -> HashMap<Vec<u64>, usize> {
-    let mut groups: HashMap<Vec<u64>, usize> = HashMap::new();
+) -> BTreeMap<Vec<u64>, usize> {
+    let mut groups: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
     for (i, r) in votes.rows().enumerate() {
         if selected(i) {
             let mut s = r.to_vec();
@@ -317,7 +318,8 @@ fn largest_one_step_changes(fv: &[f64]) -> Vec<f64> {
 /// largest one-step change `step` over [v − d, v + d] (Papernot et al. 2018, Algorithm 5).
 fn add_threshold_queries(sum: &mut DistanceSums, votes: &VoteMatrix, step: &[f64]) {
     let n = sum.n;
-    let mut by_max: HashMap<u64, usize> = HashMap::new();
+    // Ordered, as `sorted_row_counts`: the sum adds in one order.
+    let mut by_max: BTreeMap<u64, usize> = BTreeMap::new();
     for r in votes.rows() {
         *by_max
             .entry(r.iter().copied().max().unwrap_or(0).min(n))
