@@ -60,7 +60,7 @@ pub fn part_model_training() -> TrainConfig {
 }
 
 /// The featurizer's settings: the whole request by placement (request line whole, opaque tokens,
-/// known header values, Referer as a URL), 10,000 features of character 1–3-grams with sublinear
+/// known header values, Referer as a URL; single parts read by their value alone), 10,000 features of character 1–3-grams with sublinear
 /// tf and l2 norm, parameter features, the site's format model (rarity counts ≥ 3, odd values
 /// under 1 % and 5 %, odd shapes and paths, renamed parameters), libinjection and signatures.
 pub fn featurizer() -> featurizer::FeaturizerConfig {
@@ -78,6 +78,7 @@ pub fn featurizer() -> featurizer::FeaturizerConfig {
             referer_as_url: true,
             opaque_tokens: true,
             request_line_whole: true,
+            part_values_only: true,
             known_header_permille: Some(10),
             known_digit_runs: true,
             ..featurizer::PlacementConfig::default()
@@ -130,6 +131,7 @@ pub fn featurizer_written<S: serde::Serializer>(
                 ("referer_as_url", p.referer_as_url.into()),
                 ("opaque_tokens", p.opaque_tokens.into()),
                 ("request_line_whole", p.request_line_whole.into()),
+                ("part_values_only", p.part_values_only.into()),
                 (
                     "known_header_permille",
                     value(serde_yaml::to_value(p.known_header_permille))?,

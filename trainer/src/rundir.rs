@@ -202,10 +202,11 @@ impl RunDir {
     }
 }
 
-/// Layout version of the run directories this trainer writes. 2: config.yaml holds every key
-/// and is read over the recommended defaults; a version-1 config.yaml left out the keys at the
-/// defaults of its day, so it does not read back as the settings that run had.
-pub const RUN_FORMAT_VERSION: u32 = 2;
+/// Layout version of the run directories this trainer writes: config.yaml holds every key of
+/// its day and is read over today's recommended defaults, so a config.yaml of an older version
+/// does not read back as the settings that run had (version 1 left out the keys at the defaults
+/// of its day; version 2 lacks `featurizer.config.placements.part_values_only`).
+pub const RUN_FORMAT_VERSION: u32 = 3;
 
 /// The layout version of the run directory at `run` (its manifest's `format_version`).
 pub fn format_version(run: &RunDir) -> Result<u32> {

@@ -591,7 +591,13 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
         assert!(p["benign_blocked"].as_f64().unwrap() <= 0.05, "{p}");
     }
     let alone = content.part_vectors(&req);
-    assert!(alone.len() >= 14, "{} parts", alone.len());
+    // The method, the path and the pairs whose values have a feature of the vocabulary (read by
+    // their values alone: `part_values_only`), the attack pair among them.
+    let quote = content.vocabulary().iter().position(|v| v == "'").unwrap() as u32;
+    assert!(alone.len() >= 3, "{} parts", alone.len());
+    assert!(alone
+        .iter()
+        .any(|(p, v)| *p == featurizer::Placement::Query && v.indices.contains(&quote)));
     let part_score = alone
         .iter()
         .map(|(p, v)| offsets.shift(*p, parts.score_sparse(&v.indices, &v.values).unwrap()))

@@ -448,16 +448,22 @@ fn run_with_label_cleaning_reports_the_labels_left_out() {
     assert!(stderr.contains("label cleaning: left out"), "{stderr}");
     let manifest = run_dir.join("manifest.json");
     let text = std::fs::read_to_string(&manifest).unwrap();
-    assert!(text.contains("\"format_version\": 2"), "{text}");
+    let current = format!(
+        "\"format_version\": {}",
+        trainer::rundir::RUN_FORMAT_VERSION
+    );
+    assert!(text.contains(&current), "{text}");
+    let older = trainer::rundir::RUN_FORMAT_VERSION - 1;
     std::fs::write(
         &manifest,
-        text.replace("\"format_version\": 2", "\"format_version\": 1"),
+        text.replace(&current, &format!("\"format_version\": {older}")),
     )
     .unwrap();
     let out = from_run("student4.safetensors");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && stderr.contains("older pate-trainer (run format 1)"),
+        !out.status.success()
+            && stderr.contains(&format!("older pate-trainer (run format {older})")),
         "{stderr}"
     );
     let bad = config(
