@@ -986,7 +986,12 @@ impl RunConfig {
             path: path.to_owned(),
             source: Box::new(e),
         })?;
-        let base = path.parent().unwrap_or(Path::new("."));
+        // Absolute, so that the effective configuration (`--print-config`, the run directory's
+        // config.yaml) names the same files wherever it is read from.
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let base = std::path::absolute(parent.unwrap_or(Path::new(".")))
+            .unwrap_or_else(|_| parent.unwrap_or(Path::new(".")).to_owned());
+        let base = base.as_path();
         for d in config.sources_mut() {
             if d.path.is_relative() {
                 d.path = base.join(&d.path);

@@ -105,6 +105,38 @@ fn print_config_prints_the_effective_configuration() {
     }
 }
 
+/// The printed configuration names its files by absolute paths (the config's own, resolved
+/// against its folder, and a relative `--public`, against the working directory), so written
+/// to another folder and loaded from there it reads the same files.
+#[test]
+fn a_printed_configuration_reads_the_same_files_from_anywhere() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
+        .current_dir(repo())
+        .args(["run", "--print-config", "--config", "configs/site.yaml"])
+        .args(["--public", "data/sample/apache_access_sample.log"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("printed.yaml");
+    std::fs::write(&copy, &out.stdout).unwrap();
+    let mut config = RunConfig::load(&copy).unwrap();
+    let paths: Vec<std::path::PathBuf> = config.sources_mut().map(|d| d.path.clone()).collect();
+    assert!(paths.len() >= 5, "{paths:?}");
+    for p in &paths {
+        assert!(p.is_absolute() && p.exists(), "{}", p.display());
+    }
+    assert!(paths
+        .iter()
+        .any(|p| p.ends_with("data/sample/apache_access_sample.log")));
+    let browsers = config.featurizer.known_browsers.unwrap();
+    assert!(browsers.is_absolute() && browsers.exists());
+}
+
 /// featurizer/tests/fast_path.rs compares the fast featurizer with a plain reference on
 /// configs/train-request-line.yaml's feature set, written out there: the file still resolves to it.
 #[test]

@@ -95,7 +95,8 @@ pub fn run(args: Args) -> Result<()> {
             .public
             .iter()
             .map(|path| crate::config::DatasetSource {
-                path: path.clone(),
+                // Absolute, as the config's own paths are once loaded.
+                path: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
                 format: args.public_format,
                 label: None,
                 limit: None,
