@@ -179,7 +179,10 @@ impl Featurizer {
                 ..Split::default()
             };
             let read = Reading::new(config, &self.known);
-            let segments = placement::segments(&one, &read);
+            let mut segments = placement::segments(&one, &read);
+            if pc.part_values_only {
+                placement::values_only(&mut segments);
+            }
             let windows =
                 placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
             for piece in windows.iter().flatten() {

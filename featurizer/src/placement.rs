@@ -317,6 +317,14 @@ pub struct PlacementConfig {
     /// older artifacts keep their hash and their reading).
     #[serde(default, skip_serializing_if = "is_false")]
     pub request_line_whole: bool,
+    /// In the view of single parts (what a part model reads: [`crate::Featurizer::part_vectors`]),
+    /// read a named part by its value alone: `?name=` / `name=` are not read, so a model of
+    /// single parts cannot take a parameter, header or cookie name (`q`, `sig2` of a search
+    /// engine's Referer) for an attack sign; the placement mark and the public priors are
+    /// read as before, and the whole-request view still reads names. Off by default (and then
+    /// not written into the artifact, so older artifacts keep their hash and their reading).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub part_values_only: bool,
     /// Known header values, in thousandths: a header value (a `hdr:` placement's name and
     /// value, a cookie pair included) that at least this share of the featurizer's corpus (the
     /// public requests) carries is read as its name and `pl:<placement>=known` only, not as
@@ -430,8 +438,20 @@ impl Default for PlacementConfig {
             referer_as_url: false,
             opaque_tokens: false,
             request_line_whole: false,
+            part_values_only: false,
             known_header_permille: None,
             known_digit_runs: false,
+        }
+    }
+}
+
+impl PlacementConfig {
+    /// The configuration of the view of single parts: pair by pair even where the model of
+    /// whole requests reads the request line whole (a pair alone is what that view is for).
+    pub(crate) fn part_view(&self) -> PlacementConfig {
+        PlacementConfig {
+            request_line_whole: false,
+            ..self.clone()
         }
     }
 }
@@ -1569,6 +1589,9 @@ pub(crate) struct Segment {
     pub text: String,
     /// Whether the value-shape family reads this text (query and form pairs).
     pub shapes: bool,
+    /// Where the value begins in `text` (after `?name=` / `name=`; 0 for a part without a
+    /// name).
+    pub value_start: usize,
     /// Placement features (bodies after [`crate::PLACEMENT_PREFIX`]).
     pub marks: Vec<String>,
     /// What the public priors call the value ([`Priors`]; all false where the family is off).
@@ -1722,6 +1745,7 @@ pub(crate) fn split_segments(
         placement: Placement::Request,
         text,
         shapes: true,
+        value_start: 0,
         marks: Vec::new(),
         priors: line_priors,
     }];
@@ -1879,6 +1903,16 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
     segments_where(split, |_| true, read, &mut vec![None; split.parts.len()])
 }
 
+/// The segments of the view of single parts under [`PlacementConfig::part_values_only`]: each
+/// named part's text cut to its value (the value-shape family, which reads names, off).
+pub(crate) fn values_only(segments: &mut [Segment]) {
+    for seg in segments {
+        seg.text.drain(..seg.value_start);
+        seg.value_start = 0;
+        seg.shapes = false;
+    }
+}
+
 /// [`segments`] of the parts of `split` that `keep` keeps; `priors` as in [`split_segments`].
 fn segments_where(
     split: &Split,
@@ -1905,9 +1939,11 @@ fn segments_where(
                 // Its name is read, its value (the same in a share of all traffic) is not;
                 // the public priors still look at it (once, when the table was built).
                 let priors = known_priors.masked(libinjection, signatures);
+                let text = [p.name.as_str(), "="].concat();
                 return Segment {
                     placement: p.placement,
-                    text: [p.name.as_str(), "="].concat(),
+                    value_start: text.len(),
+                    text,
                     shapes: false,
                     marks: vec![[p.placement.as_str(), "=", KNOWN_VALUE_SHAPE].concat()],
                     priors,
@@ -1922,6 +1958,7 @@ fn segments_where(
                 };
                 return Segment {
                     placement: p.placement,
+                    value_start: text.len(),
                     text,
                     shapes: false,
                     marks: vec![[p.placement.as_str(), "=", OPAQUE_TOKEN_SHAPE].concat()],
@@ -1948,6 +1985,7 @@ fn segments_where(
             let priors = *slot.get_or_insert_with(|| read.priors_of(p));
             Segment {
                 placement: p.placement,
+                value_start: text.len() - p.value.len(),
                 text,
                 shapes: pair,
                 marks,

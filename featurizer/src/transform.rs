@@ -479,11 +479,8 @@ impl Featurizer {
             let whole = placement::windows(&segments, bytes, overlap);
             let method = view.map(|v| v.method);
             self.push_windows(&segments, &whole, limited, method, scratch, windows);
-            let per_pair = PlacementConfig {
-                request_line_whole: false,
-                ..pc.clone()
-            };
-            let pairs = placement::split_segments(
+            let per_pair = pc.part_view();
+            let mut pairs = placement::split_segments(
                 req,
                 config,
                 &per_pair,
@@ -492,6 +489,9 @@ impl Featurizer {
                 &split,
                 &mut priors,
             );
+            if pc.part_values_only {
+                placement::values_only(&mut pairs);
+            }
             let pieces = placement::windows(&pairs, bytes, overlap);
             self.push_parts(&pairs, &pieces, limited, scratch, |p, v| parts.push((p, v)));
         });
@@ -529,13 +529,15 @@ impl Featurizer {
         let Some(pc) = &self.content.config.placements else {
             return;
         };
-        // Pair by pair even where the model of whole requests reads the request line whole:
-        // a pair alone is what this view is for.
-        let per_pair = PlacementConfig {
-            request_line_whole: false,
-            ..pc.clone()
-        };
-        let (segments, windows, limited) = self.placement_windows(req, &per_pair, None);
+        let per_pair = pc.part_view();
+        let config = &self.content.config;
+        let (mut segments, limited) =
+            placement::request_segments(req, config, &per_pair, &self.known, None);
+        if pc.part_values_only {
+            placement::values_only(&mut segments);
+        }
+        let windows =
+            placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
         self.push_parts(&segments, &windows, limited, scratch, f);
     }
 

@@ -304,6 +304,7 @@ fn limits_bound_parts_depth_and_bytes() {
         referer_as_url: false,
         opaque_tokens: false,
         request_line_whole: false,
+        part_values_only: false,
         known_header_permille: None,
         known_digit_runs: false,
     };
@@ -991,4 +992,112 @@ fn transform_parts_gives_each_part_alone_undiluted() {
     let plain = fit(None);
     plain.transform_parts(&parts_of("GET", &crowded, &[], None), &mut parts);
     assert!(parts.is_empty());
+}
+
+/// `part_values_only`: in the view of single parts a named part is read by its value alone —
+/// the same value under any parameter, header or cookie name (a search engine's `sig2=`, the
+/// `q=` of a form) gives the same part vector, where without it the names differ; the name
+/// still reaches the whole-request view; the placement mark stays; windows and parts read
+/// together (`windows_and_parts`) give the same parts; and an artifact without the key reads
+/// names (older bundles score as before).
+#[test]
+fn part_values_only_reads_a_named_part_by_its_value() {
+    let fit = |values_only: bool| {
+        let config = FeaturizerConfig {
+            top_k: 500,
+            char_ngrams: Some([1, 3]),
+            placements: Some(PlacementConfig {
+                request_line_whole: true,
+                referer_as_url: true,
+                part_values_only: values_only,
+                ..PlacementConfig::default()
+            }),
+            ..Default::default()
+        };
+        let docs = [
+            parts_of(
+                "GET",
+                "/a?q=hello&sig2=abc",
+                &[("Referer", b"http://g.com/u?sig2=x&q=y")],
+                None,
+            ),
+            parts_of(
+                "GET",
+                "/b?zz=hello&id=2",
+                &[("Cookie", b"zz=hello; q=1")],
+                None,
+            ),
+        ];
+        Featurizer::fit(config, docs).unwrap()
+    };
+    let query = |name: &str| format!("/a?{name}=hello+world");
+    let referer = |name: &str| format!("http://g.com/u?{name}=wm-dvex");
+    let part = |f: &Featurizer, target: &str, header: (&str, &[u8]), placement: Placement| {
+        let headers = [header];
+        let req = parts_of("GET", target, &headers, None);
+        let all = f.part_vectors(&req);
+        let (mut windows, mut both) = (Vec::new(), Vec::new());
+        f.windows_and_parts(&req, &mut windows, &mut both);
+        assert_eq!(both, all);
+        let mine: Vec<featurizer::SparseVector> = all
+            .into_iter()
+            .filter(|(p, _)| *p == placement)
+            .map(|(_, v)| v)
+            .collect();
+        assert!(!mine.is_empty(), "{placement}");
+        (mine, f.transform(&req))
+    };
+    let (values, names) = (fit(true), fit(false));
+    for (a, b) in [("q", "sig2"), ("zz", "q"), ("id", "unknown_name")] {
+        let (ra, rb) = (referer(a), referer(b));
+        for f in [&values, &names] {
+            let (qa, wa) = part(f, &query(a), ("Referer", ra.as_bytes()), Placement::Query);
+            let (qb, wb) = part(f, &query(b), ("Referer", ra.as_bytes()), Placement::Query);
+            let (ha, _) = part(f, "/a", ("Referer", ra.as_bytes()), Placement::HdrReferer);
+            let (hb, _) = part(f, "/a", ("Referer", rb.as_bytes()), Placement::HdrReferer);
+            let cookie = |n: &str| format!("{n}=hello");
+            let (ca, _) = part(
+                f,
+                "/a",
+                ("Cookie", cookie(a).as_bytes()),
+                Placement::HdrCookie,
+            );
+            let (cb, _) = part(
+                f,
+                "/a",
+                ("Cookie", cookie(b).as_bytes()),
+                Placement::HdrCookie,
+            );
+            let same = std::ptr::eq(f, &values);
+            assert_eq!(qa == qb, same, "{a} vs {b}: {qa:?} {qb:?}");
+            assert_eq!(ha == hb, same, "{a} vs {b}: {ha:?} {hb:?}");
+            assert_eq!(ca == cb, same, "{a} vs {b}: {ca:?} {cb:?}");
+            // The whole request reads the names either way.
+            assert_ne!(wa, wb, "{a} vs {b}");
+        }
+    }
+    // The placement mark is still read (the whole view of the fit read the Referer's marks).
+    let vocabulary = values.vocabulary();
+    let marked = |v: &featurizer::SparseVector| {
+        v.indices.iter().any(|&i| {
+            vocabulary[i as usize]
+                .starts_with(&format!("{}hdr:referer=", featurizer::PLACEMENT_PREFIX))
+        })
+    };
+    let (r, _) = part(
+        &values,
+        "/a",
+        ("Referer", referer("q").as_bytes()),
+        Placement::HdrReferer,
+    );
+    assert!(r.iter().all(marked), "{r:?}");
+    // The key is written only when on, so an artifact without it reads names; a saved
+    // artifact reads back with the same view.
+    let text = |f: &Featurizer| String::from_utf8(f.to_json()).unwrap();
+    assert!(!text(&names).contains("part_values_only"));
+    assert!(text(&values).contains("\"part_values_only\": true"));
+    let back = Featurizer::from_json(&values.to_json()).unwrap();
+    let (a, _) = part(&back, &query("q"), ("Host", b"h"), Placement::Query);
+    let (b, _) = part(&back, &query("sig2"), ("Host", b"h"), Placement::Query);
+    assert_eq!(a, b);
 }
