@@ -240,14 +240,21 @@ impl Placement {
 
     /// The placement of a header value by the header's name.
     pub fn of_header(name: &str) -> Placement {
-        let lower = name.to_ascii_lowercase();
-        match lower.as_str() {
-            "user-agent" => Placement::HdrUserAgent,
-            "referer" => Placement::HdrReferer,
-            "cookie" => Placement::HdrCookie,
-            "forwarded" => Placement::HdrForwarded,
-            n if n.starts_with("x-forwarded-") => Placement::HdrForwarded,
-            _ => Placement::HdrOther,
+        // Compared without a lower-cased copy: this runs for every header of every request.
+        let is = |known: &str| name.eq_ignore_ascii_case(known);
+        let prefix = "x-forwarded-";
+        let forwarded_x = name.len() >= prefix.len()
+            && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes());
+        if is("user-agent") {
+            Placement::HdrUserAgent
+        } else if is("referer") {
+            Placement::HdrReferer
+        } else if is("cookie") {
+            Placement::HdrCookie
+        } else if is("forwarded") || forwarded_x {
+            Placement::HdrForwarded
+        } else {
+            Placement::HdrOther
         }
     }
 }
@@ -509,12 +516,21 @@ struct Collector<'c> {
     /// The parts read so far (not their Base64-decoded forms), by a keyed hash of (placement,
     /// name, value): a repeated identical part is read once and does not count against
     /// `max_parts` (padding by repetition). Keyed by hash, not by copies of the strings: the
-    /// part's own strings are compared on a hit.
+    /// part's own strings are compared on a hit. Empty while the request has fewer than
+    /// [`LINEAR_DEDUP_PARTS`] parts: those are compared one by one instead (no hashing for a
+    /// typical request); filled with every part read once there are more (`hashing`).
     seen: HashMap<u64, usize, std::hash::BuildHasherDefault<Digest>>,
+    /// Whether `seen` is in use.
+    hashing: bool,
     /// The keys of those hashes (random per process, as a `HashSet`'s: the request chooses the
     /// strings).
     keys: std::hash::RandomState,
 }
+
+/// Up to this many parts, [`Collector::push`] finds a repeated part by comparing it with each
+/// part read so far (at most this many comparisons, most ending at the placement or a length);
+/// beyond, by the keyed hash (a request of many parts cannot make the check quadratic).
+const LINEAR_DEDUP_PARTS: usize = 32;
 
 /// A [`Collector`]'s hashes are already keyed SipHash digests: used as they are.
 #[derive(Default)]
@@ -565,22 +581,12 @@ impl Collector<'_> {
             .ok()
             .and_then(|v| base64_text(v.trim()));
         let value = lowercase_owned(value);
-        let digest = std::hash::BuildHasher::hash_one(&self.keys, (placement, &name, &value));
-        let same =
-            |p: &Part| !p.encoded && p.placement == placement && p.name == name && p.value == value;
-        if let Some(&k) = self.seen.get(&digest) {
-            // The part with this hash, or (two parts' hashes equal) any part read so far.
-            if same(&self.split.parts[k]) || self.split.parts.iter().any(same) {
-                return;
-            }
-        }
-        if self.full() {
+        if self.read_before(placement, &name, &value) || self.full() {
             return;
         }
-        self.seen.entry(digest).or_insert(self.split.parts.len());
         self.split.parts.push(Part {
             placement,
-            name: name.clone(),
+            name,
             value,
             encoded: false,
             deep,
@@ -590,14 +596,52 @@ impl Collector<'_> {
                 return;
             }
             let value = decode_value(text.as_bytes(), self.decode_rounds, false);
+            // The name of the part just pushed (moved there, copied only for this rare case).
+            let name = self.split.parts.last().map(|p| p.name.clone());
             self.split.parts.push(Part {
                 placement,
-                name,
+                name: name.unwrap_or_default(),
                 value,
                 encoded: true,
                 deep: false,
             });
         }
+    }
+
+    /// Whether a part (not Base64-decoded) with this placement, name and value was read
+    /// already; if not, it is recorded as the next part to be pushed (a part that is then not
+    /// pushed because the split is full ends the split's reading of new parts anyway: `full`
+    /// stays true). Exact either way: compared one by one while there are few parts, else
+    /// through the keyed hash of [`Collector::seen`], filled when the count first passes
+    /// [`LINEAR_DEDUP_PARTS`].
+    fn read_before(&mut self, placement: Placement, name: &str, value: &str) -> bool {
+        let same =
+            |p: &Part| !p.encoded && p.placement == placement && p.name == name && p.value == value;
+        let parts = &self.split.parts;
+        if parts.len() < LINEAR_DEDUP_PARTS && !self.hashing {
+            return parts.iter().any(same);
+        }
+        if !self.hashing {
+            self.hashing = true;
+            for (k, p) in parts.iter().enumerate().filter(|(_, p)| !p.encoded) {
+                let digest = self.digest(p.placement, &p.name, &p.value);
+                self.seen.entry(digest).or_insert(k);
+            }
+        }
+        let digest = self.digest(placement, name, value);
+        if let Some(&k) = self.seen.get(&digest) {
+            // The part with this hash, or (two parts' hashes equal) any part read so far.
+            if same(&parts[k]) || parts.iter().any(same) {
+                return true;
+            }
+        }
+        self.seen.entry(digest).or_insert(parts.len());
+        false
+    }
+
+    /// The keyed hash of a part's (placement, name, value).
+    fn digest(&self, placement: Placement, name: &str, value: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.keys, (placement, name, value))
     }
 
     /// `a=1&b=2` pairs (query string, form body, or `;`-separated cookie pairs).
@@ -643,7 +687,8 @@ pub fn split_request(
         decode_rounds,
         split: Split::default(),
         bytes: 0,
-        seen: HashMap::with_capacity_and_hasher(32, Default::default()),
+        seen: HashMap::default(),
+        hashing: false,
         keys: Default::default(),
     };
     // Request line.
@@ -681,8 +726,12 @@ pub fn split_request(
         }
     }
     // Headers.
+    // One buffer for every header's lower-cased name (not a new string per header).
+    let mut lower = String::new();
     for (name, value) in req.headers.iter() {
-        let lower = name.to_ascii_lowercase();
+        lower.clear();
+        lower.push_str(name);
+        lower.make_ascii_lowercase();
         if FRAMING_HEADERS.contains(&lower.as_str()) {
             continue;
         }
@@ -1593,9 +1642,49 @@ pub(crate) struct Segment {
     /// name).
     pub value_start: usize,
     /// Placement features (bodies after [`crate::PLACEMENT_PREFIX`]).
-    pub marks: Vec<String>,
+    pub marks: Marks,
     /// What the public priors call the value ([`Priors`]; all false where the family is off).
     pub priors: Priors,
+}
+
+/// A segment's placement features: `<placement>=<shape>`, and `b64=<shape>` for the
+/// Base64-decoded form of a value; none for the request line read whole. Kept as their static
+/// parts and joined only when read (into the caller's buffer), not as strings per segment:
+/// every part of every request has them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Marks {
+    /// `<placement>` (or none), then [`crate::BASE64_MARK`] (or none).
+    heads: [Option<&'static str>; 2],
+    /// The value's shape ([`crate::value_shape`], [`KNOWN_VALUE_SHAPE`] or
+    /// [`OPAQUE_TOKEN_SHAPE`]).
+    shape: &'static str,
+}
+
+impl Marks {
+    /// `<placement>=<shape>`.
+    fn of(placement: Placement, shape: &'static str) -> Self {
+        Marks {
+            heads: [Some(placement.as_str()), None],
+            shape,
+        }
+    }
+
+    /// These and `b64=<shape>`.
+    fn with_base64(mut self) -> Self {
+        self.heads[1] = Some(crate::BASE64_MARK);
+        self
+    }
+
+    /// Calls `f` on each mark's body, in order, written into `buf`.
+    pub(crate) fn for_each(&self, buf: &mut String, mut f: impl FnMut(&str)) {
+        for head in self.heads.iter().flatten() {
+            buf.clear();
+            buf.push_str(head);
+            buf.push('=');
+            buf.push_str(self.shape);
+            f(buf);
+        }
+    }
 }
 
 /// What the public priors call a value: libinjection's two detectors
@@ -1746,7 +1835,7 @@ pub(crate) fn split_segments(
         text,
         shapes: true,
         value_start: 0,
-        marks: Vec::new(),
+        marks: Marks::default(),
         priors: line_priors,
     }];
     out.extend(segments_where(split, |p| !line(p), &read, priors));
@@ -1926,13 +2015,19 @@ fn segments_where(
         opaque_tokens,
         known,
     } = *read;
-    let mut seen = std::collections::HashSet::with_capacity(split.parts.len());
+    // The parts not Base64-decoded are distinct already: `split_request` reads a repeated one
+    // once, and the other callers' splits have one part. Only decoded forms can repeat (two
+    // encodings of one text), and only they are looked up (no set, no hashing, for most
+    // requests).
+    let mut seen_decoded = std::collections::HashSet::new();
     split
         .parts
         .iter()
         .zip(priors.iter_mut())
         .filter(|(p, _)| keep(p))
-        .filter(|(p, _)| seen.insert((p.placement, p.name.as_str(), p.value.as_str(), p.encoded)))
+        .filter(|(p, _)| {
+            !p.encoded || seen_decoded.insert((p.placement, p.name.as_str(), p.value.as_str()))
+        })
         .map(|(p, slot)| {
             let pair = matches!(p.placement, Placement::Query | Placement::Form);
             if let Some(known_priors) = known.get(p) {
@@ -1945,7 +2040,7 @@ fn segments_where(
                     value_start: text.len(),
                     text,
                     shapes: false,
-                    marks: vec![[p.placement.as_str(), "=", KNOWN_VALUE_SHAPE].concat()],
+                    marks: Marks::of(p.placement, KNOWN_VALUE_SHAPE),
                     priors,
                 };
             }
@@ -1961,7 +2056,7 @@ fn segments_where(
                     value_start: text.len(),
                     text,
                     shapes: false,
-                    marks: vec![[p.placement.as_str(), "=", OPAQUE_TOKEN_SHAPE].concat()],
+                    marks: Marks::of(p.placement, OPAQUE_TOKEN_SHAPE),
                     priors: Priors::default(),
                 };
             }
@@ -1977,10 +2072,9 @@ fn segments_where(
                 [p.name.as_str(), "=", p.value.as_str()].concat()
             };
             let shape = crate::value_shape(&p.value);
-            // Concatenated, not `format!`ed: this runs for every part of every request.
-            let mut marks = vec![[p.placement.as_str(), "=", shape].concat()];
+            let mut marks = Marks::of(p.placement, shape);
             if p.encoded {
-                marks.push([crate::BASE64_MARK, "=", shape].concat());
+                marks = marks.with_base64();
             }
             let priors = *slot.get_or_insert_with(|| read.priors_of(p));
             Segment {
@@ -2082,10 +2176,10 @@ pub(crate) fn for_each_window_feature(
         let text = &seg.text[piece.start..piece.end];
         count += crate::for_each_configured_feature(text, cfg, gram, &mut f);
         if first {
-            for mark in &seg.marks {
+            seg.marks.for_each(&mut String::new(), |mark| {
                 count += 1;
                 f(crate::FeatureKind::Placement, mark);
-            }
+            });
             for body in seg.priors.fired() {
                 count += 1;
                 f(crate::FeatureKind::Placement, body);

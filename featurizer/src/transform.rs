@@ -367,13 +367,14 @@ impl Featurizer {
                 });
             }
             if first {
-                let marks = seg.marks.iter().map(String::as_str);
-                for body in marks.chain(seg.priors.fired().map(|b| -> &str { b })) {
+                let mut mark = |body: &str| {
                     count += 1;
                     if let Some(&i) = self.placement_index.get(body) {
                         add.add(i);
                     }
-                }
+                };
+                seg.marks.for_each(unseen, &mut mark);
+                seg.priors.fired().for_each(mark);
             }
         }
         count
