@@ -60,8 +60,8 @@ pub fn part_model_training() -> TrainConfig {
 }
 
 /// The featurizer's settings: the whole request by placement (request line whole, opaque tokens,
-/// known header values, Referer as a URL; single parts read by their value alone), 10,000 features of character 1–3-grams with sublinear
-/// tf and l2 norm, parameter features, the site's format model (rarity counts ≥ 3, odd values
+/// known header values, Referer as a URL; single parts read by their value alone), 10,000
+/// features of character 1–3-grams with sublinear tf and l2 norm, parameter features, the site's format model (rarity counts ≥ 3, odd values
 /// under 1 % and 5 %, odd shapes and paths, renamed parameters), libinjection and signatures.
 pub fn featurizer() -> featurizer::FeaturizerConfig {
     featurizer::FeaturizerConfig {
