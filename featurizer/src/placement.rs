@@ -1994,8 +1994,12 @@ pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
 
 /// The segments of the view of single parts under [`PlacementConfig::part_values_only`]: each
 /// named part's text cut to its value (the value-shape family, which reads names, off).
-pub(crate) fn values_only(segments: &mut [Segment]) {
-    for seg in segments {
+/// The `Host` header is not a part of this view: its value is the site's own name, the same on
+/// every request, which a part model trained on an access log (which does not record it) has
+/// never seen; the whole-request view still reads it.
+pub(crate) fn values_only(segments: &mut Vec<Segment>) {
+    segments.retain(|s| !(s.placement == Placement::HdrOther && s.text.starts_with("host=")));
+    for seg in segments.iter_mut() {
         seg.text.drain(..seg.value_start);
         seg.value_start = 0;
         seg.shapes = false;

@@ -1091,6 +1091,22 @@ fn part_values_only_reads_a_named_part_by_its_value() {
         Placement::HdrReferer,
     );
     assert!(r.iter().all(marked), "{r:?}");
+    // The Host header (the site's own name) is not a part of the view; the whole request reads it.
+    let ip: &[(&str, &[u8])] = &[("Host", b"127.0.0.1:8080")];
+    let name: &[(&str, &[u8])] = &[("Host", b"h")];
+    let host_parts = |f: &Featurizer| {
+        let parts = f.part_vectors(&parts_of("GET", "/a?q=1", ip, None));
+        parts
+            .iter()
+            .filter(|(p, _)| *p == Placement::HdrOther)
+            .count()
+    };
+    assert_eq!(host_parts(&values), 0);
+    assert_eq!(host_parts(&names), 1);
+    assert_ne!(
+        values.transform(&parts_of("GET", "/a?q=1", ip, None)),
+        values.transform(&parts_of("GET", "/a?q=1", name, None))
+    );
     // The key is written only when on, so an artifact without it reads names; a saved
     // artifact reads back with the same view.
     let text = |f: &Featurizer| String::from_utf8(f.to_json()).unwrap();
