@@ -328,7 +328,8 @@ pub struct PlacementConfig {
     /// read a named part by its value alone: `?name=` / `name=` are not read, so a model of
     /// single parts cannot take a parameter, header or cookie name (`q`, `sig2` of a search
     /// engine's Referer) for an attack sign; the placement mark and the public priors are
-    /// read as before, and the whole-request view still reads names. Off by default (and then
+    /// read as before, and the whole-request view still reads names. The `Host` header is not
+    /// a part of that view (the site's own name, which an access log does not record). Off by default (and then
     /// not written into the artifact, so older artifacts keep their hash and their reading).
     #[serde(default, skip_serializing_if = "is_false")]
     pub part_values_only: bool,
