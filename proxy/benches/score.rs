@@ -29,29 +29,13 @@ use std::time::Instant;
 
 use bundle::{write_bundle, BundleContents, Dense, Mlp};
 use criterion::{criterion_group, criterion_main, Criterion};
-use datasets::{Format, Record};
+use datasets::Record;
 use featurizer::{Featurizer, FeaturizerConfig, Scratch, SparseVector};
 use proxy::config::ScorerKind;
 use proxy::model::ServingModel;
 
 fn csic_records() -> Vec<Record> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/csic2010");
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/sample");
-    let mut records = Vec::new();
-    for (dir, file) in [
-        (&dir, "normalTrafficTest_A.txt"),
-        (&dir, "anomalousTrafficTest_A.txt"),
-        (&sample, "csic_normalTrafficTest_A_sample.txt"),
-        (&sample, "csic_anomalousTrafficTest_A_sample.txt"),
-    ] {
-        // The full files when present (the sample otherwise), at most 10 000 requests each.
-        if records.len() >= 20_000 || (file.contains("sample") && !records.is_empty()) {
-            continue;
-        }
-        if let Ok(r) = datasets::load(Format::Csic, &dir.join(file)) {
-            records.extend(r.into_iter().take(10_000));
-        }
-    }
+    let records = test_support::csic_requests::csic_records();
     assert!(
         !records.is_empty(),
         "no CSIC data (shared/datasets or data/sample)"
@@ -134,22 +118,13 @@ fn summarize(mut rounds: Vec<(f64, f64)>) -> String {
 
 /// The typical (median length of those with a query or body) and the longest live request.
 fn typical_and_long(live: &[&Record]) -> [(&'static str, Record); 2] {
-    let mut with_args: Vec<&Record> = live
-        .iter()
-        .copied()
-        .filter(|r| r.target.contains(&b'?') || r.body.is_some())
-        .collect();
-    with_args.sort_by_key(|r| r.target.len() + r.body.as_ref().map_or(0, Vec::len));
-    [
-        ("typical", with_args[with_args.len() / 2].clone()),
-        ("long", with_args[with_args.len() - 1].clone()),
-    ]
+    test_support::csic_requests::typical_and_long(live).expect("a CSIC request with arguments")
 }
 
 /// `PATE_BENCH_BUNDLE`: a trained bundle, with and without the format checks.
 fn bench_bundle(c: &mut Criterion, records: &[Record], dir: &Path) {
     let model = ServingModel::load(dir, None, 1).expect("load bundle");
-    let live: Vec<&Record> = records.iter().skip(1).step_by(2).collect();
+    let live = test_support::csic_requests::live(records);
     let mut summary = vec![format!(
         "bundle {} (scorer {}, part model: {})",
         dir.display(),
@@ -199,7 +174,7 @@ fn bench(c: &mut Criterion) {
     // from the rest).
     let featurizer =
         Featurizer::fit(config.clone(), records.iter().step_by(2).map(Record::parts)).expect("fit");
-    let live: Vec<&Record> = records.iter().skip(1).step_by(2).collect();
+    let live = test_support::csic_requests::live(&records);
     let k = featurizer.dim();
     let shape_name = |widths: &[usize]| {
         widths

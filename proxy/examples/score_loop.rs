@@ -8,50 +8,22 @@
 //! `data/sample` otherwise), with its headers; the bundle is loaded as pate-proxy loads it
 //! (`scorer: auto`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use datasets::{Format, Record};
+use datasets::Record;
 use proxy::model::ServingModel;
-
-/// The benchmark's CSIC requests: the full test files when present, the samples otherwise.
-fn csic_records() -> Vec<Record> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let full = root.join("../../shared/datasets/csic2010");
-    let sample = root.join("../data/sample");
-    let mut records = Vec::new();
-    for (dir, file) in [
-        (&full, "normalTrafficTest_A.txt"),
-        (&full, "anomalousTrafficTest_A.txt"),
-        (&sample, "csic_normalTrafficTest_A_sample.txt"),
-        (&sample, "csic_anomalousTrafficTest_A_sample.txt"),
-    ] {
-        if records.len() >= 20_000 || (file.contains("sample") && !records.is_empty()) {
-            continue;
-        }
-        if let Ok(r) = datasets::load(Format::Csic, &dir.join(file)) {
-            records.extend(r.into_iter().take(10_000));
-        }
-    }
-    records
-}
+use test_support::csic_requests;
 
 /// The benchmark's typical or long request.
 fn request(which: &str) -> Option<Record> {
-    let records = csic_records();
-    let mut with_args: Vec<&Record> = records
-        .iter()
-        .skip(1)
-        .step_by(2)
-        .filter(|r| r.target.contains(&b'?') || r.body.is_some())
-        .collect();
-    with_args.sort_by_key(|r| r.target.len() + r.body.as_ref().map_or(0, Vec::len));
-    let k = match which {
-        "typical" => with_args.len() / 2,
-        "long" => with_args.len().checked_sub(1)?,
-        _ => return None,
-    };
-    with_args.get(k).map(|r| (*r).clone())
+    let records = csic_requests::csic_records();
+    let [typical, long] = csic_requests::typical_and_long(&csic_requests::live(&records))?;
+    match which {
+        "typical" => Some(typical.1),
+        "long" => Some(long.1),
+        _ => None,
+    }
 }
 
 fn main() -> ExitCode {

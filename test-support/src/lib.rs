@@ -10,6 +10,8 @@
 //! tests, benchmarks and `fixture_bundle` example; the end-to-end tests): nothing shipped links it.
 #![forbid(unsafe_code)]
 
+pub mod csic_requests;
+
 use std::path::Path;
 
 use bundle::{write_bundle, BundleContents, Dense, Manifest, Mlp};
