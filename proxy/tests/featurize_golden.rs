@@ -451,29 +451,3 @@ fn hot_path_vectors_and_scores_are_unchanged() {
             .join("\n")
     );
 }
-
-/// By hand, for a trained bundle and the full CSIC 2010 test files (not in the repository):
-/// `PATE_IDENTITY_BUNDLE=DIR cargo test --release -p proxy --test featurize_golden -- --ignored
-/// --nocapture` prints one digest of every view of the first 3,000 requests of each test file
-/// with that bundle's featurizer and model; compare it before and after a change of the hot path.
-#[test]
-#[ignore = "needs a trained bundle (PATE_IDENTITY_BUNDLE) and the full CSIC 2010 files"]
-fn digest_of_a_trained_bundle() {
-    bundle::init_onnxruntime(None).expect("ONNX Runtime (ORT_DYLIB_PATH)");
-    let dir = std::env::var("PATE_IDENTITY_BUNDLE").expect("PATE_IDENTITY_BUNDLE");
-    let model = ServingModel::load(Path::new(&dir), None, 1).expect("load bundle");
-    let bundle = bundle::Bundle::load(Path::new(&dir)).expect("bundle");
-    let f = bundle.featurizer;
-    let content = f.clone().without_format_checks();
-    let csic = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/csic2010");
-    let mut h = Fnv::new();
-    let mut n = 0;
-    for file in ["normalTrafficTest_A.txt", "anomalousTrafficTest_A.txt"] {
-        let records = datasets::load(Format::Csic, &csic.join(file)).expect("CSIC file");
-        for r in records.iter().take(3000) {
-            h.bytes(views(&f, &content, &model, &r.parts()).as_bytes());
-            n += 1;
-        }
-    }
-    println!("identity digest of {n} requests: {}", h.hex());
-}
