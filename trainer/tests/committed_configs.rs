@@ -78,14 +78,12 @@ fn every_committed_run_config_parses() {
     );
 }
 
-/// `run --print-config` prints what the run directory's config.yaml would hold: every default
-/// filled in, and it reads back as the same settings.
-#[test]
-fn print_config_prints_the_effective_configuration() {
-    let train = repo().join("configs/train.yaml");
+/// `pate-trainer run --print-config ARGS` run in the repository's root: what it prints.
+fn print_config(args: &[&str]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
-        .args(["run", "--print-config", "--config"])
-        .arg(&train)
+        .current_dir(repo())
+        .args(["run", "--print-config"])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -93,7 +91,15 @@ fn print_config_prints_the_effective_configuration() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let printed = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `run --print-config` prints what the run directory's config.yaml would hold: every default
+/// filled in, and it reads back as the same settings.
+#[test]
+fn print_config_prints_the_effective_configuration() {
+    let train = repo().join("configs/train.yaml");
+    let printed = print_config(&["--config", train.to_str().unwrap()]);
     let expected = serde_yaml::to_string(&RunConfig::load(&train).unwrap()).unwrap();
     assert_eq!(printed, expected);
     for key in [
@@ -110,20 +116,15 @@ fn print_config_prints_the_effective_configuration() {
 /// to another folder and loaded from there it reads the same files.
 #[test]
 fn a_printed_configuration_reads_the_same_files_from_anywhere() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pate-trainer"))
-        .current_dir(repo())
-        .args(["run", "--print-config", "--config", "configs/site.yaml"])
-        .args(["--public", "data/sample/apache_access_sample.log"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let printed = print_config(&[
+        "--config",
+        "configs/site.yaml",
+        "--public",
+        "data/sample/apache_access_sample.log",
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("printed.yaml");
-    std::fs::write(&copy, &out.stdout).unwrap();
+    std::fs::write(&copy, printed).unwrap();
     let mut config = RunConfig::load(&copy).unwrap();
     let paths: Vec<std::path::PathBuf> = config.sources_mut().map(|d| d.path.clone()).collect();
     assert!(paths.len() >= 5, "{paths:?}");
