@@ -620,6 +620,23 @@ pub fn public_value(record: &Record) -> Vec<u8> {
     percent_decode(&record.target)
 }
 
+/// The attack a Fwaf attack line carries, as a value to place: its query (after the first `?`),
+/// percent-decoded once, when it has one (the path before it is the scanner's, not the attack:
+/// placed with it, a part model learns page names such as `/contact.php` as attack signs); a
+/// line without a query, its path when the path holds a character no ordinary path has;
+/// `None` for a bare path (a scanner asking for a file, `/htbin/windmail.exe`: what no content
+/// model can tell from a page the site has, and the site's format model's to flag).
+pub fn fwaf_attack_value(record: &Record) -> Option<Vec<u8>> {
+    let target = &record.target;
+    if let Some(q) = target.iter().position(|&b| b == b'?') {
+        let query = &target[q + 1..];
+        return (!query.is_empty()).then(|| percent_decode(query));
+    }
+    let path = percent_decode(target);
+    let ordinary = |b: &u8| b.is_ascii_alphanumeric() || b"/._-~".contains(b);
+    (!path.iter().all(ordinary)).then_some(path)
+}
+
 /// A value the site itself sent in `record`: one of its query or form parameter values
 /// (percent-decoded), or its last path segment when it has none.
 pub fn own_value(record: &Record, rng: &mut impl Rng) -> Vec<u8> {

@@ -853,3 +853,36 @@ fn examples_of(
     )
     .0
 }
+
+/// A Fwaf attack line is placed as its query, not with the scanner's path; a line without a
+/// query as its path when the path holds an attack's character; a bare file path not at all.
+#[test]
+fn a_fwaf_line_is_placed_as_its_attack_without_the_scanners_path() {
+    let value = |line: &str| {
+        let record = Record {
+            method: "GET".into(),
+            target: line.as_bytes().to_vec(),
+            body: None,
+            headers: Vec::new(),
+            label: Some(Label::Malicious),
+            line: 1,
+        };
+        trainer::public_examples::fwaf_attack_value(&record).map(|v| String::from_utf8(v).unwrap())
+    };
+    assert_eq!(
+        value("/top.php?stuff='uname >q36497765 #").as_deref(),
+        Some("stuff='uname >q36497765 #")
+    );
+    assert_eq!(
+        value("/cgi/ion-p?page=..%2F..%2Fetc%2Fpasswd").as_deref(),
+        Some("page=../../etc/passwd")
+    );
+    assert_eq!(
+        value("/<script>alert(1)</script>.do").as_deref(),
+        Some("/<script>alert(1)</script>.do")
+    );
+    assert_eq!(value("/c%27hoario/").as_deref(), Some("/c'hoario/"));
+    assert_eq!(value("/htbin/windmail.exe"), None);
+    assert_eq!(value("/scripts/cfooter.php3"), None);
+    assert_eq!(value("/contact.php?"), None);
+}

@@ -190,6 +190,9 @@ impl PublicValues {
             }
             for r in &public {
                 match r.label {
+                    Some(datasets::Label::Malicious) if source.format == datasets::Format::Fwaf => {
+                        malicious.extend(crate::public_examples::fwaf_attack_value(r))
+                    }
                     Some(datasets::Label::Malicious) => {
                         malicious.push(crate::public_examples::public_value(r))
                     }
