@@ -620,21 +620,37 @@ pub fn public_value(record: &Record) -> Vec<u8> {
     percent_decode(&record.target)
 }
 
-/// The attack a Fwaf attack line carries, as a value to place: its query (after the first `?`),
-/// percent-decoded once, when it has one (the path before it is the scanner's, not the attack:
-/// placed with it, a part model learns page names such as `/contact.php` as attack signs); a
-/// line without a query, its path when the path holds a character no ordinary path has;
-/// `None` for a bare path (a scanner asking for a file, `/htbin/windmail.exe`: what no content
-/// model can tell from a page the site has, and the site's format model's to flag).
+/// The attack a Fwaf attack line carries, as a value to place, without the scanner's path and
+/// parameter names (placed with them, a part model learnt page names such as `/contact.php` and
+/// names such as `q` as attack signs): of its query's pieces (split at `&`), the value of the
+/// piece (after `name=`, for a plain name) with the most characters other than letters and
+/// digits, percent-decoded once; a line without a query, its path when the path holds a
+/// character no ordinary path has; `None` for a bare path (a scanner asking for a file,
+/// `/htbin/windmail.exe`: what no content model can tell from a page the site has, and the
+/// site's format model's to flag) or an empty query.
 pub fn fwaf_attack_value(record: &Record) -> Option<Vec<u8>> {
     let target = &record.target;
-    if let Some(q) = target.iter().position(|&b| b == b'?') {
-        let query = &target[q + 1..];
-        return (!query.is_empty()).then(|| percent_decode(query));
-    }
-    let path = percent_decode(target);
-    let ordinary = |b: &u8| b.is_ascii_alphanumeric() || b"/._-~".contains(b);
-    (!path.iter().all(ordinary)).then_some(path)
+    let Some(q) = target.iter().position(|&b| b == b'?') else {
+        let path = percent_decode(target);
+        let ordinary = |b: &u8| b.is_ascii_alphanumeric() || b"/._-~".contains(b);
+        return (!path.iter().all(ordinary)).then_some(path);
+    };
+    let plain_name = |n: &[u8]| {
+        !n.is_empty()
+            && n.iter()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-[]".contains(b))
+    };
+    let values = target[q + 1..].split(|&b| b == b'&').map(|piece| {
+        let value = match piece.iter().position(|&b| b == b'=') {
+            Some(eq) if plain_name(&piece[..eq]) => &piece[eq + 1..],
+            _ => piece,
+        };
+        percent_decode(value)
+    });
+    let symbols = |v: &Vec<u8>| v.iter().filter(|b| !b.is_ascii_alphanumeric()).count();
+    values
+        .filter(|v| !v.is_empty())
+        .max_by(|a, b| symbols(a).cmp(&symbols(b)).then(a.len().cmp(&b.len())))
 }
 
 /// A value the site itself sent in `record`: one of its query or form parameter values

@@ -854,8 +854,9 @@ fn examples_of(
     .0
 }
 
-/// A Fwaf attack line is placed as its query, not with the scanner's path; a line without a
-/// query as its path when the path holds an attack's character; a bare file path not at all.
+/// A Fwaf attack line is placed as its query's most symbol-laden value, without the scanner's
+/// path and parameter names; a line without a query as its path when the path holds an
+/// attack's character; a bare file path or an empty query not at all.
 #[test]
 fn a_fwaf_line_is_placed_as_its_attack_without_the_scanners_path() {
     let value = |line: &str| {
@@ -871,11 +872,15 @@ fn a_fwaf_line_is_placed_as_its_attack_without_the_scanners_path() {
     };
     assert_eq!(
         value("/top.php?stuff='uname >q36497765 #").as_deref(),
-        Some("stuff='uname >q36497765 #")
+        Some("'uname >q36497765 #")
     );
     assert_eq!(
-        value("/cgi/ion-p?page=..%2F..%2Fetc%2Fpasswd").as_deref(),
-        Some("page=../../etc/passwd")
+        value("/cgi/ion-p?x=1&page=..%2F..%2Fetc%2Fpasswd&y=abc").as_deref(),
+        Some("../../etc/passwd")
+    );
+    assert_eq!(
+        value("/a.htm?<img src=\"javascript:alert(1);\">").as_deref(),
+        Some("<img src=\"javascript:alert(1);\">")
     );
     assert_eq!(
         value("/<script>alert(1)</script>.do").as_deref(),
@@ -885,4 +890,5 @@ fn a_fwaf_line_is_placed_as_its_attack_without_the_scanners_path() {
     assert_eq!(value("/htbin/windmail.exe"), None);
     assert_eq!(value("/scripts/cfooter.php3"), None);
     assert_eq!(value("/contact.php?"), None);
+    assert_eq!(value("/contact.php?q=&r="), None);
 }
