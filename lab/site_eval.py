@@ -30,13 +30,32 @@
    The two multipart placements (mp:field, mp:filename) need a blank line inside the body, which
    CSIC's format cannot carry: they are written as pate-proxy capture lines (JSON, whole
    requests) and scored with `--format capture`.
+4. The held-out normal requests again as capture lines with a Host header (the site's name, and
+   an IP and port as behind a proxy) beside the log's Referer and User-Agent; and a fixed list of
+   ordinary pages of any site (`/`, search, feed, static files, login and contact forms) with a
+   browser's headers: none of them should be blocked.
 Same seed -> same values, carriers and parameters. Writes DIR/summary.json, DIR/summary.md, the
 placed requests (placed.csv, placed-meta.jsonl, placed-*.csic.txt) and the raw scores (scores/).
 """
 import argparse, collections, csv, json, os, random, re, subprocess, sys, time, urllib.parse
 
 REQ = re.compile(r'\[[^\]]*\] "(\S+) (\S+)(?: (\S+))?"')
+COMBINED_TAIL = re.compile(r'" \d{3} \S+ "([^"]*)" "([^"]*)"')
 SITE = "www.semicomplete.com"
+# The Host a request carries behind a proxy on another port, as the onboarding e2e sends it.
+HOSTS = (("site name", SITE), ("ip:port", "127.0.0.1:8080"))
+BROWSER = [("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
+           ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+           ("Accept-Language", "en-US,en;q=0.5"), ("Accept-Encoding", "gzip, deflate")]
+# Ordinary pages of any site (not from the log): none should be blocked.
+ORDINARY = [("GET", "/", None), ("GET", "/index.html", None), ("GET", "/search?q=hello+world", None),
+            ("GET", "/feed/", None), ("GET", "/css/style.css", None), ("GET", "/favicon.ico", None),
+            ("GET", "/login.php", None), ("GET", "/wp-login.php", None),
+            ("GET", "/contact.php?name=Jane+Doe&email=jane%40example.com", None),
+            ("POST", "/contact.php", ("application/x-www-form-urlencoded",
+                                      "name=Jane+Doe&email=jane%40example.com&message=Hello%2C+nice+blog%21")),
+            ("POST", "/login.php", ("application/x-www-form-urlencoded", "user=jane&password=s3cret%21")),
+            ("GET", "/blog/2009/03/01/some-post-title/", None), ("GET", "/images/photo_01.jpg", None)]
 
 
 def enc(v):
@@ -241,6 +260,37 @@ def main():
                 c[seg + ("/…" if path.count("/") > 1 else "")] += 1
         by_seg[mode] = c.most_common(10)
 
+    # ---- 1b. the held-out normal requests with a Host header (and the log's Referer/UA) ----
+    heads = {}
+    with open(a.heldout, encoding="latin-1") as f:
+        for no, line in enumerate(f, 1):
+            m = COMBINED_TAIL.search(line)
+            heads[no] = [(n, v) for n, v in (("Referer", m.group(1)), ("User-Agent", m.group(2)))
+                         if v and v != "-"] if m else []
+    host_res = {}
+    for hname, host in HOSTS:
+        path = os.path.join(a.out, f"heldout-host-{hname.replace(' ', '_').replace(':', '_')}.capture.jsonl")
+        lines = [n for n in normal if n in reqs]
+        with open(path, "w", encoding="utf-8") as f:
+            for n in lines:
+                f.write(capture_line(reqs[n][0], reqs[n][1], [("Host", host)] + heads.get(n, []), None))
+        for mode, nofc in MODES:
+            rs, _ = score(a, path, "capture", nofc, log)
+            host_res.setdefault(hname, {})[mode] = [sum(r["verdict"] == "block" for r in rs), len(rs)]
+
+    # ---- 4. ordinary pages of any site ----
+    probe_rows = []
+    for hname, host in HOSTS:
+        path = os.path.join(a.out, f"ordinary-{hname.replace(' ', '_').replace(':', '_')}.capture.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for method, target, body in ORDINARY:
+                f.write(capture_line(method, target, [("Host", host)] + BROWSER, body))
+        for mode, nofc in MODES:
+            rs, _ = score(a, path, "capture", nofc, log)
+            for (method, target, _), r in zip(ORDINARY, rs):
+                probe_rows.append({"host": hname, "mode": mode, "method": method, "target": target,
+                                   "score": r["score"], "verdict": r["verdict"]})
+
     # ---- 2./3. placements ----
     rows = list(csv.DictReader(open(a.attacks, newline="", encoding="utf-8")))
     rng = random.Random(a.seed)
@@ -323,6 +373,20 @@ def main():
         h = heldout_res[mode]
         md.append(f"| {'format checks' if mode == 'format' else 'content only'} | "
                   f"{pct(h['normal_blocked'], h['normal'])} | {pct(h['suspicious_blocked'], h['suspicious'])} |")
+    md += ["", "### Held-out normal requests as whole requests with a Host header (and the log's Referer and "
+           "User-Agent), blocked", "", "| Host | format checks | content only |", "|---|---:|---:|"]
+    for hname, r in host_res.items():
+        md.append(f"| {hname} | {pct(*r['format'])} | {pct(*r['content'])} |")
+    md += ["", "### Ordinary pages of any site (browser headers), blocked", "",
+           "| request | " + " | ".join(f"{h} {m}" for h, _ in HOSTS for m, _ in MODES) + " |",
+           "|---|" + "---:|" * (len(HOSTS) * len(MODES))]
+    for method, target, _ in ORDINARY:
+        cells = [next(f"{r['score']:.3f} {'**block**' if r['verdict'] == 'block' else 'allow'}" for r in probe_rows
+                      if r["host"] == h and r["mode"] == m and r["method"] == method and r["target"] == target)
+                 for h, _ in HOSTS for m, _ in MODES]
+        md.append(f"| {method} `{target}` | " + " | ".join(cells) + " |")
+    ordinary_blocked = {f"{h} {m}": sum(r["verdict"] == "block" for r in probe_rows if r["host"] == h and r["mode"] == m)
+                        for h, _ in HOSTS for m, _ in MODES}
     for mode, _ in MODES:
         name, other = ("format checks", "content-only") if mode == "format" else ("content only", "format-checks")
         md += ["", f"### The {a.top} highest-scoring normal requests ({name})", "",
@@ -364,7 +428,9 @@ def main():
                "threshold": float(thr.group(1)) if thr else None,
                "content_only_threshold": float(cthr.group(1)) if cthr else None,
                "heldout": a.heldout, "suspicious": a.suspicious, "attacks": a.attacks, "seed": a.seed,
-               "per_class": a.per_class, "heldout_results": heldout_res, "top_normal": top_rows,
+               "per_class": a.per_class, "heldout_results": heldout_res,
+               "heldout_with_host": host_res, "ordinary": probe_rows, "ordinary_blocked": ordinary_blocked,
+               "ordinary_requests": len(ORDINARY), "top_normal": top_rows,
                "blocked_normal_by_segment": by_seg, "carriers": len(carriers),
                "carriers_with_query": len(with_query), "placements": placements,
                "score_runs": log, "seconds": round(elapsed, 1)}
