@@ -82,7 +82,7 @@ fn bench(c: &mut Criterion) {
             ).as_bytes()),
         }),
     ];
-    // The opt-in feature families (configs/improved.yaml uses value_shapes at top-500).
+    // The opt-in feature families (lab/configs/improved.yaml uses value_shapes at top-500).
     let fit_with = |config: FeaturizerConfig| {
         Featurizer::fit(
             config,
