@@ -658,10 +658,10 @@ pub struct LabelCleaningConfig {
 #[serde(deny_unknown_fields)]
 pub struct PublicExamplesConfig {
     /// Public labelled files (`fwaf`, `httpparams`, `csv`: labels from the file or `label:`);
-    /// each malicious record's value is placed (an HttpParams payload; a Fwaf line's query, or
-    /// its path when it has no query and the path holds an attack's character:
-    /// `trainer::public_examples::fwaf_attack_value`); benign values are placed for the part
-    /// model and the content-only threshold's validation only.
+    /// each malicious record's value is placed (an HttpParams payload; a Fwaf line's most
+    /// symbol-laden query value, or its path when it has no query and the path holds an attack's
+    /// character: `trainer::public_examples::fwaf_attack_value`); benign values are placed for
+    /// the part model and the content-only threshold's validation only.
     pub files: Vec<DatasetSource>,
     /// How many examples are made: half public attacks placed into public requests of the site,
     /// half requests the teachers labelled benign re-shaped with their own values; each at a
