@@ -22,7 +22,9 @@ pub use manifest::{
     FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE, MODEL_FILE, PART_MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
-pub use request::{score_request, score_request_and_parts, PartOffsets, RequestScore};
+pub use request::{
+    score_request, score_request_and_parts, score_request_segmented, PartOffsets, RequestScore,
+};
 pub use runtime::{init_onnxruntime, Scorer};
 pub use sparse::SparseMlp;
 

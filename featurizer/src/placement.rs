@@ -1630,8 +1630,14 @@ pub fn base64_text(value: &str) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 // From parts to featurizer text, in windows
 
+/// A request's segments as [`crate::Featurizer::transform_windows_segmented`] split them for
+/// scoring, kept so that [`crate::Featurizer::placement_vectors_segmented`] (the audit line's
+/// placement) does not split and read the request a second time. Opaque.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestSegments(pub(crate) Vec<Segment>);
+
 /// One part as the featurizer reads it: its text, and its placement feature(s).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Segment {
     pub placement: Placement,
     /// `?name=value` for query and form pairs (so that value shapes read them as the seeds'
@@ -1652,7 +1658,7 @@ pub(crate) struct Segment {
 /// Base64-decoded form of a value; none for the request line read whole. Kept as their static
 /// parts and joined only when read (into the caller's buffer), not as strings per segment:
 /// every part of every request has them.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Marks {
     /// `<placement>` (or none), then [`crate::BASE64_MARK`] (or none).
     heads: [Option<&'static str>; 2],

@@ -393,23 +393,37 @@ impl Featurizer {
         with_scratch(|scratch| self.transform_windows_with(req, scratch, out));
     }
 
+    /// [`Featurizer::transform_windows`], keeping the request's segments (with
+    /// [`FeaturizerConfig::placements`]; `None` without) for
+    /// [`Featurizer::placement_vectors_segmented`].
+    pub fn transform_windows_segmented(
+        &self,
+        req: &RequestParts,
+        out: &mut Vec<SparseVector>,
+    ) -> Option<placement::RequestSegments> {
+        out.clear();
+        with_scratch(|scratch| self.transform_windows_with(req, scratch, out))
+            .map(placement::RequestSegments)
+    }
+
     fn transform_windows_with(
         &self,
         req: &RequestParts,
         scratch: &mut Scratch,
         out: &mut Vec<SparseVector>,
-    ) {
+    ) -> Option<Vec<placement::Segment>> {
         let Some(pc) = &self.content.config.placements else {
             let mut v = SparseVector::default();
             self.transform_into(req, scratch, &mut v);
             out.push(v);
-            return;
+            return None;
         };
         let view = self.params_view(req, scratch);
         let line = self.request_line_text(pc, view, scratch);
         let (segments, windows, limited) = self.placement_windows(req, pc, line);
         let method = view.map(|v| v.method);
         self.push_windows(&segments, &windows, limited, method, scratch, out);
+        Some(segments)
     }
 
     /// The vectors of [`Featurizer::transform_windows`] for a request's `segments` and
@@ -587,6 +601,39 @@ impl Featurizer {
         let line = self.request_line_text(pc, view, scratch);
         let (segments, _) = placement::request_segments(req, config, pc, &self.known, line);
         let method = view.map(|v| v.method);
+        self.placement_vectors_of(&segments, method, scratch)
+    }
+
+    /// [`Featurizer::placement_vectors`] of `req` from `segments`, what
+    /// [`Featurizer::transform_windows_segmented`] of the same `req` kept (the request is not
+    /// split again; its parameter view is read again, for the parameter features).
+    pub fn placement_vectors_segmented(
+        &self,
+        req: &RequestParts,
+        segments: &placement::RequestSegments,
+    ) -> Vec<(Placement, SparseVector)> {
+        with_scratch(|scratch| {
+            if self.content.config.placements.is_none() {
+                return self.placement_vectors_with(req, scratch);
+            }
+            let view = self.params_view(req, scratch);
+            let method = view.map(|v| v.method);
+            self.placement_vectors_of(&segments.0, method, scratch)
+        })
+    }
+
+    /// The vectors of [`Featurizer::placement_vectors`] for a request's `segments` (`method`: its
+    /// parameter view's, whose text is in `scratch.text`).
+    fn placement_vectors_of(
+        &self,
+        segments: &[placement::Segment],
+        method: Option<&str>,
+        scratch: &mut Scratch,
+    ) -> Vec<(Placement, SparseVector)> {
+        let Some(pc) = &self.content.config.placements else {
+            return Vec::new();
+        };
+        let config = &self.content.config;
         let mut out = Vec::new();
         for p in Placement::ALL {
             // The parameter features belong to the request line and the form body.
