@@ -12,7 +12,9 @@
 //!
 //! The logit is the model's output before the sigmoid (`score = sigmoid(logit)`); for a part
 //! scored by the model of single parts it is the part model's, before its placement's offset.
-use featurizer::{snippet, FeatureSource, Featurizer, Placement, RequestParts, SparseVector};
+use featurizer::{
+    snippet, FeatureSource, Featurizer, Placement, RequestParts, RequestSegments, SparseVector,
+};
 use serde::Serialize;
 
 use crate::sparse::SparseMlp;
@@ -260,6 +262,20 @@ pub fn explain_vector(
     scored: ScoredVector<'_>,
     n: usize,
 ) -> Result<Explanation, BundleError> {
+    explain_vector_segmented(featurizer, model, req, scored, n, None)
+}
+
+/// [`explain_vector`], with `segments` what scoring `req` with `featurizer` kept
+/// ([`Featurizer::transform_windows_segmented`]): the same explanation, without asking the
+/// public priors about each part again ([`Featurizer::feature_sources_segmented`]).
+pub fn explain_vector_segmented(
+    featurizer: &Featurizer,
+    model: &SparseMlp,
+    req: &RequestParts,
+    scored: ScoredVector<'_>,
+    n: usize,
+    segments: Option<&RequestSegments>,
+) -> Result<Explanation, BundleError> {
     let v = scored.features;
     let attribution = model.attribute(&v.indices, &v.values)?;
     let vocabulary = featurizer.vocabulary();
@@ -286,7 +302,7 @@ pub fn explain_vector(
     }
     order.sort_unstable_by(by_contribution);
     let top_indices: Vec<u32> = order.iter().map(|&k| v.indices[k]).collect();
-    let sources = featurizer.feature_sources(req, &top_indices);
+    let sources = featurizer.feature_sources_segmented(req, &top_indices, segments);
     let top: Vec<Contribution> = order
         .iter()
         .zip(sources)

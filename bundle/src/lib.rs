@@ -15,7 +15,9 @@ pub mod request;
 pub mod runtime;
 pub mod sparse;
 
-pub use explain::{explain_vector, Attribution, Contribution, Explanation, ScoredVector};
+pub use explain::{
+    explain_vector, explain_vector_segmented, Attribution, Contribution, Explanation, ScoredVector,
+};
 pub use manifest::{
     is_block, rfc3339_utc, sha256_hex, write_bundle, write_recalibrated, Bundle, BundleContents,
     Manifest, ModelSummary, PrivacyLabels, PublishedPrivacy, Recalibration, ThresholdSource,

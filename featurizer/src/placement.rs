@@ -1634,7 +1634,15 @@ pub fn base64_text(value: &str) -> Option<String> {
 /// scoring, kept so that [`crate::Featurizer::placement_vectors_segmented`] (the audit line's
 /// placement) does not split and read the request a second time. Opaque.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RequestSegments(pub(crate) Vec<Segment>);
+pub struct RequestSegments {
+    /// The segments the windows were cut from.
+    pub(crate) segments: Vec<Segment>,
+    /// The split they were read from.
+    pub(crate) split: Split,
+    /// What the public priors called each part of `split`, where they were asked (one slot per
+    /// part), so that an explanation of the same split does not run the detectors again.
+    pub(crate) priors: Vec<Option<Priors>>,
+}
 
 /// One part as the featurizer reads it: its text, and its placement feature(s).
 #[derive(Debug, Clone, PartialEq)]
@@ -1786,6 +1794,24 @@ pub(crate) fn request_segments(
     let mut priors = vec![None; split.parts.len()];
     let segments = split_segments(req, config, pc, known, line_text, &split, &mut priors);
     (segments, split.limited())
+}
+
+/// [`request_segments`], keeping the split and its parts' priors.
+pub(crate) fn request_segments_kept(
+    req: &crate::RequestParts,
+    config: &crate::FeaturizerConfig,
+    pc: &PlacementConfig,
+    known: &KnownValues,
+    line_text: Option<&str>,
+) -> RequestSegments {
+    let split = split_request(req, pc, config.decode_rounds, config.include_body);
+    let mut priors = vec![None; split.parts.len()];
+    let segments = split_segments(req, config, pc, known, line_text, &split, &mut priors);
+    RequestSegments {
+        segments,
+        split,
+        priors,
+    }
 }
 
 /// The segments of `split` (a request's [`split_request`] under `pc`): [`segments`]; with
@@ -1996,7 +2022,17 @@ impl<'k> Reading<'k> {
 /// in the same window (padding).
 /// With `libinjection`, each segment also records what libinjection calls its value.
 pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
-    segments_where(split, |_| true, read, &mut vec![None; split.parts.len()])
+    segments_with_priors(split, read, &mut vec![None; split.parts.len()])
+}
+
+/// [`segments`] with `priors` (one slot per part of `split`; a filled slot is what
+/// [`Reading::priors_of`] gives for that part, an empty one is filled).
+pub(crate) fn segments_with_priors(
+    split: &Split,
+    read: &Reading,
+    priors: &mut [Option<Priors>],
+) -> Vec<Segment> {
+    segments_where(split, |_| true, read, priors)
 }
 
 /// The segments of the view of single parts under [`PlacementConfig::part_values_only`]: each

@@ -403,7 +403,6 @@ impl Featurizer {
     ) -> Option<placement::RequestSegments> {
         out.clear();
         with_scratch(|scratch| self.transform_windows_with(req, scratch, out))
-            .map(placement::RequestSegments)
     }
 
     fn transform_windows_with(
@@ -411,7 +410,7 @@ impl Featurizer {
         req: &RequestParts,
         scratch: &mut Scratch,
         out: &mut Vec<SparseVector>,
-    ) -> Option<Vec<placement::Segment>> {
+    ) -> Option<placement::RequestSegments> {
         let Some(pc) = &self.content.config.placements else {
             let mut v = SparseVector::default();
             self.transform_into(req, scratch, &mut v);
@@ -420,10 +419,18 @@ impl Featurizer {
         };
         let view = self.params_view(req, scratch);
         let line = self.request_line_text(pc, view, scratch);
-        let (segments, windows, limited) = self.placement_windows(req, pc, line);
+        // What `placement_windows` does, keeping the split and its priors.
+        let config = &self.content.config;
+        let kept = placement::request_segments_kept(req, config, pc, &self.known, line);
+        let windows = placement::windows(
+            &kept.segments,
+            config.max_input_bytes,
+            pc.window_overlap_bytes,
+        );
+        let limited = kept.split.limited();
         let method = view.map(|v| v.method);
-        self.push_windows(&segments, &windows, limited, method, scratch, out);
-        Some(segments)
+        self.push_windows(&kept.segments, &windows, limited, method, scratch, out);
+        Some(kept)
     }
 
     /// The vectors of [`Featurizer::transform_windows`] for a request's `segments` and
@@ -618,7 +625,7 @@ impl Featurizer {
             }
             let view = self.params_view(req, scratch);
             let method = view.map(|v| v.method);
-            self.placement_vectors_of(&segments.0, method, scratch)
+            self.placement_vectors_of(&segments.segments, method, scratch)
         })
     }
 

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use bundle::{
-    explain_vector, is_block, score_request_and_parts, score_request_segmented, Bundle,
+    explain_vector_segmented, is_block, score_request_and_parts, score_request_segmented, Bundle,
     Explanation, PartOffsets, ScoredVector, Scorer, SparseMlp,
 };
 use featurizer::{Featurizer, Placement, RequestParts, RequestSegments, SparseVector};
@@ -495,7 +495,10 @@ impl ServingModel {
             features: &scored.features,
             part: scored.part,
         };
-        explain_vector(self.featurizer_for(format_checks), network, req, vector, n)
+        // `scored.segments` are `req`'s under this featurizer (scored with `format_checks`).
+        let featurizer = self.featurizer_for(format_checks);
+        let segments = scored.segments.as_ref();
+        explain_vector_segmented(featurizer, network, req, vector, n, segments)
             .map_err(|e| ProxyError::Scoring(Box::new(e)))
     }
 

@@ -405,6 +405,15 @@ fn views(f: &Featurizer, content: &Featurizer, model: &ServingModel, req: &Reque
             "worst placement from the scored request's segments"
         );
         h.bytes(worst.as_str().as_bytes());
+        let unkept = proxy::model::Scored {
+            segments: None,
+            ..s.clone()
+        };
+        assert_eq!(
+            format!("{:?}", model.explain(req, &s, checks, 8)),
+            format!("{:?}", model.explain(req, &unkept, checks, 8)),
+            "explanation with the scored request's segments"
+        );
         let key = if checks {
             "score-checks"
         } else {
