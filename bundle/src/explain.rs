@@ -12,7 +12,9 @@
 //!
 //! The logit is the model's output before the sigmoid (`score = sigmoid(logit)`); for a part
 //! scored by the model of single parts it is the part model's, before its placement's offset.
-use featurizer::{snippet, FeatureSource, Featurizer, Placement, RequestParts, SparseVector};
+use featurizer::{
+    snippet, FeatureSource, Featurizer, Placement, RequestParts, RequestSegments, SparseVector,
+};
 use serde::Serialize;
 
 use crate::sparse::SparseMlp;
@@ -260,6 +262,20 @@ pub fn explain_vector(
     scored: ScoredVector<'_>,
     n: usize,
 ) -> Result<Explanation, BundleError> {
+    explain_vector_segmented(featurizer, model, req, scored, n, None)
+}
+
+/// [`explain_vector`], with `segments` what scoring `req` with `featurizer` kept
+/// ([`Featurizer::transform_windows_segmented`]): the same explanation, without asking the
+/// public priors about each part again ([`Featurizer::feature_sources_segmented`]).
+pub fn explain_vector_segmented(
+    featurizer: &Featurizer,
+    model: &SparseMlp,
+    req: &RequestParts,
+    scored: ScoredVector<'_>,
+    n: usize,
+    segments: Option<&RequestSegments>,
+) -> Result<Explanation, BundleError> {
     let v = scored.features;
     let attribution = model.attribute(&v.indices, &v.values)?;
     let vocabulary = featurizer.vocabulary();
@@ -271,10 +287,22 @@ pub fn explain_vector(
         .collect();
     // Features of no contribution (a weight of 0) say nothing.
     let mut order: Vec<usize> = (0..named.len()).filter(|&k| named[k].1 != 0.0).collect();
-    order.sort_by(|&a, &b| named[b].1.total_cmp(&named[a].1).then(a.cmp(&b)));
-    order.truncate(n);
+    // Largest contribution first, the first index of equal ones: a total order, so selecting
+    // the `n` first and sorting only those gives what sorting them all did (audited requests
+    // have hundreds of features and the line lists a handful).
+    let by_contribution =
+        |&a: &usize, &b: &usize| named[b].1.total_cmp(&named[a].1).then(a.cmp(&b));
+    if n < order.len() {
+        if n == 0 {
+            order.clear();
+        } else {
+            order.select_nth_unstable_by(n - 1, by_contribution);
+            order.truncate(n);
+        }
+    }
+    order.sort_unstable_by(by_contribution);
     let top_indices: Vec<u32> = order.iter().map(|&k| v.indices[k]).collect();
-    let sources = featurizer.feature_sources(req, &top_indices);
+    let sources = featurizer.feature_sources_segmented(req, &top_indices, segments);
     let top: Vec<Contribution> = order
         .iter()
         .zip(sources)

@@ -15,14 +15,18 @@ pub mod request;
 pub mod runtime;
 pub mod sparse;
 
-pub use explain::{explain_vector, Attribution, Contribution, Explanation, ScoredVector};
+pub use explain::{
+    explain_vector, explain_vector_segmented, Attribution, Contribution, Explanation, ScoredVector,
+};
 pub use manifest::{
     is_block, rfc3339_utc, sha256_hex, write_bundle, write_recalibrated, Bundle, BundleContents,
     Manifest, ModelSummary, PrivacyLabels, PublishedPrivacy, Recalibration, ThresholdSource,
     FEATURIZER_FILE, FORMAT_VERSION, MANIFEST_FILE, MODEL_FILE, PART_MODEL_FILE,
 };
 pub use onnx::{decode_onnx, encode_onnx, encode_sparse_onnx, Dense, Mlp};
-pub use request::{score_request, score_request_and_parts, PartOffsets, RequestScore};
+pub use request::{
+    score_request, score_request_and_parts, score_request_segmented, PartOffsets, RequestScore,
+};
 pub use runtime::{init_onnxruntime, Scorer};
 pub use sparse::SparseMlp;
 

@@ -8,7 +8,7 @@
 //! the highest score is the request's: an attack after any amount of padding is in some window.
 use std::collections::BTreeMap;
 
-use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
+use featurizer::{Featurizer, Placement, RequestParts, RequestSegments, SparseVector};
 use serde::{Deserialize, Serialize};
 
 use crate::{BundleError, Scorer};
@@ -142,6 +142,22 @@ pub fn score_request<E>(
     let mut windows = Vec::new();
     featurizer.transform_windows(req, &mut windows);
     best_window(windows, score)
+}
+
+/// [`score_request`], with the request's segments as the featurizer split them (with
+/// `placements`; `None` without), for [`Featurizer::placement_vectors_segmented`]: the same
+/// score, vector and flags.
+pub fn score_request_segmented<E>(
+    featurizer: &Featurizer,
+    req: &RequestParts,
+    score: impl FnMut(&SparseVector) -> Result<f32, E>,
+) -> Result<(RequestScore, Option<RequestSegments>), E> {
+    if featurizer.config().placements.is_none() {
+        return Ok((score_request(featurizer, req, score)?, None));
+    }
+    let mut windows = Vec::new();
+    let segments = featurizer.transform_windows_segmented(req, &mut windows);
+    Ok((best_window(windows, score)?, segments))
 }
 
 /// The highest-scoring of a request's windows ([`Featurizer::transform_windows`]).

@@ -57,7 +57,9 @@ pub mod params;
 pub use params::{Norm, RarityTable};
 pub mod placement;
 pub mod signatures;
-pub use placement::{ExcludedFields, Headers, Part, Placement, PlacementConfig, Split};
+pub use placement::{
+    ExcludedFields, Headers, Part, Placement, PlacementConfig, RequestSegments, Split,
+};
 pub use signatures::{signature_flags, SIGNATURE_FEATURES};
 
 /// Name written into every artifact, so that a wrong file is recognised as such.

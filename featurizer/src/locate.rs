@@ -9,7 +9,7 @@
 //! request-wide feature (`p:rare:any`, `p:odd:…`, `p:m:…`) has no part. Without placements,
 //! the parts are the path, the query pairs and the form pairs (what the seeds' view reads).
 use super::*;
-use placement::{Piece, Reading};
+use placement::{Piece, Priors, Reading};
 
 /// The part of a request a feature comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,7 +56,7 @@ impl Featurizer {
     }
 
     /// The vocabulary indices of the features `part`'s value gives read alone, with repeats.
-    fn part_features(&self, part: &Part, out: &mut Vec<u32>) {
+    fn part_features(&self, part: &Part, prior: Option<Priors>, out: &mut Vec<u32>) {
         out.clear();
         let config = &self.content.config;
         let one = Split {
@@ -64,7 +64,7 @@ impl Featurizer {
             ..Split::default()
         };
         let read = Reading::new(config, &self.known);
-        let segments = placement::segments(&one, &read);
+        let segments = placement::segments_with_priors(&one, &read, &mut [prior]);
         let window: Vec<Piece> = segments
             .iter()
             .enumerate()
@@ -96,7 +96,26 @@ impl Featurizer {
         req: &RequestParts,
         indices: &[u32],
     ) -> Vec<Option<FeatureSource>> {
+        self.feature_sources_segmented(req, indices, None)
+    }
+
+    /// [`Featurizer::feature_sources`], with `segments` what
+    /// [`Featurizer::transform_windows_segmented`] kept of the same `req`: where its split is
+    /// the one read here, what the public priors called each part is taken from it rather than
+    /// asked again (the same sources).
+    pub fn feature_sources_segmented(
+        &self,
+        req: &RequestParts,
+        indices: &[u32],
+        segments: Option<&placement::RequestSegments>,
+    ) -> Vec<Option<FeatureSource>> {
         let mut split = self.explained_parts(req);
+        let mut priors = match segments {
+            Some(kept) if self.content.config.placements.is_some() && kept.split == split => {
+                kept.priors.clone()
+            }
+            _ => vec![None; split.parts.len()],
+        };
         if self.content.config.placements.is_none() {
             // The seeds' featurizer reads the target and a form body only.
             split.parts.retain(|p| {
@@ -110,7 +129,9 @@ impl Featurizer {
         let mut best: Vec<(usize, Option<usize>)> = vec![(0, None); indices.len()];
         let mut features = Vec::new();
         for (k, part) in split.parts.iter().enumerate() {
-            self.part_features(part, &mut features);
+            // `priors` has a slot per part where the split was not cut below.
+            let prior = priors.get_mut(k).and_then(Option::take);
+            self.part_features(part, prior, &mut features);
             for (slot, &wanted) in best.iter_mut().zip(indices) {
                 let count = features.iter().filter(|&&i| i == wanted).count();
                 if count > slot.0 {

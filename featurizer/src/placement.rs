@@ -1630,8 +1630,22 @@ pub fn base64_text(value: &str) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 // From parts to featurizer text, in windows
 
+/// A request's segments as [`crate::Featurizer::transform_windows_segmented`] split them for
+/// scoring, kept so that [`crate::Featurizer::placement_vectors_segmented`] (the audit line's
+/// placement) does not split and read the request a second time. Opaque.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestSegments {
+    /// The segments the windows were cut from.
+    pub(crate) segments: Vec<Segment>,
+    /// The split they were read from.
+    pub(crate) split: Split,
+    /// What the public priors called each part of `split`, where they were asked (one slot per
+    /// part), so that an explanation of the same split does not run the detectors again.
+    pub(crate) priors: Vec<Option<Priors>>,
+}
+
 /// One part as the featurizer reads it: its text, and its placement feature(s).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Segment {
     pub placement: Placement,
     /// `?name=value` for query and form pairs (so that value shapes read them as the seeds'
@@ -1652,7 +1666,7 @@ pub(crate) struct Segment {
 /// Base64-decoded form of a value; none for the request line read whole. Kept as their static
 /// parts and joined only when read (into the caller's buffer), not as strings per segment:
 /// every part of every request has them.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Marks {
     /// `<placement>` (or none), then [`crate::BASE64_MARK`] (or none).
     heads: [Option<&'static str>; 2],
@@ -1780,6 +1794,24 @@ pub(crate) fn request_segments(
     let mut priors = vec![None; split.parts.len()];
     let segments = split_segments(req, config, pc, known, line_text, &split, &mut priors);
     (segments, split.limited())
+}
+
+/// [`request_segments`], keeping the split and its parts' priors.
+pub(crate) fn request_segments_kept(
+    req: &crate::RequestParts,
+    config: &crate::FeaturizerConfig,
+    pc: &PlacementConfig,
+    known: &KnownValues,
+    line_text: Option<&str>,
+) -> RequestSegments {
+    let split = split_request(req, pc, config.decode_rounds, config.include_body);
+    let mut priors = vec![None; split.parts.len()];
+    let segments = split_segments(req, config, pc, known, line_text, &split, &mut priors);
+    RequestSegments {
+        segments,
+        split,
+        priors,
+    }
 }
 
 /// The segments of `split` (a request's [`split_request`] under `pc`): [`segments`]; with
@@ -1990,7 +2022,17 @@ impl<'k> Reading<'k> {
 /// in the same window (padding).
 /// With `libinjection`, each segment also records what libinjection calls its value.
 pub(crate) fn segments(split: &Split, read: &Reading) -> Vec<Segment> {
-    segments_where(split, |_| true, read, &mut vec![None; split.parts.len()])
+    segments_with_priors(split, read, &mut vec![None; split.parts.len()])
+}
+
+/// [`segments`] with `priors` (one slot per part of `split`; a filled slot is what
+/// [`Reading::priors_of`] gives for that part, an empty one is filled).
+pub(crate) fn segments_with_priors(
+    split: &Split,
+    read: &Reading,
+    priors: &mut [Option<Priors>],
+) -> Vec<Segment> {
+    segments_where(split, |_| true, read, priors)
 }
 
 /// The segments of the view of single parts under [`PlacementConfig::part_values_only`]: each

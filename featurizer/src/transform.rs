@@ -393,23 +393,44 @@ impl Featurizer {
         with_scratch(|scratch| self.transform_windows_with(req, scratch, out));
     }
 
+    /// [`Featurizer::transform_windows`], keeping the request's segments (with
+    /// [`FeaturizerConfig::placements`]; `None` without) for
+    /// [`Featurizer::placement_vectors_segmented`].
+    pub fn transform_windows_segmented(
+        &self,
+        req: &RequestParts,
+        out: &mut Vec<SparseVector>,
+    ) -> Option<placement::RequestSegments> {
+        out.clear();
+        with_scratch(|scratch| self.transform_windows_with(req, scratch, out))
+    }
+
     fn transform_windows_with(
         &self,
         req: &RequestParts,
         scratch: &mut Scratch,
         out: &mut Vec<SparseVector>,
-    ) {
+    ) -> Option<placement::RequestSegments> {
         let Some(pc) = &self.content.config.placements else {
             let mut v = SparseVector::default();
             self.transform_into(req, scratch, &mut v);
             out.push(v);
-            return;
+            return None;
         };
         let view = self.params_view(req, scratch);
         let line = self.request_line_text(pc, view, scratch);
-        let (segments, windows, limited) = self.placement_windows(req, pc, line);
+        // What `placement_windows` does, keeping the split and its priors.
+        let config = &self.content.config;
+        let kept = placement::request_segments_kept(req, config, pc, &self.known, line);
+        let windows = placement::windows(
+            &kept.segments,
+            config.max_input_bytes,
+            pc.window_overlap_bytes,
+        );
+        let limited = kept.split.limited();
         let method = view.map(|v| v.method);
-        self.push_windows(&segments, &windows, limited, method, scratch, out);
+        self.push_windows(&kept.segments, &windows, limited, method, scratch, out);
+        Some(kept)
     }
 
     /// The vectors of [`Featurizer::transform_windows`] for a request's `segments` and
@@ -587,6 +608,39 @@ impl Featurizer {
         let line = self.request_line_text(pc, view, scratch);
         let (segments, _) = placement::request_segments(req, config, pc, &self.known, line);
         let method = view.map(|v| v.method);
+        self.placement_vectors_of(&segments, method, scratch)
+    }
+
+    /// [`Featurizer::placement_vectors`] of `req` from `segments`, what
+    /// [`Featurizer::transform_windows_segmented`] of the same `req` kept (the request is not
+    /// split again; its parameter view is read again, for the parameter features).
+    pub fn placement_vectors_segmented(
+        &self,
+        req: &RequestParts,
+        segments: &placement::RequestSegments,
+    ) -> Vec<(Placement, SparseVector)> {
+        with_scratch(|scratch| {
+            if self.content.config.placements.is_none() {
+                return self.placement_vectors_with(req, scratch);
+            }
+            let view = self.params_view(req, scratch);
+            let method = view.map(|v| v.method);
+            self.placement_vectors_of(&segments.segments, method, scratch)
+        })
+    }
+
+    /// The vectors of [`Featurizer::placement_vectors`] for a request's `segments` (`method`: its
+    /// parameter view's, whose text is in `scratch.text`).
+    fn placement_vectors_of(
+        &self,
+        segments: &[placement::Segment],
+        method: Option<&str>,
+        scratch: &mut Scratch,
+    ) -> Vec<(Placement, SparseVector)> {
+        let Some(pc) = &self.content.config.placements else {
+            return Vec::new();
+        };
+        let config = &self.content.config;
         let mut out = Vec::new();
         for p in Placement::ALL {
             // The parameter features belong to the request line and the form body.

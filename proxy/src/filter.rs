@@ -544,9 +544,11 @@ impl WafProxy {
         let placement = judged
             .model
             .map_or(featurizer::Placement::Request, |m| {
-                m.worst_placement(
+                // The parts and format checks `scored` was scored with: its segments are theirs.
+                m.worst_placement_of(
                     judged.scored_parts.as_ref().unwrap_or(parts),
                     judged.tuning.format_checks,
+                    scored.segments.as_ref(),
                 )
             })
             .as_str();

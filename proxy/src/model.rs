@@ -24,10 +24,10 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use bundle::{
-    explain_vector, is_block, score_request, score_request_and_parts, Bundle, Explanation,
-    PartOffsets, ScoredVector, Scorer, SparseMlp,
+    explain_vector_segmented, is_block, score_request_and_parts, score_request_segmented, Bundle,
+    Explanation, PartOffsets, ScoredVector, Scorer, SparseMlp,
 };
-use featurizer::{Featurizer, Placement, RequestParts, SparseVector};
+use featurizer::{Featurizer, Placement, RequestParts, RequestSegments, SparseVector};
 
 use crate::config::ScorerKind;
 use crate::error::ProxyError;
@@ -222,6 +222,10 @@ pub struct Scored {
     /// `Some(placement)` when `features` is a part alone whose score by the bundle's model of
     /// single parts was the request's (content alone scored); `None` for a window.
     pub part: Option<Placement>,
+    /// The request's segments as scoring split them (with the featurizer's `placements`,
+    /// windows scored), so that [`ServingModel::worst_placement`] does not split it again for
+    /// an audited request; `None` otherwise.
+    pub segments: Option<RequestSegments>,
 }
 
 /// sha256 of `files` listed as `sha256sum` prints them (`"{sha256}  {name}\n"`, in name order).
@@ -440,15 +444,18 @@ impl ServingModel {
     ) -> Result<Scored, ProxyError> {
         let started = Instant::now();
         let featurizer = self.featurizer_for(format_checks);
-        let scored = match &self.part_model {
-            Some(part) if !format_checks => score_request_and_parts(
-                featurizer,
-                req,
-                &self.part_model_offsets,
-                |v| self.score_vector(v),
-                |v| finite(part.score(&v.indices, &v.values)),
-            )?,
-            _ => score_request(featurizer, req, |v| self.score_vector(v))?,
+        let (scored, segments) = match &self.part_model {
+            Some(part) if !format_checks => (
+                score_request_and_parts(
+                    featurizer,
+                    req,
+                    &self.part_model_offsets,
+                    |v| self.score_vector(v),
+                    |v| finite(part.score(&v.indices, &v.values)),
+                )?,
+                None,
+            ),
+            _ => score_request_segmented(featurizer, req, |v| self.score_vector(v))?,
         };
         let unseen_path = format_checks
             && self
@@ -465,6 +472,7 @@ impl ServingModel {
             features: scored.features,
             unseen_path,
             part: scored.part,
+            segments,
         })
     }
 
@@ -487,7 +495,10 @@ impl ServingModel {
             features: &scored.features,
             part: scored.part,
         };
-        explain_vector(self.featurizer_for(format_checks), network, req, vector, n)
+        // `scored.segments` are `req`'s under this featurizer (scored with `format_checks`).
+        let featurizer = self.featurizer_for(format_checks);
+        let segments = scored.segments.as_ref();
+        explain_vector_segmented(featurizer, network, req, vector, n, segments)
             .map_err(|e| ProxyError::Scoring(Box::new(e)))
     }
 
@@ -506,14 +517,30 @@ impl ServingModel {
     /// [`Placement::Request`] for a featurizer without `placements`. Only called for requests
     /// at or above the threshold.
     pub fn worst_placement(&self, req: &RequestParts, format_checks: bool) -> Placement {
+        self.worst_placement_of(req, format_checks, None)
+    }
+
+    /// [`ServingModel::worst_placement`] of `req` with `segments`, what scoring it with the same
+    /// `format_checks` kept ([`Scored::segments`]): the same placement, without splitting the
+    /// request again.
+    pub fn worst_placement_of(
+        &self,
+        req: &RequestParts,
+        format_checks: bool,
+        segments: Option<&RequestSegments>,
+    ) -> Placement {
         let featurizer = self.featurizer_for(format_checks);
         if featurizer.config().placements.is_none() {
             // One vector, the request's: nothing to compare (it was featurized and scored a
             // second time for every audited request before).
             return Placement::Request;
         }
+        let vectors = match segments {
+            Some(segments) => featurizer.placement_vectors_segmented(req, segments),
+            None => featurizer.placement_vectors(req),
+        };
         let mut best = (f32::NEG_INFINITY, Placement::Request);
-        for (placement, v) in featurizer.placement_vectors(req) {
+        for (placement, v) in vectors {
             if let Ok(score) = self.score_vector(&v) {
                 if score > best.0 {
                     best = (score, placement);

@@ -374,6 +374,16 @@ fn views(f: &Featurizer, content: &Featurizer, model: &ServingModel, req: &Reque
         f.transform_parts(req, &mut alone);
         assert_eq!(alone.len(), parts.len(), "transform_parts");
         let placed = f.placement_vectors(req);
+        let mut again = Vec::new();
+        let segments = f.transform_windows_segmented(req, &mut again);
+        assert_eq!(again, windows, "transform_windows_segmented's windows");
+        if let Some(segments) = segments {
+            let from_segments = f.placement_vectors_segmented(req, &segments);
+            assert_eq!(
+                from_segments, placed,
+                "placement_vectors from the kept segments"
+            );
+        }
         fields.push(format!("{prefix}placements={}", digest_placed(&placed)));
     }
     fields.push(format!(
@@ -388,7 +398,22 @@ fn views(f: &Featurizer, content: &Featurizer, model: &ServingModel, req: &Reque
         let flags = [s.truncated, s.malicious, s.unseen_path];
         h.bytes(&flags.map(u8::from));
         h.bytes(s.part.map_or("-", Placement::as_str).as_bytes());
-        h.bytes(model.worst_placement(req, checks).as_str().as_bytes());
+        let worst = model.worst_placement(req, checks);
+        assert_eq!(
+            model.worst_placement_of(req, checks, s.segments.as_ref()),
+            worst,
+            "worst placement from the scored request's segments"
+        );
+        h.bytes(worst.as_str().as_bytes());
+        let unkept = proxy::model::Scored {
+            segments: None,
+            ..s.clone()
+        };
+        assert_eq!(
+            format!("{:?}", model.explain(req, &s, checks, 8)),
+            format!("{:?}", model.explain(req, &unkept, checks, 8)),
+            "explanation with the scored request's segments"
+        );
         let key = if checks {
             "score-checks"
         } else {
