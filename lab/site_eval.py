@@ -30,8 +30,9 @@
    The two multipart placements (mp:field, mp:filename) need a blank line inside the body, which
    CSIC's format cannot carry: they are written as pate-proxy capture lines (JSON, whole
    requests) and scored with `--format capture`.
-4. The held-out normal requests again as capture lines with a Host header (the site's name, and
-   an IP and port as behind a proxy) beside the log's Referer and User-Agent; and a fixed list of
+4. The held-out normal requests again as capture lines with a Host header (the site's name; an
+   IP and port; that with a load balancer's X-Forwarded-For and X-Forwarded-Proto) beside the
+   log's Referer and User-Agent; and a fixed list of
    ordinary pages of any site (`/`, search, feed, static files, login and contact forms) with a
    browser's headers: none of them should be blocked.
 Same seed -> same values, carriers and parameters. Writes DIR/summary.json, DIR/summary.md, the
@@ -42,8 +43,11 @@ import argparse, collections, csv, json, os, random, re, subprocess, sys, time, 
 REQ = re.compile(r'\[[^\]]*\] "(\S+) (\S+)(?: (\S+))?"')
 COMBINED_TAIL = re.compile(r'" \d{3} \S+ "([^"]*)" "([^"]*)"')
 SITE = "www.semicomplete.com"
-# The Host a request carries behind a proxy on another port, as the onboarding e2e sends it.
-HOSTS = (("site name", SITE), ("ip:port", "127.0.0.1:8080"))
+# The Host a request carries: the site's name; an IP and port, as the onboarding e2e sends it;
+# and that with the headers a load balancer in front adds.
+HOSTS = (("site name", [("Host", SITE)]), ("ip:port", [("Host", "127.0.0.1:8080")]),
+         ("behind a proxy", [("Host", "127.0.0.1:8080"), ("X-Forwarded-For", "203.0.113.7"),
+                             ("X-Forwarded-Proto", "https")]))
 BROWSER = [("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
            ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
            ("Accept-Language", "en-US,en;q=0.5"), ("Accept-Encoding", "gzip, deflate")]
@@ -269,11 +273,11 @@ def main():
                          if v and v != "-"] if m else []
     host_res = {}
     for hname, host in HOSTS:
-        path = os.path.join(a.out, f"heldout-host-{hname.replace(' ', '_').replace(':', '_')}.capture.jsonl")
+        path = os.path.join(a.out, f"heldout-host-{re.sub(r'[^a-z]+', '_', hname)}.capture.jsonl")
         lines = [n for n in normal if n in reqs]
         with open(path, "w", encoding="utf-8") as f:
             for n in lines:
-                f.write(capture_line(reqs[n][0], reqs[n][1], [("Host", host)] + heads.get(n, []), None))
+                f.write(capture_line(reqs[n][0], reqs[n][1], host + heads.get(n, []), None))
         for mode, nofc in MODES:
             rs, _ = score(a, path, "capture", nofc, log)
             host_res.setdefault(hname, {})[mode] = [sum(r["verdict"] == "block" for r in rs), len(rs)]
@@ -281,10 +285,10 @@ def main():
     # ---- 4. ordinary pages of any site ----
     probe_rows = []
     for hname, host in HOSTS:
-        path = os.path.join(a.out, f"ordinary-{hname.replace(' ', '_').replace(':', '_')}.capture.jsonl")
+        path = os.path.join(a.out, f"ordinary-{re.sub(r'[^a-z]+', '_', hname)}.capture.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for method, target, body in ORDINARY:
-                f.write(capture_line(method, target, [("Host", host)] + BROWSER, body))
+                f.write(capture_line(method, target, host + BROWSER, body))
         for mode, nofc in MODES:
             rs, _ = score(a, path, "capture", nofc, log)
             for (method, target, _), r in zip(ORDINARY, rs):
