@@ -1790,10 +1790,9 @@ pub(crate) fn request_segments(
     known: &KnownValues,
     line_text: Option<&str>,
 ) -> (Vec<Segment>, bool) {
-    let split = split_request(req, pc, config.decode_rounds, config.include_body);
-    let mut priors = vec![None; split.parts.len()];
-    let segments = split_segments(req, config, pc, known, line_text, &split, &mut priors);
-    (segments, split.limited())
+    let kept = request_segments_kept(req, config, pc, known, line_text);
+    let limited = kept.split.limited();
+    (kept.segments, limited)
 }
 
 /// [`request_segments`], keeping the split and its parts' priors.

@@ -248,11 +248,26 @@ impl Featurizer {
         pc: &PlacementConfig,
         line: Option<&str>,
     ) -> (Vec<placement::Segment>, Vec<Vec<placement::Piece>>, bool) {
+        let (kept, windows) = self.placement_windows_kept(req, pc, line);
+        let limited = kept.split.limited();
+        (kept.segments, windows, limited)
+    }
+
+    /// [`Featurizer::placement_windows`], keeping the split and its parts' priors.
+    fn placement_windows_kept(
+        &self,
+        req: &RequestParts,
+        pc: &PlacementConfig,
+        line: Option<&str>,
+    ) -> (placement::RequestSegments, Vec<Vec<placement::Piece>>) {
         let config = &self.content.config;
-        let (segments, limited) = placement::request_segments(req, config, pc, &self.known, line);
-        let windows =
-            placement::windows(&segments, config.max_input_bytes, pc.window_overlap_bytes);
-        (segments, windows, limited)
+        let kept = placement::request_segments_kept(req, config, pc, &self.known, line);
+        let windows = placement::windows(
+            &kept.segments,
+            config.max_input_bytes,
+            pc.window_overlap_bytes,
+        );
+        (kept, windows)
     }
 
     /// With [`FeaturizerConfig::placements`] and the parameter or rarity families on: writes the
@@ -419,14 +434,7 @@ impl Featurizer {
         };
         let view = self.params_view(req, scratch);
         let line = self.request_line_text(pc, view, scratch);
-        // What `placement_windows` does, keeping the split and its priors.
-        let config = &self.content.config;
-        let kept = placement::request_segments_kept(req, config, pc, &self.known, line);
-        let windows = placement::windows(
-            &kept.segments,
-            config.max_input_bytes,
-            pc.window_overlap_bytes,
-        );
+        let (kept, windows) = self.placement_windows_kept(req, pc, line);
         let limited = kept.split.limited();
         let method = view.map(|v| v.method);
         self.push_windows(&kept.segments, &windows, limited, method, scratch, out);
