@@ -1,5 +1,5 @@
 # The two commands a user needs (see README.md). Both install what is missing first.
-.PHONY: demo test setup
+.PHONY: demo test setup evaluation
 
 setup:
 	scripts/setup.sh
@@ -9,3 +9,9 @@ demo: setup
 
 test: setup
 	scripts/test.sh
+
+# Not a README command: the fresh runs behind EVALUATION.md (1.5-2 h on 2 CPU cores, resumable)
+# and its tables, written into EVALUATION.md and README.md (pate-experiments evaluation --help).
+evaluation: setup
+	cargo build --release -p trainer -p proxy -p experiments
+	target/release/pate-experiments evaluation

@@ -101,6 +101,37 @@ pub enum Error {
         /// The result file.
         path: PathBuf,
     },
+    /// A result file the evaluation's tables read does not parse.
+    #[error("{path}: {problem}")]
+    ResultFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A step of the evaluation (a trainer run, a site evaluation, a replay) failed.
+    #[error("{step} failed ({status}); its output: {log}")]
+    EvaluationStep {
+        /// The command.
+        step: String,
+        /// Its exit status.
+        status: String,
+        /// Its stdout and stderr.
+        log: PathBuf,
+    },
+    /// A document lacks a block the evaluation writes.
+    #[error(
+        "{path}: no block `{begin}` ... `{end}` (each table the evaluation writes sits between \
+         these two lines, alone on their lines)"
+    )]
+    DocBlock {
+        /// The document.
+        path: PathBuf,
+        /// The opening line.
+        begin: String,
+        /// The closing line.
+        end: String,
+    },
     /// One repeat of a sweep cell failed.
     #[error("{cell} repeat {repeat}: {source}")]
     Cell {

@@ -16,6 +16,8 @@ struct Cli {
 enum Command {
     /// Replay labelled requests against a running WAF (Apache + CRS, pate-proxy); TPR/FPR.
     Replay(cli::replay::Args),
+    /// The fresh runs behind EVALUATION.md, and its tables written from them.
+    Evaluation(cli::evaluation::Args),
     /// The evaluation grids (teachers × ρ, mechanisms, baselines, learning curve), resumable.
     Sweep(cli::sweep::Args),
 }
@@ -24,6 +26,7 @@ fn main() {
     let parsed = Cli::parse();
     trainer::log::init(parsed.verbosity);
     let result = match parsed.command {
+        Command::Evaluation(a) => cli::evaluation::run(a),
         Command::Replay(a) => cli::replay::run(a),
         Command::Sweep(a) => cli::sweep::run(a),
     };

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Evaluation 3 of issue 43: how a bundle does on a real site's held-out traffic.
+"""How a bundle does on a real site's held-out traffic (EVALUATION.md, "Any site, no labels").
 
-    python3 lab/site_eval.py --bundle RUN/bundle [--trainer target/release/pate-trainer]
+    python3 bench/site/site_eval.py --bundle RUN/bundle [--trainer target/release/pate-trainer]
         [--heldout data/sites/semicomplete/heldout.log]
         [--suspicious data/sites/semicomplete/heldout-suspicious.txt]
         [--attacks ../shared/datasets/httpparams/payload_test.csv]
@@ -206,7 +206,7 @@ MODES = (("format", False), ("content", True))
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bundle", required=True)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # defaults: from the repo root
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # defaults: from the repo root
     ap.add_argument("--trainer", default=os.path.join(root, "target/release/pate-trainer"))
     ap.add_argument("--heldout", default=os.path.join(root, "data/sites/semicomplete/heldout.log"))
     ap.add_argument("--suspicious", default=os.path.join(root, "data/sites/semicomplete/heldout-suspicious.txt"))
