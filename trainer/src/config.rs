@@ -609,6 +609,22 @@ pub struct StudentConfig {
     /// With `query_selection: head`: the share of the queries spent on the most frequent
     /// distinct public requests (the rest drawn uniformly among the others; default 0.25).
     pub head_share: f64,
+    /// The share (in [0, 1]) of the student's training rows of each class — the answered
+    /// queries, the validation-labelled drawn requests and the public examples, each counted by
+    /// class — that get the headers a load balancer writes (`X-Forwarded-For` of 1–3 random
+    /// public addresses, `X-Forwarded-Proto: https`:
+    /// [`crate::public_examples::add_forwarding_headers`]) after their label is fixed; and the
+    /// same share of the part model's templates (both classes alike: benign parts beside the
+    /// placed value, [`crate::part_model::Dressing`]). Default
+    /// 0.25; 0: none. Why: the site's requests (CSIC's) carry no `X-Forwarded-For`, so it
+    /// appeared only in placed public examples, half of them attacks, and the student read the
+    /// header's name (`-f`, `for`) as an attack sign, and the part model, which never saw a
+    /// benign address or `https` there, read an address's n-grams (`3.`) and `https` (`ttp`)
+    /// as those of the public attack values (RFI, SSRF): train.yaml bundles blocked 0.5–16.5 %
+    /// of benign `X-Forwarded-For` values and a plain `X-Forwarded-For: 203.0.113.7` request
+    /// (EVALUATION.md). Only the student's input is augmented (the teachers' inputs and queries
+    /// are as they were; public randomness of the run's RNG): post-processing, no ε.
+    pub forwarding_headers: f64,
     /// Public labelled examples (attack corpora such as Fwaf and HttpParamsDataset) placed into
     /// the site's own request shapes (`trainer::public_examples`) and added to the student's
     /// training rows beside the PATE-labelled queries. Public data: no privacy cost. Off when
@@ -835,6 +851,7 @@ impl Default for StudentConfig {
             multiplicity_cap: Some(10),
             self_training: SelfTrainingConfig::default(),
             head_share: 0.25,
+            forwarding_headers: 0.25,
             public_examples: None,
             label_cleaning: None,
             validation_labels: true,
@@ -1151,6 +1168,12 @@ impl RunConfig {
                     "applies to placed validation examples (public_examples.validation > 0) under threshold_rule: target_fpr".to_string(),
                 );
             }
+        }
+        if !(0.0..=1.0).contains(&self.student.forwarding_headers) {
+            return bad(
+                "student.forwarding_headers",
+                format!("must be in [0, 1], got {}", self.student.forwarding_headers),
+            );
         }
         if let Some(pe) = &self.student.public_examples {
             if !(0.0..=1.0).contains(&pe.tamperings) {

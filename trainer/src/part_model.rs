@@ -87,6 +87,17 @@ fn value_parts(
     (mine, rest)
 }
 
+/// How [`examples`] dresses its templates beside stripping some to a bare client's headers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Dressing<'a> {
+    /// Real browsers' User-Agents: a quarter of the templates dressed as one of them.
+    pub user_agents: &'a [String],
+    /// The share (in [0, 1]) of the templates given a load balancer's `X-Forwarded-For` and
+    /// `X-Forwarded-Proto` (`student.forwarding_headers`): benign parts, so that an address or
+    /// `https` there is not read as an attack's (public attack values carry addresses and URLs).
+    pub forwarding_headers: f64,
+}
+
 /// Benign parts, each distinct one a row of its own whose weight counts its occurrences, at
 /// most `cap` (as many copies, without the copies: a dense row of the featurizer's width each).
 struct CappedBenign {
@@ -111,19 +122,22 @@ impl CappedBenign {
 /// The part model's examples: `config.per_spot` values of each class (`benign`, `malicious`)
 /// at each of the 13 spots, each in a random request of `templates` (half stripped to `Host`
 /// and `Connection`, half of the rest dressed as a browser of `user_agents`; one in five
-/// encoded, as [`crate::public_examples::placed_in_every_spot`]), and every part of the
-/// templates themselves; a benign part counted as often as it occurs, at most
-/// `config.copies_cap` times ([`PartExamples::weights`]). Featurized by
-/// `featurizer` (the content-only one). Empty when a list is empty.
+/// encoded, as [`crate::public_examples::placed_in_every_spot`]; then a share
+/// `dressing.forwarding_headers` of them, of both classes alike, behind a load balancer:
+/// [`crate::public_examples::add_forwarding_headers`]), and every part of the templates
+/// themselves; a benign part counted as often as it occurs, at most `config.copies_cap` times
+/// ([`PartExamples::weights`]). Featurized by `featurizer` (the content-only one). Empty when a
+/// list is empty.
 pub fn examples(
     featurizer: &Featurizer,
     templates: &[&Record],
     benign: &[Vec<u8>],
     malicious: &[Vec<u8>],
-    user_agents: &[String],
+    dressing: &Dressing,
     config: &PartModelConfig,
     rng: &mut impl Rng,
 ) -> PartExamples {
+    let user_agents = dressing.user_agents;
     let mut out = PartExamples::default();
     if templates.is_empty() || benign.is_empty() || malicious.is_empty() {
         return out;
@@ -151,6 +165,12 @@ pub fn examples(
                         dress_as_browser(&mut template, ua, false, rng);
                     }
                     _ => {}
+                }
+                // Drawn only with forwarding headers, so that runs without are as before.
+                if dressing.forwarding_headers > 0.0
+                    && rng.random_range(0.0..1.0) < dressing.forwarding_headers
+                {
+                    crate::public_examples::add_forwarding_headers(&mut template, rng);
                 }
                 let encode = rng.random_range(0..5) == 0;
                 let (mine, rest) =
@@ -233,7 +253,7 @@ mod tests {
             &[&template],
             &[b"hola mundo".to_vec()],
             &[b"' or 1=1--".to_vec()],
-            &[],
+            &Dressing::default(),
             &pm,
             &mut rng,
         );

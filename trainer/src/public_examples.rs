@@ -897,6 +897,75 @@ pub fn synthesize(
     (out, tampered)
 }
 
+/// A plausible public IPv4 address (not private, loopback, link-local, shared or multicast), as a
+/// load balancer writes a client's address.
+pub fn public_ipv4(rng: &mut impl Rng) -> String {
+    loop {
+        let a: u8 = rng.random_range(1..=223);
+        let b: u8 = rng.random_range(0..=255);
+        let c: u8 = rng.random_range(0..=255);
+        let d: u8 = rng.random_range(1..=254);
+        let reserved = matches!(a, 10 | 127)
+            || (a == 169 && b == 254)
+            || (a == 172 && (16..32).contains(&b))
+            || (a == 192 && b == 168)
+            || (a == 100 && (64..128).contains(&b));
+        if !reserved {
+            return format!("{a}.{b}.{c}.{d}");
+        }
+    }
+}
+
+/// Adds the headers a load balancer or reverse proxy in front of the site writes: an
+/// `X-Forwarded-For` of 1–3 comma-separated public addresses ([`public_ipv4`]) and
+/// `X-Forwarded-Proto: https`, each only where the request has none (a placed value in
+/// `X-Forwarded-For` stays). The label is left as it is.
+pub fn add_forwarding_headers(record: &mut Record, rng: &mut impl Rng) {
+    let has = |record: &Record, name: &str| {
+        record
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    if !has(record, "X-Forwarded-For") {
+        let hops = rng.random_range(1..=3);
+        let value = (0..hops)
+            .map(|_| public_ipv4(rng))
+            .collect::<Vec<_>>()
+            .join(", ");
+        record
+            .headers
+            .push(("X-Forwarded-For".to_string(), value.into_bytes()));
+    }
+    if !has(record, "X-Forwarded-Proto") {
+        record
+            .headers
+            .push(("X-Forwarded-Proto".to_string(), b"https".to_vec()));
+    }
+}
+
+/// Which rows get the load-balancer headers ([`add_forwarding_headers`]): in each class of
+/// `malicious` (one per row), a random `share` of its rows (rounded), so that both classes carry
+/// the headers at the same rate and their presence does not tell the label. The draw depends on
+/// the labels only through the classes' sizes.
+pub fn forwarded_rows(malicious: &[bool], share: f64, rng: &mut impl Rng) -> Vec<bool> {
+    let mut chosen = vec![false; malicious.len()];
+    if share <= 0.0 {
+        return chosen;
+    }
+    for class in [false, true] {
+        let rows: Vec<usize> = (0..malicious.len())
+            .filter(|&i| malicious[i] == class)
+            .collect();
+        let take = ((rows.len() as f64) * share.min(1.0)).round() as usize;
+        let order = crate::stages::split::shuffled(rows.len(), rng);
+        for &k in order.iter().take(take) {
+            chosen[rows[k]] = true;
+        }
+    }
+    chosen
+}
+
 /// For the content-only threshold (`student.public_examples.content_only_validation`): in each
 /// spot of [`PLACEMENTS`], `per_spot` public benign values and as many public attack values, each
 /// drawn at random and placed into a random template (one in five encoded), labelled as their

@@ -5,8 +5,8 @@ use featurizer::placement::split_request;
 use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
 use trainer::public_examples::{
-    dress_as_browser, load_user_agents, place, synthesize, BenignSpots, Spot, Synthesis,
-    PLACEMENTS, TAMPERED_METHODS,
+    add_forwarding_headers, dress_as_browser, forwarded_rows, load_user_agents, place, synthesize,
+    BenignSpots, Spot, Synthesis, PLACEMENTS, TAMPERED_METHODS,
 };
 
 mod common;
@@ -616,6 +616,92 @@ fn the_part_model_scores_every_part_alone_beside_the_windows() {
     let again = reexport(&run, &dir.path().join("again"));
     assert_eq!(again.part_model_onnx, loaded.part_model_onnx);
     assert_eq!(&again.manifest.part_model_offsets, offsets);
+}
+
+/// `student.forwarding_headers`: the same share of each class gets a load balancer's headers —
+/// the header's presence does not tell the label (the student read `X-Forwarded-For`'s name as
+/// an attack sign when only placed examples, half attacks, carried one) — and the augmented
+/// request keeps its label and every other header, with 1–3 public addresses in
+/// `X-Forwarded-For` and `X-Forwarded-Proto: https`; a value already placed there stays.
+#[test]
+fn forwarding_headers_go_to_both_classes_alike_and_keep_the_labels() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
+    // 900 benign rows, 300 malicious, interleaved.
+    let malicious: Vec<bool> = (0..1200).map(|i| i % 4 == 0).collect();
+    for share in [0.0, 0.25, 0.5, 1.0] {
+        let chosen = forwarded_rows(&malicious, share, &mut rng);
+        let of = |class: bool| {
+            (0..malicious.len())
+                .filter(|&i| malicious[i] == class && chosen[i])
+                .count()
+        };
+        assert_eq!(of(false), (900.0 * share) as usize, "share {share}");
+        assert_eq!(of(true), (300.0 * share) as usize, "share {share}");
+    }
+    // Different rows on another draw, not always the first ones.
+    let a = forwarded_rows(&malicious, 0.25, &mut rng);
+    let b = forwarded_rows(&malicious, 0.25, &mut rng);
+    assert_ne!(a, b);
+
+    for label in [Label::Benign, Label::Malicious] {
+        for _ in 0..200 {
+            let mut r = template();
+            r.label = Some(label);
+            add_forwarding_headers(&mut r, &mut rng);
+            assert_eq!(r.label, Some(label));
+            let t = template();
+            assert_eq!(
+                (&r.method, &r.target, &r.body),
+                (&t.method, &t.target, &t.body)
+            );
+            assert_eq!(&r.headers[..t.headers.len()], &t.headers[..]);
+            assert_eq!(header(&r, "X-Forwarded-Proto"), Some("https"));
+            let xff = header(&r, "X-Forwarded-For").expect("X-Forwarded-For");
+            let hops: Vec<&str> = xff.split(", ").collect();
+            assert!((1..=3).contains(&hops.len()), "{xff}");
+            for hop in hops {
+                let ip: std::net::Ipv4Addr = hop.parse().expect(hop);
+                assert!(
+                    !(ip.is_private()
+                        || ip.is_loopback()
+                        || ip.is_link_local()
+                        || ip.is_multicast())
+                        && ip.octets()[0] != 0,
+                    "{ip}"
+                );
+            }
+        }
+    }
+    let mut placed = place(
+        &template(),
+        b"<script>alert(1)</script>",
+        Spot::Forwarded,
+        false,
+        Label::Malicious,
+        &mut rng,
+    );
+    let before = header(&placed, "X-Forwarded-For").unwrap().to_string();
+    add_forwarding_headers(&mut placed, &mut rng);
+    assert_eq!(header(&placed, "X-Forwarded-For"), Some(before.as_str()));
+    assert_eq!(header(&placed, "X-Forwarded-Proto"), Some("https"));
+}
+
+/// `student.forwarding_headers` is a share: shown by `--print-config` at its default, and refused
+/// outside [0, 1].
+#[test]
+fn forwarding_headers_is_a_share() {
+    let c = trainer::config::RunConfig::parse(SPLIT).unwrap();
+    assert_eq!(c.student.forwarding_headers, 0.25);
+    let shown = serde_yaml::to_string(&c).unwrap();
+    assert!(shown.contains("forwarding_headers: 0.25"), "{shown}");
+    for bad in ["-0.1", "1.5"] {
+        let e = trainer::config::RunConfig::parse(&format!(
+            "{SPLIT}student: {{forwarding_headers: {bad}}}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("student.forwarding_headers"), "{e}");
+    }
 }
 
 /// `validation_fpr` is a budget for the placed validation examples under `target_fpr`: without

@@ -104,6 +104,12 @@ fn public_examples(
         &values.user_agents,
         &mut rng.stream("public-examples"),
     );
+    let mut examples = examples;
+    let forwarded = with_forwarding_headers(
+        config.student.forwarding_headers,
+        &mut examples,
+        &mut rng.stream("forwarding-headers-examples"),
+    );
     tracing::info!(
         "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests labelled benign (by the teachers, or the validation split) re-shaped with their own values (no privacy cost)",
         examples.len(),
@@ -111,6 +117,11 @@ fn public_examples(
         templates.len(),
         benign_templates.len()
     );
+    if forwarded > 0 {
+        tracing::info!(
+            "student: {forwarded} of the public labelled examples carry a load balancer's headers (the same share of each class)"
+        );
+    }
     if !values.user_agents.is_empty() {
         tracing::info!(
             "student: half the public labelled examples dressed as requests of {} real browsers ({} more for the validation examples)",
@@ -154,6 +165,7 @@ fn public_examples(
             features,
             (&benign_templates, &benign_validation),
             &values,
+            config.student.forwarding_headers,
             rng,
         )
     });
@@ -163,6 +175,22 @@ fn public_examples(
         content_only_validation,
         part_model,
     }))
+}
+
+/// Adds a load balancer's headers to a `share` of each class of `examples`
+/// ([`crate::public_examples::forwarded_rows`]); returns how many got them.
+fn with_forwarding_headers(
+    share: f64,
+    examples: &mut [datasets::Record],
+    rng: &mut impl rand::Rng,
+) -> usize {
+    let chosen = crate::public_examples::forwarded_rows(&is_malicious(&*examples), share, rng);
+    let mut n = 0;
+    for (r, _) in examples.iter_mut().zip(&chosen).filter(|(_, &c)| c) {
+        crate::public_examples::add_forwarding_headers(r, rng);
+        n += 1;
+    }
+    n
 }
 
 /// The public values the examples place: the public files' attack and benign values, the
@@ -374,6 +402,7 @@ fn part_examples(
     features: &Features,
     templates: (&[&datasets::Record], &[&datasets::Record]),
     values: &PublicValues,
+    forwarding_headers: f64,
     rng: &RunRng,
 ) -> (PartExamples, PartExamples) {
     let (benign_templates, benign_validation) = templates;
@@ -383,7 +412,10 @@ fn part_examples(
         benign_templates,
         &values.benign,
         &values.malicious,
-        &values.user_agents,
+        &crate::part_model::Dressing {
+            user_agents: &values.user_agents,
+            forwarding_headers,
+        },
         pm,
         &mut rng.stream("part-model-examples"),
     );
@@ -399,7 +431,10 @@ fn part_examples(
         benign_validation,
         &values.held_out_benign,
         &values.held_out,
-        &values.held_out_user_agents,
+        &crate::part_model::Dressing {
+            user_agents: &values.held_out_user_agents,
+            forwarding_headers,
+        },
         &validation_config,
         &mut rng.stream("part-model-validation"),
     );
@@ -673,6 +708,7 @@ fn student_sets(
     if !plan.validation_known.is_empty() {
         train = concat(train, features.validation.select(&plan.validation_known))?;
     }
+    let train = forwarded_site_rows(inputs, &trained, train);
     let examples = public_examples(
         config,
         data,
@@ -693,6 +729,63 @@ fn student_sets(
         sets = sets.with_examples(e, features)?;
     }
     Ok((trained, sets, cleaning))
+}
+
+/// `student.forwarding_headers`: the site's training rows (`train`: the `trained` queries', then
+/// the validation-labelled drawn requests') of which that share of each class is featurized
+/// again from its request with a load balancer's headers added
+/// ([`crate::public_examples::add_forwarding_headers`]), its label kept. The teachers' queries
+/// and inputs are not touched: only the student's copy of a row.
+fn forwarded_site_rows(
+    inputs: StudentInputs,
+    trained: &[usize],
+    mut train: LabeledRows,
+) -> LabeledRows {
+    let StudentInputs {
+        config,
+        data,
+        plan,
+        features,
+        env,
+    } = inputs;
+    let share = config.student.forwarding_headers;
+    if share <= 0.0 {
+        return train;
+    }
+    let records: Vec<usize> = trained
+        .iter()
+        .map(|&i| plan.query_rows[i])
+        .chain(
+            plan.validation_known
+                .iter()
+                .map(|&p| plan.validation_rows[p]),
+        )
+        .collect();
+    assert_eq!(records.len(), train.y.len(), "one request per training row");
+    let mut rng = env.rng.stream("forwarding-headers");
+    let chosen = crate::public_examples::forwarded_rows(&train.y, share, &mut rng);
+    let rows: Vec<usize> = (0..records.len()).filter(|&k| chosen[k]).collect();
+    let forwarded: Vec<datasets::Record> = rows
+        .iter()
+        .map(|&k| {
+            let mut r = data.records[records[k]].clone();
+            crate::public_examples::add_forwarding_headers(&mut r, &mut rng);
+            r
+        })
+        .collect();
+    let all: Vec<usize> = (0..forwarded.len()).collect();
+    let x = crate::stages::featurize::featurize_rows(&features.featurizer, &forwarded, &all);
+    let cols = train.x.cols;
+    for (j, &k) in rows.iter().enumerate() {
+        train.x.values[k * cols..(k + 1) * cols].copy_from_slice(x.row(j));
+    }
+    tracing::info!(
+        "student: {} of {} site training rows ({} malicious) carry a load balancer's X-Forwarded-For and X-Forwarded-Proto (forwarding_headers {share}; labels kept, teachers untouched)",
+        rows.len(),
+        records.len(),
+        rows.iter().filter(|&&k| train.y[k]).count()
+    );
+    train
 }
 
 /// Trains the student network on `sets` (`trained`: the query of each answered training row),
