@@ -958,7 +958,7 @@ pub fn forwarded_rows(malicious: &[bool], share: f64, rng: &mut impl Rng) -> Vec
             .filter(|&i| malicious[i] == class)
             .collect();
         let take = ((rows.len() as f64) * share.min(1.0)).round() as usize;
-        let order = crate::stages::split::shuffled(rows.len(), rng);
+        let order = crate::rng::shuffled(rows.len(), rng);
         for &k in order.iter().take(take) {
             chosen[rows[k]] = true;
         }

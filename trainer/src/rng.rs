@@ -74,3 +74,13 @@ impl RunRng {
         }
     }
 }
+
+/// Fisher–Yates shuffle of 0..n.
+pub fn shuffled(n: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
+    use rand::RngExt;
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        p.swap(i, rng.random_range(0..=i));
+    }
+    p
+}

@@ -11,11 +11,11 @@ use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig
 use crate::error::{Error, Result};
 use crate::model_file::{ModelFile, ModelInfo, ModelRole};
 use crate::report::AppliedThresholdRule;
+use crate::rng::shuffled;
 use crate::rng::RunRng;
 use crate::stages::evaluate::evaluate_scores;
 use crate::stages::evaluate::model_scores;
 use crate::stages::evaluate::tpr_at_fpr;
-use crate::stages::split::shuffled;
 use crate::teachers::shard_hash;
 
 /// What every student training reads besides its data and config: the featurizer's hash (in

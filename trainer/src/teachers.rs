@@ -11,9 +11,9 @@ use crate::dense::DenseMatrix;
 use crate::ensemble::{self, Ensemble, LabeledRows, MemberData, Mode, TrainConfig};
 use crate::error::{Error, Result};
 use crate::model_file::{teacher_file_name, ModelFile, ModelInfo, ModelRole};
+use crate::rng::shuffled;
 use crate::rng::RunRng;
 use crate::stages::split::record_key;
-use crate::stages::split::shuffled;
 
 /// Partitions the private rows (`private[j]` indexes `records`) into `count` disjoint shards: the
 /// k-th record (in `private`'s order, k from 0) with a given content — request AND label,

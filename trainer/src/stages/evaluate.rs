@@ -113,13 +113,11 @@ pub fn ensemble_rows(config: &RunConfig, test_rows: usize, env: &Env) -> Option<
         .ensemble_max
         .filter(|&m| m < test_rows)
         .map(|m| {
-            let mut rows: Vec<usize> = crate::stages::split::shuffled(
-                test_rows,
-                &mut env.rng.stream("ensemble-evaluation"),
-            )
-            .into_iter()
-            .take(m)
-            .collect();
+            let mut rows: Vec<usize> =
+                crate::rng::shuffled(test_rows, &mut env.rng.stream("ensemble-evaluation"))
+                    .into_iter()
+                    .take(m)
+                    .collect();
             rows.sort_unstable();
             rows
         })

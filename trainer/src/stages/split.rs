@@ -198,7 +198,7 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
     // The validation samples first (their own stream): with `student.validation_labels` the
     // draw's requests they hold are labelled by them instead of asked.
     let distinct_validation = crate::stages::split::distinct(records, &splits.student_validation);
-    let validation_order: Vec<usize> = crate::stages::split::shuffled(
+    let validation_order: Vec<usize> = crate::rng::shuffled(
         distinct_validation.len(),
         &mut rng.stream("student-validation"),
     )
@@ -284,7 +284,7 @@ fn query_draw(
 ) -> Vec<usize> {
     let n = public_multiplicity.len();
     match student.query_selection {
-        QuerySelection::Distinct => shuffled(n, rng),
+        QuerySelection::Distinct => crate::rng::shuffled(n, rng),
         QuerySelection::Traffic => weighted_sample(public_multiplicity, n, rng),
         QuerySelection::Head => head_then_uniform(
             public_multiplicity,
@@ -942,16 +942,6 @@ fn check_roles_distinct(roles: &[(&'static str, &Vec<DatasetSource>)]) -> Result
     Ok(())
 }
 
-/// Fisher–Yates shuffle of 0..n.
-pub fn shuffled(n: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
-    use rand::RngExt;
-    let mut p: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        p.swap(i, rng.random_range(0..=i));
-    }
-    p
-}
-
 /// How many times each distinct request (by [`request_hash`]) occurs among `indices`, in the
 /// order of [`distinct`]`(records, indices)`.
 pub fn multiplicities(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
@@ -997,12 +987,12 @@ pub fn head_then_uniform(
     head: usize,
     rng: &mut impl rand::Rng,
 ) -> Vec<usize> {
-    let mut order = shuffled(multiplicities.len(), rng);
+    let mut order = crate::rng::shuffled(multiplicities.len(), rng);
     // Stable sort of a random permutation: ties stay in random order.
     order.sort_by(|&a, &b| multiplicities[b].cmp(&multiplicities[a]));
     let head = head.min(order.len());
     let mut tail = order.split_off(head);
-    let perm = shuffled(tail.len(), rng);
+    let perm = crate::rng::shuffled(tail.len(), rng);
     let shuffled_tail: Vec<usize> = perm.iter().map(|&k| tail[k]).collect();
     tail.clear();
     order.extend(shuffled_tail);

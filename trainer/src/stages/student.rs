@@ -274,10 +274,8 @@ fn hold_out(
     } else if pe.validation > 0 {
         malicious.sort();
         malicious.dedup();
-        let order = crate::stages::split::shuffled(
-            malicious.len(),
-            &mut rng.stream("public-examples-holdout"),
-        );
+        let order =
+            crate::rng::shuffled(malicious.len(), &mut rng.stream("public-examples-holdout"));
         let keep = malicious.len().div_ceil(10);
         let mut hold = vec![false; malicious.len()];
         for &i in order.iter().take(keep) {
@@ -301,8 +299,7 @@ fn split_user_agents(
     rng: &RunRng,
 ) -> Result<(Vec<String>, Vec<String>)> {
     let all = crate::public_examples::load_user_agents(path)?;
-    let order =
-        crate::stages::split::shuffled(all.len(), &mut rng.stream("public-examples-user-agents"));
+    let order = crate::rng::shuffled(all.len(), &mut rng.stream("public-examples-user-agents"));
     let keep = if pe.validation > 0 {
         all.len().div_ceil(10).min(all.len() - 1)
     } else {
