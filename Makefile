@@ -10,7 +10,7 @@ demo: setup
 test: setup
 	scripts/test.sh
 
-# Not a README command: the fresh runs behind EVALUATION.md (1.5-2 h on 2 CPU cores, resumable)
+# Not a README command: the fresh runs behind EVALUATION.md (about 30 min on 2 idle CPU cores, resumable)
 # and its tables, written into EVALUATION.md and README.md (pate-experiments evaluation --help).
 evaluation: setup
 	cargo build --release -p trainer -p proxy -p experiments

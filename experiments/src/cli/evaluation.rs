@@ -14,7 +14,7 @@ root after `cargo build --release -p trainer -p proxy -p experiments` (`make eva
 both). Parts: site (configs/site.yaml on the blog's log, bench/site/site_eval.py on its held-out \
 tail; and without teachers), csic-site (configs/csic-site.yaml; with 200 reviewed labels; without \
 teachers; both), csic-test (configs/train.yaml), replay (bench/placements/run.sh through Apache + \
-pate-proxy on the csic-test bundles; needs apache2). About 1.5-2 h on 2 CPU cores. A run whose \
+pate-proxy on the csic-test bundles; needs apache2). About 30 min on 2 idle CPU cores. A run whose \
 result is there is kept: an interrupted evaluation resumes, and `rm -r OUT/PART` reruns a part."
 )]
 pub struct Args {
