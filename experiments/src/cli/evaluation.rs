@@ -7,16 +7,6 @@ use crate::evaluation::{doc, plan, tables};
 
 /// Arguments of `pate-experiments evaluation`.
 #[derive(Debug, clap::Args)]
-#[command(
-    long_about = "Runs every missing run of the evaluation (fresh OS randomness, no seed), then \
-writes the tables into the documents' `<!-- evaluation:NAME -->` blocks. Run from the repository \
-root after `cargo build --release -p trainer -p proxy -p experiments` (`make evaluation` does \
-both). Parts: site (configs/site.yaml on the blog's log, bench/site/site_eval.py on its held-out \
-tail; and without teachers), csic-site (configs/csic-site.yaml; with 200 reviewed labels; without \
-teachers; both), csic-test (configs/train.yaml), replay (bench/placements/run.sh through Apache + \
-pate-proxy on the csic-test bundles; needs apache2). About 30 min on 2 idle CPU cores. A run whose \
-result is there is kept: an interrupted evaluation resumes, and `rm -r OUT/PART` reruns a part."
-)]
 pub struct Args {
     /// Where the runs go: OUT/PART/RECIPE-i/ (run folders), OUT/tables/NAME.md (the tables).
     #[arg(long, value_name = "DIR", default_value = "runs/evaluation")]
