@@ -24,6 +24,18 @@ pub struct Record {
 }
 
 impl Record {
+    /// A `GET` of `target` with no headers or body, on line 1: the smallest request.
+    pub fn get(target: &str, label: Option<Label>) -> Record {
+        Record {
+            method: "GET".into(),
+            target: target.as_bytes().to_vec(),
+            body: None,
+            headers: Vec::new(),
+            label,
+            line: 1,
+        }
+    }
+
     /// The view the featurizer reads.
     pub fn parts(&self) -> featurizer::RequestParts<'_> {
         featurizer::RequestParts {

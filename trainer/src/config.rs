@@ -625,6 +625,15 @@ pub struct StudentConfig {
     /// (EVALUATION.md). Only the student's input is augmented (the teachers' inputs and queries
     /// are as they were; public randomness of the run's RNG): post-processing, no ε.
     pub forwarding_headers: f64,
+    /// The share (in [0, 1]) of each class of the same rows, and of the part model's templates,
+    /// that get a `Referer` naming one of the site's pages on their own `Host`
+    /// ([`crate::public_examples::add_site_referer`]; pages of requests labelled benign, for
+    /// both classes) after their label is fixed. Default 0.25; 0: none. Why: the site's requests
+    /// (CSIC's) carry no `Referer`, so one appeared only in placed public examples, half of them
+    /// attacks, and the student read the site's own host in it (`0/`, `080` of `localhost:8080/`)
+    /// as an attack sign: train.yaml bundles blocked up to 99 % of benign Referer values
+    /// (EVALUATION.md). Post-processing, as `forwarding_headers`: no ε.
+    pub site_referers: f64,
     /// Public labelled examples (attack corpora such as Fwaf and HttpParamsDataset) placed into
     /// the site's own request shapes (`trainer::public_examples`) and added to the student's
     /// training rows beside the PATE-labelled queries. Public data: no privacy cost. Off when
@@ -852,6 +861,7 @@ impl Default for StudentConfig {
             self_training: SelfTrainingConfig::default(),
             head_share: 0.25,
             forwarding_headers: 0.25,
+            site_referers: 0.25,
             public_examples: None,
             label_cleaning: None,
             validation_labels: true,
@@ -1169,11 +1179,16 @@ impl RunConfig {
                 );
             }
         }
-        if !(0.0..=1.0).contains(&self.student.forwarding_headers) {
-            return bad(
+        for (key, share) in [
+            (
                 "student.forwarding_headers",
-                format!("must be in [0, 1], got {}", self.student.forwarding_headers),
-            );
+                self.student.forwarding_headers,
+            ),
+            ("student.site_referers", self.student.site_referers),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return bad(key, format!("must be in [0, 1], got {share}"));
+            }
         }
         if let Some(pe) = &self.student.public_examples {
             if !(0.0..=1.0).contains(&pe.tamperings) {

@@ -96,6 +96,9 @@ pub struct Dressing<'a> {
     /// `X-Forwarded-Proto` (`student.forwarding_headers`): benign parts, so that an address or
     /// `https` there is not read as an attack's (public attack values carry addresses and URLs).
     pub forwarding_headers: f64,
+    /// The share (in [0, 1]) of the templates given a `Referer` naming one of the templates'
+    /// own pages (`student.site_referers`, [`crate::public_examples::add_site_referer`]).
+    pub site_referers: f64,
 }
 
 /// Benign parts, each distinct one a row of its own whose weight counts its occurrences, at
@@ -124,7 +127,8 @@ impl CappedBenign {
 /// and `Connection`, half of the rest dressed as a browser of `user_agents`; one in five
 /// encoded, as [`crate::public_examples::placed_in_every_spot`]; then a share
 /// `dressing.forwarding_headers` of them, of both classes alike, behind a load balancer:
-/// [`crate::public_examples::add_forwarding_headers`]), and every part of the templates
+/// [`crate::public_examples::add_forwarding_headers`], and a share `dressing.site_referers`
+/// with a Referer of one of the templates' pages), and every part of the templates
 /// themselves; a benign part counted as often as it occurs, at most `config.copies_cap` times
 /// ([`PartExamples::weights`]). Featurized by `featurizer` (the content-only one). Empty when a
 /// list is empty.
@@ -146,6 +150,7 @@ pub fn examples(
         row_of: HashMap::new(),
         cap: config.copies_cap as f32,
     };
+    let pages: Vec<&[u8]> = templates.iter().map(|t| t.target.as_slice()).collect();
     for template in templates {
         for part in parts_of(featurizer, template) {
             capped.add(&mut out, part);
@@ -171,6 +176,11 @@ pub fn examples(
                     && rng.random_range(0.0..1.0) < dressing.forwarding_headers
                 {
                     crate::public_examples::add_forwarding_headers(&mut template, rng);
+                }
+                if dressing.site_referers > 0.0
+                    && rng.random_range(0.0..1.0) < dressing.site_referers
+                {
+                    crate::public_examples::add_site_referer(&mut template, &pages, rng);
                 }
                 let encode = rng.random_range(0..5) == 0;
                 let (mine, rest) =

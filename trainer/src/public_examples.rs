@@ -921,12 +921,7 @@ pub fn public_ipv4(rng: &mut impl Rng) -> String {
 /// `X-Forwarded-Proto: https`, each only where the request has none (a placed value in
 /// `X-Forwarded-For` stays). The label is left as it is.
 pub fn add_forwarding_headers(record: &mut Record, rng: &mut impl Rng) {
-    let has = |record: &Record, name: &str| {
-        record
-            .headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    };
+    let has = |record: &Record, name: &str| header_value(record, name).is_some();
     if !has(record, "X-Forwarded-For") {
         let hops = rng.random_range(1..=3);
         let value = (0..hops)
@@ -944,11 +939,53 @@ pub fn add_forwarding_headers(record: &mut Record, rng: &mut impl Rng) {
     }
 }
 
-/// Which rows get the load-balancer headers ([`add_forwarding_headers`]): in each class of
-/// `malicious` (one per row), a random `share` of its rows (rounded), so that both classes carry
-/// the headers at the same rate and their presence does not tell the label. The draw depends on
-/// the labels only through the classes' sizes.
-pub fn forwarded_rows(malicious: &[bool], share: f64, rng: &mut impl Rng) -> Vec<bool> {
+/// The value of the request's first header `name` (any case).
+fn header_value<'a>(record: &'a Record, name: &str) -> Option<&'a [u8]> {
+    record
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_slice())
+}
+
+/// Adds a `Referer` naming one of the site's `pages` (targets, path and query as sent) on the
+/// request's own `Host`, shaped as [`referer`] shapes the placed examples' (one of the page's
+/// query values under its own name, a search parameter of the page's directory or a search
+/// engine's), or the bare page where it has no query. Only where the request has a `Host` and no
+/// `Referer`; returns whether it added one. The label is left as it is.
+pub fn add_site_referer(record: &mut Record, pages: &[&[u8]], rng: &mut impl Rng) -> bool {
+    if pages.is_empty() || header_value(record, "Referer").is_some() {
+        return false;
+    }
+    let Some(host) = header_value(record, "Host").map(|h| String::from_utf8_lossy(h).into_owned())
+    else {
+        return false;
+    };
+    let page = String::from_utf8_lossy(pages[rng.random_range(0..pages.len())]);
+    let (path, query) = page.split_once('?').unwrap_or((&page, ""));
+    let pairs: Vec<(&str, &str)> = query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .filter(|(name, _)| !name.is_empty())
+        .collect();
+    let url = if pairs.is_empty() {
+        format!("http://{host}{path}")
+    } else {
+        let (name, value) = pairs[rng.random_range(0..pairs.len())];
+        let shown = String::from_utf8_lossy(&percent_decode(value.as_bytes())).into_owned();
+        referer(&host, path, name, &shown, rng)
+    };
+    record
+        .headers
+        .push(("Referer".to_string(), url.into_bytes()));
+    true
+}
+
+/// Which rows get a header added after their label is fixed ([`add_forwarding_headers`],
+/// [`add_site_referer`]): in each class of `malicious` (one per row), a random `share` of its
+/// rows (rounded), so that both classes carry the header at the same rate and its presence does
+/// not tell the label. The draw depends on the labels only through the classes' sizes.
+pub fn share_of_each_class(malicious: &[bool], share: f64, rng: &mut impl Rng) -> Vec<bool> {
     let mut chosen = vec![false; malicious.len()];
     if share <= 0.0 {
         return chosen;

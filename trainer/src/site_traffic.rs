@@ -151,14 +151,7 @@ mod tests {
     }
 
     fn record(target: &str, label: Option<Label>) -> Record {
-        Record {
-            method: "GET".into(),
-            target: target.as_bytes().to_vec(),
-            body: None,
-            headers: Vec::new(),
-            label,
-            line: 1,
-        }
+        Record::get(target, label)
     }
 
     #[test]

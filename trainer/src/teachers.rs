@@ -330,14 +330,7 @@ mod teacher_weighting_tests {
     use crate::stages::split::distinct;
 
     fn record(target: &str) -> datasets::Record {
-        datasets::Record {
-            method: "GET".into(),
-            target: target.as_bytes().to_vec(),
-            body: None,
-            headers: Vec::new(),
-            label: Some(datasets::Label::Benign),
-            line: 1,
-        }
+        datasets::Record::get(target, Some(datasets::Label::Benign))
     }
 
     #[test]

@@ -5,8 +5,8 @@ use featurizer::placement::split_request;
 use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
 use trainer::public_examples::{
-    add_forwarding_headers, dress_as_browser, forwarded_rows, load_user_agents, place, synthesize,
-    BenignSpots, Spot, Synthesis, PLACEMENTS, TAMPERED_METHODS,
+    add_forwarding_headers, add_site_referer, dress_as_browser, load_user_agents, place,
+    share_of_each_class, synthesize, BenignSpots, Spot, Synthesis, PLACEMENTS, TAMPERED_METHODS,
 };
 
 mod common;
@@ -629,7 +629,7 @@ fn forwarding_headers_go_to_both_classes_alike_and_keep_the_labels() {
     // 900 benign rows, 300 malicious, interleaved.
     let malicious: Vec<bool> = (0..1200).map(|i| i % 4 == 0).collect();
     for share in [0.0, 0.25, 0.5, 1.0] {
-        let chosen = forwarded_rows(&malicious, share, &mut rng);
+        let chosen = share_of_each_class(&malicious, share, &mut rng);
         let of = |class: bool| {
             (0..malicious.len())
                 .filter(|&i| malicious[i] == class && chosen[i])
@@ -639,8 +639,8 @@ fn forwarding_headers_go_to_both_classes_alike_and_keep_the_labels() {
         assert_eq!(of(true), (300.0 * share) as usize, "share {share}");
     }
     // Different rows on another draw, not always the first ones.
-    let a = forwarded_rows(&malicious, 0.25, &mut rng);
-    let b = forwarded_rows(&malicious, 0.25, &mut rng);
+    let a = share_of_each_class(&malicious, 0.25, &mut rng);
+    let b = share_of_each_class(&malicious, 0.25, &mut rng);
     assert_ne!(a, b);
 
     for label in [Label::Benign, Label::Malicious] {
@@ -686,21 +686,90 @@ fn forwarding_headers_go_to_both_classes_alike_and_keep_the_labels() {
     assert_eq!(header(&placed, "X-Forwarded-Proto"), Some("https"));
 }
 
-/// `student.forwarding_headers` is a share: shown by `--print-config` at its default, and refused
-/// outside [0, 1].
+/// `student.site_referers`: a Referer names one of the given pages on the request's own Host —
+/// the page alone, or one of its query values under its own name, a search name of its directory
+/// or a search engine — and is read by the featurizer as a Referer; the request keeps its label
+/// and every other part; nothing is added without a Host, over a Referer already there, or
+/// without pages.
 #[test]
-fn forwarding_headers_is_a_share() {
+fn site_referers_name_the_sites_pages_on_its_own_host() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(12);
+    let pages: [&[u8]; 2] = [
+        b"/tienda1/index.jsp",
+        b"/tienda1/publico/pagar.jsp?modo=insertar&precio=85",
+    ];
+    let mut shapes = std::collections::BTreeSet::new();
+    for label in [Label::Benign, Label::Malicious] {
+        for _ in 0..300 {
+            let mut r = template();
+            r.label = Some(label);
+            assert!(add_site_referer(&mut r, &pages, &mut rng));
+            let t = template();
+            assert_eq!(
+                (&r.method, &r.target, &r.body, r.label),
+                (&t.method, &t.target, &t.body, Some(label))
+            );
+            assert_eq!(&r.headers[..t.headers.len()], &t.headers[..]);
+            let referer = header(&r, "Referer").expect("Referer").to_string();
+            let shape = if referer == "http://localhost:8080/tienda1/index.jsp" {
+                "page"
+            } else if referer.starts_with("http://localhost:8080/tienda1/publico/pagar.jsp?") {
+                "own name"
+            } else if referer.starts_with("http://localhost:8080/tienda1/publico/?") {
+                "directory"
+            } else {
+                assert!(referer.starts_with("https://"), "{referer}");
+                "search engine"
+            };
+            shapes.insert(shape);
+            if shape != "page" {
+                assert!(
+                    referer.ends_with("=insertar") || referer.ends_with("=85"),
+                    "{referer}"
+                );
+            }
+            let split = split_request(&r.parts(), &PlacementConfig::default(), 3, true);
+            assert!(
+                split
+                    .parts
+                    .iter()
+                    .any(|p| p.placement == Placement::HdrReferer),
+                "{referer}"
+            );
+        }
+    }
+    assert_eq!(shapes.len(), 4, "{shapes:?}");
+    let mut bare = template();
+    bare.headers.retain(|(n, _)| n != "Host");
+    assert!(!add_site_referer(&mut bare, &pages, &mut rng));
+    assert!(header(&bare, "Referer").is_none());
+    let mut placed = template();
+    placed
+        .headers
+        .push(("Referer".into(), b"http://elsewhere/".to_vec()));
+    assert!(!add_site_referer(&mut placed, &pages, &mut rng));
+    assert_eq!(header(&placed, "Referer"), Some("http://elsewhere/"));
+    let mut r = template();
+    assert!(!add_site_referer(&mut r, &[], &mut rng));
+}
+
+/// `student.forwarding_headers` and `student.site_referers` are shares: shown by
+/// `--print-config` at their default, and refused outside [0, 1].
+#[test]
+fn forwarding_headers_and_site_referers_are_shares() {
     let c = trainer::config::RunConfig::parse(SPLIT).unwrap();
     assert_eq!(c.student.forwarding_headers, 0.25);
+    assert_eq!(c.student.site_referers, 0.25);
     let shown = serde_yaml::to_string(&c).unwrap();
-    assert!(shown.contains("forwarding_headers: 0.25"), "{shown}");
-    for bad in ["-0.1", "1.5"] {
-        let e = trainer::config::RunConfig::parse(&format!(
-            "{SPLIT}student: {{forwarding_headers: {bad}}}\n"
-        ))
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("student.forwarding_headers"), "{e}");
+    for key in ["forwarding_headers", "site_referers"] {
+        assert!(shown.contains(&format!("{key}: 0.25")), "{shown}");
+        for bad in ["-0.1", "1.5"] {
+            let e =
+                trainer::config::RunConfig::parse(&format!("{SPLIT}student: {{{key}: {bad}}}\n"))
+                    .unwrap_err()
+                    .to_string();
+            assert!(e.contains(&format!("student.{key}")), "{e}");
+        }
     }
 }
 

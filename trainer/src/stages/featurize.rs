@@ -384,14 +384,7 @@ mod tests {
     use crate::stages::split::Splits;
 
     fn record(target: &str, label: datasets::Label) -> datasets::Record {
-        datasets::Record {
-            method: "GET".into(),
-            target: target.as_bytes().to_vec(),
-            body: None,
-            headers: Vec::new(),
-            label: Some(label),
-            line: 1,
-        }
+        datasets::Record::get(target, Some(label))
     }
 
     /// `rarity_on: validation_benign`: the served table counts the validation split's benign

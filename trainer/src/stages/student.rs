@@ -8,6 +8,7 @@ use crate::dense::DenseMatrix;
 use crate::ensemble::LabeledRows;
 use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
+use crate::public_examples::share_of_each_class;
 use crate::rng::RunRng;
 use crate::stages::split::RunData;
 use crate::student::{StudentEnv, StudentExtras};
@@ -72,13 +73,17 @@ struct PublicExamples {
 /// the student's benign validation requests instead (beside those requests re-shaped with their
 /// own values).
 fn public_examples(
-    config: &RunConfig,
-    data: &RunData,
-    plan: &QueryPlan,
-    features: &Features,
+    inputs: StudentInputs,
     benign_answered: &[usize],
-    rng: &RunRng,
 ) -> Result<Option<PublicExamples>> {
+    let StudentInputs {
+        config,
+        data,
+        plan,
+        features,
+        ..
+    } = inputs;
+    let rng = &inputs.env.rng;
     let Some(pe) = &config.student.public_examples else {
         return Ok(None);
     };
@@ -105,10 +110,18 @@ fn public_examples(
         &mut rng.stream("public-examples"),
     );
     let mut examples = examples;
-    let forwarded = with_forwarding_headers(
-        config.student.forwarding_headers,
+    let pages: Vec<&[u8]> = benign_templates
+        .iter()
+        .map(|r| r.target.as_slice())
+        .collect();
+    let (forwarded, referred) = with_site_headers(
+        &config.student,
+        &pages,
         &mut examples,
-        &mut rng.stream("forwarding-headers-examples"),
+        (
+            &mut rng.stream("forwarding-headers-examples"),
+            &mut rng.stream("site-referers-examples"),
+        ),
     );
     tracing::info!(
         "student: {} public labelled examples: public attacks ({} values) placed into {} public requests of the site, and {} requests labelled benign (by the teachers, or the validation split) re-shaped with their own values (no privacy cost)",
@@ -117,9 +130,9 @@ fn public_examples(
         templates.len(),
         benign_templates.len()
     );
-    if forwarded > 0 {
+    if forwarded + referred > 0 {
         tracing::info!(
-            "student: {forwarded} of the public labelled examples carry a load balancer's headers (the same share of each class)"
+            "student: {forwarded} of the public labelled examples carry a load balancer's headers, {referred} a Referer of the site's pages (the same share of each class)"
         );
     }
     if !values.user_agents.is_empty() {
@@ -165,7 +178,7 @@ fn public_examples(
             features,
             (&benign_templates, &benign_validation),
             &values,
-            config.student.forwarding_headers,
+            &config.student,
             rng,
         )
     });
@@ -177,20 +190,31 @@ fn public_examples(
     }))
 }
 
-/// Adds a load balancer's headers to a `share` of each class of `examples`
-/// ([`crate::public_examples::forwarded_rows`]); returns how many got them.
-fn with_forwarding_headers(
-    share: f64,
+/// Adds a load balancer's headers to a share (`student.forwarding_headers`) of each class of
+/// `examples` and a Referer of one of the site's `pages` to another (`student.site_referers`),
+/// each drawn from its own stream of `rngs` ([`crate::public_examples::share_of_each_class`]);
+/// returns how many got each.
+fn with_site_headers(
+    student: &crate::config::StudentConfig,
+    pages: &[&[u8]],
     examples: &mut [datasets::Record],
-    rng: &mut impl rand::Rng,
-) -> usize {
-    let chosen = crate::public_examples::forwarded_rows(&is_malicious(&*examples), share, rng);
-    let mut n = 0;
-    for (r, _) in examples.iter_mut().zip(&chosen).filter(|(_, &c)| c) {
-        crate::public_examples::add_forwarding_headers(r, rng);
-        n += 1;
+    rngs: (&mut impl rand::Rng, &mut impl rand::Rng),
+) -> (usize, usize) {
+    let (forwarding_rng, referer_rng) = rngs;
+    let malicious = is_malicious(&*examples);
+    let forwarded = share_of_each_class(&malicious, student.forwarding_headers, forwarding_rng);
+    let referred = share_of_each_class(&malicious, student.site_referers, referer_rng);
+    let mut counts = (0, 0);
+    for (k, r) in examples.iter_mut().enumerate() {
+        if forwarded[k] {
+            crate::public_examples::add_forwarding_headers(r, forwarding_rng);
+            counts.0 += 1;
+        }
+        if referred[k] && crate::public_examples::add_site_referer(r, pages, referer_rng) {
+            counts.1 += 1;
+        }
     }
-    n
+    counts
 }
 
 /// The public values the examples place: the public files' attack and benign values, the
@@ -399,23 +423,16 @@ fn part_examples(
     features: &Features,
     templates: (&[&datasets::Record], &[&datasets::Record]),
     values: &PublicValues,
-    forwarding_headers: f64,
+    student: &crate::config::StudentConfig,
     rng: &RunRng,
 ) -> (PartExamples, PartExamples) {
     let (benign_templates, benign_validation) = templates;
     let content = features.featurizer.clone().without_format_checks();
-    let examples = crate::part_model::examples(
-        &content,
-        benign_templates,
-        &values.benign,
-        &values.malicious,
-        &crate::part_model::Dressing {
-            user_agents: &values.user_agents,
-            forwarding_headers,
-        },
-        pm,
-        &mut rng.stream("part-model-examples"),
-    );
+    let dressing = |user_agents| crate::part_model::Dressing {
+        user_agents,
+        forwarding_headers: student.forwarding_headers,
+        site_referers: student.site_referers,
+    };
     // Held-out parts for the training's best-epoch choice only (the content-only threshold
     // is chosen on whole requests): a twentieth as many values is enough, and each part is
     // a dense row of the featurizer's width in training.
@@ -423,17 +440,32 @@ fn part_examples(
         per_spot: pm.per_spot.div_ceil(20),
         ..pm.clone()
     };
-    let validation = crate::part_model::examples(
-        &content,
-        benign_validation,
-        &values.held_out_benign,
-        &values.held_out,
-        &crate::part_model::Dressing {
-            user_agents: &values.held_out_user_agents,
-            forwarding_headers,
+    let [examples, validation] = [
+        (
+            (benign_templates, &values.benign, &values.malicious),
+            (&values.user_agents, pm, "part-model-examples"),
+        ),
+        (
+            (benign_validation, &values.held_out_benign, &values.held_out),
+            (
+                &values.held_out_user_agents,
+                &validation_config,
+                "part-model-validation",
+            ),
+        ),
+    ]
+    .map(
+        |((templates, benign, malicious), (user_agents, config, stream))| {
+            crate::part_model::examples(
+                &content,
+                templates,
+                benign,
+                malicious,
+                &dressing(user_agents),
+                config,
+                &mut rng.stream(stream),
+            )
         },
-        &validation_config,
-        &mut rng.stream("part-model-validation"),
     );
     tracing::info!(
         "student: part model examples: {} distinct parts counted {} times ({} malicious) from {} benign and {} attack values placed into {} requests labelled benign (by the teachers, or the validation split); {} validation parts",
@@ -538,15 +570,19 @@ pub fn served_pieces(
     const CHUNK: usize = 256;
     let mut out = Vec::with_capacity(records.len());
     for chunk in records.chunks(CHUNK) {
-        out.extend(served_chunk(model, part_model, featurizer, chunk, device)?);
+        out.extend(served_chunk(
+            (model, part_model),
+            featurizer,
+            chunk,
+            device,
+        )?);
     }
     Ok(out)
 }
 
 /// [`served_pieces`] of one chunk of requests.
 fn served_chunk(
-    model: &ModelFile,
-    part_model: Option<&ModelFile>,
+    (model, part_model): (&ModelFile, Option<&ModelFile>),
     featurizer: &featurizer::Featurizer,
     records: &[&datasets::Record],
     device: tch::Device,
@@ -693,10 +729,10 @@ fn student_sets(
 ) -> Result<(Vec<usize>, StudentSets, Option<CleaningReport>)> {
     let StudentInputs {
         config,
-        data,
         plan,
         features,
         env,
+        ..
     } = inputs;
     let (trained, mut train, cleaning) =
         answered_rows(config, plan, features, labels, answered, env)?;
@@ -705,15 +741,8 @@ fn student_sets(
     if !plan.validation_known.is_empty() {
         train = concat(train, features.validation.select(&plan.validation_known))?;
     }
-    let train = forwarded_site_rows(inputs, &trained, train);
-    let examples = public_examples(
-        config,
-        data,
-        plan,
-        features,
-        &benign_answered.queries,
-        &env.rng,
-    )?;
+    let train = dressed_site_rows(inputs, &trained, train);
+    let examples = public_examples(inputs, &benign_answered.queries)?;
     let mut sets = StudentSets {
         public_examples: examples.as_ref().map_or(0, |e| e.train.y.len()),
         train,
@@ -728,25 +757,22 @@ fn student_sets(
     Ok((trained, sets, cleaning))
 }
 
-/// `student.forwarding_headers`: the site's training rows (`train`: the `trained` queries', then
-/// the validation-labelled drawn requests') of which that share of each class is featurized
-/// again from its request with a load balancer's headers added
-/// ([`crate::public_examples::add_forwarding_headers`]), its label kept. The teachers' queries
-/// and inputs are not touched: only the student's copy of a row.
-fn forwarded_site_rows(
+/// `student.forwarding_headers` and `student.site_referers`: the site's training rows (`train`:
+/// the `trained` queries', then the validation-labelled drawn requests') of which those shares
+/// of each class are featurized again from their request with a load balancer's headers
+/// ([`crate::public_examples::add_forwarding_headers`]) or a Referer of a page of the rows
+/// labelled benign ([`crate::public_examples::add_site_referer`]) added, the label kept. The
+/// teachers' queries and inputs are not touched: only the student's copy of a row.
+fn dressed_site_rows(
     inputs: StudentInputs,
     trained: &[usize],
     mut train: LabeledRows,
 ) -> LabeledRows {
     let StudentInputs {
-        config,
-        data,
-        plan,
-        features,
-        env,
+        data, plan, env, ..
     } = inputs;
-    let share = config.student.forwarding_headers;
-    if share <= 0.0 {
+    let student = &inputs.config.student;
+    if student.forwarding_headers <= 0.0 && student.site_referers <= 0.0 {
         return train;
     }
     let records: Vec<usize> = trained
@@ -762,34 +788,51 @@ fn forwarded_site_rows(
         // One request per training row is how `student_sets` builds `train`; were it not, the
         // rows could not be matched to their requests: train without the headers.
         tracing::warn!(
-            "student: forwarding_headers skipped: {} requests for {} training rows",
+            "student: forwarding_headers and site_referers skipped: {} requests for {} training rows",
             records.len(),
             train.y.len()
         );
         return train;
     }
-    let mut rng = env.rng.stream("forwarding-headers");
-    let chosen = crate::public_examples::forwarded_rows(&train.y, share, &mut rng);
-    let rows: Vec<usize> = (0..records.len()).filter(|&k| chosen[k]).collect();
-    let forwarded: Vec<datasets::Record> = rows
+    let pages: Vec<&[u8]> = records
         .iter()
-        .map(|&k| {
-            let mut r = data.records[records[k]].clone();
-            crate::public_examples::add_forwarding_headers(&mut r, &mut rng);
-            r
-        })
+        .zip(&train.y)
+        .filter(|(_, &malicious)| !malicious)
+        .map(|(&i, _)| data.records[i].target.as_slice())
         .collect();
-    let all: Vec<usize> = (0..forwarded.len()).collect();
-    let x = crate::stages::featurize::featurize_rows(&features.featurizer, &forwarded, &all);
+    let mut forwarding_rng = env.rng.stream("forwarding-headers");
+    let mut referer_rng = env.rng.stream("site-referers");
+    let forwarded = share_of_each_class(&train.y, student.forwarding_headers, &mut forwarding_rng);
+    let referred = share_of_each_class(&train.y, student.site_referers, &mut referer_rng);
+    let rows: Vec<usize> = (0..records.len())
+        .filter(|&k| forwarded[k] || referred[k])
+        .collect();
+    let mut with_referer = 0;
+    let mut dressed = Vec::with_capacity(rows.len());
+    for &k in &rows {
+        let mut r = data.records[records[k]].clone();
+        if forwarded[k] {
+            crate::public_examples::add_forwarding_headers(&mut r, &mut forwarding_rng);
+        }
+        if referred[k] && crate::public_examples::add_site_referer(&mut r, &pages, &mut referer_rng)
+        {
+            with_referer += 1;
+        }
+        dressed.push(r);
+    }
+    let all: Vec<usize> = (0..dressed.len()).collect();
+    let x = crate::stages::featurize::featurize_rows(&inputs.features.featurizer, &dressed, &all);
     let cols = train.x.cols;
     for (j, &k) in rows.iter().enumerate() {
         train.x.values[k * cols..(k + 1) * cols].copy_from_slice(x.row(j));
     }
     tracing::info!(
-        "student: {} of {} site training rows ({} malicious) carry a load balancer's X-Forwarded-For and X-Forwarded-Proto (forwarding_headers {share}; labels kept, teachers untouched)",
-        rows.len(),
+        "student: of {} site training rows, {} carry a load balancer's X-Forwarded-For and X-Forwarded-Proto (forwarding_headers {}), {} a Referer of the site's pages (site_referers {}); labels kept, teachers untouched",
         records.len(),
-        rows.iter().filter(|&&k| train.y[k]).count()
+        forwarded.iter().filter(|&&f| f).count(),
+        student.forwarding_headers,
+        with_referer,
+        student.site_referers
     );
     train
 }
@@ -1065,6 +1108,16 @@ struct ThresholdContext<'a> {
     excluded: &'a [bool],
 }
 
+impl ThresholdContext<'_> {
+    /// The student's validation requests (`plan.validation_rows`), in order.
+    fn validation_records(&self) -> impl Iterator<Item = &datasets::Record> {
+        self.plan
+            .validation_rows
+            .iter()
+            .map(|&i| &self.data.records[i])
+    }
+}
+
 /// With `site.threshold_without_release_flagged` and labels from the release: the site's
 /// validation traffic the release labels malicious (likely its attacks) is left out of the
 /// traffic the threshold's budget is a share of. Post-processing of the release; nothing when
@@ -1110,30 +1163,23 @@ fn validation_scores(
     validation_rows: Option<LabeledRows>,
     (model, extras): (&mut ModelFile, &mut StudentExtras),
 ) -> Result<Vec<f32>> {
-    let ThresholdContext {
-        config,
-        plan,
-        features,
-        env,
-        ..
-    } = cx;
+    let (student, plan, features, env) = (&cx.config.student, cx.plan, cx.features, cx.env);
     // The threshold holds its FPR budget on the validation requests counted with ALL their
     // copies (their traffic), not the training weights' `multiplicity_cap`: the budget is a rate
     // of the site's traffic. (Capped, the rare benign requests weighed up to ten times more than
     // on the traffic: a 1 % budget held 0.2-0.3 % on the test traffic, at 75-80 % TPR instead
     // of 93 %; EVALUATION.md.)
-    let traffic =
-        (config.student.multiplicity_cap.is_some() || !cx.excluded.is_empty()).then(|| {
-            let site = plan.validation_traffic.iter().enumerate().map(|(r, &c)| {
-                match config.student.multiplicity_cap {
-                    _ if cx.excluded.get(r) == Some(&true) => 0,
-                    Some(_) => c,
-                    None => 1,
-                }
-            });
-            site.chain(std::iter::repeat_n(1, placed_validation.len()))
-                .collect::<Vec<_>>()
+    let traffic = (student.multiplicity_cap.is_some() || !cx.excluded.is_empty()).then(|| {
+        let site = plan.validation_traffic.iter().enumerate().map(|(r, &c)| {
+            match student.multiplicity_cap {
+                _ if cx.excluded.get(r) == Some(&true) => 0,
+                Some(_) => c,
+                None => 1,
+            }
         });
+        site.chain(std::iter::repeat_n(1, placed_validation.len()))
+            .collect::<Vec<_>>()
+    });
     if features.featurizer.config().placements.is_some() {
         return served_threshold(
             &cx,
@@ -1157,9 +1203,9 @@ fn validation_scores(
             labels: validation.y,
             site_rows: site,
             copies: Some(reviewed.as_deref().unwrap_or(traffic)),
-            spend_budget: config.site.is_some(),
+            spend_budget: cx.config.site.is_some(),
         },
-        &config.student,
+        student,
         &env.rng,
         None,
         (model, extras),
@@ -1168,7 +1214,7 @@ fn validation_scores(
         "student: threshold {} ({}{}) on {} validation requests counted with their traffic",
         model.info.threshold,
         extras.threshold_rule,
-        confidence_note(&config.student),
+        confidence_note(student),
         site
     );
     Ok(site_scores)
@@ -1281,19 +1327,14 @@ fn served_threshold(
 ) -> Result<Vec<f32>> {
     let ThresholdContext {
         config,
-        data,
         plan,
         features,
         env,
         ..
     } = *cx;
     let device = env.device;
-    let records: Vec<&datasets::Record> = plan
-        .validation_rows
-        .iter()
-        .map(|&i| &data.records[i])
-        .chain(placed_validation)
-        .collect();
+    let records: Vec<&datasets::Record> =
+        cx.validation_records().chain(placed_validation).collect();
     let site_rows = plan.validation_rows.len();
     let mut scores = served_scores(model, &features.featurizer, &records, device)?;
     if let Some(folds) = &features.validation_folds {
@@ -1322,7 +1363,7 @@ fn served_threshold(
         crate::config::ThresholdRule::AnsweredBenign => {
             let benign: Vec<&datasets::Record> = benign_answered
                 .iter()
-                .map(|&i| &data.records[plan.query_rows[i]])
+                .map(|&i| &cx.data.records[plan.query_rows[i]])
                 .collect();
             let weights: Vec<usize> = benign_answered
                 .iter()
@@ -1377,14 +1418,12 @@ fn content_only_threshold(
     (model, extras): (&mut ModelFile, &mut StudentExtras),
 ) -> Result<()> {
     let ThresholdContext {
-        config,
-        data,
         plan,
         features,
         env,
         ..
     } = *cx;
-    let student = &config.student;
+    let student = &cx.config.student;
     let public_examples = student.public_examples.as_ref();
     let budget = public_examples
         .and_then(|pe| pe.validation_fpr)
@@ -1392,11 +1431,7 @@ fn content_only_threshold(
             "the content-only threshold needs public_examples.validation_fpr",
         ))?;
     let content = features.featurizer.clone().without_format_checks();
-    let site: Vec<&datasets::Record> = plan
-        .validation_rows
-        .iter()
-        .map(|&i| &data.records[i])
-        .collect();
+    let site = cx.validation_records().collect::<Vec<_>>();
     // The site's validation requests counted with their traffic (as the bundle's threshold).
     let site = OffsetRows {
         pieces: &served_pieces(model, part_model, &content, &site, env.device)?,
@@ -1985,14 +2020,7 @@ mod tests {
     /// query). Without the second kind the part model never saw the site's frequent pages.
     #[test]
     fn benign_templates_are_the_benign_queries_and_the_validation_splits_known_benign_requests() {
-        let record = |target: &str, label: Option<datasets::Label>| datasets::Record {
-            method: "GET".into(),
-            target: target.as_bytes().to_vec(),
-            body: None,
-            headers: Vec::new(),
-            label,
-            line: 1,
-        };
+        let record = datasets::Record::get;
         use datasets::Label::{Benign, Malicious};
         // Public 0..5 (unlabelled), validation 5..8.
         let records = vec![

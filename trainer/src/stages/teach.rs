@@ -265,11 +265,7 @@ mod tests {
     fn record(method: &str, target: &str, label: datasets::Label) -> datasets::Record {
         datasets::Record {
             method: method.into(),
-            target: target.as_bytes().to_vec(),
-            body: None,
-            headers: Vec::new(),
-            label: Some(label),
-            line: 1,
+            ..datasets::Record::get(target, Some(label))
         }
     }
 
