@@ -217,22 +217,7 @@ impl Featurizer {
         // The features of `for_each_configured_feature` (what `fit` counts), family by family,
         // each looked up the fastest way; the order does not matter (only counts do).
         self.vectorize(counts, touched, weights, out, |add| {
-            let mut tokens = for_each_feature(text, config.ngram_max, gram, |feature| {
-                if let Some(i) = self.lookup(feature) {
-                    add.add(i);
-                }
-            });
-            if let Some([lo, hi]) = config.char_ngrams {
-                tokens += self.for_each_char_ngram(text, lo, hi, add);
-            }
-            if config.value_shapes {
-                tokens += for_each_shape_feature(text, gram, |feature| {
-                    if let Some(i) = self.lookup_kind_or_unseen(FeatureKind::Shape, feature, unseen)
-                    {
-                        add.add(i);
-                    }
-                });
-            }
+            let mut tokens = self.count_text_features(text, config, gram, unseen, add);
             tokens += self.for_each_param_feature(req.method, text, params, |i| add.add(i));
             tokens
         });
@@ -347,6 +332,35 @@ impl Featurizer {
     /// fastest way, as [`Featurizer::transform_into`] does without placements: character
     /// n-grams by their packed bytes, never formed as strings; the order does not matter, only
     /// the counts).
+    /// Counts in `add` the token n-grams, character n-grams and value shapes of `text` that
+    /// `config` asks for and the vocabulary holds; returns how many features `text` produced.
+    #[inline]
+    fn count_text_features(
+        &self,
+        text: &str,
+        config: &FeaturizerConfig,
+        gram: &mut String,
+        unseen: &mut String,
+        add: &mut Counter,
+    ) -> u32 {
+        let mut count = for_each_feature(text, config.ngram_max, gram, |feature| {
+            if let Some(i) = self.lookup(feature) {
+                add.add(i);
+            }
+        });
+        if let Some([lo, hi]) = config.char_ngrams {
+            count += self.for_each_char_ngram(text, lo, hi, add);
+        }
+        if config.value_shapes {
+            count += for_each_shape_feature(text, gram, |feature| {
+                if let Some(i) = self.lookup_kind_or_unseen(FeatureKind::Shape, feature, unseen) {
+                    add.add(i);
+                }
+            });
+        }
+        count
+    }
+
     fn count_window_features(
         &self,
         segments: &[placement::Segment],
@@ -365,22 +379,7 @@ impl Featurizer {
                 &self.plain_config
             };
             let text = &seg.text[piece.start..piece.end];
-            count += for_each_feature(text, cfg.ngram_max, gram, |feature| {
-                if let Some(i) = self.lookup(feature) {
-                    add.add(i);
-                }
-            });
-            if let Some([lo, hi]) = cfg.char_ngrams {
-                count += self.for_each_char_ngram(text, lo, hi, add);
-            }
-            if cfg.value_shapes {
-                count += for_each_shape_feature(text, gram, |feature| {
-                    if let Some(i) = self.lookup_kind_or_unseen(FeatureKind::Shape, feature, unseen)
-                    {
-                        add.add(i);
-                    }
-                });
-            }
+            count += self.count_text_features(text, cfg, gram, unseen, add);
             if first {
                 let mut mark = |body: &str| {
                     count += 1;
