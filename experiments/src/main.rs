@@ -1,16 +1,5 @@
 //! `pate-experiments`: the evaluation grids and the replay client (not part of the product).
-use clap::Parser;
 use experiments::cli;
-
-/// pate-waf experiments: the evaluation grids and the replay of labelled requests against a WAF.
-#[derive(Parser)]
-#[command(name = "pate-experiments", version, about, long_about = None)]
-struct Cli {
-    #[command(flatten)]
-    verbosity: trainer::log::Verbosity,
-    #[command(subcommand)]
-    command: Command,
-}
 
 #[derive(clap::Subcommand)]
 enum Command {
@@ -33,15 +22,13 @@ enum Command {
 }
 
 fn main() {
-    let parsed = Cli::parse();
-    trainer::log::init(parsed.verbosity);
-    let result = match parsed.command {
-        Command::Evaluation(a) => cli::evaluation::run(a),
-        Command::Replay(a) => cli::replay::run(a),
-        Command::Sweep(a) => cli::sweep::run(a),
-    };
-    if let Err(e) = result {
-        tracing::error!("pate-experiments: error: {e}");
-        std::process::exit(1);
-    }
+    trainer::log::run_binary(
+        "pate-experiments",
+        "pate-waf experiments: the evaluation grids and the replay of labelled requests against a WAF",
+        |command| match command {
+            Command::Evaluation(a) => cli::evaluation::run(a),
+            Command::Replay(a) => cli::replay::run(a),
+            Command::Sweep(a) => cli::sweep::run(a),
+        },
+    );
 }

@@ -11,6 +11,34 @@ use std::sync::{Mutex, OnceLock};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 
+/// A binary of this workspace on the command line: the verbosity flags and one subcommand.
+#[derive(clap::Parser)]
+#[command(version)]
+struct Binary<C: clap::Subcommand> {
+    #[command(flatten)]
+    verbosity: Verbosity,
+    #[command(subcommand)]
+    command: C,
+}
+
+/// The `main` of `pate-trainer` and `pate-experiments`: parses the command line (`name` and
+/// `about` are what `--help` shows), installs logging at its verbosity ([`init`]), runs the
+/// subcommand and, on an error, logs it and exits with status 1.
+pub fn run_binary<C: clap::Subcommand, E: std::fmt::Display>(
+    name: &'static str,
+    about: &'static str,
+    run: impl FnOnce(C) -> Result<(), E>,
+) {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Binary::<C>::command().name(name).about(about).get_matches();
+    let parsed = Binary::<C>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    init(parsed.verbosity);
+    if let Err(e) = run(parsed.command) {
+        tracing::error!("{name}: error: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// The global verbosity flags.
 #[derive(clap::Args, Debug, Clone, Copy, Default)]
 pub struct Verbosity {

@@ -1,17 +1,6 @@
 //! `pate-trainer`: the PATE pipeline, one subcommand per stage, each reading and writing a typed
 //! artifact.
-use clap::Parser;
 use trainer::cli;
-
-/// Train a malicious-request detector with PATE (Private Aggregation of Teacher Ensembles).
-#[derive(Parser)]
-#[command(name = "pate-trainer", version, about, long_about = None)]
-struct Cli {
-    #[command(flatten)]
-    verbosity: trainer::log::Verbosity,
-    #[command(subcommand)]
-    command: Command,
-}
 
 #[derive(clap::Subcommand)]
 enum Command {
@@ -45,25 +34,23 @@ enum Command {
 }
 
 fn main() {
-    let parsed = Cli::parse();
-    trainer::log::init(parsed.verbosity);
-    let result = match parsed.command {
-        Command::Data(a) => cli::data::run(a),
-        Command::Featurize(a) => cli::featurize::run(a),
-        Command::Teach(a) => cli::teach::run(a),
-        Command::Privatize(a) => cli::privatize::run(a),
-        Command::Vote(a) => cli::vote::run(a),
-        Command::Aggregate(a) => cli::aggregate::run(a),
-        Command::Account(a) => cli::account::run(a),
-        Command::Student(a) => cli::student::run(a),
-        Command::Evaluate(a) => cli::evaluate::run(a),
-        Command::Export(a) => cli::export::run(a),
-        Command::Score(a) => cli::score::run(a),
-        Command::Run(a) => cli::run::run(a),
-        Command::Calibrate(a) => cli::calibrate::run(a),
-    };
-    if let Err(e) = result {
-        tracing::error!("pate-trainer: error: {e}");
-        std::process::exit(1);
-    }
+    trainer::log::run_binary(
+        "pate-trainer",
+        "Train a malicious-request detector with PATE (Private Aggregation of Teacher Ensembles)",
+        |command| match command {
+            Command::Data(a) => cli::data::run(a),
+            Command::Featurize(a) => cli::featurize::run(a),
+            Command::Teach(a) => cli::teach::run(a),
+            Command::Privatize(a) => cli::privatize::run(a),
+            Command::Vote(a) => cli::vote::run(a),
+            Command::Aggregate(a) => cli::aggregate::run(a),
+            Command::Account(a) => cli::account::run(a),
+            Command::Student(a) => cli::student::run(a),
+            Command::Evaluate(a) => cli::evaluate::run(a),
+            Command::Export(a) => cli::export::run(a),
+            Command::Score(a) => cli::score::run(a),
+            Command::Run(a) => cli::run::run(a),
+            Command::Calibrate(a) => cli::calibrate::run(a),
+        },
+    );
 }
