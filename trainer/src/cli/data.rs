@@ -4,12 +4,7 @@ use std::path::PathBuf;
 use crate::error::Result;
 
 /// Arguments of `pate-trainer data`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
+pub type Args = super::Group<Command>;
 
 /// `data` subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -5,12 +5,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 
 /// Arguments of `pate-trainer featurize`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
+pub type Args = super::Group<Command>;
 
 /// `featurize` subcommands.
 #[derive(Debug, clap::Subcommand)]

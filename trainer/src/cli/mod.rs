@@ -13,6 +13,14 @@ pub mod student;
 pub mod teach;
 pub mod vote;
 
+/// The arguments of a subcommand that only groups subcommands of its own (`data`, `featurize`).
+#[derive(Debug, clap::Args)]
+pub struct Group<C: clap::Subcommand> {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: C,
+}
+
 /// `--device` and `--threads` of the subcommands that run libtorch on their own (`evaluate`,
 /// `student`, `vote`).
 #[derive(Debug, clap::Args)]
