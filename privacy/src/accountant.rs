@@ -232,6 +232,13 @@ fn argmax(counts: &[u64]) -> usize {
 
 /// ln q for LNMax with discrete Laplace noise (union bound over the classes j ≠ j*).
 pub fn lnmax_ln_q(counts: &[u64], gamma: f64) -> f64 {
+    union_ln_q(counts, |gap| ln_discrete_laplace_diff_sf(gamma, gap))
+}
+
+/// ln q by the union bound over the classes j ≠ j* (the plurality): ln Σ_j P(noise difference ≥
+/// gap_j), with `ln_sf(gap)` the log tail of the noise difference at the gap between the top
+/// count and class j's; at most ln 1.
+fn union_ln_q(counts: &[u64], ln_sf: impl Fn(u64) -> f64) -> f64 {
     let star = argmax(counts);
     let top = counts[star];
     logsumexp(
@@ -239,7 +246,7 @@ pub fn lnmax_ln_q(counts: &[u64], gamma: f64) -> f64 {
             .iter()
             .enumerate()
             .filter(|(j, _)| *j != star)
-            .map(|(_, &c)| ln_discrete_laplace_diff_sf(gamma, top - c)),
+            .map(|(_, &c)| ln_sf(top - c)),
     )
     .min(0.0)
 }
@@ -291,16 +298,9 @@ pub fn gnmax_rdp_data_dependent(ln_q: f64, sigma: f64, alpha: f64) -> f64 {
 
 /// ln q for GNMax with discrete Gaussian noise (union bound, Papernot et al. 2018, Prop. 7).
 pub fn gnmax_ln_q(counts: &[u64], tails: &DiscreteGaussianTails) -> f64 {
-    let star = argmax(counts);
-    let top = counts[star];
-    logsumexp(
-        counts
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != star)
-            .map(|(_, &c)| tails.ln_diff_sf((top - c).min(i64::MAX as u64) as i64)),
-    )
-    .min(0.0)
+    union_ln_q(counts, |gap| {
+        tails.ln_diff_sf(gap.min(i64::MAX as u64) as i64)
+    })
 }
 
 /// ln q of Confident-GNMax's threshold step for a query whose largest count is `max`: the
