@@ -126,6 +126,16 @@ struct OverLimit {
 }
 
 impl OverLimit {
+    /// Header fields over a limit: 431 in block mode.
+    fn headers(unscored: Unscored, detail: String) -> OverLimit {
+        OverLimit {
+            status: 431,
+            what: "Request Header Fields Too Large",
+            unscored,
+            detail,
+        }
+    }
+
     /// The audit reason of the refusal (`uri_over_limit: ...`, `header_over_limit: ...`).
     fn refusal_reason(&self) -> String {
         let limit = match self.unscored {
@@ -427,15 +437,13 @@ impl WafProxy {
         }
         let count = header.headers.len();
         if count > config.header_count_limit {
-            return Some(OverLimit {
-                status: 431,
-                what: "Request Header Fields Too Large",
-                unscored: Unscored::TooManyHeaders,
-                detail: format!(
+            return Some(OverLimit::headers(
+                Unscored::TooManyHeaders,
+                format!(
                     "{count} header fields > header_count_limit {}",
                     config.header_count_limit
                 ),
-            });
+            ));
         }
         let bytes: usize = header
             .headers
@@ -443,15 +451,13 @@ impl WafProxy {
             .map(|(name, value)| name.as_str().len() + value.len())
             .sum();
         if bytes > config.header_limit_bytes {
-            return Some(OverLimit {
-                status: 431,
-                what: "Request Header Fields Too Large",
-                unscored: Unscored::HeadersTooLarge,
-                detail: format!(
+            return Some(OverLimit::headers(
+                Unscored::HeadersTooLarge,
+                format!(
                     "{bytes} bytes of header fields > header_limit_bytes {}",
                     config.header_limit_bytes
                 ),
-            });
+            ));
         }
         None
     }
