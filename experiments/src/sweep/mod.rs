@@ -1457,53 +1457,41 @@ fn plot_accuracy_vs_queries(
     suffix: &str,
     tcells: &[&&report::CellSummary],
 ) -> Result<()> {
-    let mut series: Vec<report::Series> = Vec::new();
-    let mut keys: Vec<String> = Vec::new();
-    for c in tcells {
-        let k = format!(
+    let key = |c: &report::CellSummary| {
+        format!(
             "{} ρ={} {}",
             c.first.mechanism,
             fmt_rho(c.first.rho),
             c.first.model
-        );
+        )
+    };
+    let mut keys: Vec<String> = Vec::new();
+    for c in tcells {
+        let k = key(c);
         if !keys.contains(&k) {
-            keys.push(k.clone());
+            keys.push(k);
         }
     }
+    let mut series: Vec<report::Series> = Vec::new();
     for k in keys {
-        let mut pts: Vec<(f64, f64)> = tcells
-            .iter()
-            .filter(|c| {
-                format!(
-                    "{} ρ={} {}",
-                    c.first.mechanism,
-                    fmt_rho(c.first.rho),
-                    c.first.model
-                ) == k
-            })
-            .filter_map(|c| Some((c.answered?.median, c.tpr?.median)))
-            .collect();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // The series of one key, in order of answered queries.
+        let points = |measure: fn(&report::CellSummary) -> Option<f64>| {
+            let mut points: Vec<(f64, f64)> = tcells
+                .iter()
+                .filter(|c| key(c) == k)
+                .filter_map(|c| Some((c.answered?.median, measure(c)?)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            points
+        };
         series.push(report::Series {
             name: format!("TPR, {k}"),
-            points: pts.clone(),
+            points: points(|c| Some(c.tpr?.median)),
             dashed: false,
         });
-        let tnr: Vec<(f64, f64)> = tcells
-            .iter()
-            .filter(|c| {
-                format!(
-                    "{} ρ={} {}",
-                    c.first.mechanism,
-                    fmt_rho(c.first.rho),
-                    c.first.model
-                ) == k
-            })
-            .filter_map(|c| Some((c.answered?.median, c.tnr?.median)))
-            .collect();
         series.push(report::Series {
             name: format!("TNR, {k}"),
-            points: tnr,
+            points: points(|c| Some(c.tnr?.median)),
             dashed: true,
         });
     }
