@@ -55,11 +55,8 @@ grace_period_seconds: 1
 YAML
 "$PROXY" --config "$WORK/proxy.yaml" > "$WORK/proxy.log" 2>&1 &
 PROXY_PID=$!
-for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null 2>&1 && break
-  kill -0 "$PROXY_PID" 2>/dev/null || { cat "$WORK/proxy.log"; exit 1; }
-  sleep 0.2
-done
+. scripts/proxy-lib.sh
+wait_proxy_ready "$ADMIN_PORT" "$PROXY_PID" "$WORK/proxy.log"
 
 # Five normal GET requests and five injection attacks (SQL injection, XSS) from the sample's CSIC
 # 2010 test files. The quick model is small and trained with fresh OS randomness, so exactly which

@@ -87,36 +87,14 @@ for PL in $LEVELS; do
 done
 
 if [ -n "$PROXY_BUNDLE" ]; then
-  PROXY=$ROOT/target/release/pate-proxy
-  [ -x "$PROXY" ] || { echo "$0: $PROXY not found: cargo build --release -p proxy" >&2; exit 1; }
-  [ -f "$PROXY_BUNDLE/bundle.yaml" ] || { echo "$0: $PROXY_BUNDLE/bundle.yaml not found" >&2; exit 1; }
-  BUNDLE_ABS=$(cd "$PROXY_BUNDLE" && pwd)
-  UP_PORT=$(free_port); PX_PORT=$(free_port); ADMIN_PORT=$(free_port)
-  APACHE_CONF=$(scripts/apache-conf.sh "$WORK/upstream" "$UP_PORT")
-  chmod 755 "$WORK/upstream" "$WORK/upstream/htdocs"
-  apache2 -f "$APACHE_CONF" -k start
-  cat > "$WORK/proxy.yaml" <<YAML
-listen: "127.0.0.1:$PX_PORT"
-upstream: "127.0.0.1:$UP_PORT"
-admin_listen: "127.0.0.1:$ADMIN_PORT"
-bundle: "$BUNDLE_ABS"
-mode: block
-audit_log: "$WORK/proxy-audit.jsonl"
-grace_period_seconds: 1
-format_checks: $FORMAT_CHECKS
-YAML
+  start_apache_and_proxy_config "$PROXY_BUNDLE"
+  echo "format_checks: $FORMAT_CHECKS" >> "$WORK/proxy.yaml"
   if [ "$CALIBRATE" = 1 ]; then
     printf 'threshold: 0.0\n' >> "$WORK/proxy.yaml"; sed -i 's/^mode: block$/mode: detect/' "$WORK/proxy.yaml"
   elif [ -n "$PROXY_THRESHOLD" ]; then
     printf 'threshold: %s\n' "$PROXY_THRESHOLD" >> "$WORK/proxy.yaml"
   fi
-  "$PROXY" --config "$WORK/proxy.yaml" > "$WORK/proxy.log" 2>&1 &
-  PROXY_PID=$!
-  for _ in $(seq 1 150); do
-    curl -fs "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null 2>&1 && break
-    kill -0 "$PROXY_PID" 2>/dev/null || { cat "$WORK/proxy.log" >&2; exit 1; }
-    sleep 0.2
-  done
+  start_proxy
   VERSION=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["model_version"])' "$BUNDLE_ABS/bundle.yaml")
   if [ "$CALIBRATE" = 1 ]; then
     python3 bench/placements/replay.py --proxy "127.0.0.1:$PX_PORT" --per-class "$PER_CLASS" --seed "$SEED" \
