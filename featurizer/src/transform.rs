@@ -203,6 +203,25 @@ impl Featurizer {
             return;
         }
         out.truncated = normalize_into(&self.content.config, req, scratch);
+        let config = &self.content.config;
+        // The features of `for_each_configured_feature` (what `fit` counts), family by family,
+        // each looked up the fastest way; the order does not matter (only counts do).
+        self.vectorize_scratch(scratch, out, Some(req.method), |text, gram, unseen, add| {
+            self.count_text_features(text, config, gram, unseen, add)
+        });
+    }
+
+    /// [`Featurizer::vectorize`] on `scratch`'s buffers: the features `count` adds (given the
+    /// scratch's text and its n-gram and unseen-feature buffers), then, with `params_method`,
+    /// the parameter and rarity features of the text.
+    #[inline]
+    fn vectorize_scratch(
+        &self,
+        scratch: &mut Scratch,
+        out: &mut SparseVector,
+        params_method: Option<&str>,
+        count: impl FnOnce(&str, &mut String, &mut String, &mut Counter) -> u32,
+    ) {
         let Scratch {
             text,
             gram,
@@ -213,12 +232,11 @@ impl Featurizer {
             params,
             ..
         } = scratch;
-        let config = &self.content.config;
-        // The features of `for_each_configured_feature` (what `fit` counts), family by family,
-        // each looked up the fastest way; the order does not matter (only counts do).
         self.vectorize(counts, touched, weights, out, |add| {
-            let mut tokens = self.count_text_features(text, config, gram, unseen, add);
-            tokens += self.for_each_param_feature(req.method, text, params, |i| add.add(i));
+            let mut tokens = count(text, gram, unseen, add);
+            if let Some(method) = params_method {
+                tokens += self.for_each_param_feature(method, text, params, |i| add.add(i));
+            }
             tokens
         });
     }
@@ -308,30 +326,11 @@ impl Featurizer {
         scratch: &mut Scratch,
         out: &mut SparseVector,
     ) {
-        let Scratch {
-            text,
-            gram,
-            counts,
-            touched,
-            weights,
-            unseen,
-            params,
-            ..
-        } = scratch;
-        self.vectorize(counts, touched, weights, out, |add| {
-            let mut tokens = self.count_window_features(segments, window, gram, unseen, add);
-            if let Some(method) = params_method {
-                tokens += self.for_each_param_feature(method, text, params, |i| add.add(i));
-            }
-            tokens
+        self.vectorize_scratch(scratch, out, params_method, |_, gram, unseen, add| {
+            self.count_window_features(segments, window, gram, unseen, add)
         });
     }
 
-    /// Counts the features of a window that are in the vocabulary and returns the number of
-    /// features ([`placement::for_each_window_feature`]'s, family by family, each looked up the
-    /// fastest way, as [`Featurizer::transform_into`] does without placements: character
-    /// n-grams by their packed bytes, never formed as strings; the order does not matter, only
-    /// the counts).
     /// Counts in `add` the token n-grams, character n-grams and value shapes of `text` that
     /// `config` asks for and the vocabulary holds; returns how many features `text` produced.
     #[inline]
@@ -361,6 +360,11 @@ impl Featurizer {
         count
     }
 
+    /// Counts the features of a window that are in the vocabulary and returns the number of
+    /// features ([`placement::for_each_window_feature`]'s, family by family, each looked up the
+    /// fastest way, as [`Featurizer::transform_into`] does without placements: character
+    /// n-grams by their packed bytes, never formed as strings; the order does not matter, only
+    /// the counts).
     fn count_window_features(
         &self,
         segments: &[placement::Segment],
