@@ -29,8 +29,6 @@ dir=$(cd "$dir" && pwd)
 # Apache's children run as www-data: they must reach the docroot and ModSecurity's temp dirs.
 chmod 755 "$dir" "$dir/htdocs"
 chmod 1777 "$dir/tmp" "$dir/data"
-printf '<html><body>crs benchmark upstream</body></html>\n' > "$dir/htdocs/index.html"
-chmod 644 "$dir/htdocs/index.html"
 
 cat > "$dir/modsecurity.conf" <<CONF
 # ModSecurity engine settings (from Debian's modsecurity.conf-recommended, engine On, paths local).
@@ -69,35 +67,13 @@ SecAction "id:900110,phase:1,nolog,pass,t:none,setvar:tx.inbound_anomaly_score_t
 Include $crs_rules/*.conf
 CONF
 
-cat > "$dir/httpd.conf" <<CONF
-ServerRoot "$dir"
-ServerName 127.0.0.1
-Listen 127.0.0.1:$port
-PidFile "$dir/logs/httpd.pid"
-ErrorLog "$dir/logs/error.log"
+# The loopback upstream of the other benches (scripts/apache-conf.sh --bench: every path answers
+# index.html, the same MPM limits), with ModSecurity and the CRS loaded after it.
+"$(dirname "$0")/../../scripts/apache-conf.sh" "$dir" "$port" --bench > /dev/null
+cat >> "$dir/httpd.conf" <<CONF
 LogLevel warn
-LoadModule mpm_event_module $mods/mod_mpm_event.so
-LoadModule authz_core_module $mods/mod_authz_core.so
-LoadModule mime_module $mods/mod_mime.so
-LoadModule dir_module $mods/mod_dir.so
 LoadModule unique_id_module $mods/mod_unique_id.so
 LoadModule security2_module $mods/mod_security2.so
-User www-data
-Group www-data
-TypesConfig /etc/mime.types
-DocumentRoot "$dir/htdocs"
-DirectoryIndex index.html
-FallbackResource /index.html
-LogFormat "%h %l %u %t \"%r\" %>s %b" common
-CustomLog "$dir/logs/access.log" common
-# The replay sends one request per connection; enough workers for a few in flight.
-StartServers 1
-ServerLimit 4
-ThreadsPerChild 16
-MaxRequestWorkers 64
-<Directory "$dir/htdocs">
-  Require all granted
-</Directory>
 Include "$dir/modsecurity.conf"
 CONF
 echo "$dir/httpd.conf"
