@@ -30,30 +30,11 @@ pub struct StudentEnv<'a> {
     pub device: Device,
 }
 
-/// Trains the student on `queries` with their (noisily aggregated) labels; early stopping and the
-/// Youden threshold on the labelled validation samples.
+/// Trains the student on `train` with their (noisily aggregated) labels, with a weight per row
+/// where `train_weights` has them (`MemberData::train_weights`: a row of weight w counts as w
+/// copies; the data hash covers the weights); early stopping and the Youden threshold on the
+/// labelled validation samples.
 pub fn train_student(
-    train: LabeledRows,
-    validation: LabeledRows,
-    config: &TrainConfig,
-    featurizer_hash: &str,
-    rng: &RunRng,
-    device: Device,
-) -> Result<ModelFile> {
-    train_student_weighted(
-        train,
-        None,
-        validation,
-        config,
-        featurizer_hash,
-        rng,
-        device,
-    )
-}
-
-/// [`train_student`] with a weight per training row (`MemberData::train_weights`: a row of
-/// weight w counts as w copies; the data hash covers the weights).
-pub fn train_student_weighted(
     train: LabeledRows,
     train_weights: Option<Vec<f32>>,
     validation: LabeledRows,
@@ -163,6 +144,7 @@ pub fn train_student_full(
     };
     let mut model = train_student(
         train.clone(),
+        None,
         validation.clone(),
         &student.training,
         featurizer_hash,
@@ -231,6 +213,7 @@ pub fn clean_labels(
         };
         let model = train_student(
             rows,
+            None,
             validation.clone(),
             training,
             featurizer_hash,
@@ -332,6 +315,7 @@ fn self_train(
         let round_rng = RunRng::derived(rng, &format!("self-training-{round}"));
         model = train_student(
             augmented,
+            None,
             validation.clone(),
             &student.training,
             featurizer_hash,

@@ -1054,6 +1054,7 @@ fn compute(
             );
             let student = trainer::student::train_student(
                 ctx.shared.private.clone(),
+                None,
                 features.validation.clone(),
                 training,
                 &ctx.shared.hash,

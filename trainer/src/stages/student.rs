@@ -1241,7 +1241,7 @@ fn train_part_model(
     // Each distinct benign part is one row weighted by its count: the same loss as its
     // copies (`MemberData::train_weights`) in a third of the rows. The held-out parts
     // (the best epoch's choice) count once each.
-    let mut part = crate::student::train_student_weighted(
+    let mut part = crate::student::train_student(
         train.rows(dim),
         Some(train.weights.clone()),
         validation.rows(dim),
@@ -2172,8 +2172,16 @@ mod tests {
             ..TrainConfig::default()
         };
         let rng = RunRng::new(Some(7)).unwrap();
-        let model =
-            train_student(train.clone(), train, &training, "h", &rng, tch::Device::Cpu).unwrap();
+        let model = train_student(
+            train.clone(),
+            None,
+            train,
+            &training,
+            "h",
+            &rng,
+            tch::Device::Cpu,
+        )
+        .unwrap();
         let padded = format!("{}' or 1=1--", "hello world ".repeat(20));
         let requests = [
             record("/a?q=hello+world", None),
@@ -2259,8 +2267,16 @@ mod tests {
             ..TrainConfig::default()
         };
         let rng = RunRng::new(Some(7)).unwrap();
-        let mut model =
-            train_student(rows.clone(), rows, &training, "h", &rng, tch::Device::Cpu).unwrap();
+        let mut model = train_student(
+            rows.clone(),
+            None,
+            rows,
+            &training,
+            "h",
+            &rng,
+            tch::Device::Cpu,
+        )
+        .unwrap();
         // A frequent benign page (990 copies), ten rare benign requests, two attacks.
         let mut scores = vec![0.1f32];
         let mut labels = vec![false];
