@@ -145,38 +145,17 @@ stop_proxy() { [ -n "$PROXY_PID" ] && kill -INT "$PROXY_PID" 2>/dev/null && wait
 metric() { curl -fs "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v s="$1" 'index($0, s" ") == 1 { print $2; f=1 } END { if (!f) print 0 }'; }
 status_of() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PROXY_PORT$1"; }
 
-# wrk with per-status counts: prints "requests N errors E s200 N s403 N s502 N ..." on its last line.
-cat > "$WORK/count.lua" <<'LUA'
-local targets = {}
-for t in string.gmatch(os.getenv("FAULT_TARGETS"), "[^ ]+") do targets[#targets + 1] = t end
-local threads = {}
-function setup(thread) table.insert(threads, thread) end
-function init(args) counts = {}; i = 0 end
-function request() i = i % #targets + 1; return wrk.format("GET", targets[i]) end
-function response(status, headers, body) counts[status] = (counts[status] or 0) + 1 end
-function done(summary, latency, requests)
-  local total = {}
-  for _, t in ipairs(threads) do
-    for s, n in pairs(t:get("counts")) do total[s] = (total[s] or 0) + n end
-  end
-  local e = summary.errors
-  local line = string.format("requests %d errors %d", summary.requests, e.connect + e.read + e.write + e.timeout)
-  local keys = {}
-  for s in pairs(total) do keys[#keys + 1] = s end
-  table.sort(keys)
-  for _, s in ipairs(keys) do line = line .. string.format(" s%d %d", s, total[s]) end
-  print(line)
-end
-LUA
+# wrk with per-status counts (bench/wrk-status-counts.lua): its last line is
+# "requests N errors E s200 N s403 N s502 N ... other N p50_ms X p99_ms Y".
 load() { # duration connections outfile targets...
   local d=$1 c=$2 out=$3; shift 3
-  FAULT_TARGETS="$*" wrk -t 1 -c "$c" -d "$d" --timeout 5s -s "$WORK/count.lua" "http://127.0.0.1:$PROXY_PORT" > "$out" 2>&1
+  WRK_TARGETS="$*" wrk -t 1 -c "$c" -d "$d" --timeout 5s -s bench/wrk-status-counts.lua "http://127.0.0.1:$PROXY_PORT" > "$out" 2>&1
 }
 field() { tail -1 "$1" | awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i+1); exit } } END {}' | grep . || echo 0; }
 statuses_except() { # file allowed-statuses... -> number of answers with another status
   local f=$1; shift
   tail -1 "$f" | awk -v ok="$*" 'BEGIN { n = split(ok, a, " "); for (i = 1; i <= n; i++) allow["s" a[i]] = 1 }
-    { for (i = 5; i < NF; i += 2) if (!($i in allow)) bad += $(i+1) } END { print bad + 0 }'
+    { for (i = 5; i < NF; i += 2) if ($i ~ /^s[0-9]+$/ && !($i in allow)) bad += $(i+1) } END { print bad + 0 }'
 }
 URL_NORMAL=$NORMAL; URL_ATTACK=$ATTACK
 

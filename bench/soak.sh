@@ -79,34 +79,13 @@ for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/nu
 curl -fs "http://127.0.0.1:$ADMIN_PORT/ready" >/dev/null || { cat "$WORK/proxy.log" >&2; exit 2; }
 
 DELAY_MS=$((CONNECTIONS * 1000 / RATE))
-cat > "$WORK/soak.lua" <<LUA
-local targets = {
-  "/tienda1/publico/anadir.jsp?id=3&nombre=Vino+Rioja&precio=100&cantidad=55&B1=A%F1adir+al+carrito",
-  "/tienda1/publico/anadir.jsp?id=2&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25",
-}
-local threads = {}
-function setup(thread) table.insert(threads, thread) end
-function init(args) counts = {}; i = 0 end
-function delay() return $DELAY_MS end
-function request() i = i % #targets + 1; return wrk.format("GET", targets[i]) end
-function response(status, headers, body) counts[status] = (counts[status] or 0) + 1 end
-function done(summary, latency, requests)
-  local total = {}
-  for _, t in ipairs(threads) do
-    for s, n in pairs(t:get("counts")) do total[s] = (total[s] or 0) + n end
-  end
-  local e = summary.errors
-  local line = string.format("requests %d errors %d", summary.requests, e.connect + e.read + e.write + e.timeout)
-  for _, s in ipairs({200, 403}) do line = line .. string.format(" s%d %d", s, total[s] or 0) end
-  local other = 0
-  for s, n in pairs(total) do if s ~= 200 and s ~= 403 then other = other + n end end
-  print(line .. string.format(" other %d p50_ms %.2f p99_ms %.2f", other, latency:percentile(50) / 1000, latency:percentile(99) / 1000))
-end
-LUA
+SOAK_TARGETS="/tienda1/publico/anadir.jsp?id=3&nombre=Vino+Rioja&precio=100&cantidad=55&B1=A%F1adir+al+carrito \
+/tienda1/publico/anadir.jsp?id=2&cantidad=%27%3B+DROP+TABLE+usuarios%3B+SELECT+*+FROM+datos+WHERE+nombre+LIKE+%27%25"
 
 SECONDS_TOTAL=$((MINUTES * 60))
 echo "== soak: $MINUTES min, ~$RATE req/s over $CONNECTIONS connections (delay ${DELAY_MS} ms), proxy pid $PROXY_PID, samples every 10 s -> $OUT/samples.tsv" >&2
-wrk -t 1 -c "$CONNECTIONS" -d "${SECONDS_TOTAL}s" --timeout 5s -s "$WORK/soak.lua" "http://127.0.0.1:$PROXY_PORT" > "$WORK/wrk.txt" 2>&1 &
+WRK_TARGETS=$SOAK_TARGETS WRK_DELAY_MS=$DELAY_MS wrk -t 1 -c "$CONNECTIONS" -d "${SECONDS_TOTAL}s" --timeout 5s \
+  -s bench/wrk-status-counts.lua "http://127.0.0.1:$PROXY_PORT" > "$WORK/wrk.txt" 2>&1 &
 WRK_PID=$!
 printf 'seconds\trss_kib\tfds\n' > "$OUT/samples.tsv"
 start=$(date +%s)
