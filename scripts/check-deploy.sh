@@ -68,25 +68,13 @@ check "promtool check config deploy/container/prometheus.yml (with the rules bes
 M=/usr/lib/apache2/modules
 apache_host_files() {
   mkdir -p "$TMP/apache-host"
-  cat > "$TMP/apache-host/httpd.conf" <<CONF
-ServerRoot "$TMP/apache-host"
-ServerName 127.0.0.1
-PidFile "$TMP/apache-host/httpd.pid"
-ErrorLog "$TMP/apache-host/error.log"
-Define APACHE_LOG_DIR $TMP/apache-host
-LoadModule mpm_event_module $M/mod_mpm_event.so
-LoadModule authz_core_module $M/mod_authz_core.so
-LoadModule remoteip_module $M/mod_remoteip.so
-LoadModule ssl_module $M/mod_ssl.so
-LoadModule socache_shmcb_module $M/mod_socache_shmcb.so
-LoadModule proxy_module $M/mod_proxy.so
-LoadModule proxy_http_module $M/mod_proxy_http.so
-LoadModule headers_module $M/mod_headers.so
+  { "$ROOT/scripts/deploy-httpd-head.sh" "$TMP/apache-host"; cat <<CONF
 Include "$ROOT/deploy/apache/ports.conf"
 Listen 443
 Include "$ROOT/deploy/apache/pate-waf-backend.conf"
 Include "$ROOT/deploy/apache/pate-waf-tls-front.conf"
 CONF
+  } > "$TMP/apache-host/httpd.conf"
   apache2 -t -f "$TMP/apache-host/httpd.conf"
 }
 check "apache2 -t: deploy/apache/{ports.conf,pate-waf-backend.conf,pate-waf-tls-front.conf}" apache_host_files

@@ -101,24 +101,8 @@ sed -e "s/<VirtualHost \*:443>/<VirtualHost 127.0.0.1:$TLS_PORT>/" \
     -e "s#^\( *SSLCertificateKeyFile\).*#\1 $WORK/apache/tls.key#" \
     -e "s#\${APACHE_LOG_DIR}#$WORK/apache/logs#g" \
   deploy/apache/pate-waf-tls-front.conf > "$WORK/apache/pate-waf-tls-front.conf"
-M=/usr/lib/apache2/modules
 APACHE_CONF=$WORK/apache/httpd.conf
-cat > "$APACHE_CONF" <<CONF
-ServerRoot "$WORK/apache"
-ServerName 127.0.0.1
-PidFile "$WORK/apache/logs/httpd.pid"
-ErrorLog "$WORK/apache/logs/error.log"
-Define APACHE_LOG_DIR $WORK/apache/logs
-LoadModule mpm_event_module $M/mod_mpm_event.so
-LoadModule authz_core_module $M/mod_authz_core.so
-LoadModule mime_module $M/mod_mime.so
-LoadModule dir_module $M/mod_dir.so
-LoadModule remoteip_module $M/mod_remoteip.so
-LoadModule ssl_module $M/mod_ssl.so
-LoadModule socache_shmcb_module $M/mod_socache_shmcb.so
-LoadModule proxy_module $M/mod_proxy.so
-LoadModule proxy_http_module $M/mod_proxy_http.so
-LoadModule headers_module $M/mod_headers.so
+{ scripts/deploy-httpd-head.sh "$WORK/apache"; cat <<CONF
 TypesConfig /etc/mime.types
 DirectoryIndex index.html
 $( [ "$(id -u)" = 0 ] && printf 'User www-data\nGroup www-data' )
@@ -127,6 +111,7 @@ Include "$WORK/apache/pate-waf-backend.conf"
 Listen 127.0.0.1:$TLS_PORT
 Include "$WORK/apache/pate-waf-tls-front.conf"
 CONF
+} > "$APACHE_CONF"
 apache2 -t -f "$APACHE_CONF" 2>&1 | grep -q 'Syntax OK' || die "apache2 -t: $(apache2 -t -f "$APACHE_CONF" 2>&1)"
 apache2 -f "$APACHE_CONF" -k start
 wait_for 10 "Apache on :$APACHE_PORT" curl -fsS --max-time 2 "http://127.0.0.1:$APACHE_PORT/"
