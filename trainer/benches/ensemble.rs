@@ -160,8 +160,16 @@ fn main() {
         let model = Ensemble::from_members(&init, tch::Device::Cpu).unwrap();
         let started = Instant::now();
         let cpu_started = cpu_seconds();
-        let (_, reports) =
-            ensemble::train(model, &data, &config, &mut streams(), mode, "").unwrap();
+        let (_, reports) = ensemble::train(
+            model,
+            &data,
+            &config,
+            &mut streams(),
+            mode,
+            "",
+            ensemble::InputLayout::Auto,
+        )
+        .unwrap();
         let s = started.elapsed().as_secs_f64();
         assert!(reports.iter().all(|r| r.epochs == epochs));
         let cpu = cpu_seconds() - cpu_started;

@@ -74,6 +74,7 @@ pub fn train_student(
         &mut rngs,
         Mode::Batched,
         "student",
+        ensemble::InputLayout::Auto,
     )?;
     let report = reports.remove(0);
     Ok(ModelFile {

@@ -303,6 +303,7 @@ pub fn teach(job: &TeachJob, rng: &RunRng) -> Result<(usize, usize)> {
         &mut rngs,
         Mode::Sequential,
         "teach",
+        ensemble::InputLayout::Auto,
     )?;
     for (((k, hash), weights), report) in todo.iter().zip(model.members()?).zip(reports) {
         let file = ModelFile {

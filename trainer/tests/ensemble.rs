@@ -108,6 +108,7 @@ fn batched_training_equals_independent_trainings() {
         &mut streams(data.len()),
         Mode::Batched,
         "",
+        ensemble::InputLayout::Auto,
     )
     .unwrap();
     let batched = batched.members().unwrap();
@@ -119,8 +120,16 @@ fn batched_training_equals_independent_trainings() {
     for k in 0..data.len() {
         let mut rngs = streams(data.len());
         let one = Ensemble::from_members(std::slice::from_ref(&init[k]), Device::Cpu).unwrap();
-        let (one, reports) =
-            ensemble::train(one, &data[k..=k], &cfg, &mut rngs[k..=k], Mode::Batched, "").unwrap();
+        let (one, reports) = ensemble::train(
+            one,
+            &data[k..=k],
+            &cfg,
+            &mut rngs[k..=k],
+            Mode::Batched,
+            "",
+            ensemble::InputLayout::Auto,
+        )
+        .unwrap();
         let alone = one.members().unwrap().remove(0);
         alone_members.push(alone.clone());
         let diff = max_abs_diff(&alone, &batched[k]);
@@ -171,6 +180,7 @@ fn batched_training_equals_independent_trainings() {
         &mut streams(data.len()),
         Mode::Sequential,
         "",
+        ensemble::InputLayout::Auto,
     )
     .unwrap();
     for (k, m) in seq.members().unwrap().iter().enumerate() {
@@ -319,6 +329,7 @@ fn early_stopping_returns_best_weights() {
         &mut streams(data.len()),
         Mode::Batched,
         "",
+        ensemble::InputLayout::Auto,
     )
     .unwrap();
     let members = model.members().unwrap();
@@ -436,7 +447,7 @@ fn sparse_first_layer_equals_dense() {
     let init = ensemble::init_members(&cfg.dims(SPARSE_DIM), &mut streams(data.len()));
     let run = |mode: Mode, layout: InputLayout| {
         let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
-        let (model, reports) = ensemble::train_with_layout(
+        let (model, reports) = ensemble::train(
             model,
             &data,
             &cfg,
@@ -452,7 +463,7 @@ fn sparse_first_layer_equals_dense() {
     for (mode, layout) in [
         (Mode::Batched, InputLayout::Sparse),
         (Mode::Sequential, InputLayout::Sparse),
-        (Mode::Batched, InputLayout::Auto),
+        (Mode::Batched, ensemble::InputLayout::Auto),
     ] {
         let (other, reports) = run(mode, layout);
         for k in 0..data.len() {
@@ -596,6 +607,7 @@ fn weight_decay_shrinks_the_weights_and_half_fixes_the_member_thresholds() {
             &mut streams(data.len()),
             Mode::Batched,
             "",
+            ensemble::InputLayout::Auto,
         )
         .unwrap();
         let norm: f64 = model
@@ -645,6 +657,7 @@ fn members_without_held_out_samples_train_every_epoch_and_keep_the_last_weights(
             &mut streams(data.len()),
             Mode::Batched,
             "",
+            ensemble::InputLayout::Auto,
         )
     };
     let (six, reports) = train(&no_holdout, &cfg(6)).unwrap();
@@ -702,6 +715,7 @@ fn fista_reaches_the_l1_penalized_optimum_of_each_member() {
             &mut streams(data.len()),
             Mode::Batched,
             "",
+            ensemble::InputLayout::Auto,
         )
         .unwrap();
         model.members().unwrap()
@@ -821,8 +835,16 @@ fn a_row_of_weight_w_trains_as_w_copies() {
         let init = ensemble::init_members(&cfg.dims(DIM), &mut streams(1));
         let fit = |data: MemberData| {
             let model = Ensemble::from_members(&init, Device::Cpu).unwrap();
-            ensemble::train(model, &[data], &cfg, &mut streams(1), Mode::Batched, "")
-                .map(|(m, _)| m.members().unwrap().remove(0).layers[0].clone())
+            ensemble::train(
+                model,
+                &[data],
+                &cfg,
+                &mut streams(1),
+                Mode::Batched,
+                "",
+                ensemble::InputLayout::Auto,
+            )
+            .map(|(m, _)| m.members().unwrap().remove(0).layers[0].clone())
         };
         let a = fit(MemberData {
             train: repeated.clone(),

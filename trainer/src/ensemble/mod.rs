@@ -24,5 +24,5 @@ pub use data::{LabeledRows, MemberData};
 pub use model::{init_members, Ensemble};
 pub use optimizer::Trainer;
 pub use rows::InputLayout;
-pub use train::{train, train_with_layout, MemberReport};
+pub use train::{train, MemberReport};
 pub use votes::count_votes;

@@ -72,21 +72,10 @@ fn permutation(n: usize, rng: &mut impl Rng) -> Vec<usize> {
 /// picks each member's threshold by Youden's J on its held-out samples. `Mode::Sequential` trains
 /// one member after the other, each with its own rows' shapes, so that a member's result depends
 /// on its own data alone (how teachers train); `Mode::Batched` trains all at once, padded to the
-/// largest member (results equal up to float rounding). Progress goes to stderr under `label`
-/// unless it is empty.
+/// largest member (results equal up to float rounding). The first layer reads its rows as
+/// `layout` says (`InputLayout::Auto`: as the optimizer suits). Progress goes to stderr under
+/// `label` unless it is empty.
 pub fn train<R: Rng>(
-    ensemble: Ensemble,
-    data: &[MemberData],
-    config: &TrainConfig,
-    rngs: &mut [R],
-    mode: Mode,
-    label: &str,
-) -> Result<(Ensemble, Vec<MemberReport>)> {
-    train_with_layout(ensemble, data, config, rngs, mode, label, InputLayout::Auto)
-}
-
-/// [`train`] with the first layer's input layout chosen by the caller (`Auto` in [`train`]).
-pub fn train_with_layout<R: Rng>(
     ensemble: Ensemble,
     data: &[MemberData],
     config: &TrainConfig,
