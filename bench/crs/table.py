@@ -37,19 +37,12 @@ def main(out_dir):
             "limit": r.get("limit"),
             "date": r.get("date"),
             "test_split_from": (r.get("test_split") or {}).get("test_from"),
-            "test_benign": (r.get("test_split") or {}).get("benign"),
-            "test_malicious": (r.get("test_split") or {}).get("malicious"),
-            "test_blocked_benign": (r.get("test_split") or {}).get("blocked_benign"),
-            "test_blocked_malicious": (r.get("test_split") or {}).get("blocked_malicious"),
-            "test_tpr": (r.get("test_split") or {}).get("tpr"),
-            "test_fpr": (r.get("test_split") or {}).get("fpr"),
-            "distinct_benign": (r.get("distinct") or {}).get("benign"),
-            "distinct_malicious": (r.get("distinct") or {}).get("malicious"),
-            "distinct_blocked_benign": (r.get("distinct") or {}).get("blocked_benign"),
-            "distinct_blocked_malicious": (r.get("distinct") or {}).get("blocked_malicious"),
-            "distinct_tpr": (r.get("distinct") or {}).get("tpr"),
-            "distinct_fpr": (r.get("distinct") or {}).get("fpr"),
         })
+        # The same counts over the trainer's test split and over distinct requests, where present.
+        for prefix, key in (("test_", "test_split"), ("distinct_", "distinct")):
+            part = r.get(key) or {}
+            for k in ("benign", "malicious", "blocked_benign", "blocked_malicious", "tpr", "fpr"):
+                rows[-1][prefix + k] = part.get(k)
     if not rows:
         sys.exit(f"{out_dir}/raw has no results; run bench/crs/run.sh first")
     rows.sort(key=lambda r: (r["kind"] != "crs", r["paranoia_level"] or 0, r["detector"]))
@@ -70,6 +63,12 @@ def main(out_dir):
     write(os.path.join(out_dir, "results.csv"), buf.getvalue())
 
     pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
+
+    def rates(r, p=""):
+        """The TPR, FPR and ε cells of row r, over the counts named with prefix p."""
+        return (f"| {pct(r[p + 'tpr'])} ({r[p + 'blocked_malicious']}/{r[p + 'malicious']}) "
+                f"| {pct(r[p + 'fpr'])} ({r[p + 'blocked_benign']}/{r[p + 'benign']}) | {r['epsilon']} |")
+
     subsets = sorted({(r["every"], r["limit"]) for r in rows}, key=str)
     lines = [
         "# CSIC 2010 test part A: ModSecurity CRS vs. pate-proxy",
@@ -86,9 +85,7 @@ def main(out_dir):
     for r in rows:
         lines.append(
             f"| {r['detector']} | {r['paranoia_level'] if r['paranoia_level'] is not None else '-'} "
-            f"| {r['benign']} | {r['malicious']} "
-            f"| {pct(r['tpr'])} ({r['blocked_malicious']}/{r['malicious'] - 0}) "
-            f"| {pct(r['fpr'])} ({r['blocked_benign']}/{r['benign']}) | {r['epsilon']} |"
+            f"| {r['benign']} | {r['malicious']} " + rates(r)
         )
     split_rows = [r for r in rows if r["test_split_from"] is not None]
     if split_rows:
@@ -105,8 +102,7 @@ def main(out_dir):
         for r in split_rows:
             lines.append(
                 f"| {r['detector']} | {r['test_split_from']} | {r['test_benign']} | {r['test_malicious']} "
-                f"| {pct(r['test_tpr'])} ({r['test_blocked_malicious']}/{r['test_malicious']}) "
-                f"| {pct(r['test_fpr'])} ({r['test_blocked_benign']}/{r['test_benign']}) | {r['epsilon']} |"
+                + rates(r, "test_")
             )
     distinct_rows = [r for r in rows if r["distinct_benign"] is not None]
     if distinct_rows:
@@ -121,8 +117,7 @@ def main(out_dir):
         for r in distinct_rows:
             lines.append(
                 f"| {r['detector']} | {r['distinct_benign']} | {r['distinct_malicious']} "
-                f"| {pct(r['distinct_tpr'])} ({r['distinct_blocked_malicious']}/{r['distinct_malicious']}) "
-                f"| {pct(r['distinct_fpr'])} ({r['distinct_blocked_benign']}/{r['distinct_benign']}) | {r['epsilon']} |"
+                + rates(r, "distinct_")
             )
     lines += [
         "",
