@@ -157,6 +157,10 @@ statuses_except() { # file allowed-statuses... -> number of answers with another
   tail -1 "$f" | awk -v ok="$*" 'BEGIN { n = split(ok, a, " "); for (i = 1; i <= n; i++) allow["s" a[i]] = 1 }
     { for (i = 5; i < NF; i += 2) if ($i ~ /^s[0-9]+$/ && !($i in allow)) bad += $(i+1) } END { print bad + 0 }'
 }
+failed_requests() { # file allowed-statuses... -> answers with another status, plus errors
+  local f=$1; shift
+  echo $(( $(statuses_except "$f" "$@") + $(field "$f" errors) ))
+}
 URL_NORMAL=$NORMAL; URL_ATTACK=$ATTACK
 
 # --- scenarios -----------------------------------------------------------------------------------
@@ -170,7 +174,7 @@ scenario_apache() {
   load 3s 8 "$WORK/apache-after.txt" "$URL_NORMAL"
   local s502 up1 after_bad after_n same=1
   s502=$(field "$WORK/apache.txt" s502); up1=$(metric patewaf_upstream_errors_total)
-  after_bad=$(( $(statuses_except "$WORK/apache-after.txt" 200) + $(field "$WORK/apache-after.txt" errors) ))
+  after_bad=$(failed_requests "$WORK/apache-after.txt" 200)
   after_n=$(field "$WORK/apache-after.txt" requests)
   kill -0 "$pid" 2>/dev/null || same=0
   local ok=1
@@ -196,7 +200,7 @@ scenario_reload() {
   done
   wait $wrk_pid
   local ok1 bad; ok1=$(metric 'patewaf_model_reloads_total{result="ok"}')
-  bad=$(( $(statuses_except "$WORK/reload.txt" 200 403) + $(field "$WORK/reload.txt" errors) ))
+  bad=$(failed_requests "$WORK/reload.txt" 200 403)
   local ok=1
   [ "$bad" = 0 ] && [ "$reloads" = 20 ] && [ "$switched" = 20 ] && ok=0
   result reload $ok "$(tail -1 "$WORK/reload.txt"); failed $bad; reloads answered 200: $reloads/20 (metric +$(echo "$ok1 - $ok0" | bc)); attack verdict switched as expected: $switched/20"
@@ -218,7 +222,7 @@ scenario_corrupt() {
   attack=$(status_of "$URL_ATTACK")
   wait $wrk_pid
   local err1 bad; err1=$(metric 'patewaf_model_reloads_total{result="error"}')
-  bad=$(( $(statuses_except "$WORK/corrupt.txt" 200 403) + $(field "$WORK/corrupt.txt" errors) ))
+  bad=$(failed_requests "$WORK/corrupt.txt" 200 403)
   local ok=1
   [ "$code" = 422 ] && [ "$version" = good ] && [ "$attack" = 403 ] && [ "$bad" = 0 ] && [ "$(echo "$err1 - $err0" | bc)" = 1 ] && ok=0
   result corrupt $ok "reload answered $code ($(head -c 160 "$WORK/corrupt-reload.json")...); serving $version; attack $attack; $(tail -1 "$WORK/corrupt.txt"); failed $bad; reload errors +$(echo "$err1 - $err0" | bc)"
@@ -236,7 +240,7 @@ start_without_model: true" "$WORK/wrong-width"
     load 4s 8 "$WORK/scoring-$policy.txt" "$URL_NORMAL" "$URL_ATTACK"
     local e1 n bad; e1=$(metric 'patewaf_requests_total{verdict="error"}'); n=$(field "$WORK/scoring-$policy.txt" requests)
     if [ $policy = open ]; then want=200; else want=503; fi
-    bad=$(( $(statuses_except "$WORK/scoring-$policy.txt" $want) + $(field "$WORK/scoring-$policy.txt" errors) ))
+    bad=$(failed_requests "$WORK/scoring-$policy.txt" $want)
     local counted; counted=$(echo "$e1 - $e0" | bc)
     local ok=1
     # wrk counts the requests it completed; the proxy may have counted a few more that wrk cut
