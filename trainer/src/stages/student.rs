@@ -149,27 +149,7 @@ fn public_examples(
         .map(|&i| &records[i])
         .filter(|r| r.label == Some(datasets::Label::Benign))
         .collect();
-    let validation = crate::public_examples::synthesize(
-        &benign_validation,
-        &benign_validation,
-        &values.held_out,
-        &Synthesis {
-            count: pe.validation,
-            benign_spots: pe.validation_benign_spots.unwrap_or(pe.benign_spots),
-            tamperings: 0.0,
-        },
-        &values.held_out_user_agents,
-        &mut rng.stream("public-examples-validation"),
-    )
-    .0;
-    if pe.validation > 0 {
-        tracing::info!(
-            "student: {} placed validation examples: {} held-out public attack values and {} benign validation requests",
-            validation.len(),
-            values.held_out.len(),
-            benign_validation.len()
-        );
-    }
+    let validation = placed_validation(pe, &benign_validation, &values, rng);
     let content_only_validation = content_only_validation(pe, &benign_validation, &values, rng)?;
     let train = example_rows(pe, features, &examples, &tampered)?;
     let part_model = pe.part_model.as_ref().map(|pm| {
@@ -188,6 +168,39 @@ fn public_examples(
         content_only_validation,
         part_model,
     }))
+}
+
+/// The placed validation examples: the held-out public attack values placed into the student's
+/// benign validation requests (`benign_validation`), and those requests re-shaped with their own
+/// values.
+fn placed_validation(
+    pe: &crate::config::PublicExamplesConfig,
+    benign_validation: &[&datasets::Record],
+    values: &PublicValues,
+    rng: &RunRng,
+) -> Vec<datasets::Record> {
+    let validation = crate::public_examples::synthesize(
+        benign_validation,
+        benign_validation,
+        &values.held_out,
+        &Synthesis {
+            count: pe.validation,
+            benign_spots: pe.validation_benign_spots.unwrap_or(pe.benign_spots),
+            tamperings: 0.0,
+        },
+        &values.held_out_user_agents,
+        &mut rng.stream("public-examples-validation"),
+    )
+    .0;
+    if pe.validation > 0 {
+        tracing::info!(
+            "student: {} placed validation examples: {} held-out public attack values and {} benign validation requests",
+            validation.len(),
+            values.held_out.len(),
+            benign_validation.len()
+        );
+    }
+    validation
 }
 
 /// Adds a load balancer's headers to a share (`student.forwarding_headers`) of each class of
