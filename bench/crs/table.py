@@ -87,38 +87,30 @@ def main(out_dir):
             f"| {r['detector']} | {r['paranoia_level'] if r['paranoia_level'] is not None else '-'} "
             f"| {r['benign']} | {r['malicious']} " + rates(r)
         )
-    split_rows = [r for r in rows if r["test_split_from"] is not None]
-    if split_rows:
-        lines += [
-            "",
-            "The same verdicts restricted to the trainer's test split (`split_by_hash`: the requests",
-            "whose `request_hash / 2^64` is at least the value below; 0.8 with the default split",
-            "fractions), i.e. exactly the CSIC part A requests a PATE run with the default split",
-            "tests on:",
-            "",
-            "| detector | test split from | benign | malicious | TPR | FPR | ε |",
-            "|---|---:|---:|---:|---:|---:|---|",
-        ]
-        for r in split_rows:
-            lines.append(
-                f"| {r['detector']} | {r['test_split_from']} | {r['test_benign']} | {r['test_malicious']} "
-                + rates(r, "test_")
-            )
-    distinct_rows = [r for r in rows if r["distinct_benign"] is not None]
-    if distinct_rows:
-        lines += [
-            "",
-            "Over distinct requests (by `request_hash`; CSIC part A repeats some requests up to",
-            "1,000 times, and a request gets the same verdict every time):",
-            "",
-            "| detector | distinct benign | distinct malicious | TPR | FPR | ε |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
-        for r in distinct_rows:
-            lines.append(
-                f"| {r['detector']} | {r['distinct_benign']} | {r['distinct_malicious']} "
-                + rates(r, "distinct_")
-            )
+    def subtable(sub, head, cells, p):
+        """A blank line and head (prose, a blank line, the table's header), then one line per row
+        of sub: its detector, cells(r) and the rate cells over the counts named with prefix p.
+        No rows, no table."""
+        if not sub:
+            return []
+        return ["", *head] + [f"| {r['detector']} | {cells(r)} " + rates(r, p) for r in sub]
+
+    lines += subtable([r for r in rows if r["test_split_from"] is not None], [
+        "The same verdicts restricted to the trainer's test split (`split_by_hash`: the requests",
+        "whose `request_hash / 2^64` is at least the value below; 0.8 with the default split",
+        "fractions), i.e. exactly the CSIC part A requests a PATE run with the default split",
+        "tests on:",
+        "",
+        "| detector | test split from | benign | malicious | TPR | FPR | ε |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ], lambda r: f"{r['test_split_from']} | {r['test_benign']} | {r['test_malicious']}", "test_")
+    lines += subtable([r for r in rows if r["distinct_benign"] is not None], [
+        "Over distinct requests (by `request_hash`; CSIC part A repeats some requests up to",
+        "1,000 times, and a request gets the same verdict every time):",
+        "",
+        "| detector | distinct benign | distinct malicious | TPR | FPR | ε |",
+        "|---|---:|---:|---:|---:|---|",
+    ], lambda r: f"{r['distinct_benign']} | {r['distinct_malicious']}", "distinct_")
     lines += [
         "",
         "Requests without a response (excluded from the rates): "
