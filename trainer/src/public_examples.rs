@@ -963,15 +963,14 @@ pub fn add_site_referer(record: &mut Record, pages: &[&[u8]], rng: &mut impl Rng
     };
     let page = String::from_utf8_lossy(pages[rng.random_range(0..pages.len())]);
     let (path, query) = page.split_once('?').unwrap_or((&page, ""));
-    let pairs: Vec<(&str, &str)> = query
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
+    let named: Vec<(String, String)> = pairs(query.as_bytes())
+        .into_iter()
         .filter(|(name, _)| !name.is_empty())
         .collect();
-    let url = if pairs.is_empty() {
+    let url = if named.is_empty() {
         format!("http://{host}{path}")
     } else {
-        let (name, value) = pairs[rng.random_range(0..pairs.len())];
+        let (name, value) = &named[rng.random_range(0..named.len())];
         let shown = String::from_utf8_lossy(&percent_decode(value.as_bytes())).into_owned();
         referer(&host, path, name, &shown, rng)
     };
