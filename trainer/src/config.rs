@@ -634,14 +634,6 @@ pub struct StudentConfig {
     /// as an attack sign: train.yaml bundles blocked up to 99 % of benign Referer values
     /// (EVALUATION.md). Post-processing, as `forwarding_headers`: no ε.
     pub site_referers: f64,
-    /// The share (in [0, 1]) of each class of the site's own training rows (answered queries,
-    /// validation-labelled drawn requests) whose parameters are re-sent as a JSON body
-    /// ([`crate::public_examples::send_params_as_json`]) after their label is fixed. Default
-    /// 0.25; 0: none. Why: a site whose traffic has no JSON bodies (an Apache log, CSIC) shows
-    /// its parameter names as JSON keys only in placed public examples, and the student read a
-    /// key the site's attacked pages carry (a search box's `q`) as an attack sign.
-    /// Post-processing, as `forwarding_headers`: no ε.
-    pub site_json_bodies: f64,
     /// Public labelled examples (attack corpora such as Fwaf and HttpParamsDataset) placed into
     /// the site's own request shapes (`trainer::public_examples`) and added to the student's
     /// training rows beside the PATE-labelled queries. Public data: no privacy cost. Off when
@@ -870,7 +862,6 @@ impl Default for StudentConfig {
             head_share: 0.25,
             forwarding_headers: 0.25,
             site_referers: 0.25,
-            site_json_bodies: 0.25,
             public_examples: None,
             label_cleaning: None,
             validation_labels: true,
@@ -1194,7 +1185,6 @@ impl RunConfig {
                 self.student.forwarding_headers,
             ),
             ("student.site_referers", self.student.site_referers),
-            ("student.site_json_bodies", self.student.site_json_bodies),
         ] {
             if !(0.0..=1.0).contains(&share) {
                 return bad(key, format!("must be in [0, 1], got {share}"));

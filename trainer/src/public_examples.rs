@@ -201,8 +201,8 @@ fn join(pairs: &[(String, String)]) -> String {
         .join("&")
 }
 
-/// A JSON object body of `params` (values percent-decoded) with parameter `pick` set to `text`
-/// (`\uXXXX`-escaped with `encode`); `pick` past the end sets none.
+/// A JSON object body of `params` with parameter `pick` set to `text` (`\uXXXX`-escaped with
+/// `encode`).
 fn json_body(params: &[(String, String)], pick: usize, text: &str, encode: bool) -> Vec<u8> {
     let fields: Vec<String> = params
         .iter()
@@ -383,7 +383,7 @@ pub fn place(
         content_type,
         headers,
     }
-    .into_record(Some(label), template.line)
+    .into_record(label, template.line)
 }
 
 /// The template's parameters, query then form body; `id=1` when it has none.
@@ -439,7 +439,7 @@ impl Placed {
     }
 
     /// The record, with `Content-Type` and `Content-Length` of its body.
-    fn into_record(mut self, label: Option<Label>, line: usize) -> Record {
+    fn into_record(mut self, label: Label, line: usize) -> Record {
         if let Some(b) = &self.body {
             if let Some(ct) = &self.content_type {
                 self.headers
@@ -453,7 +453,7 @@ impl Placed {
             target: self.target.into_bytes(),
             body: self.body,
             headers: self.headers,
-            label,
+            label: Some(label),
             line,
         }
     }
@@ -980,44 +980,10 @@ pub fn add_site_referer(record: &mut Record, pages: &[&[u8]], rng: &mut impl Rng
     true
 }
 
-/// Re-sends the request's own parameters (its query's, then its form body's) as a JSON object
-/// body, as an API client posts them: `POST` to its path, `Content-Type: application/json`,
-/// each value percent-decoded into a JSON string. Only a request with named parameters and no
-/// body other than a form; returns whether it changed it. The label is left as it is.
-pub fn send_params_as_json(record: &mut Record) -> bool {
-    let placed = Placed::from(record);
-    let form = placed.content_type.as_deref().is_some_and(|ct| {
-        ct.to_ascii_lowercase()
-            .starts_with("application/x-www-form-urlencoded")
-    });
-    if placed.body.is_some() && !form {
-        return false;
-    }
-    let (path, query) = placed
-        .target
-        .split_once('?')
-        .unwrap_or((&placed.target, ""));
-    let mut params = pairs(query.as_bytes());
-    params.extend(pairs(placed.body.as_deref().unwrap_or_default()));
-    params.retain(|(name, _)| !name.is_empty());
-    if params.is_empty() {
-        return false;
-    }
-    let sent = Placed {
-        method: "POST".into(),
-        target: path.to_string(),
-        body: Some(json_body(&params, params.len(), "", false)),
-        content_type: Some("application/json".into()),
-        headers: placed.headers,
-    };
-    *record = sent.into_record(record.label, record.line);
-    true
-}
-
-/// Which rows are dressed after their label is fixed ([`add_forwarding_headers`],
-/// [`add_site_referer`], [`send_params_as_json`]): in each class of `malicious` (one per row), a
-/// random `share` of its rows (rounded), so that both classes carry the dressing at the same rate
-/// and its presence does not tell the label. The draw depends on the labels only through the classes' sizes.
+/// Which rows get a header added after their label is fixed ([`add_forwarding_headers`],
+/// [`add_site_referer`]): in each class of `malicious` (one per row), a random `share` of its
+/// rows (rounded), so that both classes carry the header at the same rate and its presence does
+/// not tell the label. The draw depends on the labels only through the classes' sizes.
 pub fn share_of_each_class(malicious: &[bool], share: f64, rng: &mut impl Rng) -> Vec<bool> {
     let mut chosen = vec![false; malicious.len()];
     if share <= 0.0 {

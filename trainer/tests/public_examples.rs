@@ -6,8 +6,7 @@ use featurizer::{Placement, PlacementConfig};
 use rand::SeedableRng;
 use trainer::public_examples::{
     add_forwarding_headers, add_site_referer, dress_as_browser, load_user_agents, place,
-    send_params_as_json, share_of_each_class, synthesize, BenignSpots, Spot, Synthesis, PLACEMENTS,
-    TAMPERED_METHODS,
+    share_of_each_class, synthesize, BenignSpots, Spot, Synthesis, PLACEMENTS, TAMPERED_METHODS,
 };
 
 mod common;
@@ -754,79 +753,15 @@ fn site_referers_name_the_sites_pages_on_its_own_host() {
     assert!(!add_site_referer(&mut r, &[], &mut rng));
 }
 
-/// `student.site_json_bodies`: a request's query and form parameters are re-sent as one JSON
-/// object body (a POST to its path), each value decoded, read by the featurizer as JSON keys and
-/// values under their own names; its other headers and its label are kept. A request without
-/// named parameters, or with a body that is not a form, is left as it is.
+/// `student.forwarding_headers` and `student.site_referers` are shares: shown by
+/// `--print-config` at their default, and refused outside [0, 1].
 #[test]
-fn site_json_bodies_send_the_requests_own_parameters_as_json() {
-    let mut r = template();
-    r.label = Some(Label::Malicious);
-    assert!(send_params_as_json(&mut r));
-    assert_eq!(r.method, "POST");
-    assert_eq!(r.target, b"/tienda1/publico/anadir.jsp");
-    assert_eq!(
-        r.body.as_deref(),
-        Some(&br#"{"id": "3", "nombre": "Queso Manchego", "precio": "39"}"#[..])
-    );
-    assert_eq!(header(&r, "Content-Type"), Some("application/json"));
-    assert_eq!(header(&r, "Content-Length"), Some("55"));
-    assert_eq!(r.label, Some(Label::Malicious));
-    assert_eq!(r.line, template().line);
-    for kept in ["User-Agent", "Host"] {
-        assert_eq!(header(&r, kept), header(&template(), kept));
-    }
-    let split = split_request(&r.parts(), &PlacementConfig::default(), 3, true);
-    let json: Vec<(Placement, String, String)> = split
-        .parts
-        .iter()
-        .filter(|p| matches!(p.placement, Placement::JsonKey | Placement::JsonValue))
-        .map(|p| (p.placement, p.name.clone(), p.value.clone()))
-        .collect();
-    assert!(
-        json.contains(&(Placement::JsonKey, String::new(), "nombre".into())),
-        "{json:?}"
-    );
-    assert!(
-        json.contains(&(
-            Placement::JsonValue,
-            "nombre".into(),
-            "queso manchego".into()
-        )),
-        "{json:?}"
-    );
-    assert!(!split.parts.iter().any(|p| p.placement == Placement::Query));
-    let mut get = Record::get("/search?q=hello%20world&&=x", None);
-    assert!(send_params_as_json(&mut get));
-    assert_eq!(get.body.as_deref(), Some(&br#"{"q": "hello world"}"#[..]));
-    assert_eq!(get.label, None);
-    for mut unchanged in [
-        Record::get("/index.html", None),
-        Record::get("/a?=1", None),
-        {
-            let mut xml = template();
-            xml.headers.retain(|(n, _)| n != "Content-Type");
-            xml.headers
-                .push(("Content-Type".into(), b"text/xml".to_vec()));
-            xml
-        },
-    ] {
-        let before = unchanged.clone();
-        assert!(!send_params_as_json(&mut unchanged));
-        assert_eq!(unchanged, before);
-    }
-}
-
-/// `student.forwarding_headers`, `student.site_referers` and `student.site_json_bodies` are
-/// shares: shown by `--print-config` at their default, and refused outside [0, 1].
-#[test]
-fn site_dressings_are_shares() {
+fn forwarding_headers_and_site_referers_are_shares() {
     let c = trainer::config::RunConfig::parse(SPLIT).unwrap();
     assert_eq!(c.student.forwarding_headers, 0.25);
     assert_eq!(c.student.site_referers, 0.25);
-    assert_eq!(c.student.site_json_bodies, 0.25);
     let shown = serde_yaml::to_string(&c).unwrap();
-    for key in ["forwarding_headers", "site_referers", "site_json_bodies"] {
+    for key in ["forwarding_headers", "site_referers"] {
         assert!(shown.contains(&format!("{key}: 0.25")), "{shown}");
         for bad in ["-0.1", "1.5"] {
             let e =

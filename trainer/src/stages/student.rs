@@ -770,13 +770,12 @@ fn student_sets(
     Ok((trained, sets, cleaning))
 }
 
-/// `student.forwarding_headers`, `student.site_referers` and `student.site_json_bodies`: the
-/// site's training rows (`train`: the `trained` queries', then the validation-labelled drawn
-/// requests') of which those shares of each class are featurized again from their request with
-/// a load balancer's headers ([`crate::public_examples::add_forwarding_headers`]), a Referer of a
-/// page of the rows labelled benign ([`crate::public_examples::add_site_referer`]) or their
-/// parameters sent as a JSON body ([`crate::public_examples::send_params_as_json`]), the label
-/// kept. The teachers' queries and inputs are not touched: only the student's copy of a row.
+/// `student.forwarding_headers` and `student.site_referers`: the site's training rows (`train`:
+/// the `trained` queries', then the validation-labelled drawn requests') of which those shares
+/// of each class are featurized again from their request with a load balancer's headers
+/// ([`crate::public_examples::add_forwarding_headers`]) or a Referer of a page of the rows
+/// labelled benign ([`crate::public_examples::add_site_referer`]) added, the label kept. The
+/// teachers' queries and inputs are not touched: only the student's copy of a row.
 fn dressed_site_rows(
     inputs: StudentInputs,
     trained: &[usize],
@@ -786,12 +785,7 @@ fn dressed_site_rows(
         data, plan, env, ..
     } = inputs;
     let student = &inputs.config.student;
-    let shares = [
-        student.forwarding_headers,
-        student.site_referers,
-        student.site_json_bodies,
-    ];
-    if shares.iter().all(|&share| share <= 0.0) {
+    if student.forwarding_headers <= 0.0 && student.site_referers <= 0.0 {
         return train;
     }
     let records: Vec<usize> = trained
@@ -805,9 +799,9 @@ fn dressed_site_rows(
         .collect();
     if records.len() != train.y.len() {
         // One request per training row is how `student_sets` builds `train`; were it not, the
-        // rows could not be matched to their requests: train without the dressings.
+        // rows could not be matched to their requests: train without the headers.
         tracing::warn!(
-            "student: forwarding_headers, site_referers and site_json_bodies skipped: {} requests for {} training rows",
+            "student: forwarding_headers and site_referers skipped: {} requests for {} training rows",
             records.len(),
             train.y.len()
         );
@@ -819,27 +813,23 @@ fn dressed_site_rows(
         .filter(|(_, &malicious)| !malicious)
         .map(|(&i, _)| data.records[i].target.as_slice())
         .collect();
-    let mut rngs = ["forwarding-headers", "site-referers", "site-json-bodies"]
-        .map(|name| env.rng.stream(name));
-    let chosen: Vec<Vec<bool>> = (0..3)
-        .map(|d| share_of_each_class(&train.y, shares[d], &mut rngs[d]))
-        .collect();
+    let mut forwarding_rng = env.rng.stream("forwarding-headers");
+    let mut referer_rng = env.rng.stream("site-referers");
+    let forwarded = share_of_each_class(&train.y, student.forwarding_headers, &mut forwarding_rng);
+    let referred = share_of_each_class(&train.y, student.site_referers, &mut referer_rng);
     let rows: Vec<usize> = (0..records.len())
-        .filter(|&k| chosen.iter().any(|c| c[k]))
+        .filter(|&k| forwarded[k] || referred[k])
         .collect();
-    let mut counts = [0usize; 3];
+    let mut with_referer = 0;
     let mut dressed = Vec::with_capacity(rows.len());
     for &k in &rows {
         let mut r = data.records[records[k]].clone();
-        if chosen[0][k] {
-            crate::public_examples::add_forwarding_headers(&mut r, &mut rngs[0]);
-            counts[0] += 1;
+        if forwarded[k] {
+            crate::public_examples::add_forwarding_headers(&mut r, &mut forwarding_rng);
         }
-        if chosen[1][k] && crate::public_examples::add_site_referer(&mut r, &pages, &mut rngs[1]) {
-            counts[1] += 1;
-        }
-        if chosen[2][k] && crate::public_examples::send_params_as_json(&mut r) {
-            counts[2] += 1;
+        if referred[k] && crate::public_examples::add_site_referer(&mut r, &pages, &mut referer_rng)
+        {
+            with_referer += 1;
         }
         dressed.push(r);
     }
@@ -850,14 +840,12 @@ fn dressed_site_rows(
         train.x.values[k * cols..(k + 1) * cols].copy_from_slice(x.row(j));
     }
     tracing::info!(
-        "student: of {} site training rows, {} carry a load balancer's X-Forwarded-For and X-Forwarded-Proto (forwarding_headers {}), {} a Referer of the site's pages (site_referers {}), {} their parameters as a JSON body (site_json_bodies {}); labels kept, teachers untouched",
+        "student: of {} site training rows, {} carry a load balancer's X-Forwarded-For and X-Forwarded-Proto (forwarding_headers {}), {} a Referer of the site's pages (site_referers {}); labels kept, teachers untouched",
         records.len(),
-        counts[0],
-        shares[0],
-        counts[1],
-        shares[1],
-        counts[2],
-        shares[2]
+        forwarded.iter().filter(|&&f| f).count(),
+        student.forwarding_headers,
+        with_referer,
+        student.site_referers
     );
     train
 }
