@@ -758,8 +758,9 @@ pub struct PublicExamplesConfig {
     /// the bundle's own threshold, on requests scored as served without the site's format
     /// checks: the highest of the threshold that holds FPR ≤ `target_fpr` on the site's
     /// validation traffic (the bundle's rule) and, for EVERY placement, the lowest threshold
-    /// that holds FPR ≤ `validation_fpr` on its placed benign values (both at
-    /// `target_fpr_confidence`). Per placement (each of the 13 spots), this many of the files'
+    /// that holds FPR ≤ `validation_fpr` on its placed benign values (at
+    /// `target_fpr_confidence`, the 13 placements' budgets all at once: each at
+    /// 1 − (1 − confidence)/13). Per placement (each of the 13 spots), this many of the files'
     /// public BENIGN values (never trained on: benign values are not placed in training) and as
     /// many of the held-out attack values (reported, not deciding), each placed into a benign
     /// validation request of the site, half of them stripped to `Host` and `Connection` as a

@@ -1421,7 +1421,8 @@ fn served_threshold(
 /// (the featurizer without the site's format checks, as pate-proxy's `format_checks: false`):
 /// the highest of the threshold that holds FPR ≤ `target_fpr` on the site's validation traffic
 /// (the bundle's rule) and each placement's lowest threshold that holds FPR ≤ `validation_fpr`
-/// on its placed benign values (both at `target_fpr_confidence`); with the bundle's part model,
+/// on its placed benign values (the site's at `target_fpr_confidence`, the placements' all at
+/// once at it: [`every_placement_confidence`]); with the bundle's part model,
 /// on the highest of windows and parts. With `part_model.placement_offsets`, then the part
 /// model's offsets per placement ([`part_offsets`]). Sets `model.info.content_only_threshold`,
 /// `model.info.part_model_offsets` and `extras.content_only`.
@@ -1476,7 +1477,7 @@ fn content_only_threshold(
             site,
             &placed,
             budget,
-            student.target_fpr_confidence,
+            every_placement_confidence(student),
             &mut env.rng.stream("part-model-offsets-confidence"),
         ),
         _ => bundle::PartOffsets::default(),
@@ -1576,7 +1577,7 @@ fn placement_thresholds(
             crate::calibrate::lowest_benign_threshold(
                 &benign,
                 budget,
-                student.target_fpr_confidence,
+                every_placement_confidence(student),
                 &mut confidence_rng,
             )
             .ok_or(Error::Threshold(
@@ -1585,6 +1586,15 @@ fn placement_thresholds(
         );
     }
     Ok(own)
+}
+
+/// The confidence at which each placement's budget of the content-only threshold is held, so
+/// that all of them hold at once at `target_fpr_confidence`
+/// ([`crate::calibrate::joint_confidence`]); none without it.
+fn every_placement_confidence(student: &crate::config::StudentConfig) -> Option<f64> {
+    student
+        .target_fpr_confidence
+        .map(|c| crate::calibrate::joint_confidence(c, crate::public_examples::PLACEMENTS.len()))
 }
 
 /// Per placement: its own threshold, its part offset, and the shares of its attacks and benign
@@ -1636,7 +1646,8 @@ const OFFSET_STEP: f32 = 0.1;
 /// where generic benign values score highest alone (a path, a header) leaves the budget of the
 /// placements where they score low (query, form, bodies) unspent. The constraints
 /// ([`search_offsets`]): in every spot at most its allowance of placed benign values blocked
-/// (the `validation_fpr` budget at `confidence`, resampled as the threshold's rule does), and
+/// (the `validation_fpr` budget at `confidence`, all at once: [`every_placement_confidence`],
+/// resampled as the threshold's rule does), and
 /// on the site's validation traffic at most its allowance at `target_fpr`. The 13 spots'
 /// placements are shifted; a part of any other placement (a JSON key, an XML attribute) counts
 /// as a window. Attack values are not read: an offset only rises while the benign budgets
