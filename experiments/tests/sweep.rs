@@ -2,7 +2,8 @@
 //! tables and plots, and a rerun recomputes nothing (one deleted result is recomputed alone).
 use std::path::{Path, PathBuf};
 
-use experiments::sweep::{config::SweepConfig, report::ResultRow, run_sweep, run_sweep_with};
+use experiments::sweep::config::{SplitName, SweepConfig};
+use experiments::sweep::{report::ResultRow, run_sweep, run_sweep_with};
 use trainer::report::Report;
 
 fn repo() -> PathBuf {
@@ -239,6 +240,56 @@ fn bad_sweep_files_are_rejected_with_the_key() {
     std::fs::write(&path, "base: base.yaml\nexperiments:\n  - {name: g, kind: pate, teachers: [5], repeats: 1, mechanisms: [{kind: gnmax, sigma: 3, head: {queries: 0, sigma: 2}}]}\n").unwrap();
     let e = SweepConfig::load(&path).unwrap_err().to_string();
     assert!(e.contains("mechanisms[0]"), "{e}");
+}
+
+/// An experiment's dataset is `pate-trainer run`'s dataset keys plus `splits`, read and written as
+/// one flat map: `splits` may be given or left out; any other key is refused, naming it and the
+/// keys there are.
+#[test]
+fn sweep_datasets_are_run_datasets_plus_splits() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_configs(tmp.path());
+    let path = tmp.path().join("datasets.yaml");
+    let load = |dataset: &str| {
+        let sweep = format!("base: base.yaml\nexperiments:\n  - {{name: c, kind: pate, teachers: [5], repeats: 1, mechanisms: [{{kind: lnmax, gamma: 0.3}}], datasets: [{dataset}]}}\n");
+        std::fs::write(&path, sweep).unwrap();
+        SweepConfig::load(&path).map(|(c, _)| c.experiments[0].datasets.clone().unwrap())
+    };
+    let file = serde_json::to_string(&tmp.path().join("a.txt")).unwrap();
+    let d =
+        load("{path: a.txt, format: csic, label: malicious, limit: 10, splits: [private, test]}")
+            .unwrap();
+    assert_eq!(d[0].splits, Some(vec![SplitName::Private, SplitName::Test]));
+    assert_eq!(
+        serde_json::to_string(&d).unwrap(),
+        format!(
+            r#"[{{"path":{file},"format":"csic","label":"malicious","limit":10,"splits":["private","test"]}}]"#
+        )
+    );
+    let d = load("{path: a.txt, format: csic}").unwrap();
+    assert_eq!(d[0].splits, None);
+    assert_eq!(
+        serde_json::to_string(&d).unwrap(),
+        format!(r#"[{{"path":{file},"format":"csic","label":null,"limit":null,"splits":null}}]"#)
+    );
+    for (dataset, key) in [
+        ("{path: a.txt, format: csic, splitz: [test]}", "splitz"),
+        (
+            "{path: a.txt, splits: [test], format: csic, bogus: 1}",
+            "bogus",
+        ),
+    ] {
+        let e = load(dataset).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("unknown field `{key}`, expected one of `path`, `format`, `label`, `limit`, `splits`"))
+                && e.contains("datasets.yaml"),
+            "{e}"
+        );
+    }
+    let e = load("{path: a.txt, format: csic, splits: [test], splits: [public]}").unwrap_err();
+    assert!(e.to_string().contains("duplicate field `splits`"), "{e}");
+    let e = load("{format: csic, splits: [test]}").unwrap_err();
+    assert!(e.to_string().contains("missing field `path`"), "{e}");
 }
 
 /// A sweep cell is `pate-trainer run` of the base config with the cell's settings: the first

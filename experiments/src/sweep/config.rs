@@ -1,7 +1,9 @@
 //! The YAML configuration of `pate-experiments sweep` (see `configs/sweep.yaml`, which documents every
 //! key). Unknown keys are errors (`deny_unknown_fields`) and every check names its key.
+use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -78,24 +80,147 @@ pub struct Experiment {
     pub epsilon_curve: Vec<usize>,
 }
 
-/// A dataset file of an experiment: `pate-trainer run`'s keys plus `splits`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A dataset file of an experiment: `pate-trainer run`'s keys plus `splits`. It reads (see its
+/// `Deserialize`) and writes as one flat map, `path`, `format`, `label`, `limit`, `splits`.
+#[derive(Debug, Clone, Serialize)]
 pub struct SweepDataset {
-    /// The file, relative to the sweep file's directory.
-    pub path: PathBuf,
-    /// `csic|fwaf|httpparams|csv|apache`.
-    pub format: datasets::Format,
-    /// Label override.
-    #[serde(default)]
-    pub label: Option<datasets::Label>,
-    /// First N requests only.
-    #[serde(default)]
-    pub limit: Option<usize>,
+    /// The file (relative to the sweep file's directory), its format, label override and limit.
+    #[serde(flatten)]
+    pub source: DatasetSource,
     /// Keep this file's requests only in these splits (the hash split still decides which split
     /// a request falls in; requests falling elsewhere are dropped). Absent: every split.
-    #[serde(default)]
     pub splits: Option<Vec<SplitName>>,
+}
+
+/// `splits` is read here and every other key by `DatasetSource`, which refuses unknown keys
+/// (which is why `#[serde(flatten)]` cannot read it): an unknown key is refused where it stands,
+/// naming `DatasetSource`'s keys and `splits`.
+impl<'de> Deserialize<'de> for SweepDataset {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_map(DatasetVisitor)
+    }
+}
+
+struct DatasetVisitor;
+
+impl<'de> Visitor<'de> for DatasetVisitor {
+    type Value = SweepDataset;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct SweepDataset")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<SweepDataset, A::Error> {
+        let mut keys = SourceKeys {
+            map,
+            fields: &[],
+            splits: None,
+        };
+        let source = DatasetSource::deserialize(&mut keys)?;
+        Ok(SweepDataset {
+            source,
+            splits: keys.splits.flatten(),
+        })
+    }
+}
+
+/// A dataset's map as `DatasetSource` sees it: every key but `splits`, which is kept aside.
+struct SourceKeys<A> {
+    map: A,
+    /// `DatasetSource`'s keys (its `deserialize_struct` call names them).
+    fields: &'static [&'static str],
+    /// `splits`, once read.
+    splits: Option<Option<Vec<SplitName>>>,
+}
+
+impl<'de, A: MapAccess<'de>> Deserializer<'de> for &mut SourceKeys<A> {
+    type Error = A::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(
+        self,
+        visitor: V,
+    ) -> std::result::Result<V::Value, A::Error> {
+        visitor.visit_map(self)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> std::result::Result<V::Value, A::Error> {
+        self.fields = fields;
+        visitor.visit_map(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for SourceKeys<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> std::result::Result<Option<K::Value>, A::Error> {
+        while let Some(key) = self.map.next_key_seed(DatasetKey(self.fields))? {
+            if key != SPLITS {
+                return seed.deserialize(key.into_deserializer()).map(Some);
+            }
+            if self.splits.is_some() {
+                return Err(de::Error::duplicate_field(SPLITS));
+            }
+            self.splits = Some(self.map.next_value()?);
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> std::result::Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+const SPLITS: &str = "splits";
+
+/// A key of a dataset: one of `DatasetSource`'s keys (the list) or `splits`.
+struct DatasetKey(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for DatasetKey {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<String, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for DatasetKey {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("field identifier")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> std::result::Result<String, E> {
+        if key == SPLITS || self.0.contains(&key) {
+            return Ok(key.to_string());
+        }
+        let expected: Vec<String> = (self.0.iter().chain([&SPLITS]))
+            .map(|k| format!("`{k}`"))
+            .collect();
+        Err(E::custom(format_args!(
+            "unknown field `{key}`, expected one of {}",
+            expected.join(", ")
+        )))
+    }
 }
 
 /// The splits of `trainer::stages::split::split_by_record` (the simulation).
@@ -242,8 +367,8 @@ impl SweepConfig {
         }
         for e in &mut config.experiments {
             for d in e.datasets.iter_mut().flatten() {
-                if d.path.is_relative() {
-                    d.path = dir.join(&d.path);
+                if d.source.path.is_relative() {
+                    d.source.path = dir.join(&d.source.path);
                 }
             }
         }
@@ -300,7 +425,7 @@ impl SweepConfig {
         base.student.queries = base.student.queries.min(200);
         for e in &mut self.experiments {
             for d in e.datasets.iter_mut().flatten() {
-                d.limit = cap(d.limit);
+                d.source.limit = cap(d.source.limit);
             }
             let smallest = *e.teachers.iter().min().expect("validated: not empty");
             e.teachers = vec![smallest.min(20)];
@@ -445,23 +570,10 @@ impl MechanismSpec {
 }
 
 impl SweepDataset {
-    /// The `pate-trainer run` form of this dataset.
-    pub fn source(&self) -> DatasetSource {
-        DatasetSource {
-            path: self.path.clone(),
-            format: self.format,
-            label: self.label,
-            limit: self.limit,
-        }
-    }
-
     /// A base-config dataset (every split allowed).
     pub fn from_source(s: &DatasetSource) -> Self {
         SweepDataset {
-            path: s.path.clone(),
-            format: s.format,
-            label: s.label,
-            limit: s.limit,
+            source: s.clone(),
             splits: None,
         }
     }

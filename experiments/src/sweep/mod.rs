@@ -754,9 +754,9 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
     let mut allowed: Vec<Option<Vec<SplitName>>> = Vec::new();
     let mut files = Vec::new();
     for d in &spec.datasets {
-        let r = trainer::stages::split::load_datasets(std::slice::from_ref(&d.source()))?;
+        let r = trainer::stages::split::load_datasets(std::slice::from_ref(&d.source))?;
         allowed.extend(std::iter::repeat_n(d.splits.clone(), r.len()));
-        files.extend(std::iter::repeat_n(d.path.clone(), r.len()));
+        files.extend(std::iter::repeat_n(d.source.path.clone(), r.len()));
         records.extend(r);
     }
     let fractions = base
@@ -804,10 +804,10 @@ fn load_data(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<RunData> {
         .datasets
         .iter()
         .map(|d| SplitTableFile {
-            path: d.path.clone(),
-            format: d.format,
-            label: d.label,
-            limit: d.limit,
+            path: d.source.path.clone(),
+            format: d.source.format,
+            label: d.source.label,
+            limit: d.source.limit,
             splits: d.splits.clone(),
         })
         .collect();
