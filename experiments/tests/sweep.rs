@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use experiments::sweep::config::{SplitName, SweepConfig};
-use experiments::sweep::{report::ResultRow, run_sweep, run_sweep_with};
+use experiments::sweep::report::{self, ResultRow};
+use experiments::sweep::{run_sweep, run_sweep_with};
 use trainer::report::Report;
 
 fn repo() -> PathBuf {
@@ -393,6 +394,38 @@ fn a_sweep_cell_is_a_run_with_the_same_config_and_seed() {
     let run_teacher = run_dir.join("teachers/teacher-00000.safetensors");
     let weights = |p: &Path| trainer::model_file::ModelFile::load(p).unwrap().weights;
     assert_eq!(weights(&sweep_teacher), weights(&run_teacher));
+}
+
+/// results.csv and summary.csv of fixed cell results (as `cells/*.json` holds them): the columns
+/// and their formatting are pinned (other tools read these files), and a cell file reads and
+/// writes back unchanged.
+#[test]
+fn result_tables_of_fixed_cells() {
+    const CELLS: &str = r#"[
+{"experiment":"grid","cell":"grid-t5-q60-rnone-lnmax-g0.3","data":"base","model":"pate-student","teachers":5,"queries":60,"rho":null,"local_epsilon":null,"mechanism":"lnmax-g0.3","mechanism_parameters":"γ = 0.3, \"x\"","repeat":0,"answered":60,"label_agreement":0.95,"data_independent_epsilon":12.5,"data_dependent_epsilon":3.25,"tpr":0.9,"tnr":0.8,"fpr":0.2,"auc":0.93,"tpr_at_1pct_fpr":0.4,"tpr_distinct":0.85,"tnr_distinct":0.75,"threshold":0.5,"test_samples":300,"seconds":1.25,"rng":{"rng":"seeded","seed":11},"epsilon_curve":[{"queries":20,"answered":20,"data_independent":4.0,"data_dependent":1.0}]},
+{"experiment":"grid","cell":"grid-t5-q60-rnone-lnmax-g0.3","data":"base","model":"pate-student","teachers":5,"queries":60,"rho":1.0,"local_epsilon":2.0,"mechanism":"lnmax-g0.3","mechanism_parameters":"γ = 0.3, \"x\"","repeat":1,"answered":58,"label_agreement":0.9,"data_independent_epsilon":12.5,"data_dependent_epsilon":3.5,"tpr":0.7,"tnr":0.9,"fpr":0.1,"auc":0.9,"tpr_at_1pct_fpr":0.3,"tpr_distinct":0.65,"tnr_distinct":0.95,"threshold":0.45,"test_samples":300,"seconds":2.0,"rng":{"rng":"os"},"epsilon_curve":[]},
+{"experiment":"baselines","cell":"baselines-non-private","data":"base","model":"non-private","teachers":null,"queries":null,"rho":null,"local_epsilon":null,"mechanism":"none (labels known)","mechanism_parameters":"900 private requests, batch 256","repeat":0,"answered":null,"label_agreement":null,"data_independent_epsilon":null,"data_dependent_epsilon":null,"tpr":0.99,"tnr":0.98,"fpr":0.02,"auc":0.999,"tpr_at_1pct_fpr":0.9,"tpr_distinct":null,"tnr_distinct":null,"threshold":0.61234,"test_samples":300,"seconds":10.0,"rng":{"rng":"os"},"epsilon_curve":[]}
+]"#;
+    let rows: Vec<ResultRow> = serde_json::from_str(CELLS).unwrap();
+    assert_eq!(
+        serde_json::to_string(&rows).unwrap(),
+        CELLS.replace('\n', "")
+    );
+    assert_eq!(
+        report::results_csv(&rows),
+        r#"experiment,cell,data,model,teachers,queries,rho,local_epsilon,mechanism,mechanism_parameters,repeat,answered,label_agreement,data_independent_epsilon,data_dependent_epsilon,tpr,tnr,fpr,auc,tpr_at_1pct_fpr,tpr_distinct,tnr_distinct,threshold,test_samples,seconds
+grid,grid-t5-q60-rnone-lnmax-g0.3,base,pate-student,5,60,,,lnmax-g0.3,"γ = 0.3, ""x""",0,60,0.9500,12.5000,3.2500,0.9000,0.8000,0.2000,0.9300,0.4000,0.8500,0.7500,0.50000,300,1.2
+grid,grid-t5-q60-rnone-lnmax-g0.3,base,pate-student,5,60,1,2,lnmax-g0.3,"γ = 0.3, ""x""",1,58,0.9000,12.5000,3.5000,0.7000,0.9000,0.1000,0.9000,0.3000,0.6500,0.9500,0.45000,300,2.0
+baselines,baselines-non-private,base,non-private,,,,,none (labels known),"900 private requests, batch 256",0,,,,,0.9900,0.9800,0.0200,0.9990,0.9000,,,0.61234,300,10.0
+"#
+    );
+    assert_eq!(
+        report::summary_csv(&report::summarize(&rows)),
+        r#"experiment,cell,data,model,teachers,queries,rho,local_epsilon,mechanism,mechanism_parameters,students,tpr_median,tpr_q1,tpr_q3,tnr_median,tnr_q1,tnr_q3,auc_median,auc_q1,auc_q3,tpr_at_1pct_fpr_median,tpr_at_1pct_fpr_q1,tpr_at_1pct_fpr_q3,tpr_distinct_median,tpr_distinct_q1,tpr_distinct_q3,tnr_distinct_median,tnr_distinct_q1,tnr_distinct_q3,answered_median,answered_q1,answered_q3,data_independent_epsilon_median,data_independent_epsilon_q1,data_independent_epsilon_q3,data_dependent_epsilon_median,data_dependent_epsilon_q1,data_dependent_epsilon_q3
+grid,grid-t5-q60-rnone-lnmax-g0.3,base,pate-student,5,60,,,lnmax-g0.3,"γ = 0.3, ""x""",2,0.8000,0.7500,0.8500,0.8500,0.8250,0.8750,0.9150,0.9075,0.9225,0.3500,0.3250,0.3750,0.7500,0.7000,0.8000,0.8500,0.8000,0.9000,59.0000,58.5000,59.5000,12.5000,12.5000,12.5000,3.3750,3.3125,3.4375
+baselines,baselines-non-private,base,non-private,,,,,none (labels known),"900 private requests, batch 256",1,0.9900,0.9900,0.9900,0.9800,0.9800,0.9800,0.9990,0.9990,0.9990,0.9000,0.9000,0.9000,,,,,,,,,,,,,,,
+"#
+    );
 }
 
 /// The committed sweep file and its base config load.

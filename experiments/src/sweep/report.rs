@@ -190,23 +190,33 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
+/// The columns of a cell's settings, the first ones of results.csv and of summary.csv.
+const SETTINGS_COLUMNS: &str =
+    "experiment,cell,data,model,teachers,queries,rho,local_epsilon,mechanism,mechanism_parameters";
+
+/// A row's values of [`SETTINGS_COLUMNS`].
+fn settings_fields(r: &ResultRow) -> [String; 10] {
+    [
+        csv_field(&r.experiment),
+        csv_field(&r.cell),
+        csv_field(&r.data),
+        csv_field(&r.model),
+        opt(r.teachers),
+        opt(r.queries),
+        opt(r.rho),
+        opt(r.local_epsilon),
+        csv_field(&r.mechanism),
+        csv_field(&r.mechanism_parameters),
+    ]
+}
+
 /// results.csv: one line per trained model.
 pub fn results_csv(rows: &[ResultRow]) -> String {
-    let mut out = String::from(
-        "experiment,cell,data,model,teachers,queries,rho,local_epsilon,mechanism,mechanism_parameters,repeat,answered,label_agreement,data_independent_epsilon,data_dependent_epsilon,tpr,tnr,fpr,auc,tpr_at_1pct_fpr,tpr_distinct,tnr_distinct,threshold,test_samples,seconds\n",
+    let mut out = format!(
+        "{SETTINGS_COLUMNS},repeat,answered,label_agreement,data_independent_epsilon,data_dependent_epsilon,tpr,tnr,fpr,auc,tpr_at_1pct_fpr,tpr_distinct,tnr_distinct,threshold,test_samples,seconds\n",
     );
     for r in rows {
-        let fields = [
-            csv_field(&r.experiment),
-            csv_field(&r.cell),
-            csv_field(&r.data),
-            csv_field(&r.model),
-            opt(r.teachers),
-            opt(r.queries),
-            opt(r.rho),
-            opt(r.local_epsilon),
-            csv_field(&r.mechanism),
-            csv_field(&r.mechanism_parameters),
+        let rest = [
             r.repeat.to_string(),
             opt(r.answered),
             opt(r.label_agreement.map(|v| format!("{v:.4}"))),
@@ -223,8 +233,7 @@ pub fn results_csv(rows: &[ResultRow]) -> String {
             r.test_samples.to_string(),
             format!("{:.1}", r.seconds),
         ];
-        out += &fields.join(",");
-        out.push('\n');
+        out += &format!("{},{}\n", settings_fields(r).join(","), rest.join(","));
     }
     out
 }
@@ -242,29 +251,13 @@ pub fn summary_csv(cells: &[CellSummary]) -> String {
         "data_independent_epsilon",
         "data_dependent_epsilon",
     ];
-    let mut out = String::from(
-        "experiment,cell,data,model,teachers,queries,rho,local_epsilon,mechanism,mechanism_parameters,students",
-    );
+    let mut out = format!("{SETTINGS_COLUMNS},students");
     for m in measures {
         out += &format!(",{m}_median,{m}_q1,{m}_q3");
     }
     out.push('\n');
     for c in cells {
-        let r = c.first;
-        out += &[
-            csv_field(&r.experiment),
-            csv_field(&r.cell),
-            csv_field(&r.data),
-            csv_field(&r.model),
-            opt(r.teachers),
-            opt(r.queries),
-            opt(r.rho),
-            opt(r.local_epsilon),
-            csv_field(&r.mechanism),
-            csv_field(&r.mechanism_parameters),
-            c.n.to_string(),
-        ]
-        .join(",");
+        out += &format!("{},{}", settings_fields(c.first).join(","), c.n);
         for s in [
             c.tpr,
             c.tnr,
