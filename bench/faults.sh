@@ -163,14 +163,23 @@ failed_requests() { # file allowed-statuses... -> answers with another status, p
 }
 URL_NORMAL=$NORMAL; URL_ATTACK=$ATTACK
 
+# The start of a fault under load: the proxy in front of Apache, then wrk in the background for
+# `duration` (8 connections) on the targets into $WORK/<name>.txt. Sets METRIC_BEFORE (the value of
+# `metric` before the load began) and WRK_PID.
+start_under_load() { # name duration metric targets...
+  local name=$1 duration=$2 m=$3; shift 3
+  start_proxy "$APACHE_PORT" ""
+  METRIC_BEFORE=$(metric "$m")
+  load "$duration" 8 "$WORK/$name.txt" "$@" &
+  WRK_PID=$!
+}
+
 # --- scenarios -----------------------------------------------------------------------------------
 scenario_apache() {
-  start_proxy "$APACHE_PORT" ""
-  local pid=$PROXY_PID up0; up0=$(metric patewaf_upstream_errors_total)
-  load 12s 8 "$WORK/apache.txt" "$URL_NORMAL" &
-  local wrk_pid=$!
+  start_under_load apache 12s patewaf_upstream_errors_total "$URL_NORMAL"
+  local pid=$PROXY_PID
   sleep 3; apache_down; say "apache stopped"; sleep 4; apache_up; say "apache started"
-  wait $wrk_pid
+  wait "$WRK_PID"
   load 3s 8 "$WORK/apache-after.txt" "$URL_NORMAL"
   local s502 up1 after_bad after_n same=1
   s502=$(field "$WORK/apache.txt" s502); up1=$(metric patewaf_upstream_errors_total)
@@ -179,16 +188,14 @@ scenario_apache() {
   kill -0 "$pid" 2>/dev/null || same=0
   local ok=1
   [ "$s502" -gt 0 ] && [ "$after_bad" = 0 ] && [ "$after_n" -gt 0 ] && [ "$same" = 1 ] && ok=0
-  result apache $ok "during: $(tail -1 "$WORK/apache.txt"); upstream_errors_total +$(echo "$up1 - $up0" | bc); after restart: $after_n requests, $after_bad not 200; same proxy pid: $same"
+  result apache $ok "during: $(tail -1 "$WORK/apache.txt"); upstream_errors_total +$(echo "$up1 - $METRIC_BEFORE" | bc); after restart: $after_n requests, $after_bad not 200; same proxy pid: $same"
   stop_proxy
 }
 
 scenario_reload() {
   "$FIXTURE" "$WORK/bundle" r0 >/dev/null
-  start_proxy "$APACHE_PORT" ""
-  local ok0; ok0=$(metric 'patewaf_model_reloads_total{result="ok"}')
-  load 25s 8 "$WORK/reload.txt" "$URL_NORMAL" "$URL_ATTACK" &
-  local wrk_pid=$! switched=0 reloads=0
+  start_under_load reload 25s 'patewaf_model_reloads_total{result="ok"}' "$URL_NORMAL" "$URL_ATTACK"
+  local switched=0 reloads=0
   sleep 1
   for i in $(seq 1 20); do
     local want
@@ -198,21 +205,18 @@ scenario_reload() {
     [ "$(status_of "$URL_ATTACK")" = "$want" ] && switched=$((switched + 1))
     sleep 0.9
   done
-  wait $wrk_pid
+  wait "$WRK_PID"
   local ok1 bad; ok1=$(metric 'patewaf_model_reloads_total{result="ok"}')
   bad=$(failed_requests "$WORK/reload.txt" 200 403)
   local ok=1
   [ "$bad" = 0 ] && [ "$reloads" = 20 ] && [ "$switched" = 20 ] && ok=0
-  result reload $ok "$(tail -1 "$WORK/reload.txt"); failed $bad; reloads answered 200: $reloads/20 (metric +$(echo "$ok1 - $ok0" | bc)); attack verdict switched as expected: $switched/20"
+  result reload $ok "$(tail -1 "$WORK/reload.txt"); failed $bad; reloads answered 200: $reloads/20 (metric +$(echo "$ok1 - $METRIC_BEFORE" | bc)); attack verdict switched as expected: $switched/20"
   stop_proxy
 }
 
 scenario_corrupt() {
   "$FIXTURE" "$WORK/bundle" good >/dev/null
-  start_proxy "$APACHE_PORT" ""
-  local err0; err0=$(metric 'patewaf_model_reloads_total{result="error"}')
-  load 8s 8 "$WORK/corrupt.txt" "$URL_NORMAL" "$URL_ATTACK" &
-  local wrk_pid=$!
+  start_under_load corrupt 8s 'patewaf_model_reloads_total{result="error"}' "$URL_NORMAL" "$URL_ATTACK"
   sleep 2
   "$FIXTURE" "$WORK/bundle" bad >/dev/null
   python3 -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x40; open(p,'wb').write(b)" "$WORK/bundle/model.onnx"
@@ -220,12 +224,12 @@ scenario_corrupt() {
   code=$(curl -s -o "$WORK/corrupt-reload.json" -w '%{http_code}' -X POST "http://127.0.0.1:$ADMIN_PORT/reload")
   version=$(curl -fs "http://127.0.0.1:$ADMIN_PORT/ready" | python3 -c 'import json,sys; print(json.load(sys.stdin)["model_version"])')
   attack=$(status_of "$URL_ATTACK")
-  wait $wrk_pid
+  wait "$WRK_PID"
   local err1 bad; err1=$(metric 'patewaf_model_reloads_total{result="error"}')
   bad=$(failed_requests "$WORK/corrupt.txt" 200 403)
   local ok=1
-  [ "$code" = 422 ] && [ "$version" = good ] && [ "$attack" = 403 ] && [ "$bad" = 0 ] && [ "$(echo "$err1 - $err0" | bc)" = 1 ] && ok=0
-  result corrupt $ok "reload answered $code ($(head -c 160 "$WORK/corrupt-reload.json")...); serving $version; attack $attack; $(tail -1 "$WORK/corrupt.txt"); failed $bad; reload errors +$(echo "$err1 - $err0" | bc)"
+  [ "$code" = 422 ] && [ "$version" = good ] && [ "$attack" = 403 ] && [ "$bad" = 0 ] && [ "$(echo "$err1 - $METRIC_BEFORE" | bc)" = 1 ] && ok=0
+  result corrupt $ok "reload answered $code ($(head -c 160 "$WORK/corrupt-reload.json")...); serving $version; attack $attack; $(tail -1 "$WORK/corrupt.txt"); failed $bad; reload errors +$(echo "$err1 - $METRIC_BEFORE" | bc)"
   stop_proxy
   "$FIXTURE" "$WORK/bundle" v0 >/dev/null
 }
