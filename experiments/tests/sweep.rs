@@ -58,7 +58,8 @@ experiments:
     path
 }
 
-fn result_files(dir: &Path) -> Vec<PathBuf> {
+/// The files below `dir` that `keep` accepts, sorted.
+fn files_below(dir: &Path, keep: fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -66,13 +67,37 @@ fn result_files(dir: &Path) -> Vec<PathBuf> {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
+            } else if keep(&p) {
                 out.push(p);
             }
         }
     }
     out.sort();
     out
+}
+
+fn result_files(dir: &Path) -> Vec<PathBuf> {
+    files_below(dir, |p| p.extension().is_some_and(|x| x == "json"))
+}
+
+/// The plots of the sweep of `write_configs` in `dir`: SVG and PNG.
+fn assert_plots(dir: &Path) {
+    for plot in [
+        "grid-t4-tpr.svg",
+        "grid-t5-tnr.svg",
+        "grid-t5-epsilon.svg",
+        "grid-epsilon-vs-queries.svg",
+        "curve-t5-accuracy-vs-queries.svg",
+        "baselines-tall-tpr.svg",
+    ] {
+        let svg = std::fs::read_to_string(dir.join(plot)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
+            "{plot}"
+        );
+        let png = std::fs::read(dir.join(plot).with_extension("png")).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{plot}");
+    }
 }
 
 #[test]
@@ -90,18 +115,9 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
     assert_eq!(results.lines().count(), 1 + expected, "{results}");
     // Every noisy aggregation is in the ledger beside the teachers it used: the 14 PATE students
     // (baselines aggregate without noise and spend nothing private).
-    let mut ledgers = Vec::new();
-    let mut stack = vec![out.join("work")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == "ledger.jsonl") {
-                ledgers.push(p);
-            }
-        }
-    }
+    let ledgers = files_below(&out.join("work"), |p| {
+        p.file_name().is_some_and(|n| n == "ledger.jsonl")
+    });
     let entries: usize = ledgers
         .iter()
         .map(|l| privacy::ledger::read(l).unwrap().len())
@@ -148,22 +164,7 @@ fn sweep_writes_tables_and_resumes_without_recomputing() {
     };
     assert_eq!(row("cross", "test")[1], row("base", "test")[1]);
     assert!(row("cross", "private")[1] > 0 && row("cross", "private")[1] <= 1500);
-    for plot in [
-        "grid-t4-tpr.svg",
-        "grid-t5-tnr.svg",
-        "grid-t5-epsilon.svg",
-        "grid-epsilon-vs-queries.svg",
-        "curve-t5-accuracy-vs-queries.svg",
-        "baselines-tall-tpr.svg",
-    ] {
-        let svg = std::fs::read_to_string(out.join("plots").join(plot)).unwrap();
-        assert!(
-            svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
-            "{plot}"
-        );
-        let png = std::fs::read(out.join("plots").join(plot).with_extension("png")).unwrap();
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{plot}");
-    }
+    assert_plots(&out.join("plots"));
 
     // Rerun: nothing recomputed, no result rewritten.
     let cells = out.join("cells");
