@@ -53,6 +53,7 @@ pub(crate) fn parse_apache_line(
     if target.is_empty() {
         return Ok(None);
     }
+    let client = line.split(|&b| b == b' ').next().unwrap_or_default();
     Ok(Some(Record {
         method: String::from_utf8_lossy(method).into_owned(),
         target: origin_form(target).to_vec(),
@@ -60,6 +61,7 @@ pub(crate) fn parse_apache_line(
         headers: combined_headers(after_request),
         label: None,
         line: no,
+        client: Some(String::from_utf8_lossy(client).into_owned()),
     }))
 }
 

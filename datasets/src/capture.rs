@@ -82,12 +82,11 @@ struct Line {
     client: Option<String>,
 }
 
-/// One parsed capture line: the request, the bundle version that scored it and the client.
+/// One parsed capture line: the request (with its client's address, without the port) and the
+/// bundle version that scored it.
 pub(crate) struct CapturedLine {
     pub(crate) record: Record,
     pub(crate) bundle_version: Option<String>,
-    /// The client's address without its port (`-` when absent).
-    pub(crate) client: String,
 }
 
 const EXPECTED: &str =
@@ -131,6 +130,13 @@ pub(crate) fn parse_captured(
         Some(b) => Some(b.into_vec().map_err(|e| bad(format!("body: {e}")))?),
         None => None,
     };
+    // `ip:port`, `[v6]:port` or a bare address: the client is the address.
+    let client = parsed.client.map(|client| match client.rsplit_once(':') {
+        Some((addr, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !addr.is_empty() => {
+            addr.to_string()
+        }
+        _ => client,
+    });
     let record = Record {
         method: parsed.method,
         target: origin_form(&target).to_vec(),
@@ -138,19 +144,11 @@ pub(crate) fn parse_captured(
         headers,
         label: None,
         line: no,
-    };
-    // `ip:port`, `[v6]:port` or a bare address: the client is the address.
-    let client = parsed.client.unwrap_or_else(|| "-".into());
-    let client = match client.rsplit_once(':') {
-        Some((addr, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !addr.is_empty() => {
-            addr.to_string()
-        }
-        _ => client,
+        client,
     };
     Ok(CapturedLine {
         record,
         bundle_version: parsed.bundle_version,
-        client,
     })
 }
 

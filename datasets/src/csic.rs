@@ -55,6 +55,7 @@ pub(crate) fn parse_csic(
                 headers: Vec::new(),
                 label,
                 line: no,
+                client: None,
             });
             state = State::Headers;
             continue;

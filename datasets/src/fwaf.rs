@@ -12,6 +12,7 @@ pub(crate) fn parse_fwaf(bytes: &[u8], label: Option<Label>) -> Vec<Record> {
             headers: Vec::new(),
             label,
             line: no,
+            client: None,
         })
         .collect()
 }

@@ -48,6 +48,7 @@ pub(crate) fn parse_httpparams(path: &Path, bytes: &[u8]) -> Result<Vec<Record>,
             headers: Vec::new(),
             label: Some(label),
             line,
+            client: None,
         });
     }
     Ok(records)

@@ -21,6 +21,11 @@ pub struct Record {
     pub label: Option<Label>,
     /// 1-based line of the file where the request starts.
     pub line: usize,
+    /// The client that sent it, where the format names one (an access log's remote host, a
+    /// capture's address without its port): the site's format model counts a client's requests
+    /// at most a few times (`site.format_requests_per_client`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 impl Record {
@@ -33,6 +38,7 @@ impl Record {
             headers: Vec::new(),
             label,
             line: 1,
+            client: None,
         }
     }
 

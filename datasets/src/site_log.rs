@@ -27,7 +27,7 @@ pub struct SiteLogSummary {
     /// Log entries without an HTTP request line (`"-"`, TLS bytes sent to the HTTP port), skipped.
     pub without_request: usize,
     /// Requests per client (an access log's first field, the remote host).
-    clients: HashMap<Vec<u8>, usize>,
+    clients: HashMap<String, usize>,
 }
 
 /// The requests of site logs and their [`SiteLogSummary`].
@@ -82,8 +82,7 @@ fn read_apache(path: &Path, bytes: &[u8], log: &mut SiteLog) -> Result<(), Datas
         log.summary.lines += 1;
         match parse_apache_line(path, no, line)? {
             Some(record) => {
-                let client = line.split(|&b| b == b' ').next().unwrap_or_default();
-                *log.summary.clients.entry(client.to_vec()).or_insert(0) += 1;
+                log.summary.count_client(record.client.as_deref());
                 log.summary.requests += 1;
                 log.records.push(record);
             }
@@ -115,10 +114,7 @@ fn read_capture(
                 });
             }
         }
-        *log.summary
-            .clients
-            .entry(captured.client.into_bytes())
-            .or_insert(0) += 1;
+        log.summary.count_client(captured.record.client.as_deref());
         log.summary.requests += 1;
         log.records.push(captured.record);
     }
@@ -140,6 +136,17 @@ fn no_requests(path: &Path, bytes: &[u8]) -> DatasetError {
 }
 
 impl SiteLogSummary {
+    /// Counts one request of `client` (`-` when the line names none).
+    fn count_client(&mut self, client: Option<&str>) {
+        let client = client.unwrap_or("-");
+        match self.clients.get_mut(client) {
+            Some(n) => *n += 1,
+            None => {
+                self.clients.insert(client.to_owned(), 1);
+            }
+        }
+    }
+
     /// Distinct clients.
     pub fn distinct_clients(&self) -> usize {
         self.clients.len()

@@ -70,6 +70,7 @@ pub(crate) fn parse_target_label_csv(
             headers: Vec::new(),
             label,
             line,
+            client: None,
         });
     }
     Ok(records)

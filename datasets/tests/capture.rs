@@ -50,6 +50,11 @@ fn capture_lines_read_back_headers_body_and_base64_bytes() {
     assert_eq!(r[1].headers[1], ("x-raw".to_string(), vec![0xff, 0x00]));
     assert_eq!(r[1].body.as_deref(), Some(&b"id=3&x=%27"[..]));
     assert_eq!(r[1].line, 3, "the blank line is skipped but counted");
+    // The client is the address without its port; a line without one has none.
+    assert_eq!(
+        (r[0].client.as_deref(), r[1].client.as_deref()),
+        (Some("127.0.0.1"), None)
+    );
     assert_eq!(capture.bundle_versions.len(), 1);
     assert_eq!(capture.bundle_versions[0].version, "v1");
     // The generic loader gives the same records.

@@ -297,6 +297,17 @@ fn apache_common_and_combined_logs() {
         ]
     );
     assert_eq!(stats(&r).by_label.unlabeled, 4);
+    // The remote host is the request's client (what the site's format model counts by).
+    let clients: Vec<Option<&str>> = r.iter().map(|x| x.client.as_deref()).collect();
+    assert_eq!(
+        clients,
+        [
+            Some("127.0.0.1"),
+            Some("10.0.0.2"),
+            Some("10.0.0.5"),
+            Some("10.0.0.6")
+        ]
+    );
     // The combined format's Referer and User-Agent are the request's headers (`-`: not sent).
     let headers = |i: usize| -> Vec<(&str, &[u8])> {
         r[i].headers

@@ -246,6 +246,18 @@ impl Featurizer {
         &self,
         docs: impl IntoIterator<Item = RequestParts<'a>>,
     ) -> Result<Self, FeaturizerError> {
+        self.with_rarity_by_client(docs.into_iter().map(|d| (d, None)), None)
+    }
+
+    /// [`Self::with_rarity_from`] with each request's client where known: with
+    /// `per_client = Some(k)` a client adds at most k to any count ([`crate::params::ClientCaps`]),
+    /// so that values one client repeats (a scanner's payloads) stay rare; a request without a
+    /// client counts as its own client.
+    pub fn with_rarity_by_client<'a>(
+        &self,
+        docs: impl IntoIterator<Item = (RequestParts<'a>, Option<&'a str>)>,
+        per_client: Option<u32>,
+    ) -> Result<Self, FeaturizerError> {
         let Some(fitted) = &self.content.rarity else {
             return Ok(self.clone());
         };
@@ -253,16 +265,26 @@ impl Featurizer {
             .with_odd_permille(fitted.odd_permille.clone())
             .with_odd_shape_path(fitted.odd_shape_path)
             .with_odd_name_variants(fitted.odd_name_variants);
+        let mut caps = per_client.map(crate::params::ClientCaps::new);
         let mut scratch = Scratch::default();
         let mut n = 0u64;
-        for doc in docs {
+        for (doc, client) in docs {
             n += 1;
             // The text the table's lookups read: the parameter view with placements (the
             // target and a form body), the whole normalized request without.
             if self.params_view(&doc, &mut scratch).is_none() {
                 normalize_into(&self.content.config, &doc, &mut scratch);
             }
-            table.add(doc.method, &scratch.text, &mut scratch.params);
+            match (&mut caps, client) {
+                (Some(caps), Some(client)) => table.add_from_client(
+                    doc.method,
+                    &scratch.text,
+                    &mut scratch.params,
+                    client,
+                    caps,
+                ),
+                _ => table.add(doc.method, &scratch.text, &mut scratch.params),
+            }
         }
         if n == 0 {
             return Err(FeaturizerError::EmptyCorpus);

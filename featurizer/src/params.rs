@@ -440,6 +440,50 @@ fn shape_key(path: &str, name: &str, pattern: &str, key: &mut String) {
     key.push_str(pattern);
 }
 
+/// [`RarityTable::count`]'s map of paths.
+const MAP_PATHS: u8 = 6;
+/// [`RarityTable::count`]'s map of (path, name, pattern) shapes.
+const MAP_SHAPES: u8 = 7;
+
+/// How much each client may add to a [`RarityTable`] ([`RarityTable::add_from_client`]): every
+/// key at most `per_client` times per client. Held while counting only; the table keeps counts,
+/// never a client.
+#[derive(Debug, Default)]
+pub struct ClientCaps {
+    per_client: u32,
+    ids: std::collections::HashMap<String, u32>,
+    /// (client id, hash of map and key) → times counted.
+    counted: std::collections::HashMap<(u32, u64), u32>,
+}
+
+impl ClientCaps {
+    /// Each client counts each key at most `per_client` times (at least once).
+    pub fn new(per_client: u32) -> Self {
+        ClientCaps {
+            per_client: per_client.max(1),
+            ..Default::default()
+        }
+    }
+
+    fn id(&mut self, client: &str) -> u32 {
+        let next = self.ids.len() as u32;
+        *self.ids.entry(client.to_owned()).or_insert(next)
+    }
+
+    /// Whether client `id` may count `key` of `map` once more (and counts it if so).
+    fn admit(&mut self, id: u32, map: u8, key: &str) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (map, key).hash(&mut h);
+        let n = self.counted.entry((id, h.finish())).or_insert(0);
+        if *n >= self.per_client {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+}
+
 /// How often each (path, parameter name, value pattern) and each path occurs in the corpus the
 /// featurizer was fitted on (the public side): the stored form of the rarity features.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -515,31 +559,59 @@ impl RarityTable {
 
     /// Counts one corpus request (method and normalized text); each key once per request.
     pub fn add(&mut self, method: &str, text: &str, scratch: &mut ParamScratch) {
+        for (map, key) in self.request_keys(method, text, scratch) {
+            self.count(map, key);
+        }
+    }
+
+    /// [`Self::add`] for a request of `client`, where `clients` caps what each client adds: a
+    /// key counts at most `clients.per_client` times per client, so one client repeating a
+    /// value (a scanner, an attacker replaying a payload) cannot make it the site's own.
+    pub fn add_from_client(
+        &mut self,
+        method: &str,
+        text: &str,
+        scratch: &mut ParamScratch,
+        client: &str,
+        clients: &mut ClientCaps,
+    ) {
+        let id = clients.id(client);
+        for (map, key) in self.request_keys(method, text, scratch) {
+            if clients.admit(id, map, &key) {
+                self.count(map, key);
+            }
+        }
+    }
+
+    /// The keys one request adds to (each once): `(map, key)`, the map as [`Self::count`] reads it.
+    fn request_keys(
+        &self,
+        method: &str,
+        text: &str,
+        scratch: &mut ParamScratch,
+    ) -> Vec<(u8, String)> {
         let (path, pairs) = split_request(text);
-        *self.paths.entry(path.to_owned()).or_default() += 1;
-        let mut keys: Vec<String> = Vec::new();
-        // (map, key) pairs of the oddity counts, each once per request.
-        let mut odd_keys: Vec<(u8, String)> = Vec::new();
+        let mut keys: Vec<(u8, String)> = vec![(MAP_PATHS, path.to_owned())];
         let odd = !self.odd_permille.is_empty();
         if odd {
             let mut key = format!("{path}\t");
             push_method_key(method, &mut key);
-            odd_keys.push((4, key));
+            keys.push((4, key));
         }
         for (name, value) in pairs {
             if odd {
                 let name = clip(name, MAX_NAME_CHARS);
-                odd_keys.push((0, name.to_owned()));
-                odd_keys.push((3, format!("{path}\t{name}")));
-                odd_keys.push((2, format!("{name}\t{}", length_bucket(value))));
+                keys.push((0, name.to_owned()));
+                keys.push((3, format!("{path}\t{name}")));
+                keys.push((2, format!("{name}\t{}", length_bucket(value))));
                 for c in value.chars() {
-                    odd_keys.push((1, format!("{name}\t{}", char_class(c))));
+                    keys.push((1, format!("{name}\t{}", char_class(c))));
                 }
             }
             value_pattern(value, &mut scratch.pattern);
             if odd && self.odd_shape_path {
                 let name = clip(name, MAX_NAME_CHARS);
-                odd_keys.push((5, format!("{name}\t{}", scratch.pattern)));
+                keys.push((5, format!("{name}\t{}", scratch.pattern)));
             }
             shape_key(
                 path,
@@ -547,26 +619,27 @@ impl RarityTable {
                 &scratch.pattern,
                 &mut scratch.key,
             );
-            keys.push(scratch.key.clone());
+            keys.push((MAP_SHAPES, scratch.key.clone()));
         }
         keys.sort_unstable();
         keys.dedup();
-        for k in keys {
-            *self.shapes.entry(k).or_default() += 1;
-        }
-        odd_keys.sort_unstable();
-        odd_keys.dedup();
-        for (map, k) in odd_keys {
-            let map = match map {
-                0 => &mut self.names,
-                1 => &mut self.name_classes,
-                2 => &mut self.name_lengths,
-                3 => &mut self.path_names,
-                4 => &mut self.path_methods,
-                _ => &mut self.name_patterns,
-            };
-            *map.entry(k).or_default() += 1;
-        }
+        keys
+    }
+
+    /// Adds one to `key` of `map` (0 names, 1 name classes, 2 name lengths, 3 path names,
+    /// 4 path methods, 5 name patterns, [`MAP_PATHS`], [`MAP_SHAPES`]).
+    fn count(&mut self, map: u8, key: String) {
+        let map = match map {
+            0 => &mut self.names,
+            1 => &mut self.name_classes,
+            2 => &mut self.name_lengths,
+            3 => &mut self.path_names,
+            4 => &mut self.path_methods,
+            5 => &mut self.name_patterns,
+            MAP_PATHS => &mut self.paths,
+            _ => &mut self.shapes,
+        };
+        *map.entry(key).or_default() += 1;
     }
 
     /// The parameter names that get their own `rare:<name>` feature: the

@@ -357,3 +357,75 @@ fn the_rarity_table_counted_on_other_requests_keeps_the_vocabulary() {
     let plain = Featurizer::fit(FeaturizerConfig::default(), corpus()).unwrap();
     assert_eq!(plain.with_rarity_from(corpus()).unwrap(), plain);
 }
+
+/// `with_rarity_by_client`: one client repeating a value (a scanner replaying a payload) makes
+/// it the site's own when every request counts, not when each client counts at most twice; a
+/// value many clients send stays known, and requests without a client each count as their own.
+#[test]
+fn one_client_repeating_a_value_cannot_make_it_known() {
+    let login = |pwd: &'static str| RequestParts {
+        method: "POST",
+        target: b"/shop/login.jsp",
+        body: Some(pwd.as_bytes()),
+        headers: Default::default(),
+        excluded_fields: Default::default(),
+    };
+    let benign = [
+        "login=ana&pwd=x1",
+        "login=bob&pwd=luna",
+        "login=eva&pwd=sol7",
+    ];
+    let scanner = "login=ana&pwd=%27+or+1%3D1";
+    let config = FeaturizerConfig {
+        odd_permille: vec![10, 100],
+        ..config()
+    };
+    // 30 clients with 3 benign logins each, and one scanner sending its payload 12 times.
+    let clients: Vec<String> = (0..31).map(|c| format!("10.0.0.{c}")).collect();
+    let traffic = || {
+        let benign = (0..30).flat_map(|c| benign.iter().map(move |&b| (c, b)));
+        benign
+            .chain(std::iter::repeat_n((30, scanner), 12))
+            .map(|(c, b)| (login(b), Some(clients[c].as_str())))
+    };
+    let fitted = Featurizer::fit(config, traffic().map(|(r, _)| r)).unwrap();
+    let attack = login("login=eva&pwd=%27+or+2%3D2");
+    let is_format_check =
+        |t: &String| t.contains("rare:") || t.contains("unseen:") || t.contains("odd:");
+    let format_checks = |f: &Featurizer| -> Vec<String> {
+        tokens_of(f, &attack)
+            .into_iter()
+            .filter(is_format_check)
+            .collect()
+    };
+    let by_request = fitted.with_rarity_by_client(traffic(), None).unwrap();
+    assert_eq!(
+        by_request,
+        fitted.with_rarity_from(traffic().map(|(r, _)| r)).unwrap()
+    );
+    assert!(
+        !format_checks(&by_request)
+            .iter()
+            .any(|t| t.starts_with("p:rare:")),
+        "counted by request, the scanner's 12 payloads make its shape known: {:?}",
+        format_checks(&by_request)
+    );
+    let by_client = fitted.with_rarity_by_client(traffic(), Some(2)).unwrap();
+    let fired = format_checks(&by_client);
+    assert!(fired.iter().any(|t| t.starts_with("p:rare:")), "{fired:?}");
+    assert!(
+        fired.iter().any(|t| t.starts_with("p:odd:char")),
+        "{fired:?}"
+    );
+    // The values many clients send stay the site's own.
+    for b in benign {
+        let tokens = tokens_of(&by_client, &login(b));
+        assert!(!tokens.iter().any(is_format_check), "{b}: {tokens:?}");
+    }
+    // Without clients every request is its own client: the cap changes nothing.
+    let anonymous = || traffic().map(|(r, _)| (r, None));
+    assert_eq!(
+        fitted.with_rarity_by_client(anonymous(), Some(2)).unwrap(),
+        by_request
+    );
+}

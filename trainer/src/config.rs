@@ -97,6 +97,12 @@ pub struct SiteConfig {
     /// then goes to benign requests, not to attacks the student rightly flags. Post-processing
     /// of the release (`privacy.mechanism: model_average`); no effect otherwise.
     pub threshold_without_release_flagged: bool,
+    /// The validation traffic libinjection calls SQL injection or XSS (in any part) is left out
+    /// of the traffic the thresholds' budgets are a share of, as the release-flagged one is: a
+    /// scanner's burst in the log would otherwise spend the budget and lift the threshold above
+    /// the very attacks it sent. What it leaves out can add at most its own share to the
+    /// flagged share of benign traffic (the run logs the count). Public knowledge, no ε.
+    pub threshold_without_injections: bool,
     /// Which requests are held out: `last` (the default: the last ones of the logs, in order —
     /// tomorrow's traffic, new pages included, is what the threshold must hold on) or `hash`
     /// (each record by a hash of itself, as a simulation's pool has no order).
@@ -113,6 +119,14 @@ pub struct SiteConfig {
     /// share of. At most [`MAX_SITE_REVIEW`]; the report's `student_side_labels`. 0 (the
     /// default): no label of the site is read.
     pub review: usize,
+    /// How much one client may shape what the bundle learns from the site's traffic: its
+    /// requests count at most this many times per value, path or name in the format model (the
+    /// rarity table, counted on the validation traffic), and only its first this many
+    /// validation requests (in log order) are in the traffic the threshold's budget is a share
+    /// of. A client repeating a payload (a scanner) then neither makes its values the site's own
+    /// nor spends the budget. Clients are an access log's remote host or a capture's address; a
+    /// request without one counts as its own client. `null`: every request counts.
+    pub requests_per_client: Option<u32>,
 }
 
 /// The most student-side labels `site.review` may read.
@@ -137,9 +151,11 @@ impl Default for SiteConfig {
             test_attacks: 1000,
             test_attack_files: Vec::new(),
             threshold_without_release_flagged: true,
+            threshold_without_injections: true,
             holdout: SiteHoldout::Last,
             format_checks: false,
             review: 0,
+            requests_per_client: Some(2),
         }
     }
 }
@@ -1052,6 +1068,11 @@ impl RunConfig {
         self.split.is_some()
     }
 
+    /// `site.requests_per_client` (none without `site:`).
+    pub fn requests_per_client(&self) -> Option<u32> {
+        self.site.as_ref().and_then(|s| s.requests_per_client)
+    }
+
     /// Every dataset file of the config, whatever its role.
     pub fn sources_mut(&mut self) -> impl Iterator<Item = &mut DatasetSource> {
         let simulated = self
@@ -1412,6 +1433,12 @@ impl RunConfig {
         }
         if site.validation_attacks == 0 {
             return bad("site.validation_attacks", "must be at least 1".into());
+        }
+        if site.requests_per_client == Some(0) {
+            return bad(
+                "site.requests_per_client",
+                "must be at least 1 (null: every request counts)".into(),
+            );
         }
         if site.review > MAX_SITE_REVIEW {
             return bad(
@@ -1927,6 +1954,11 @@ mod tests {
             e.contains("site.review") && e.contains("at most 200"),
             "{e}"
         );
+        // A client's requests count at least once toward the format model.
+        let e = RunConfig::parse(&reviewed.replace("review: 200", "requests_per_client: 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("site.requests_per_client"), "{e}");
         let e = RunConfig::parse(&format!(
             "private: {file}\npublic: {file}\n{pe}site: {{review: 10, test_attack_files: [{{path: t.csv, format: httpparams}}]}}\n"
         ))

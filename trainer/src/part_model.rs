@@ -238,6 +238,7 @@ mod tests {
             ],
             label: None,
             line: 1,
+            client: None,
         };
         let config = featurizer::FeaturizerConfig {
             top_k: 2000,

@@ -455,6 +455,7 @@ impl Placed {
             headers: self.headers,
             label: Some(label),
             line,
+            client: None,
         }
     }
 }

@@ -29,6 +29,7 @@ fn template() -> Record {
         ],
         label: None,
         line: 1,
+        client: None,
     }
 }
 
@@ -1022,6 +1023,7 @@ fn a_fwaf_line_is_placed_as_its_attack_without_the_scanners_path() {
             headers: Vec::new(),
             label: Some(Label::Malicious),
             line: 1,
+            client: None,
         };
         trainer::public_examples::fwaf_attack_value(&record).map(|v| String::from_utf8(v).unwrap())
     };

@@ -2,7 +2,9 @@
 //! neighbouring data sets (one record more or less) differ in exactly one teacher's data.
 use datasets::{Label, Record};
 use trainer::config::SplitConfig;
-use trainer::stages::split::{distinct, split_by_record};
+use trainer::stages::split::{
+    distinct, multiplicities, multiplicities_per_client, split_by_record,
+};
 use trainer::teachers::hash_partition;
 
 fn record(i: usize, copy: usize) -> Record {
@@ -21,6 +23,7 @@ fn record(i: usize, copy: usize) -> Record {
             Label::Benign
         }),
         line: 1 + 10 * i + copy,
+        client: None,
     }
 }
 
@@ -486,6 +489,7 @@ fn validation_labels_know_a_drawn_request_by_its_request_not_its_cookie_or_label
         )],
         label,
         line: 1 + cookie,
+        client: None,
     };
     // Public: four distinct requests, /shop/home three times with three cookies; validation:
     // /shop/home (malicious, as the site's owner labelled it) and /about, with other cookies.
@@ -584,5 +588,40 @@ fn limit_on_private_data_is_refused_for_a_private_run() {
     assert!(
         e.contains("split.simulate_from") && e.contains("limit"),
         "{e}"
+    );
+}
+
+/// `site.requests_per_client`: in the threshold's traffic a client's requests past its first k
+/// count 0, in the same positions as `multiplicities`; requests without a client always count.
+#[test]
+fn a_client_counts_its_first_requests_only() {
+    let from = |target: &str, client: Option<&str>| Record {
+        client: client.map(str::to_owned),
+        ..Record::get(target, Some(Label::Benign))
+    };
+    let records = vec![
+        from("/feed", Some("a")),
+        from("/?page=1'", Some("scanner")),
+        from("/?page=2'", Some("scanner")),
+        from("/feed", Some("b")),
+        from("/?page=3'", Some("scanner")),
+        from("/feed", Some("a")),
+        from("/feed", Some("a")),
+        from("/?page=4'", None),
+        from("/?page=4'", None),
+    ];
+    let rows: Vec<usize> = (0..records.len()).collect();
+    assert_eq!(multiplicities(&records, &rows), [4, 1, 1, 1, 2]);
+    assert_eq!(
+        multiplicities_per_client(&records, &rows, None),
+        [4, 1, 1, 1, 2]
+    );
+    assert_eq!(
+        multiplicities_per_client(&records, &rows, Some(2)),
+        [3, 1, 1, 0, 2]
+    );
+    assert_eq!(
+        multiplicities_per_client(&records, &rows, Some(1)),
+        [2, 1, 0, 0, 2]
     );
 }

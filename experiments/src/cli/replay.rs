@@ -658,6 +658,7 @@ mod tests {
             headers: Vec::new(),
             label: None,
             line: 1,
+            client: None,
         }
     }
 

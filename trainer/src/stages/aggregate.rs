@@ -113,15 +113,9 @@ pub fn run(
         teachers.len(),
     )?;
     let (labels, validation_flagged) = match &config.privacy.mechanism {
-        Mechanism::ModelAverage(m) => model_average_labels(
-            config,
-            m,
-            teachers,
-            &features.queries_x,
-            &features.validation,
-            noise,
-            started,
-        )?,
+        Mechanism::ModelAverage(m) => {
+            model_average_labels(config, m, teachers, features, noise, started)?
+        }
         _ => (
             vote_labels(config, &votes, teachers.len(), noise, started)?,
             Vec::new(),
@@ -176,11 +170,11 @@ fn model_average_labels(
     config: &RunConfig,
     mechanism: &privacy::average::ModelAverage,
     teachers: &[crate::model_file::ModelFile],
-    queries: &crate::dense::DenseMatrix,
-    validation: &crate::ensemble::LabeledRows,
+    features: &super::featurize::Features,
     noise: &mut privacy::NoiseRng,
     started: Instant,
 ) -> Result<(Vec<Option<bool>>, Vec<bool>)> {
+    let (queries, validation) = (&features.queries_x, &features.validation);
     let labelling = config.aggregation.model_average.unwrap_or_default();
     let models = teachers
         .iter()
@@ -237,7 +231,22 @@ fn model_average_labels(
         labelling.validation_recall,
     )?;
     if let Some(fpr) = labelling.validation_fpr {
-        let benign = benign_share_threshold(&validation_scores, &validation.y, fpr)?;
+        // The site's requests left out of the threshold's traffic (past their client's first
+        // `site.requests_per_client`) are left out of this share too.
+        let counted: Vec<(f64, bool)> = validation_scores
+            .iter()
+            .zip(&validation.y)
+            .zip(
+                features
+                    .validation_traffic
+                    .iter()
+                    .chain(std::iter::repeat(&1)),
+            )
+            .filter(|&(_, &copies)| copies > 0)
+            .map(|((&s, &y), _)| (s, y))
+            .collect();
+        let (scores, labels): (Vec<f64>, Vec<bool>) = counted.into_iter().unzip();
+        let benign = benign_share_threshold(&scores, &labels, fpr)?;
         tracing::info!(
             "model-average: {fpr} of the validation's benign requests at score ≥ {benign:.4}, \
              the recall's threshold {threshold:.4}: the higher is taken"

@@ -43,6 +43,11 @@ pub struct Features {
     pub shared: Arc<Shared>,
     /// The student's validation samples.
     pub validation: LabeledRows,
+    /// Each validation sample's copies in the traffic the thresholds' budgets are a share of:
+    /// `plan.validation_traffic` (0 for a site request sent only past its clients' first
+    /// `site.requests_per_client`), and 0 for a request of the site's traffic that libinjection
+    /// calls SQL injection or XSS (`site.threshold_without_injections`).
+    pub validation_traffic: Vec<usize>,
     /// The queries (original features).
     pub queries_x: DenseMatrix,
     /// The queries' public-side labels where known (diagnostic only; never trained on).
@@ -100,6 +105,7 @@ pub fn fit(config: &RunConfig, data: &RunData) -> Result<Featurizer> {
                 headers: crate::public_examples::browser_headers(ua),
                 label: None,
                 line: 0,
+                client: None,
             })
             .collect(),
     };
@@ -129,7 +135,10 @@ pub fn fit(config: &RunConfig, data: &RunData) -> Result<Featurizer> {
                 "featurizer: the rarity table counts the {} benign validation requests",
                 benign.len()
             );
-            Ok(fitted.with_rarity_from(benign.iter().map(|(_, r)| r.parts()))?)
+            Ok(fitted.with_rarity_by_client(
+                benign.iter().map(|(_, r)| (r.parts(), r.client.as_deref())),
+                config.requests_per_client(),
+            )?)
         }
     }
 }
@@ -185,9 +194,11 @@ pub fn student_side(
         .collect();
     let pool_x = (config.student.self_training.rounds > 0)
         .then(|| crate::stages::featurize::featurize_rows(featurizer, records, &plan.pool_rows));
+    let validation_traffic = threshold_traffic(config, featurizer, data, plan);
     Ok(Features {
         shared,
         validation,
+        validation_traffic,
         queries_x,
         queries_y,
         pool_x,
@@ -249,7 +260,10 @@ impl ValidationFolds {
                     // requests are scored with the served table, as the rest is.
                     return Ok(featurizer.clone());
                 }
-                Ok(featurizer.with_rarity_from(others.iter().map(|r| r.parts()))?)
+                Ok(featurizer.with_rarity_by_client(
+                    others.iter().map(|r| (r.parts(), r.client.as_deref())),
+                    config.requests_per_client(),
+                )?)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(ValidationFolds {
@@ -306,6 +320,51 @@ pub fn featurize(
 ) -> Result<Features> {
     let shared = Arc::new(shared(config, featurizer, data)?);
     student_side(config, shared, data, plan)
+}
+
+/// [`Features::validation_traffic`]: the site's validation requests libinjection calls an
+/// attack (in any part, as the featurizer reads it: its `li:` features) leave the traffic, with
+/// `site.threshold_without_injections`. Public knowledge, no ε: a scanner's burst in the log
+/// would otherwise spend the budget and lift the threshold above the attacks it is made of.
+fn threshold_traffic(
+    config: &RunConfig,
+    featurizer: &Featurizer,
+    data: &RunData,
+    plan: &QueryPlan,
+) -> Vec<usize> {
+    let mut traffic = plan.validation_traffic.clone();
+    let on = config
+        .site
+        .as_ref()
+        .is_some_and(|s| s.threshold_without_injections);
+    let injection: Vec<u32> = featurizer::LIBINJECTION_FEATURES
+        .iter()
+        .filter_map(|body| {
+            let name = format!("{}{body}", featurizer::PLACEMENT_PREFIX);
+            featurizer.vocabulary().iter().position(|t| *t == name)
+        })
+        .map(|i| i as u32)
+        .collect();
+    if !on || injection.is_empty() {
+        return traffic;
+    }
+    let mut left_out = 0usize;
+    for (copies, &i) in traffic.iter_mut().zip(&plan.validation_rows) {
+        let record = &data.records[i];
+        if *copies == 0 || record.label != Some(datasets::Label::Benign) {
+            continue;
+        }
+        let x = featurizer.transform(&record.parts());
+        if x.indices.iter().any(|k| injection.contains(k)) {
+            left_out += *copies;
+            *copies = 0;
+        }
+    }
+    tracing::info!(
+        "site: {left_out} validation requests libinjection calls SQL injection or XSS are left \
+         out of the thresholds' traffic"
+    );
+    traffic
 }
 
 impl Features {
@@ -478,5 +537,123 @@ mod tests {
         assert!(ValidationFolds::new(&off, &served, &data)
             .unwrap()
             .is_none());
+    }
+
+    /// `site.threshold_without_injections`: a request of the site's validation traffic that
+    /// libinjection calls SQL injection or XSS (in a query value, a header...) leaves the
+    /// thresholds' traffic; an ordinary one and a placed attack (labelled malicious) keep their
+    /// copies; off, nothing leaves.
+    #[test]
+    fn the_site_traffic_libinjection_calls_an_attack_leaves_the_thresholds_traffic() {
+        use datasets::Label::{Benign, Malicious};
+        let text = |on: bool| {
+            format!(
+                "private: [{{path: a.txt, format: csic, label: benign}}]\n\
+                 public: [{{path: b.log, format: apache}}]\n\
+                 student: {{public_examples: {{files: [{{path: p.csv, format: httpparams}}]}}}}\n\
+                 site: {{threshold_without_injections: {on}, \
+                 test_attack_files: [{{path: t.csv, format: httpparams}}]}}\n\
+                 featurizer: {{config: {{placements: {{}}, libinjection: true, top_k: 500}}}}\n"
+            )
+        };
+        let records = vec![
+            record("/blog/post.html?page=2", Benign),
+            record("/?page=1%27%20or%201%3D1--", Benign),
+            record("/?q=%3Cscript%3Ealert(1)%3C/script%3E", Benign),
+            record("/?page=1%27%20or%202%3D2--", Malicious),
+            record("/about", Benign),
+        ];
+        let splits = Splits {
+            public: vec![0, 4],
+            student_validation: vec![0, 1, 2, 3],
+            ..Default::default()
+        };
+        let data = RunData {
+            files: vec![std::path::PathBuf::from("b.log"); records.len()],
+            records,
+            splits,
+            simulation: false,
+            held_out_attacks: Vec::new(),
+        };
+        let plan = QueryPlan {
+            distinct_public: Vec::new(),
+            query_order: Vec::new(),
+            query_rows: Vec::new(),
+            pool_rows: Vec::new(),
+            distinct_validation: 4,
+            validation_rows: vec![0, 1, 2, 3],
+            validation_known: Vec::new(),
+            validation_known_copies: Vec::new(),
+            public_multiplicity: Vec::new(),
+            query_copies: Vec::new(),
+            validation_copies: vec![1; 4],
+            validation_traffic: vec![3, 2, 1, 1],
+        };
+        let config = RunConfig::parse(&text(true)).unwrap();
+        let featurizer = Featurizer::fit(
+            config.featurizer.config.clone(),
+            data.records.iter().map(|r| r.parts()),
+        )
+        .unwrap();
+        assert_eq!(
+            threshold_traffic(&config, &featurizer, &data, &plan),
+            [3, 0, 0, 1]
+        );
+        let off = RunConfig::parse(&text(false)).unwrap();
+        assert_eq!(
+            threshold_traffic(&off, &featurizer, &data, &plan),
+            [3, 2, 1, 1]
+        );
+    }
+
+    /// `site.requests_per_client`: the site's format model counts the validation traffic by
+    /// client, each at most k times per path or value: a scanner's path it requested 10 times is
+    /// still unseen at k = 2 (needs 3), seen when every request counts; a path 3 clients asked
+    /// for is seen either way.
+    #[test]
+    fn the_site_format_model_counts_each_client_a_few_times() {
+        use datasets::Label::Benign;
+        let config = |k: &str| {
+            RunConfig::parse(&format!(
+                "private: [{{path: a.txt, format: csic, label: benign}}]\n\
+                 public: [{{path: b.log, format: apache}}]\n\
+                 student: {{public_examples: {{files: [{{path: p.csv, format: httpparams}}]}}}}\n\
+                 site: {{requests_per_client: {k}, \
+                 test_attack_files: [{{path: t.csv, format: httpparams}}]}}\n\
+                 featurizer: {{rarity_on: validation_benign, \
+                 config: {{params: true, rarity_min_count: 3, top_k: 500}}}}\n"
+            ))
+            .unwrap()
+        };
+        let from = |target: &str, client: &str| datasets::Record {
+            client: Some(client.to_owned()),
+            ..record(target, Benign)
+        };
+        let mut records: Vec<datasets::Record> =
+            (0..10).map(|_| from("/admin.bak", "scanner")).collect();
+        records.extend(["a", "b", "c"].map(|c| from("/index", c)));
+        records.push(from("/pub", "a"));
+        let splits = Splits {
+            public: vec![records.len() - 1],
+            student_validation: (0..records.len() - 1).collect(),
+            ..Default::default()
+        };
+        let data = RunData {
+            files: vec![std::path::PathBuf::from("b.log"); records.len()],
+            records,
+            splits,
+            simulation: false,
+            held_out_attacks: Vec::new(),
+        };
+        let unseen = |k: &str, target: &str| {
+            let f = fit(&config(k), &data).unwrap();
+            let unseen = f.unseen_path_index().expect("format checks");
+            f.transform(&record(target, Benign).parts())
+                .indices
+                .contains(&unseen)
+        };
+        assert!(unseen("2", "/admin.bak"));
+        assert!(!unseen("null", "/admin.bak"));
+        assert!(!unseen("2", "/index") && !unseen("null", "/index"));
     }
 }

@@ -142,11 +142,14 @@ fn public_examples(
             values.held_out_user_agents.len()
         );
     }
-    // Validation: the student's labelled benign validation requests as templates.
+    // Validation: the student's labelled benign validation requests the thresholds' traffic
+    // counts as templates (not one libinjection calls an attack, nor a client's surplus).
     let benign_validation: Vec<&datasets::Record> = plan
         .validation_rows
         .iter()
-        .map(|&i| &records[i])
+        .zip(&features.validation_traffic)
+        .filter(|&(_, &copies)| copies > 0)
+        .map(|(&i, _)| &records[i])
         .filter(|r| r.label == Some(datasets::Label::Benign))
         .collect();
     let validation = placed_validation(pe, &benign_validation, &values, rng);
@@ -1183,13 +1186,15 @@ fn validation_scores(
     // on the traffic: a 1 % budget held 0.2-0.3 % on the test traffic, at 75-80 % TPR instead
     // of 93 %; EVALUATION.md.)
     let traffic = (student.multiplicity_cap.is_some() || !cx.excluded.is_empty()).then(|| {
-        let site = plan.validation_traffic.iter().enumerate().map(|(r, &c)| {
-            match student.multiplicity_cap {
+        let site = features
+            .validation_traffic
+            .iter()
+            .enumerate()
+            .map(|(r, &c)| match student.multiplicity_cap {
                 _ if cx.excluded.get(r) == Some(&true) => 0,
                 Some(_) => c,
                 None => 1,
-            }
-        });
+            });
         site.chain(std::iter::repeat_n(1, placed_validation.len()))
             .collect::<Vec<_>>()
     });
@@ -1431,12 +1436,7 @@ fn content_only_threshold(
     (placed, part_model): (&[(Spot, datasets::Record)], Option<&ModelFile>),
     (model, extras): (&mut ModelFile, &mut StudentExtras),
 ) -> Result<()> {
-    let ThresholdContext {
-        plan,
-        features,
-        env,
-        ..
-    } = *cx;
+    let ThresholdContext { features, env, .. } = *cx;
     let student = &cx.config.student;
     let public_examples = student.public_examples.as_ref();
     let budget = public_examples
@@ -1454,7 +1454,7 @@ fn content_only_threshold(
             .map(|k| {
                 student
                     .multiplicity_cap
-                    .map_or(1, |_| plan.validation_traffic[k].max(1))
+                    .map_or(1, |_| features.validation_traffic[k])
             })
             .collect::<Vec<_>>(),
         budget: student.target_fpr,
@@ -2152,6 +2152,7 @@ mod tests {
                 .unwrap_or_default(),
             label: None,
             line: 1,
+            client: None,
         }
     }
 
