@@ -255,20 +255,7 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .iter()
         .map(|&i| validation_multiplicity[i].min(cap))
         .collect();
-    // The threshold's traffic: a client's requests past its first `site.requests_per_client`.
-    let validation_traffic_counts = multiplicities_per_client(
-        records,
-        &splits.student_validation,
-        config.requests_per_client(),
-    );
-    if let Some(k) = config.requests_per_client() {
-        let left_out =
-            splits.student_validation.len() - validation_traffic_counts.iter().sum::<usize>();
-        tracing::info!(
-            "site: {left_out} validation requests past their client's first {k} are left out of \
-             the threshold's traffic"
-        );
-    }
+    let validation_traffic_counts = threshold_traffic_counts(config, data);
     let validation_traffic: Vec<usize> = validation_order
         .iter()
         .map(|&i| validation_traffic_counts[i])
@@ -287,6 +274,21 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         validation_copies,
         validation_traffic,
     })
+}
+
+/// Copies of each distinct student-validation request in the threshold's traffic: a client's
+/// requests past its first `site.requests_per_client` count 0 (logged).
+fn threshold_traffic_counts(config: &RunConfig, data: &RunData) -> Vec<usize> {
+    let rows = &data.splits.student_validation;
+    let counts = multiplicities_per_client(&data.records, rows, config.requests_per_client());
+    if let Some(k) = config.requests_per_client() {
+        let left_out = rows.len() - counts.iter().sum::<usize>();
+        tracing::info!(
+            "site: {left_out} validation requests past their client's first {k} are left out of \
+             the threshold's traffic"
+        );
+    }
+    counts
 }
 
 /// The order the distinct public requests (with these multiplicities) are drawn in, by
