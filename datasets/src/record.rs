@@ -23,7 +23,7 @@ pub struct Record {
     pub line: usize,
     /// The client that sent it, where the format names one (an access log's remote host, a
     /// capture's address without its port): the site's format model counts a client's requests
-    /// at most a few times (`site.format_requests_per_client`).
+    /// at most a few times (`site.requests_per_client`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
 }

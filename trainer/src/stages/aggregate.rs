@@ -231,8 +231,8 @@ fn model_average_labels(
         labelling.validation_recall,
     )?;
     if let Some(fpr) = labelling.validation_fpr {
-        // The site's requests left out of the threshold's traffic (past their client's first
-        // `site.requests_per_client`) are left out of this share too.
+        // The site's requests left out of the thresholds' traffic (a client's surplus, what
+        // libinjection calls an attack: `Features::validation_traffic`) are left out here too.
         let counted: Vec<(f64, bool)> = validation_scores
             .iter()
             .zip(&validation.y)
