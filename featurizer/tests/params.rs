@@ -266,18 +266,22 @@ fn without_format_checks_the_site_format_features_are_gone_and_the_rest_stays() 
     }
 }
 
+/// A login form POST with `body`.
+fn login(body: &'static str) -> RequestParts<'static> {
+    RequestParts {
+        method: "POST",
+        target: b"/shop/login.jsp",
+        body: Some(body.as_bytes()),
+        headers: Default::default(),
+        excluded_fields: Default::default(),
+    }
+}
+
 /// `with_rarity_from`: the table counted on other requests (the benign ones), the vocabulary,
 /// document frequencies and IDF kept. A pool where 3 of 22 passwords carry a `/` (attacks the
 /// pool holds) does not make `/` odd at 1 %; counted on the 19 benign requests, it is.
 #[test]
 fn the_rarity_table_counted_on_other_requests_keeps_the_vocabulary() {
-    let login = |pwd: &'static str| RequestParts {
-        method: "POST",
-        target: b"/shop/login.jsp",
-        body: Some(pwd.as_bytes()),
-        headers: Default::default(),
-        excluded_fields: Default::default(),
-    };
     const BENIGN: [&str; 19] = [
         "login=ana&pwd=x1",
         "login=bob&pwd=secret",
@@ -363,13 +367,6 @@ fn the_rarity_table_counted_on_other_requests_keeps_the_vocabulary() {
 /// value many clients send stays known, and requests without a client each count as their own.
 #[test]
 fn one_client_repeating_a_value_cannot_make_it_known() {
-    let login = |pwd: &'static str| RequestParts {
-        method: "POST",
-        target: b"/shop/login.jsp",
-        body: Some(pwd.as_bytes()),
-        headers: Default::default(),
-        excluded_fields: Default::default(),
-    };
     let benign = [
         "login=ana&pwd=x1",
         "login=bob&pwd=luna",

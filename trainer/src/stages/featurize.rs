@@ -446,6 +446,30 @@ mod tests {
         datasets::Record::get(target, Some(label))
     }
 
+    /// A site run's config: CSIC-format private logs, an Apache log as the site's traffic, with
+    /// `site` and `featurizer` the settings given.
+    fn site_config(site: &str, featurizer: &str) -> RunConfig {
+        RunConfig::parse(&format!(
+            "private: [{{path: a.txt, format: csic, label: benign}}]\n\
+             public: [{{path: b.log, format: apache}}]\n\
+             student: {{public_examples: {{files: [{{path: p.csv, format: httpparams}}]}}}}\n\
+             site: {{{site}, test_attack_files: [{{path: t.csv, format: httpparams}}]}}\n\
+             featurizer: {featurizer}\n"
+        ))
+        .unwrap()
+    }
+
+    /// A site run's data: `records` of one log, split as `splits`.
+    fn site_data(records: Vec<datasets::Record>, splits: Splits) -> RunData {
+        RunData {
+            files: vec![std::path::PathBuf::from("b.log"); records.len()],
+            records,
+            splits,
+            simulation: false,
+            held_out_attacks: Vec::new(),
+        }
+    }
+
     /// `rarity_on: validation_benign`: the served table counts the validation split's benign
     /// records — not the public pool, not the private split, not a validation attack — and each validation record is
     /// featurized with the table of the other folds: a request seen once is unseen there, one
@@ -546,14 +570,10 @@ mod tests {
     #[test]
     fn the_site_traffic_libinjection_calls_an_attack_leaves_the_thresholds_traffic() {
         use datasets::Label::{Benign, Malicious};
-        let text = |on: bool| {
-            format!(
-                "private: [{{path: a.txt, format: csic, label: benign}}]\n\
-                 public: [{{path: b.log, format: apache}}]\n\
-                 student: {{public_examples: {{files: [{{path: p.csv, format: httpparams}}]}}}}\n\
-                 site: {{threshold_without_injections: {on}, \
-                 test_attack_files: [{{path: t.csv, format: httpparams}}]}}\n\
-                 featurizer: {{config: {{placements: {{}}, libinjection: true, top_k: 500}}}}\n"
+        let config = |on: bool| {
+            site_config(
+                &format!("threshold_without_injections: {on}"),
+                "{config: {placements: {}, libinjection: true, top_k: 500}}",
             )
         };
         let records = vec![
@@ -568,13 +588,7 @@ mod tests {
             student_validation: vec![0, 1, 2, 3],
             ..Default::default()
         };
-        let data = RunData {
-            files: vec![std::path::PathBuf::from("b.log"); records.len()],
-            records,
-            splits,
-            simulation: false,
-            held_out_attacks: Vec::new(),
-        };
+        let data = site_data(records, splits);
         let plan = QueryPlan {
             distinct_public: Vec::new(),
             query_order: Vec::new(),
@@ -589,19 +603,17 @@ mod tests {
             validation_copies: vec![1; 4],
             validation_traffic: vec![3, 2, 1, 1],
         };
-        let config = RunConfig::parse(&text(true)).unwrap();
         let featurizer = Featurizer::fit(
-            config.featurizer.config.clone(),
+            config(true).featurizer.config.clone(),
             data.records.iter().map(|r| r.parts()),
         )
         .unwrap();
         assert_eq!(
-            threshold_traffic(&config, &featurizer, &data, &plan),
+            threshold_traffic(&config(true), &featurizer, &data, &plan),
             [3, 0, 0, 1]
         );
-        let off = RunConfig::parse(&text(false)).unwrap();
         assert_eq!(
-            threshold_traffic(&off, &featurizer, &data, &plan),
+            threshold_traffic(&config(false), &featurizer, &data, &plan),
             [3, 2, 1, 1]
         );
     }
@@ -614,16 +626,11 @@ mod tests {
     fn the_site_format_model_counts_each_client_a_few_times() {
         use datasets::Label::Benign;
         let config = |k: &str| {
-            RunConfig::parse(&format!(
-                "private: [{{path: a.txt, format: csic, label: benign}}]\n\
-                 public: [{{path: b.log, format: apache}}]\n\
-                 student: {{public_examples: {{files: [{{path: p.csv, format: httpparams}}]}}}}\n\
-                 site: {{requests_per_client: {k}, \
-                 test_attack_files: [{{path: t.csv, format: httpparams}}]}}\n\
-                 featurizer: {{rarity_on: validation_benign, \
-                 config: {{params: true, rarity_min_count: 3, top_k: 500}}}}\n"
-            ))
-            .unwrap()
+            site_config(
+                &format!("requests_per_client: {k}"),
+                "{rarity_on: validation_benign, \
+                 config: {params: true, rarity_min_count: 3, top_k: 500}}",
+            )
         };
         let from = |target: &str, client: &str| datasets::Record {
             client: Some(client.to_owned()),
@@ -638,13 +645,7 @@ mod tests {
             student_validation: (0..records.len() - 1).collect(),
             ..Default::default()
         };
-        let data = RunData {
-            files: vec![std::path::PathBuf::from("b.log"); records.len()],
-            records,
-            splits,
-            simulation: false,
-            held_out_attacks: Vec::new(),
-        };
+        let data = site_data(records, splits);
         let unseen = |k: &str, target: &str| {
             let f = fit(&config(k), &data).unwrap();
             let unseen = f.unseen_path_index().expect("format checks");
