@@ -194,7 +194,7 @@ pub fn student_side(
         .collect();
     let pool_x = (config.student.self_training.rounds > 0)
         .then(|| crate::stages::featurize::featurize_rows(featurizer, records, &plan.pool_rows));
-    let validation_traffic = threshold_traffic(config, featurizer, data, plan);
+    let validation_traffic = threshold_traffic(config, featurizer, (data, plan), &validation.x);
     Ok(Features {
         shared,
         validation,
@@ -323,39 +323,35 @@ pub fn featurize(
 }
 
 /// [`Features::validation_traffic`]: the site's validation requests libinjection calls an
-/// attack (in any part, as the featurizer reads it: its `li:` features) leave the traffic, with
-/// `site.threshold_without_injections`. Public knowledge, no ε: a scanner's burst in the log
-/// would otherwise spend the budget and lift the threshold above the attacks it is made of.
+/// attack (in any part, as the featurizer reads it: its `li:` features in `validation_x`, one row
+/// per `plan.validation_rows`) leave the traffic, with `site.threshold_without_injections`.
+/// Public knowledge, no ε: a scanner's burst in the log would otherwise spend the budget and lift
+/// the threshold above the attacks it is made of.
 fn threshold_traffic(
     config: &RunConfig,
     featurizer: &Featurizer,
-    data: &RunData,
-    plan: &QueryPlan,
+    (data, plan): (&RunData, &QueryPlan),
+    validation_x: &DenseMatrix,
 ) -> Vec<usize> {
     let mut traffic = plan.validation_traffic.clone();
     let on = config
         .site
         .as_ref()
         .is_some_and(|s| s.threshold_without_injections);
-    let injection: Vec<u32> = featurizer::LIBINJECTION_FEATURES
+    let injection: Vec<usize> = featurizer::LIBINJECTION_FEATURES
         .iter()
         .filter_map(|body| {
             let name = format!("{}{body}", featurizer::PLACEMENT_PREFIX);
             featurizer.vocabulary().iter().position(|t| *t == name)
         })
-        .map(|i| i as u32)
         .collect();
     if !on || injection.is_empty() {
         return traffic;
     }
     let mut left_out = 0usize;
-    for (copies, &i) in traffic.iter_mut().zip(&plan.validation_rows) {
-        let record = &data.records[i];
-        if *copies == 0 || record.label != Some(datasets::Label::Benign) {
-            continue;
-        }
-        let x = featurizer.transform(&record.parts());
-        if x.indices.iter().any(|k| injection.contains(k)) {
+    for (r, (copies, &i)) in traffic.iter_mut().zip(&plan.validation_rows).enumerate() {
+        let benign = data.records[i].label == Some(datasets::Label::Benign);
+        if *copies > 0 && benign && injection.iter().any(|&k| validation_x.row(r)[k] != 0.0) {
             left_out += *copies;
             *copies = 0;
         }
@@ -608,12 +604,13 @@ mod tests {
             data.records.iter().map(|r| r.parts()),
         )
         .unwrap();
+        let x = featurize_rows(&featurizer, &data.records, &plan.validation_rows);
         assert_eq!(
-            threshold_traffic(&config(true), &featurizer, &data, &plan),
+            threshold_traffic(&config(true), &featurizer, (&data, &plan), &x),
             [3, 0, 0, 1]
         );
         assert_eq!(
-            threshold_traffic(&config(false), &featurizer, &data, &plan),
+            threshold_traffic(&config(false), &featurizer, (&data, &plan), &x),
             [3, 2, 1, 1]
         );
     }
