@@ -391,6 +391,9 @@ pub struct Report {
     /// alone (`site:`): the figures an operator's default proxy gives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_test: Option<ServedTest>,
+    /// With `site:`: the held-out traffic the thresholds' budgets are a share of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site_threshold_traffic: Option<SiteThresholdTraffic>,
     /// Records per role.
     pub splits: SplitSizes,
     /// How the run trained.
@@ -510,6 +513,20 @@ pub const SITE_TEST_DATA: &str = "no labelled test data: the site's held-out tra
 
 /// [`Report::test_data`] of a run with a labelled test role.
 pub const LABELLED_TEST_DATA: &str = "the labelled test role";
+
+/// The site's held-out requests (taken as benign) and how many of them the thresholds' budgets
+/// count: each client's first `site.requests_per_client`, without those libinjection calls SQL
+/// injection or XSS (`site.threshold_without_injections`), at most `student.validation_max`
+/// distinct ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteThresholdTraffic {
+    /// Held-out requests of the site's traffic.
+    pub held_out: usize,
+    /// Of them, counted in the thresholds' traffic.
+    pub counted: usize,
+    /// Left out because libinjection calls them SQL injection or XSS: likely attacks in the log.
+    pub injections: usize,
+}
 
 /// [`Report::served_test`]: the test split through the exported bundle as pate-proxy scores it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -99,6 +99,34 @@ fn student_options(p: &Parts) -> StudentOptions {
     }
 }
 
+/// With `site:`, [`crate::report::SiteThresholdTraffic`] from the plan's and the features' traffic.
+fn site_threshold_traffic(p: &Parts) -> Option<crate::report::SiteThresholdTraffic> {
+    p.config.site.as_ref()?;
+    let benign = |&i: &usize| p.data.records[i].label == Some(datasets::Label::Benign);
+    let rows = p.plan.validation_rows.iter();
+    let (mut counted, mut injections) = (0, 0);
+    for ((i, &planned), &kept) in rows
+        .zip(&p.plan.validation_traffic)
+        .zip(&p.features.validation_traffic)
+    {
+        if benign(i) {
+            counted += kept;
+            injections += planned - kept;
+        }
+    }
+    Some(crate::report::SiteThresholdTraffic {
+        held_out: p
+            .data
+            .splits
+            .student_validation
+            .iter()
+            .filter(|i| benign(i))
+            .count(),
+        counted,
+        injections,
+    })
+}
+
 /// The run's report; `bundle` is where [`run`] exports the bundle, and `seconds` the time so far
 /// ([`run`] sets it again once the bundle is written).
 pub fn report(p: &Parts, bundle: PathBuf) -> Report {
@@ -161,6 +189,7 @@ pub fn report(p: &Parts, bundle: PathBuf) -> Report {
         .to_string(),
         labels_from: config.student.labels_from,
         served_test: None,
+        site_threshold_traffic: site_threshold_traffic(p),
         splits: SplitSizes {
             private: splits.private.len(),
             public: splits.public.len(),
