@@ -1193,7 +1193,8 @@ fn validation_scores(
             .map(|(r, &c)| match student.multiplicity_cap {
                 _ if cx.excluded.get(r) == Some(&true) => 0,
                 Some(_) => c,
-                None => 1,
+                // Each distinct request once, unless it left the traffic.
+                None => usize::from(c > 0),
             });
         site.chain(std::iter::repeat_n(1, placed_validation.len()))
             .collect::<Vec<_>>()
@@ -1454,7 +1455,9 @@ fn content_only_threshold(
             .map(|k| {
                 student
                     .multiplicity_cap
-                    .map_or(1, |_| features.validation_traffic[k])
+                    .map_or(usize::from(features.validation_traffic[k] > 0), |_| {
+                        features.validation_traffic[k]
+                    })
             })
             .collect::<Vec<_>>(),
         budget: student.target_fpr,
