@@ -514,17 +514,16 @@ pub const SITE_TEST_DATA: &str = "no labelled test data: the site's held-out tra
 /// [`Report::test_data`] of a run with a labelled test role.
 pub const LABELLED_TEST_DATA: &str = "the labelled test role";
 
-/// The site's held-out requests (taken as benign) and how many of them the thresholds' budgets
-/// count: each client's first `site.requests_per_client`, without those libinjection calls SQL
-/// injection or XSS (`site.threshold_without_injections`), at most `student.validation_max`
-/// distinct ones.
+/// The site's held-out requests (taken as benign) and what left the traffic the thresholds'
+/// budgets are a share of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiteThresholdTraffic {
     /// Held-out requests of the site's traffic.
     pub held_out: usize,
-    /// Of them, counted in the thresholds' traffic.
-    pub counted: usize,
-    /// Left out because libinjection calls them SQL injection or XSS: likely attacks in the log.
+    /// Of them, past their client's first `site.requests_per_client`.
+    pub past_client_limit: usize,
+    /// Distinct held-out requests libinjection calls SQL injection or XSS
+    /// (`site.threshold_without_injections`): likely attacks in the log.
     pub injections: usize,
 }
 

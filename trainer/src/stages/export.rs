@@ -99,30 +99,39 @@ fn student_options(p: &Parts) -> StudentOptions {
     }
 }
 
-/// With `site:`, [`crate::report::SiteThresholdTraffic`] from the plan's and the features' traffic.
+/// With `site:`, [`crate::report::SiteThresholdTraffic`]: the held-out requests of the site's
+/// traffic (its benign-labelled validation records), those past their client's first
+/// `site.requests_per_client`, and the distinct ones libinjection left out.
 fn site_threshold_traffic(p: &Parts) -> Option<crate::report::SiteThresholdTraffic> {
     p.config.site.as_ref()?;
-    let benign = |&i: &usize| p.data.records[i].label == Some(datasets::Label::Benign);
-    let rows = p.plan.validation_rows.iter();
-    let (mut counted, mut injections) = (0, 0);
-    for ((i, &planned), &kept) in rows
+    let records = &p.data.records;
+    let benign = |i: usize| records[i].label == Some(datasets::Label::Benign);
+    let held_out: Vec<usize> = p
+        .data
+        .splits
+        .student_validation
+        .iter()
+        .copied()
+        .filter(|&i| benign(i))
+        .collect();
+    let first_ones: usize = crate::stages::split::multiplicities_per_client(
+        records,
+        &held_out,
+        p.config.requests_per_client(),
+    )
+    .iter()
+    .sum();
+    let injections = p
+        .plan
+        .validation_rows
+        .iter()
         .zip(&p.plan.validation_traffic)
         .zip(&p.features.validation_traffic)
-    {
-        if benign(i) {
-            counted += kept;
-            injections += planned - kept;
-        }
-    }
+        .filter(|&((&i, &planned), &kept)| benign(i) && planned > 0 && kept == 0)
+        .count();
     Some(crate::report::SiteThresholdTraffic {
-        held_out: p
-            .data
-            .splits
-            .student_validation
-            .iter()
-            .filter(|i| benign(i))
-            .count(),
-        counted,
+        held_out: held_out.len(),
+        past_client_limit: held_out.len() - first_ones,
         injections,
     })
 }
