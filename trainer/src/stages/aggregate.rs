@@ -233,19 +233,13 @@ fn model_average_labels(
     if let Some(fpr) = labelling.validation_fpr {
         // The site's requests left out of the thresholds' traffic (a client's surplus, what
         // libinjection calls an attack: `Features::validation_traffic`) are left out here too.
-        let counted: Vec<(f64, bool)> = validation_scores
+        let (scores, labels): (Vec<f64>, Vec<bool>) = validation_scores
             .iter()
             .zip(&validation.y)
-            .zip(
-                features
-                    .validation_traffic
-                    .iter()
-                    .chain(std::iter::repeat(&1)),
-            )
+            .zip(&features.validation_traffic)
             .filter(|&(_, &copies)| copies > 0)
             .map(|((&s, &y), _)| (s, y))
-            .collect();
-        let (scores, labels): (Vec<f64>, Vec<bool>) = counted.into_iter().unzip();
+            .unzip();
         let benign = benign_share_threshold(&scores, &labels, fpr)?;
         tracing::info!(
             "model-average: {fpr} of the validation's benign requests at score ≥ {benign:.4}, \
