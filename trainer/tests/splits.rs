@@ -3,7 +3,8 @@
 use datasets::{Label, Record};
 use trainer::config::SplitConfig;
 use trainer::stages::split::{
-    distinct, multiplicities, multiplicities_per_client, split_by_record,
+    distinct, distinct_labelled, multiplicities, multiplicities_labelled,
+    multiplicities_per_client, split_by_record,
 };
 use trainer::teachers::hash_partition;
 
@@ -623,5 +624,44 @@ fn a_client_counts_its_first_requests_only() {
     assert_eq!(
         multiplicities_per_client(&records, &rows, Some(1)),
         [2, 1, 0, 0, 2]
+    );
+}
+
+/// An attack placed into a header or cookie of a site request keeps the request's line: the
+/// validation rows keep it apart from its benign template (not one more copy of the template in
+/// the threshold's traffic), and two attacks placed into the same template stay two rows.
+#[test]
+fn an_attack_placed_into_a_header_is_its_own_validation_row() {
+    use rand::SeedableRng;
+    use trainer::public_examples::{place, Spot};
+    let template = Record {
+        client: Some("a".into()),
+        ..Record::get("/feed?flav=rss", Some(Label::Benign))
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut records = vec![template.clone(), template.clone()];
+    for (value, spot) in [
+        (&b"' OR 1=1--"[..], Spot::UserAgent),
+        (b"<script>", Spot::Cookie),
+    ] {
+        let attack = place(&template, value, spot, false, Label::Malicious, &mut rng);
+        assert_eq!(
+            attack.target, template.target,
+            "{spot:?} keeps the request line"
+        );
+        records.push(attack);
+    }
+    let rows: Vec<usize> = (0..records.len()).collect();
+    assert_eq!(
+        distinct(&records, &rows),
+        [0],
+        "by request alone all four are one"
+    );
+    assert_eq!(distinct_labelled(&records, &rows), [0, 2, 3]);
+    assert_eq!(multiplicities_labelled(&records, &rows), [2, 1, 1]);
+    assert_eq!(
+        multiplicities_per_client(&records, &rows, Some(2)),
+        [2, 1, 1],
+        "the placed attacks are no client's requests"
     );
 }

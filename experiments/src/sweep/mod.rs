@@ -856,7 +856,7 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
     let records = &data.records;
     let validation_y = trainer::stages::featurize::labels_of(
         records,
-        &trainer::stages::split::distinct(records, &data.splits.student_validation),
+        &trainer::stages::split::distinct_labelled(records, &data.splits.student_validation),
     )?;
     for (what, y) in [
         ("student validation", &validation_y),
@@ -872,7 +872,7 @@ fn build_context(spec: &DataSpec, base: &RunConfig, out: &Path) -> Result<Contex
     }
     let distinct_public = trainer::stages::split::distinct(records, &data.splits.public).len();
     let first_of: std::collections::HashSet<usize> =
-        trainer::stages::split::distinct(records, &data.splits.test)
+        trainer::stages::split::distinct_labelled(records, &data.splits.test)
             .into_iter()
             .collect();
     let test_distinct: Vec<usize> = (data.splits.test.iter().enumerate())

@@ -171,7 +171,7 @@ pub fn run(
         .enumerate()
         .map(|(k, &r)| (r, k))
         .collect();
-    let distinct_test: Vec<usize> = crate::stages::split::distinct(records, &splits.test)
+    let distinct_test: Vec<usize> = crate::stages::split::distinct_labelled(records, &splits.test)
         .iter()
         .filter_map(|r| position.get(r).copied())
         .collect();

@@ -197,7 +197,8 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
     let public_multiplicity = crate::stages::split::multiplicities(records, &splits.public);
     // The validation samples first (their own stream): with `student.validation_labels` the
     // draw's requests they hold are labelled by them instead of asked.
-    let distinct_validation = crate::stages::split::distinct(records, &splits.student_validation);
+    let distinct_validation =
+        crate::stages::split::distinct_labelled(records, &splits.student_validation);
     let validation_order: Vec<usize> = crate::rng::shuffled(
         distinct_validation.len(),
         &mut rng.stream("student-validation"),
@@ -241,7 +242,7 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .collect();
     // Traffic weights (student.multiplicity_cap): copies of each answered query / validation row.
     let validation_multiplicity =
-        crate::stages::split::multiplicities(records, &splits.student_validation);
+        crate::stages::split::multiplicities_labelled(records, &splits.student_validation);
     let cap = student.multiplicity_cap.unwrap_or(1);
     let query_copies: Vec<usize> = query_order[..asked]
         .iter()
@@ -708,13 +709,39 @@ pub fn record_key(r: &datasets::Record) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// The key the rows of a labelled split (the student's validation samples, the test's distinct
+/// view) are distinct by: a benign request by its request ([`request_hash`]; its copies are
+/// traffic and count as copies), an attack whole ([`record_key`]: headers and label too). An
+/// attack placed into a header or cookie of a site request keeps that request's line; keyed by
+/// request it merged into the benign template's row, one more copy of it in the threshold's
+/// traffic, and was missing as an attack.
+pub fn labelled_key(r: &datasets::Record) -> [u8; 32] {
+    match r.label {
+        Some(datasets::Label::Malicious) => record_key(r),
+        _ => request_hash(r),
+    }
+}
+
 /// The first occurrence of each distinct request (by [`request_hash`]) among `indices`, in order.
 pub fn distinct(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
+    distinct_by(records, indices, request_hash)
+}
+
+/// [`distinct`] by [`labelled_key`]: the rows of a labelled split.
+pub fn distinct_labelled(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
+    distinct_by(records, indices, labelled_key)
+}
+
+fn distinct_by(
+    records: &[datasets::Record],
+    indices: &[usize],
+    key: fn(&datasets::Record) -> [u8; 32],
+) -> Vec<usize> {
     let mut seen = std::collections::HashSet::new();
     indices
         .iter()
         .copied()
-        .filter(|&i| seen.insert(request_hash(&records[i])))
+        .filter(|&i| seen.insert(key(&records[i])))
         .collect()
 }
 
@@ -961,10 +988,23 @@ fn check_roles_distinct(roles: &[(&'static str, &Vec<DatasetSource>)]) -> Result
 /// How many times each distinct request (by [`request_hash`]) occurs among `indices`, in the
 /// order of [`distinct`]`(records, indices)`.
 pub fn multiplicities(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
+    multiplicities_by(records, indices, request_hash)
+}
+
+/// [`multiplicities`] by [`labelled_key`], in the order of [`distinct_labelled`].
+pub fn multiplicities_labelled(records: &[datasets::Record], indices: &[usize]) -> Vec<usize> {
+    multiplicities_by(records, indices, labelled_key)
+}
+
+fn multiplicities_by(
+    records: &[datasets::Record],
+    indices: &[usize],
+    key: fn(&datasets::Record) -> [u8; 32],
+) -> Vec<usize> {
     let mut position: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
     let mut counts: Vec<usize> = Vec::new();
     for &i in indices {
-        let h = request_hash(&records[i]);
+        let h = key(&records[i]);
         match position.get(&h) {
             Some(&k) => counts[k] += 1,
             None => {
@@ -976,23 +1016,23 @@ pub fn multiplicities(records: &[datasets::Record], indices: &[usize]) -> Vec<us
     counts
 }
 
-/// [`multiplicities`] where a client's requests past its first `per_client` (in `indices`
-/// order) count 0 (a request without a client always counts; `None`: every request counts):
-/// the same positions, so a distinct request only sent past its clients' first ones has 0.
+/// [`multiplicities_labelled`] where a client's requests past its first `per_client` (in
+/// `indices` order) count 0 (a request without a client always counts; `None`: every request
+/// counts): the same positions, so a distinct request only sent past its clients' first ones has 0.
 pub fn multiplicities_per_client(
     records: &[datasets::Record],
     indices: &[usize],
     per_client: Option<u32>,
 ) -> Vec<usize> {
     let Some(per_client) = per_client else {
-        return multiplicities(records, indices);
+        return multiplicities_labelled(records, indices);
     };
     let mut position: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
     let mut sent: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     let mut counts: Vec<usize> = Vec::new();
     for &i in indices {
         let k = *position
-            .entry(request_hash(&records[i]))
+            .entry(labelled_key(&records[i]))
             .or_insert_with(|| {
                 counts.push(0);
                 counts.len() - 1
