@@ -55,9 +55,10 @@ impl Featurizer {
         placement::split_request(req, &pc, config.decode_rounds, config.include_body)
     }
 
-    /// The vocabulary indices of the features `part`'s value gives read alone, with repeats.
-    fn part_features(&self, part: &Part, prior: Option<Priors>, out: &mut Vec<u32>) {
-        out.clear();
+    /// Counts into `scratch.counts` the vocabulary indices of the features `part`'s value gives
+    /// read alone, as scoring counts a window's ([`Featurizer::count_window_features`]); the
+    /// indices counted are `scratch.touched`. Every other count is zero.
+    fn count_part_features(&self, part: &Part, prior: Option<Priors>, scratch: &mut Scratch) {
         let config = &self.content.config;
         let one = Split {
             parts: vec![part.clone()],
@@ -74,18 +75,20 @@ impl Featurizer {
                 end: s.text.len(),
             })
             .collect();
-        let mut unseen = String::new();
-        placement::for_each_window_feature(
-            config,
-            &self.plain_config,
+        let Scratch {
+            counts,
+            touched,
+            gram,
+            unseen,
+            ..
+        } = scratch;
+        clear_counts(counts, touched, self.dim());
+        self.count_window_features(
             &segments,
             &window,
-            &mut String::new(),
-            |kind, feature| {
-                if let Some(i) = self.lookup_kind_or_unseen(kind, feature, &mut unseen) {
-                    out.push(i);
-                }
-            },
+            gram,
+            unseen,
+            &mut Counter { counts, touched },
         );
     }
 
@@ -109,36 +112,44 @@ impl Featurizer {
         indices: &[u32],
         segments: Option<&placement::RequestSegments>,
     ) -> Vec<Option<FeatureSource>> {
-        let mut split = self.explained_parts(req);
-        let mut priors = match segments {
-            Some(kept) if self.content.config.placements.is_some() && kept.split == split => {
-                kept.priors.clone()
+        // The kept split is the one read here: `split_request` of the same request under the
+        // same placements (`request_line_whole` shapes the segments, not the split).
+        let (split, mut priors) = match segments {
+            Some(kept) if self.content.config.placements.is_some() => {
+                debug_assert!(kept.split == self.explained_parts(req));
+                (std::borrow::Cow::Borrowed(&kept.split), kept.priors.clone())
             }
-            _ => vec![None; split.parts.len()],
+            _ => {
+                let mut split = self.explained_parts(req);
+                if self.content.config.placements.is_none() {
+                    // The seeds' featurizer reads the target and a form body only.
+                    split.parts.retain(|p| {
+                        matches!(
+                            p.placement,
+                            Placement::Path | Placement::Query | Placement::Form
+                        )
+                    });
+                }
+                let none = vec![None; split.parts.len()];
+                (std::borrow::Cow::Owned(split), none)
+            }
         };
-        if self.content.config.placements.is_none() {
-            // The seeds' featurizer reads the target and a form body only.
-            split.parts.retain(|p| {
-                matches!(
-                    p.placement,
-                    Placement::Path | Placement::Query | Placement::Form
-                )
-            });
-        }
         // Per wanted index: (count, part) of the part that carries it most.
-        let mut best: Vec<(usize, Option<usize>)> = vec![(0, None); indices.len()];
-        let mut features = Vec::new();
-        for (k, part) in split.parts.iter().enumerate() {
-            // `priors` has a slot per part where the split was not cut below.
-            let prior = priors.get_mut(k).and_then(Option::take);
-            self.part_features(part, prior, &mut features);
-            for (slot, &wanted) in best.iter_mut().zip(indices) {
-                let count = features.iter().filter(|&&i| i == wanted).count();
-                if count > slot.0 {
-                    *slot = (count, Some(k));
+        let mut best: Vec<(u32, Option<usize>)> = vec![(0, None); indices.len()];
+        transform::with_scratch(|scratch| {
+            for (k, part) in split.parts.iter().enumerate() {
+                // `priors` has a slot per part where the split was not cut below.
+                let prior = priors.get_mut(k).and_then(Option::take);
+                self.count_part_features(part, prior, scratch);
+                for (slot, &wanted) in best.iter_mut().zip(indices) {
+                    let count = scratch.counts.get(wanted as usize).copied().unwrap_or(0);
+                    if count > slot.0 {
+                        *slot = (count, Some(k));
+                    }
                 }
             }
-        }
+            clear_counts(&mut scratch.counts, &mut scratch.touched, self.dim());
+        });
         let source = |p: &Part| FeatureSource {
             placement: p.placement,
             name: p.name.clone(),
@@ -236,4 +247,19 @@ mod tests {
         let s = snippet(&"é".repeat(200), "");
         assert_eq!(s.chars().count(), SNIPPET_CHARS);
     }
+}
+
+/// Sizes `counts` to `dim` and zeroes the counts of `touched` (the only ones not zero), leaving
+/// every count zero and `touched` empty.
+fn clear_counts(counts: &mut Vec<u32>, touched: &mut Vec<u32>, dim: usize) {
+    if counts.len() != dim {
+        counts.clear();
+        counts.resize(dim, 0);
+    }
+    for &i in touched.iter() {
+        if let Some(c) = counts.get_mut(i as usize) {
+            *c = 0;
+        }
+    }
+    touched.clear();
 }

@@ -13,7 +13,7 @@ pub(crate) struct ParamsView<'r> {
 
 /// Runs `f` with this thread's [`Scratch`]: its counts (one per vocabulary entry, 40 KB for
 /// K = 10,000) and buffers are allocated and zeroed once per thread, not per request.
-fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+pub(crate) fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     thread_local! {
         static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
     }
@@ -365,7 +365,7 @@ impl Featurizer {
     /// fastest way, as [`Featurizer::transform_into`] does without placements: character
     /// n-grams by their packed bytes, never formed as strings; the order does not matter, only
     /// the counts).
-    fn count_window_features(
+    pub(crate) fn count_window_features(
         &self,
         segments: &[placement::Segment],
         window: &[placement::Piece],

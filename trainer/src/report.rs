@@ -356,7 +356,7 @@ pub struct Report {
     pub metrics: Metrics,
     /// The student's TPR at fixed FPRs.
     pub student_tpr_at_fpr: Option<TprAtFpr>,
-    /// The student on each distinct test request once.
+    /// The student on each distinct test request once (`split::labelled_key`).
     pub student_distinct_test: TestView,
     /// The student on the test requests absent from the public split (None: none).
     pub student_novel_test: Option<TestView>,
@@ -449,7 +449,8 @@ pub struct SplitCounts {
     pub student_validation_used: usize,
     /// Distinct public requests.
     pub public_distinct: usize,
-    /// Distinct validation requests.
+    /// Distinct validation rows (`split::labelled_key`: a benign request by its request, an
+    /// attack with its headers).
     pub student_validation_distinct: usize,
 }
 
