@@ -97,12 +97,14 @@ pub struct SiteConfig {
     /// then goes to benign requests, not to attacks the student rightly flags. Post-processing
     /// of the release (`privacy.mechanism: model_average`); no effect otherwise.
     pub threshold_without_release_flagged: bool,
-    /// The validation traffic libinjection calls SQL injection or XSS (in any part) is left out
-    /// of the traffic the thresholds' budgets are a share of, as the release-flagged one is: a
-    /// scanner's burst in the log would otherwise spend the budget and lift the threshold above
-    /// the very attacks it sent. What it leaves out can add at most its own share to the
-    /// flagged share of benign traffic (the run logs the count). Public knowledge, no ε.
-    pub threshold_without_injections: bool,
+    /// The validation traffic a public detector calls an attack (in any part: libinjection's SQL
+    /// injection or XSS, or a signature: path traversal, a system file, a shell command, a long
+    /// run of one byte) is left out of the traffic the thresholds' budgets are a share of, as the
+    /// release-flagged one is: a scanner's burst in the log would otherwise spend the budget and
+    /// lift the threshold above the very attacks it sent. What it leaves out can add at most its
+    /// own share to the flagged share of benign traffic (the run logs the count). Public
+    /// knowledge, no ε.
+    pub threshold_without_known_attacks: bool,
     /// Which requests are held out: `last` (the default: the last ones of the logs, in order —
     /// tomorrow's traffic, new pages included, is what the threshold must hold on) or `hash`
     /// (each record by a hash of itself, as a simulation's pool has no order).
@@ -151,7 +153,7 @@ impl Default for SiteConfig {
             test_attacks: 1000,
             test_attack_files: Vec::new(),
             threshold_without_release_flagged: true,
-            threshold_without_injections: true,
+            threshold_without_known_attacks: true,
             holdout: SiteHoldout::Last,
             format_checks: false,
             review: 0,

@@ -523,9 +523,9 @@ pub struct SiteThresholdTraffic {
     pub held_out: usize,
     /// Of them, past their client's first `site.requests_per_client`.
     pub past_client_limit: usize,
-    /// Distinct held-out requests libinjection calls SQL injection or XSS
-    /// (`site.threshold_without_injections`): likely attacks in the log.
-    pub injections: usize,
+    /// Distinct held-out requests a public detector (libinjection, the signatures) calls an
+    /// attack (`site.threshold_without_known_attacks`): likely attacks in the log.
+    pub known_attacks: usize,
 }
 
 /// [`Report::served_test`]: the test split through the exported bundle as pate-proxy scores it.

@@ -101,7 +101,7 @@ fn student_options(p: &Parts) -> StudentOptions {
 
 /// With `site:`, [`crate::report::SiteThresholdTraffic`]: the held-out requests of the site's
 /// traffic (its benign-labelled validation records), those past their client's first
-/// `site.requests_per_client`, and the distinct ones libinjection left out.
+/// `site.requests_per_client`, and the distinct ones a public detector left out.
 fn site_threshold_traffic(p: &Parts) -> Option<crate::report::SiteThresholdTraffic> {
     p.config.site.as_ref()?;
     let records = &p.data.records;
@@ -121,7 +121,7 @@ fn site_threshold_traffic(p: &Parts) -> Option<crate::report::SiteThresholdTraff
     )
     .iter()
     .sum();
-    let injections = p
+    let known_attacks = p
         .plan
         .validation_rows
         .iter()
@@ -132,7 +132,7 @@ fn site_threshold_traffic(p: &Parts) -> Option<crate::report::SiteThresholdTraff
     Some(crate::report::SiteThresholdTraffic {
         held_out: held_out.len(),
         past_client_limit: held_out.len() - first_ones,
-        injections,
+        known_attacks,
     })
 }
 

@@ -45,8 +45,8 @@ pub struct Features {
     pub validation: LabeledRows,
     /// Each validation sample's copies in the traffic the thresholds' budgets are a share of:
     /// `plan.validation_traffic` (0 for a site request sent only past its clients' first
-    /// `site.requests_per_client`), and 0 for a request of the site's traffic that libinjection
-    /// calls SQL injection or XSS (`site.threshold_without_injections`).
+    /// `site.requests_per_client`), and 0 for a request of the site's traffic a public detector
+    /// calls an attack (`site.threshold_without_known_attacks`).
     pub validation_traffic: Vec<usize>,
     /// The queries (original features).
     pub queries_x: DenseMatrix,
@@ -322,11 +322,11 @@ pub fn featurize(
     student_side(config, shared, data, plan)
 }
 
-/// [`Features::validation_traffic`]: the site's validation requests libinjection calls an
-/// attack (in any part, as the featurizer reads it: its `li:` features in `validation_x`, one row
-/// per `plan.validation_rows`) leave the traffic, with `site.threshold_without_injections`.
-/// Public knowledge, no ε: a scanner's burst in the log would otherwise spend the budget and lift
-/// the threshold above the attacks it is made of.
+/// [`Features::validation_traffic`]: the site's validation requests a public detector calls an
+/// attack (in any part, as the featurizer reads it: its libinjection and signature features in
+/// `validation_x`, one row per `plan.validation_rows`) leave the traffic, with
+/// `site.threshold_without_known_attacks`. Public knowledge, no ε: a scanner's burst in the log
+/// would otherwise spend the budget and lift the threshold above the attacks it is made of.
 fn threshold_traffic(
     config: &RunConfig,
     featurizer: &Featurizer,
@@ -337,28 +337,29 @@ fn threshold_traffic(
     let on = config
         .site
         .as_ref()
-        .is_some_and(|s| s.threshold_without_injections);
-    let injection: Vec<usize> = featurizer::LIBINJECTION_FEATURES
+        .is_some_and(|s| s.threshold_without_known_attacks);
+    let detectors: Vec<usize> = featurizer::LIBINJECTION_FEATURES
         .iter()
+        .chain(&featurizer::SIGNATURE_FEATURES)
         .filter_map(|body| {
             let name = format!("{}{body}", featurizer::PLACEMENT_PREFIX);
             featurizer.vocabulary().iter().position(|t| *t == name)
         })
         .collect();
-    if !on || injection.is_empty() {
+    if !on || detectors.is_empty() {
         return traffic;
     }
     let mut left_out = 0usize;
     for (r, (copies, &i)) in traffic.iter_mut().zip(&plan.validation_rows).enumerate() {
         let benign = data.records[i].label == Some(datasets::Label::Benign);
-        if *copies > 0 && benign && injection.iter().any(|&k| validation_x.row(r)[k] != 0.0) {
+        if *copies > 0 && benign && detectors.iter().any(|&k| validation_x.row(r)[k] != 0.0) {
             left_out += *copies;
             *copies = 0;
         }
     }
     tracing::info!(
-        "site: {left_out} validation requests libinjection calls SQL injection or XSS are left \
-         out of the thresholds' traffic"
+        "site: {left_out} validation requests libinjection or a signature calls an attack are \
+         left out of the thresholds' traffic"
     );
     traffic
 }
@@ -559,17 +560,17 @@ mod tests {
             .is_none());
     }
 
-    /// `site.threshold_without_injections`: a request of the site's validation traffic that
-    /// libinjection calls SQL injection or XSS (in a query value, a header...) leaves the
-    /// thresholds' traffic; an ordinary one and a placed attack (labelled malicious) keep their
-    /// copies; off, nothing leaves.
+    /// `site.threshold_without_known_attacks`: a request of the site's validation traffic that
+    /// libinjection calls SQL injection or XSS, or a signature calls a path traversal (in a
+    /// query value, a header...), leaves the thresholds' traffic; an ordinary one and a placed
+    /// attack (labelled malicious) keep their copies; off, nothing leaves.
     #[test]
-    fn the_site_traffic_libinjection_calls_an_attack_leaves_the_thresholds_traffic() {
+    fn the_site_traffic_a_public_detector_calls_an_attack_leaves_the_thresholds_traffic() {
         use datasets::Label::{Benign, Malicious};
         let config = |on: bool| {
             site_config(
-                &format!("threshold_without_injections: {on}"),
-                "{config: {placements: {}, libinjection: true, top_k: 500}}",
+                &format!("threshold_without_known_attacks: {on}"),
+                "{config: {placements: {}, libinjection: true, signatures: true, top_k: 500}}",
             )
         };
         let records = vec![
@@ -578,10 +579,11 @@ mod tests {
             record("/?q=%3Cscript%3Ealert(1)%3C/script%3E", Benign),
             record("/?page=1%27%20or%202%3D2--", Malicious),
             record("/about", Benign),
+            record("/?file=..%2F..%2F..%2Fetc%2Fhosts", Benign),
         ];
         let splits = Splits {
             public: vec![0, 4],
-            student_validation: vec![0, 1, 2, 3],
+            student_validation: vec![0, 1, 2, 3, 5],
             ..Default::default()
         };
         let data = site_data(records, splits);
@@ -590,14 +592,14 @@ mod tests {
             query_order: Vec::new(),
             query_rows: Vec::new(),
             pool_rows: Vec::new(),
-            distinct_validation: 4,
-            validation_rows: vec![0, 1, 2, 3],
+            distinct_validation: 5,
+            validation_rows: vec![0, 1, 2, 3, 5],
             validation_known: Vec::new(),
             validation_known_copies: Vec::new(),
             public_multiplicity: Vec::new(),
             query_copies: Vec::new(),
-            validation_copies: vec![1; 4],
-            validation_traffic: vec![3, 2, 1, 1],
+            validation_copies: vec![1; 5],
+            validation_traffic: vec![3, 2, 1, 1, 2],
         };
         let featurizer = Featurizer::fit(
             config(true).featurizer.config.clone(),
@@ -607,11 +609,11 @@ mod tests {
         let x = featurize_rows(&featurizer, &data.records, &plan.validation_rows);
         assert_eq!(
             threshold_traffic(&config(true), &featurizer, (&data, &plan), &x),
-            [3, 0, 0, 1]
+            [3, 0, 0, 1, 0]
         );
         assert_eq!(
             threshold_traffic(&config(false), &featurizer, (&data, &plan), &x),
-            [3, 2, 1, 1]
+            [3, 2, 1, 1, 2]
         );
     }
 
