@@ -248,18 +248,3 @@ mod tests {
         assert_eq!(s.chars().count(), SNIPPET_CHARS);
     }
 }
-
-/// Sizes `counts` to `dim` and zeroes the counts of `touched` (the only ones not zero), leaving
-/// every count zero and `touched` empty.
-fn clear_counts(counts: &mut Vec<u32>, touched: &mut Vec<u32>, dim: usize) {
-    if counts.len() != dim {
-        counts.clear();
-        counts.resize(dim, 0);
-    }
-    for &i in touched.iter() {
-        if let Some(c) = counts.get_mut(i as usize) {
-            *c = 0;
-        }
-    }
-    touched.clear();
-}

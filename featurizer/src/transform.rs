@@ -692,19 +692,10 @@ impl Featurizer {
     ) {
         out.indices.clear();
         out.values.clear();
-        if counts.len() != self.dim() {
-            counts.clear();
-            counts.resize(self.dim(), 0);
-        }
         // Every count is zero between calls (each is taken below); should a call have unwound
         // mid-count, the counts it left are those of `touched`. The buffers are reused across
         // requests, so leave none behind.
-        for &i in touched.iter() {
-            if let Some(c) = counts.get_mut(i as usize) {
-                *c = 0;
-            }
-        }
-        touched.clear();
+        clear_counts(counts, touched, self.dim());
         let tokens = features(&mut Counter { counts, touched });
         if touched.is_empty() {
             return;
