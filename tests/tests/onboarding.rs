@@ -39,8 +39,7 @@ fn a_bundle_from_an_unlabelled_access_log_passes_the_site_and_blocks_attacks() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["student_side_labels"], 0, "no labelled site data");
-    // The thresholds count each client's first 2 held-out requests: this log's held-out window
-    // has clients with 6 and 7, and no request a public detector calls an attack.
+    // This log's held-out window has no request a public detector calls an attack.
     let traffic = &report["site_threshold_traffic"];
     let count = |key: &str| {
         traffic[key]
@@ -48,7 +47,6 @@ fn a_bundle_from_an_unlabelled_access_log_passes_the_site_and_blocks_attacks() {
             .unwrap_or_else(|| panic!("{key}: {traffic}"))
     };
     assert_eq!(count("held_out"), 60, "{traffic}");
-    assert!(count("past_client_limit") >= 9, "{traffic}");
     assert_eq!(count("known_attacks"), 0, "{traffic}");
     assert!(
         report["test_data"]

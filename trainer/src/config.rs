@@ -121,13 +121,13 @@ pub struct SiteConfig {
     /// share of. At most [`MAX_SITE_REVIEW`]; the report's `student_side_labels`. 0 (the
     /// default): no label of the site is read.
     pub review: usize,
-    /// How much one client may shape what the bundle learns from the site's traffic: its
-    /// requests count at most this many times per value, path or name in the format model (the
-    /// rarity table, counted on the validation traffic), and only its first this many
-    /// validation requests (in log order) are in the traffic the threshold's budget is a share
-    /// of. A client repeating a payload (a scanner) then neither makes its values the site's own
-    /// nor spends the budget. Clients are an access log's remote host or a capture's address; a
-    /// request without one counts as its own client. `null`: every request counts.
+    /// How much one client may shape the site's format model: its requests count at most this
+    /// many times per value, path or name in the rarity table (counted on the validation
+    /// traffic), so a client repeating a payload (a scanner) cannot make its values the site's
+    /// own. The thresholds' budgets stay shares of every held-out request (what bounds a scanner
+    /// there is `threshold_without_known_attacks`). Clients are an access log's remote host or a
+    /// capture's address; a request without one counts as its own client. `null`: every request
+    /// counts.
     pub requests_per_client: Option<u32>,
 }
 

@@ -521,8 +521,6 @@ pub const LABELLED_TEST_DATA: &str = "the labelled test role";
 pub struct SiteThresholdTraffic {
     /// Held-out requests of the site's traffic.
     pub held_out: usize,
-    /// Of them, past their client's first `site.requests_per_client`.
-    pub past_client_limit: usize,
     /// Distinct held-out requests a public detector (libinjection, the signatures) calls an
     /// attack (`site.threshold_without_known_attacks`): likely attacks in the log.
     pub known_attacks: usize,

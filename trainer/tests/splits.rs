@@ -3,8 +3,7 @@
 use datasets::{Label, Record};
 use trainer::config::SplitConfig;
 use trainer::stages::split::{
-    distinct, distinct_labelled, multiplicities, multiplicities_labelled,
-    multiplicities_per_client, split_by_record,
+    distinct, distinct_labelled, multiplicities, multiplicities_labelled, split_by_record,
 };
 use trainer::teachers::hash_partition;
 
@@ -592,41 +591,6 @@ fn limit_on_private_data_is_refused_for_a_private_run() {
     );
 }
 
-/// `site.requests_per_client`: in the threshold's traffic a client's requests past its first k
-/// count 0, in the same positions as `multiplicities`; requests without a client always count.
-#[test]
-fn a_client_counts_its_first_requests_only() {
-    let from = |target: &str, client: Option<&str>| Record {
-        client: client.map(str::to_owned),
-        ..Record::get(target, Some(Label::Benign))
-    };
-    let records = vec![
-        from("/feed", Some("a")),
-        from("/?page=1'", Some("scanner")),
-        from("/?page=2'", Some("scanner")),
-        from("/feed", Some("b")),
-        from("/?page=3'", Some("scanner")),
-        from("/feed", Some("a")),
-        from("/feed", Some("a")),
-        from("/?page=4'", None),
-        from("/?page=4'", None),
-    ];
-    let rows: Vec<usize> = (0..records.len()).collect();
-    assert_eq!(multiplicities(&records, &rows), [4, 1, 1, 1, 2]);
-    assert_eq!(
-        multiplicities_per_client(&records, &rows, None),
-        [4, 1, 1, 1, 2]
-    );
-    assert_eq!(
-        multiplicities_per_client(&records, &rows, Some(2)),
-        [3, 1, 1, 0, 2]
-    );
-    assert_eq!(
-        multiplicities_per_client(&records, &rows, Some(1)),
-        [2, 1, 0, 0, 2]
-    );
-}
-
 /// An attack placed into a header or cookie of a site request keeps the request's line: the
 /// validation rows keep it apart from its benign template (not one more copy of the template in
 /// the threshold's traffic), and two attacks placed into the same template stay two rows.
@@ -634,10 +598,7 @@ fn a_client_counts_its_first_requests_only() {
 fn an_attack_placed_into_a_header_is_its_own_validation_row() {
     use rand::SeedableRng;
     use trainer::public_examples::{place, Spot};
-    let template = Record {
-        client: Some("a".into()),
-        ..Record::get("/feed?flav=rss", Some(Label::Benign))
-    };
+    let template = Record::get("/feed?flav=rss", Some(Label::Benign));
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut records = vec![template.clone(), template.clone()];
     for (value, spot) in [
@@ -659,9 +620,4 @@ fn an_attack_placed_into_a_header_is_its_own_validation_row() {
     );
     assert_eq!(distinct_labelled(&records, &rows), [0, 2, 3]);
     assert_eq!(multiplicities_labelled(&records, &rows), [2, 1, 1]);
-    assert_eq!(
-        multiplicities_per_client(&records, &rows, Some(2)),
-        [2, 1, 1],
-        "the placed attacks are no client's requests"
-    );
 }

@@ -231,8 +231,8 @@ fn model_average_labels(
         labelling.validation_recall,
     )?;
     if let Some(fpr) = labelling.validation_fpr {
-        // The site's requests left out of the thresholds' traffic (a client's surplus, what
-        // libinjection calls an attack: `Features::validation_traffic`) are left out here too.
+        // The site's requests left out of the thresholds' traffic (what a public detector calls
+        // an attack: `Features::validation_traffic`) are left out here too.
         let (scores, labels): (Vec<f64>, Vec<bool>) = validation_scores
             .iter()
             .zip(&validation.y)

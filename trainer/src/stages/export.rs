@@ -100,8 +100,8 @@ fn student_options(p: &Parts) -> StudentOptions {
 }
 
 /// With `site:`, [`crate::report::SiteThresholdTraffic`]: the held-out requests of the site's
-/// traffic (its benign-labelled validation records), those past their client's first
-/// `site.requests_per_client`, and the distinct ones a public detector left out.
+/// traffic (its benign-labelled validation records) and the distinct ones a public detector
+/// left out.
 fn site_threshold_traffic(p: &Parts) -> Option<crate::report::SiteThresholdTraffic> {
     p.config.site.as_ref()?;
     let records = &p.data.records;
@@ -114,24 +114,15 @@ fn site_threshold_traffic(p: &Parts) -> Option<crate::report::SiteThresholdTraff
         .copied()
         .filter(|&i| benign(i))
         .collect();
-    let first_ones: usize = crate::stages::split::multiplicities_per_client(
-        records,
-        &held_out,
-        p.config.requests_per_client(),
-    )
-    .iter()
-    .sum();
     let known_attacks = p
         .plan
         .validation_rows
         .iter()
-        .zip(&p.plan.validation_traffic)
-        .zip(&p.features.validation_traffic)
-        .filter(|&((&i, &planned), &kept)| benign(i) && planned > 0 && kept == 0)
+        .zip(&p.features.validation_known_attack)
+        .filter(|&(&i, &known)| benign(i) && known)
         .count();
     Some(crate::report::SiteThresholdTraffic {
         held_out: held_out.len(),
-        past_client_limit: held_out.len() - first_ones,
         known_attacks,
     })
 }

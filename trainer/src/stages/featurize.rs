@@ -44,10 +44,13 @@ pub struct Features {
     /// The student's validation samples.
     pub validation: LabeledRows,
     /// Each validation sample's copies in the traffic the thresholds' budgets are a share of:
-    /// `plan.validation_traffic` (0 for a site request sent only past its clients' first
-    /// `site.requests_per_client`), and 0 for a request of the site's traffic a public detector
+    /// `plan.validation_traffic`, and 0 for a request of the site's traffic a public detector
     /// calls an attack (`site.threshold_without_known_attacks`).
     pub validation_traffic: Vec<usize>,
+    /// Each validation sample of the site's traffic a public detector calls an attack (with
+    /// `site.threshold_without_known_attacks`; all false otherwise): not a template of the
+    /// placed examples.
+    pub validation_known_attack: Vec<bool>,
     /// The queries (original features).
     pub queries_x: DenseMatrix,
     /// The queries' public-side labels where known (diagnostic only; never trained on).
@@ -194,11 +197,13 @@ pub fn student_side(
         .collect();
     let pool_x = (config.student.self_training.rounds > 0)
         .then(|| crate::stages::featurize::featurize_rows(featurizer, records, &plan.pool_rows));
-    let validation_traffic = threshold_traffic(config, featurizer, (data, plan), &validation.x);
+    let validation_known_attack = known_attacks(config, featurizer, (data, plan), &validation.x);
+    let validation_traffic = threshold_traffic(&plan.validation_traffic, &validation_known_attack);
     Ok(Features {
         shared,
         validation,
         validation_traffic,
+        validation_known_attack,
         queries_x,
         queries_y,
         pool_x,
@@ -322,18 +327,19 @@ pub fn featurize(
     student_side(config, shared, data, plan)
 }
 
-/// [`Features::validation_traffic`]: the site's validation requests a public detector calls an
-/// attack (in any part, as the featurizer reads it: its libinjection and signature features in
-/// `validation_x`, one row per `plan.validation_rows`) leave the traffic, with
-/// `site.threshold_without_known_attacks`. Public knowledge, no ε: a scanner's burst in the log
-/// would otherwise spend the budget and lift the threshold above the attacks it is made of.
-fn threshold_traffic(
+/// [`Features::validation_known_attack`]: the site's validation requests a public detector
+/// calls an attack (in any part, as the featurizer reads it: its libinjection and signature
+/// features in `validation_x`, one row per `plan.validation_rows`), with
+/// `site.threshold_without_known_attacks`. They leave the thresholds' traffic
+/// ([`Features::validation_traffic`]) and the placed examples' templates. Public knowledge, no ε:
+/// a scanner's burst in the log would otherwise spend the budget and lift the threshold above the
+/// attacks it is made of.
+fn known_attacks(
     config: &RunConfig,
     featurizer: &Featurizer,
     (data, plan): (&RunData, &QueryPlan),
     validation_x: &DenseMatrix,
-) -> Vec<usize> {
-    let mut traffic = plan.validation_traffic.clone();
+) -> Vec<bool> {
     let on = config
         .site
         .as_ref()
@@ -346,22 +352,32 @@ fn threshold_traffic(
             featurizer.vocabulary().iter().position(|t| *t == name)
         })
         .collect();
-    if !on || detectors.is_empty() {
-        return traffic;
+    plan.validation_rows
+        .iter()
+        .enumerate()
+        .map(|(r, &i)| {
+            on && data.records[i].label == Some(datasets::Label::Benign)
+                && detectors.iter().any(|&k| validation_x.row(r)[k] != 0.0)
+        })
+        .collect()
+}
+
+/// [`Features::validation_traffic`]: `traffic` (copies per validation row) without the rows
+/// `known` calls attacks (logged).
+fn threshold_traffic(traffic: &[usize], known: &[bool]) -> Vec<usize> {
+    let kept: Vec<usize> = traffic
+        .iter()
+        .zip(known)
+        .map(|(&copies, &k)| if k { 0 } else { copies })
+        .collect();
+    if known.contains(&true) {
+        tracing::info!(
+            "site: {} validation requests libinjection or a signature calls an attack are left \
+             out of the thresholds' traffic",
+            traffic.iter().sum::<usize>() - kept.iter().sum::<usize>()
+        );
     }
-    let mut left_out = 0usize;
-    for (r, (copies, &i)) in traffic.iter_mut().zip(&plan.validation_rows).enumerate() {
-        let benign = data.records[i].label == Some(datasets::Label::Benign);
-        if *copies > 0 && benign && detectors.iter().any(|&k| validation_x.row(r)[k] != 0.0) {
-            left_out += *copies;
-            *copies = 0;
-        }
-    }
-    tracing::info!(
-        "site: {left_out} validation requests libinjection or a signature calls an attack are \
-         left out of the thresholds' traffic"
-    );
-    traffic
+    kept
 }
 
 impl Features {
@@ -607,12 +623,15 @@ mod tests {
         )
         .unwrap();
         let x = featurize_rows(&featurizer, &data.records, &plan.validation_rows);
+        let known = known_attacks(&config(true), &featurizer, (&data, &plan), &x);
+        assert_eq!(known, [false, true, true, false, true]);
         assert_eq!(
-            threshold_traffic(&config(true), &featurizer, (&data, &plan), &x),
+            threshold_traffic(&plan.validation_traffic, &known),
             [3, 0, 0, 1, 0]
         );
+        let off = known_attacks(&config(false), &featurizer, (&data, &plan), &x);
         assert_eq!(
-            threshold_traffic(&config(false), &featurizer, (&data, &plan), &x),
+            threshold_traffic(&plan.validation_traffic, &off),
             [3, 2, 1, 1, 2]
         );
     }

@@ -256,10 +256,9 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         .iter()
         .map(|&i| validation_multiplicity[i].min(cap))
         .collect();
-    let validation_traffic_counts = threshold_traffic_counts(config, data);
     let validation_traffic: Vec<usize> = validation_order
         .iter()
-        .map(|&i| validation_traffic_counts[i])
+        .map(|&i| validation_multiplicity[i])
         .collect();
     Ok(QueryPlan {
         distinct_public,
@@ -275,21 +274,6 @@ pub fn plan(config: &RunConfig, data: &RunData, rng: &RunRng) -> Result<QueryPla
         validation_copies,
         validation_traffic,
     })
-}
-
-/// Copies of each distinct student-validation request in the threshold's traffic: a client's
-/// requests past its first `site.requests_per_client` count 0 (logged).
-fn threshold_traffic_counts(config: &RunConfig, data: &RunData) -> Vec<usize> {
-    let rows = &data.splits.student_validation;
-    let counts = multiplicities_per_client(&data.records, rows, config.requests_per_client());
-    if let Some(k) = config.requests_per_client() {
-        let left_out = rows.len() - counts.iter().sum::<usize>();
-        tracing::info!(
-            "site: {left_out} validation requests past their client's first {k} are left out of \
-             the threshold's traffic"
-        );
-    }
-    counts
 }
 
 /// The order the distinct public requests (with these multiplicities) are drawn in, by
@@ -1012,40 +996,6 @@ fn multiplicities_by(
                 counts.push(1);
             }
         }
-    }
-    counts
-}
-
-/// [`multiplicities_labelled`] where a client's requests past its first `per_client` (in
-/// `indices` order) count 0 (a request without a client always counts; `None`: every request
-/// counts): the same positions, so a distinct request only sent past its clients' first ones has 0.
-pub fn multiplicities_per_client(
-    records: &[datasets::Record],
-    indices: &[usize],
-    per_client: Option<u32>,
-) -> Vec<usize> {
-    let Some(per_client) = per_client else {
-        return multiplicities_labelled(records, indices);
-    };
-    let mut position: std::collections::HashMap<[u8; 32], usize> = std::collections::HashMap::new();
-    let mut sent: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
-    let mut counts: Vec<usize> = Vec::new();
-    for &i in indices {
-        let k = *position
-            .entry(labelled_key(&records[i]))
-            .or_insert_with(|| {
-                counts.push(0);
-                counts.len() - 1
-            });
-        let counted = match records[i].client.as_deref() {
-            None => true,
-            Some(client) => {
-                let n = sent.entry(client).or_insert(0);
-                *n += 1;
-                *n <= per_client
-            }
-        };
-        counts[k] += usize::from(counted);
     }
     counts
 }

@@ -142,16 +142,11 @@ fn public_examples(
             values.held_out_user_agents.len()
         );
     }
-    // Validation: the student's labelled benign validation requests the thresholds' traffic
-    // counts as templates (not one libinjection calls an attack, nor a client's surplus).
-    let benign_validation: Vec<&datasets::Record> = plan
-        .validation_rows
-        .iter()
-        .zip(&features.validation_traffic)
-        .filter(|&(_, &copies)| copies > 0)
-        .map(|(&i, _)| &records[i])
-        .filter(|r| r.label == Some(datasets::Label::Benign))
-        .collect();
+    let benign_validation = validation_templates(
+        records,
+        &plan.validation_rows,
+        &features.validation_known_attack,
+    );
     let validation = placed_validation(pe, &benign_validation, &values, rng);
     let content_only_validation = content_only_validation(pe, &benign_validation, &values, rng)?;
     let train = example_rows(pe, features, &examples, &tampered)?;
@@ -171,6 +166,23 @@ fn public_examples(
         content_only_validation,
         part_model,
     }))
+}
+
+/// The validation examples' templates: the student's benign validation requests, but not one a
+/// public detector calls an attack (`known_attack`, one per `validation_rows`): benign values
+/// placed into an attack would be examples of benign requests that are not.
+fn validation_templates<'a>(
+    records: &'a [datasets::Record],
+    validation_rows: &[usize],
+    known_attack: &[bool],
+) -> Vec<&'a datasets::Record> {
+    validation_rows
+        .iter()
+        .zip(known_attack)
+        .filter(|&(_, &known)| !known)
+        .map(|(&i, _)| &records[i])
+        .filter(|r| r.label == Some(datasets::Label::Benign))
+        .collect()
 }
 
 /// The placed validation examples: the held-out public attack values placed into the student's
@@ -2038,6 +2050,22 @@ pub fn from_labels(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The validation examples' templates: every benign validation request but one a public
+    /// detector calls an attack; not a placed attack.
+    #[test]
+    fn the_templates_are_the_benign_requests_no_detector_calls_an_attack() {
+        use datasets::{Label, Record};
+        let records = vec![
+            Record::get("/feed", Some(Label::Benign)),
+            Record::get("/?page=1'--", Some(Label::Benign)),
+            Record::get("/?page=<script>", Some(Label::Malicious)),
+            Record::get("/about", Some(Label::Benign)),
+        ];
+        let templates = validation_templates(&records, &[3, 0, 1, 2], &[false, false, true, false]);
+        let targets: Vec<&[u8]> = templates.iter().map(|r| r.target.as_slice()).collect();
+        assert_eq!(targets, [&b"/about"[..], b"/feed"]);
+    }
     use crate::ensemble::TrainConfig;
     use crate::student::train_student;
 
