@@ -3,7 +3,7 @@
 use datasets::{Label, Record};
 use trainer::config::SplitConfig;
 use trainer::stages::split::{
-    distinct, distinct_labelled, multiplicities, multiplicities_labelled, split_by_record,
+    distinct, distinct_labelled, multiplicities_labelled, split_by_record,
 };
 use trainer::teachers::hash_partition;
 
