@@ -138,7 +138,7 @@ impl Featurizer {
         let mut best: Vec<(u32, Option<usize>)> = vec![(0, None); indices.len()];
         transform::with_scratch(|scratch| {
             for (k, part) in split.parts.iter().enumerate() {
-                // `priors` has a slot per part where the split was not cut below.
+                // `priors` has a slot per part of `split` (all `None` where no split was kept).
                 let prior = priors.get_mut(k).and_then(Option::take);
                 self.count_part_features(part, prior, scratch);
                 for (slot, &wanted) in best.iter_mut().zip(indices) {
